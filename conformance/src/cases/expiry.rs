@@ -1,0 +1,107 @@
+//! Leases: expiry, extension, and releases that must not touch newer holders.
+
+use std::time::Duration;
+
+use lockkit_core::LockError;
+use tokio::time::{Instant, sleep_until};
+
+use super::{expect_contended, reference_op, tolerance};
+use crate::check::{CaseResult, ensure, fail};
+use crate::harness::Ctx;
+
+/// A fixed lease that is not released becomes free at its TTL: not before, and soon
+/// after; the next holder's token is greater.
+pub(crate) async fn expired_lease_is_reacquirable(ctx: &Ctx) -> CaseResult {
+    let (a, b) = (ctx.locker().await?, ctx.locker().await?);
+    let reference = reference_op(ctx, &b).await?;
+    let key = ctx.key("lease");
+    let ttl = Duration::from_millis(600);
+    let requested = Instant::now();
+    let ga = a.lock(key.as_str()).lease(ttl).no_wait().await?;
+    expect_contended(b.try_lock(key.as_str()).await, "during the lease")?;
+    let gb = b
+        .lock(key.as_str())
+        .lease(Duration::from_secs(10))
+        .wait(ttl * 4 + Duration::from_secs(5))
+        .await?;
+    let after = requested.elapsed();
+    ensure!(
+        after >= ttl,
+        "re-acquired {after:?} after the first request, before its TTL of {ttl:?}"
+    );
+    let limit = ttl + tolerance(Duration::from_millis(700), reference);
+    ensure!(
+        after <= limit,
+        "re-acquired only {after:?} after the first request (limit {limit:?})"
+    );
+    ensure!(
+        gb.token() > ga.token(),
+        "the next holder's token {} is not greater than the expired holder's {}",
+        gb.token(),
+        ga.token()
+    );
+    drop(ga);
+    gb.release().await?;
+    Ok(())
+}
+
+/// After A's lease expires and B takes the lock, A's release reports `Lost` and
+/// leaves B's hold in place.
+pub(crate) async fn release_never_deletes_a_newer_holders_lock(ctx: &Ctx) -> CaseResult {
+    let (a, b, c) = (
+        ctx.locker().await?,
+        ctx.locker().await?,
+        ctx.locker().await?,
+    );
+    let key = ctx.key("lease");
+    let ga = a
+        .lock(key.as_str())
+        .lease(Duration::from_millis(300))
+        .no_wait()
+        .await?;
+    let gb = b
+        .lock(key.as_str())
+        .lease(Duration::from_secs(10))
+        .wait(Duration::from_secs(10))
+        .await?;
+    match ga.release().await {
+        Err(LockError::Lost { .. }) => {}
+        Ok(()) => fail!("releasing an expired hold reported success"),
+        Err(e) => fail!("expected Lost from the stale release, got: {e}"),
+    }
+    expect_contended(c.try_lock(key.as_str()).await, "after the stale release")?;
+    if let Err(e) = gb.extend(Duration::from_secs(10)).await {
+        fail!("the newer holder could not extend after the stale release: {e}");
+    }
+    gb.release().await?;
+    Ok(())
+}
+
+/// `extend` keeps a fixed lease alive past its original TTL; once the hold vanishes,
+/// `extend` fails with `Lost`.
+pub(crate) async fn extend_keeps_the_lock_and_fails_after_loss(ctx: &Ctx) -> CaseResult {
+    let (a, b) = (ctx.locker().await?, ctx.locker().await?);
+    let key = ctx.key("lease");
+    let ttl = Duration::from_millis(400);
+    let requested = Instant::now();
+    let g = a.lock(key.as_str()).lease(ttl).no_wait().await?;
+    g.extend(Duration::from_secs(5)).await?;
+    sleep_until(requested + ttl + Duration::from_millis(200)).await;
+    expect_contended(b.try_lock(key.as_str()).await, "past the original lease")?;
+    ensure!(
+        !g.is_lost(),
+        "the guard reports lost after a successful extend"
+    );
+    ctx.harness.vanish(&g.key().clone()).await?;
+    match g.extend(Duration::from_secs(1)).await {
+        Err(LockError::Lost { .. }) => {}
+        Ok(()) => fail!("extend succeeded after the hold vanished"),
+        Err(e) => fail!("expected Lost from extend after the hold vanished, got: {e}"),
+    }
+    ensure!(
+        g.is_lost(),
+        "the guard does not report lost after extend said Lost"
+    );
+    drop(g);
+    Ok(())
+}

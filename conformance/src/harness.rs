@@ -1,0 +1,89 @@
+//! What a driver supplies to the suite.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use async_trait::async_trait;
+use lockkit_core::{Capabilities, LockDriver, LockError, LockKey, Locker};
+
+use crate::runner::HolderCommand;
+
+/// Supplies drivers and fault injection to the conformance cases.
+#[async_trait]
+pub trait Harness: Send + Sync + 'static {
+    /// A fresh driver with its own connection, as if from another process.
+    async fn driver(&self) -> Result<Arc<dyn LockDriver>, LockError>;
+
+    /// Makes whoever holds `key` lose it behind its back (delete the key, expire
+    /// the session).
+    async fn vanish(&self, key: &LockKey) -> Result<(), LockError>;
+
+    /// A URL another process can connect with to reach the same backend; `None`
+    /// when the backend is process-local.
+    fn holder_url(&self) -> Option<String> {
+        None
+    }
+}
+
+/// A [`Harness`] the [`crate::suite!`] macro can build, once per test.
+#[async_trait]
+pub trait TestHarness: Harness + Sized {
+    /// Starts the backend (a temp file, a throwaway server) and the harness.
+    async fn start() -> Self;
+
+    /// Connects to `url` from a child process (see [`Harness::holder_url`]).
+    async fn connect(url: &str) -> Result<Arc<dyn LockDriver>, LockError>;
+}
+
+static RUN: AtomicU64 = AtomicU64::new(0);
+
+/// What a case gets: the harness, and where to run a holder process.
+pub struct Ctx {
+    pub(crate) harness: Arc<dyn Harness>,
+    pub(crate) holder: Option<HolderCommand>,
+    pub(crate) caps: Capabilities,
+    prefix: String,
+}
+
+impl std::fmt::Debug for Ctx {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ctx")
+            .field("prefix", &self.prefix)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Ctx {
+    pub(crate) fn new(
+        harness: Arc<dyn Harness>,
+        holder: Option<HolderCommand>,
+        caps: Capabilities,
+        case: &str,
+    ) -> Self {
+        // Unique per run, so a live backend can be checked repeatedly.
+        let run = RUN.fetch_add(1, Ordering::Relaxed);
+        let nonce = lockkit_core::OwnerId::new().to_hex();
+        let prefix = format!("lockkit-conformance/{}-{run}/{case}", &nonce[..8]);
+        Self {
+            harness,
+            holder,
+            caps,
+            prefix,
+        }
+    }
+
+    /// A key unique to this case run.
+    pub fn key(&self, name: &str) -> String {
+        format!("{}/{name}", self.prefix)
+    }
+
+    /// A new client over a fresh driver.
+    pub async fn locker(&self) -> Result<Locker, LockError> {
+        Ok(Locker::new(self.harness.driver().await?))
+    }
+
+    /// The driver's capabilities.
+    pub fn capabilities(&self) -> Capabilities {
+        self.caps
+    }
+}

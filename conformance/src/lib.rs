@@ -1,0 +1,62 @@
+//! The shared behavioural suite every lockkit driver must pass.
+//!
+//! A driver supplies a [`Harness`]: fresh drivers "as if from another process", a way
+//! to make a hold vanish behind its holder's back, and (optionally) a URL a child
+//! process can connect with. Then:
+//!
+//! - in its tests, one line expands to one `#[tokio::test]` per case:
+//!
+//!   ```ignore
+//!   lockkit_conformance::suite!(sqlite, SqliteHarness);
+//!   lockkit_conformance::suite!(mem, MemHarness, skip {
+//!       abandoned_by_killed_process_is_freed_after_ttl: "mem is process-local",
+//!   });
+//!   ```
+//!
+//!   A case that needs a capability the driver lacks must be listed under `skip`; it
+//!   is then reported as ignored (never as passed), and a case that finds a capability
+//!   missing without being listed fails and says so.
+//!
+//! - programmatically, [`run`] executes the same cases and returns a [`Report`]
+//!   (this is what `lockkit check URL` does).
+
+mod cases;
+mod check;
+mod harness;
+pub mod holder;
+mod report;
+mod runner;
+
+pub use cases::CASES;
+pub use check::{CaseError, CaseResult};
+pub use harness::{Ctx, Harness, TestHarness};
+pub use report::{CaseReport, Outcome, Report};
+pub use runner::{CASE_TIMEOUT, HolderCommand, Progress, RunOptions, run, run_test_case};
+
+/// Expands to one `#[tokio::test]` per conformance case, in a module named `$name`.
+///
+/// `$harness` is a type implementing [`TestHarness`]. The optional `skip { case:
+/// "reason", … }` list marks cases the driver cannot support as `#[ignore]` with the
+/// reason.
+#[macro_export]
+macro_rules! suite {
+    ($name:ident, $harness:ty $(, skip { $($skip:ident : $why:literal),* $(,)? })? $(,)?) => {
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+
+            $crate::__suite_cases!($harness, [$($($skip : $why),*)?]);
+
+            /// Entry point for the child process of the killed-holder case; does
+            /// nothing unless started by that case.
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            #[ignore = "child-process entry point for abandoned_by_killed_process_is_freed_after_ttl"]
+            async fn holder_process_entry() {
+                $crate::holder::child_main(|url: String| async move {
+                    <$harness as $crate::TestHarness>::connect(&url).await
+                })
+                .await;
+            }
+        }
+    };
+}

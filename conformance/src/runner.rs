@@ -1,0 +1,142 @@
+//! Running cases: programmatically ([`run`]) or as one test ([`run_test_case`]).
+
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::cases::{CASES, Case};
+use crate::check::CaseError;
+use crate::harness::{Ctx, Harness, TestHarness};
+use crate::report::{CaseReport, Outcome, Report};
+
+/// Builds the command that starts a holder child process (the runner adds the
+/// `LOCKKIT_HOLDER_*` environment); see [`crate::holder`].
+pub type HolderCommand = Arc<dyn Fn() -> Command + Send + Sync>;
+
+/// The longest a single case may run before it counts as failed.
+pub const CASE_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// Options for [`run`].
+#[derive(Default)]
+#[non_exhaustive]
+pub struct RunOptions {
+    /// How to start a holder process; without it the killed-holder case is skipped.
+    pub holder: Option<HolderCommand>,
+    /// Run only cases whose name contains this text.
+    pub filter: Option<String>,
+    /// Called before each case with its index and name, and after it with its report.
+    pub progress: Option<Arc<dyn Fn(Progress<'_>) + Send + Sync>>,
+}
+
+impl std::fmt::Debug for RunOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunOptions")
+            .field("filter", &self.filter)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A progress event from [`run`].
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Progress<'a> {
+    /// A case is starting (index, total, name).
+    Started(usize, usize, &'static str),
+    /// A case has finished.
+    Finished(&'a CaseReport),
+}
+
+/// Runs every case against `harness` and reports each one.
+pub async fn run(harness: Arc<dyn Harness>, options: RunOptions) -> Report {
+    let cases: Vec<&Case> = CASES
+        .iter()
+        .filter(|c| {
+            options
+                .filter
+                .as_ref()
+                .is_none_or(|f| c.name.contains(f.as_str()))
+        })
+        .collect();
+    let driver = match harness.driver().await {
+        Ok(d) => d.name().to_string(),
+        Err(e) => format!("unreachable ({e})"),
+    };
+    let mut reports = Vec::with_capacity(cases.len());
+    for (i, case) in cases.iter().enumerate() {
+        if let Some(p) = &options.progress {
+            p(Progress::Started(i, cases.len(), case.name));
+        }
+        let report = run_one(case, harness.clone(), options.holder.clone()).await;
+        if let Some(p) = &options.progress {
+            p(Progress::Finished(&report));
+        }
+        reports.push(report);
+    }
+    Report {
+        driver,
+        cases: reports,
+    }
+}
+
+async fn run_one(
+    case: &Case,
+    harness: Arc<dyn Harness>,
+    holder: Option<HolderCommand>,
+) -> CaseReport {
+    let started = Instant::now();
+    let outcome = match harness.driver().await {
+        Err(e) => Outcome::Failed(format!("could not connect: {e}")),
+        Ok(driver) => {
+            let caps = driver.capabilities();
+            drop(driver);
+            let ctx = Ctx::new(harness, holder, caps, case.name);
+            match tokio::time::timeout(CASE_TIMEOUT, (case.run)(&ctx)).await {
+                Err(_) => Outcome::Failed(format!("did not finish within {CASE_TIMEOUT:?}")),
+                Ok(Ok(())) => Outcome::Passed,
+                Ok(Err(CaseError::Failed(m))) => Outcome::Failed(m),
+                Ok(Err(CaseError::Skipped(m))) => Outcome::Skipped(m),
+            }
+        }
+    };
+    CaseReport {
+        name: case.name,
+        outcome,
+        duration_ms: started.elapsed().as_millis() as u64,
+    }
+}
+
+/// Runs the case `name` as one test: panics (fails the test) unless it passes.
+///
+/// `module` is the `module_path!()` of the `suite!` module; the killed-holder case
+/// re-runs this test binary with `MODULE::holder_process_entry` as its child.
+#[allow(clippy::panic)] // A test assertion: panicking is how a test fails.
+pub async fn run_test_case<H: TestHarness>(name: &str, module: &str) {
+    let Some(case) = CASES.iter().find(|c| c.name == name) else {
+        panic!("no conformance case named `{name}`");
+    };
+    let harness: Arc<dyn Harness> = Arc::new(H::start().await);
+    let test_path = match module.split_once("::") {
+        Some((_crate, path)) => format!("{path}::holder_process_entry"),
+        None => "holder_process_entry".to_string(),
+    };
+    let holder: HolderCommand = Arc::new(move || {
+        let exe = std::env::current_exe().unwrap_or_default();
+        let mut cmd = Command::new(exe);
+        cmd.args([
+            test_path.as_str(),
+            "--exact",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ]);
+        cmd
+    });
+    let report = run_one(case, harness, Some(holder)).await;
+    match report.outcome {
+        Outcome::Passed => {}
+        Outcome::Failed(m) => panic!("conformance case `{name}` failed: {m}"),
+        Outcome::Skipped(m) => panic!(
+            "conformance case `{name}` cannot run on this driver ({m}); list it under `skip {{ {name}: \"why\" }}` in the suite! invocation"
+        ),
+    }
+}

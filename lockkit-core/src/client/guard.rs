@@ -1,0 +1,232 @@
+//! [`LockGuard`]: proof of a hold, with its token, lost signal and release.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::hold::{Hold, LostReason};
+use super::locker::Inner;
+use super::lost::lost_future;
+use crate::driver::LockDriver;
+use crate::error::{LockError, Result};
+use crate::types::{FencingToken, LockKey, OwnerId, validate_ttl};
+
+/// A held lock.
+///
+/// Release it with [`release`](LockGuard::release) to learn whether the release
+/// succeeded. Dropping the guard also releases, but in the background and without a
+/// result: the lock stays held for the round trip it takes (or until its TTL if the
+/// runtime is shutting down).
+#[must_use = "if unused the lock is released immediately"]
+#[clippy::has_significant_drop]
+pub struct LockGuard {
+    hold: Option<Arc<Hold>>,
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for LockGuard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("LockGuard");
+        if let Some(hold) = &self.hold {
+            d.field("key", &hold.key)
+                .field("token", &hold.token)
+                .field("owner", &hold.owner);
+        }
+        d.finish_non_exhaustive()
+    }
+}
+
+impl LockGuard {
+    pub(crate) fn new(hold: Arc<Hold>, inner: Arc<Inner>) -> Self {
+        Self {
+            hold: Some(hold),
+            inner,
+        }
+    }
+
+    fn hold(&self) -> &Arc<Hold> {
+        #[allow(clippy::expect_used)]
+        // BUG: `hold` is only taken by `release` and `drop`, which consume the guard.
+        self.hold.as_ref().expect("BUG: guard used after release")
+    }
+
+    /// The lock's key.
+    pub fn key(&self) -> &LockKey {
+        &self.hold().key
+    }
+
+    /// The owner this hold belongs to; pass it to [`crate::LockRequest::owner`] to
+    /// re-enter.
+    pub fn owner(&self) -> &OwnerId {
+        &self.hold().owner
+    }
+
+    /// The fencing token: send it with every write to the protected resource.
+    pub fn token(&self) -> FencingToken {
+        self.hold().token
+    }
+
+    /// How many guards share this hold (reentrancy count).
+    pub fn hold_count(&self) -> usize {
+        self.hold().count()
+    }
+
+    /// When the current lease ends unless renewed, on the monotonic clock.
+    pub fn deadline(&self) -> Instant {
+        self.hold().deadline()
+    }
+
+    /// Whether the hold is known to be lost (or its deadline has passed).
+    pub fn is_lost(&self) -> bool {
+        !self.hold().is_live()
+    }
+
+    /// Resolves when the lock can no longer be trusted: a renewal was refused, the
+    /// backend session ended, or the lease deadline passed. Stop writing to the
+    /// protected resource when it fires.
+    ///
+    /// The future is independent of the guard (`'static`), so it can be raced
+    /// against the critical section with `tokio::select!`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::{sync::Arc, time::Duration};
+    /// use lockkit_core::{Locker, mem::MemDriver};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), lockkit_core::LockError> {
+    /// let locker = Locker::new(Arc::new(MemDriver::new()));
+    /// let guard = locker.lock("job").lease(Duration::from_millis(50)).await?;
+    /// // A fixed lease with no extend: the lost signal fires at the deadline.
+    /// let reason = guard.lost().await;
+    /// println!("lost: {reason}");
+    /// # Ok(()) }
+    /// ```
+    pub fn lost(&self) -> impl Future<Output = LostReason> + Send + 'static {
+        lost_future(self.hold())
+    }
+
+    /// Pushes the lease out to `ttl` from now.
+    ///
+    /// # Errors
+    ///
+    /// [`LockError::Lost`] if the hold is gone or its deadline already passed
+    /// (an expired hold is never revived), [`LockError::InvalidTtl`], or a backend
+    /// error.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: a dropped extend leaves the old or the new deadline in place; the
+    /// guard keeps the old one, which is never later than the backend's.
+    pub async fn extend(&self, ttl: Duration) -> Result<()> {
+        let ttl = validate_ttl(ttl)?;
+        let hold = self.hold();
+        if let Some(reason) = hold.lost_reason() {
+            return Err(LockError::lost(&hold.key, reason.to_string()));
+        }
+        let sent_at = Instant::now();
+        match self.inner.driver.extend(&hold.key, &hold.owner, ttl).await {
+            Ok(deadline) => {
+                hold.renewed(deadline, sent_at);
+                Ok(())
+            }
+            Err(e) => {
+                if e.is_lost() {
+                    hold.mark_lost(LostReason::Gone);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Releases this guard's share of the hold; the backend lock is released when the
+    /// last reentrant guard is.
+    ///
+    /// # Errors
+    ///
+    /// [`LockError::Lost`] if the backend no longer had our hold (it expired or was
+    /// taken over: the critical section may have overlapped with another holder's),
+    /// or a backend error. Either way, the guard is gone.
+    ///
+    /// # Cancel safety
+    ///
+    /// If the future is dropped, the release continues in the background.
+    pub async fn release(mut self) -> Result<()> {
+        let Some(hold) = self.hold.take() else {
+            return Ok(());
+        };
+        if !hold.leave() {
+            return Ok(());
+        }
+        self.inner.forget(&hold);
+        let driver = self.inner.driver.clone();
+        let mut background =
+            BackgroundRelease(Some((driver.clone(), hold.key.clone(), hold.owner.clone())));
+        let result = driver.release(&hold.key, &hold.owner).await;
+        background.0 = None;
+        match result {
+            Ok(true) => {
+                tracing::debug!(key = %hold.key, token = hold.token.get(), "released");
+                Ok(())
+            }
+            Ok(false) => Err(LockError::lost(
+                &hold.key,
+                "the backend no longer held it at release; the lease had expired or the hold was removed",
+            )),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        let Some(hold) = self.hold.take() else {
+            return;
+        };
+        if hold.leave() {
+            self.inner.forget(&hold);
+            release_in_background(
+                self.inner.driver.clone(),
+                hold.key.clone(),
+                hold.owner.clone(),
+            );
+        }
+    }
+}
+
+struct BackgroundRelease(Option<(Arc<dyn LockDriver>, LockKey, OwnerId)>);
+
+impl Drop for BackgroundRelease {
+    fn drop(&mut self) {
+        if let Some((driver, key, owner)) = self.0.take() {
+            release_in_background(driver, key, owner);
+        }
+    }
+}
+
+/// Releases `(key, owner)` on a background task, if a Tokio runtime is available.
+pub(crate) fn release_in_background(driver: Arc<dyn LockDriver>, key: LockKey, owner: OwnerId) {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) => {
+            handle.spawn(async move {
+                // Bounded: a release that cannot finish is covered by the TTL.
+                let attempt =
+                    tokio::time::timeout(Duration::from_secs(10), driver.release(&key, &owner));
+                match attempt.await {
+                    Ok(Ok(_)) => tracing::debug!(%key, "released in background"),
+                    Ok(Err(error)) => {
+                        tracing::warn!(%key, %error, "background release failed; the lock frees at its TTL")
+                    }
+                    Err(_) => tracing::warn!(%key, "background release timed out; the lock frees at its TTL"),
+                }
+            });
+        }
+        Err(_) => {
+            tracing::warn!(%key, "no Tokio runtime to release on; the lock frees at its TTL");
+        }
+    }
+}

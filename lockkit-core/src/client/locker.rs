@@ -1,0 +1,369 @@
+//! [`Locker`]: the user-facing client over any [`LockDriver`].
+
+use std::collections::HashMap;
+use std::fmt;
+use std::future::{Future, IntoFuture};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+use tokio::time::Instant;
+use tracing::Instrument;
+
+use super::guard::LockGuard;
+use super::hold::Hold;
+use super::watchdog;
+use crate::driver::{AcquireRequest, Capabilities, LockDriver, Wait};
+use crate::error::{LockError, Result};
+use crate::types::{LockKey, OwnerId, validate_ttl};
+
+/// The lease the watchdog keeps renewing when no fixed lease is given (as Redisson's
+/// `lockWatchdogTimeout`).
+pub const DEFAULT_WATCHDOG_TTL: Duration = Duration::from_secs(30);
+
+/// A lock client over one backend connection.
+///
+/// Cheap to clone; clones share the connection, the reentrancy table and the watchdog
+/// (one renewal task per `Locker`, however many locks it holds).
+///
+/// Each [`lock`](Locker::lock) call acquires as a fresh [`OwnerId`] unless one is given
+/// with [`LockRequest::owner`]; so two tasks sharing a `Locker` exclude each other like
+/// a mutex. Acquiring again with an owner that already holds the key is reentrant: it
+/// returns another guard with the same fencing token, and the lock is released when the
+/// last of those guards is.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use lockkit_core::{Locker, mem::MemDriver};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), lockkit_core::LockError> {
+/// let locker = Locker::new(Arc::new(MemDriver::new()));
+/// let guard = locker.lock("inventory:sku-42").wait(Duration::from_secs(5)).await?;
+/// println!("holding with fencing token {}", guard.token());
+/// assert!(locker.try_lock("inventory:sku-42").await.is_err());
+/// guard.release().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Locker {
+    inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) driver: Arc<dyn LockDriver>,
+    holds: Mutex<HashMap<(LockKey, OwnerId), Weak<Hold>>>,
+    watchdog_wake: Arc<Notify>,
+    watchdog_started: OnceLock<()>,
+    default_ttl: Duration,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.watchdog_wake.notify_one();
+    }
+}
+
+impl fmt::Debug for Locker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Locker")
+            .field("driver", &self.inner.driver.name())
+            .field("default_ttl", &self.inner.default_ttl)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Locker {
+    /// A client over `driver`, with the default watchdog lease of 30 s.
+    pub fn new(driver: Arc<dyn LockDriver>) -> Self {
+        Self::with_default_ttl(driver, DEFAULT_WATCHDOG_TTL)
+    }
+
+    /// A client whose watchdog lease (the TTL used when a lock is taken without
+    /// [`LockRequest::ttl`] or [`LockRequest::lease`]) is `ttl`.
+    pub fn with_default_ttl(driver: Arc<dyn LockDriver>, ttl: Duration) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                driver,
+                holds: Mutex::new(HashMap::new()),
+                watchdog_wake: Arc::new(Notify::new()),
+                watchdog_started: OnceLock::new(),
+                default_ttl: ttl,
+            }),
+        }
+    }
+
+    /// The driver underneath.
+    pub fn driver(&self) -> &Arc<dyn LockDriver> {
+        &self.inner.driver
+    }
+
+    /// What the backend supports.
+    pub fn capabilities(&self) -> Capabilities {
+        self.inner.driver.capabilities()
+    }
+
+    /// Starts building a lock request for `key`; `.await` it to acquire.
+    ///
+    /// By default the request waits as long as it takes and the watchdog renews the
+    /// lease every `ttl / 3` until the guard is released.
+    pub fn lock(&self, key: impl Into<String>) -> LockRequest<'_> {
+        LockRequest {
+            locker: self,
+            key: key.into(),
+            ttl: None,
+            fixed: false,
+            wait: WaitSpec::Forever,
+            owner: None,
+        }
+    }
+
+    /// Takes `key` if it is free right now.
+    ///
+    /// # Errors
+    ///
+    /// [`LockError::Contended`] if another owner holds it, [`LockError::InvalidKey`]
+    /// for a bad key, or a backend error.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: a dropped call releases anything it may have taken, in the
+    /// background.
+    pub async fn try_lock(&self, key: impl Into<String>) -> Result<LockGuard> {
+        self.lock(key).no_wait().await
+    }
+
+    fn ensure_watchdog(&self) {
+        self.inner.watchdog_started.get_or_init(|| {
+            tokio::spawn(watchdog::run(
+                Arc::downgrade(&self.inner),
+                self.inner.watchdog_wake.clone(),
+            ));
+        });
+        self.inner.watchdog_wake.notify_one();
+    }
+
+    fn live_hold(&self, key: &LockKey, owner: &OwnerId) -> Option<Arc<Hold>> {
+        let holds = self.inner.holds();
+        let hold = holds.get(&(key.clone(), owner.clone()))?.upgrade()?;
+        hold.try_reenter().then_some(hold)
+    }
+
+    async fn acquire(&self, req: LockRequest<'_>) -> Result<LockGuard> {
+        let key = LockKey::new(req.key)?;
+        let ttl = validate_ttl(req.ttl.unwrap_or(self.inner.default_ttl))?;
+        let wait = match req.wait {
+            WaitSpec::NoWait => Wait::NoWait,
+            WaitSpec::Forever => Wait::Forever,
+            WaitSpec::AtMost(d) => Wait::at_most(d),
+        };
+        let owner = req.owner.unwrap_or_default();
+        let renew_ttl = (!req.fixed).then_some(ttl);
+
+        if let Some(hold) = self.live_hold(&key, &owner) {
+            tracing::debug!(%key, count = hold.count(), "reentrant acquire");
+            return Ok(LockGuard::new(hold, self.inner.clone()));
+        }
+
+        let driver = &self.inner.driver;
+        let span = tracing::debug_span!("lockkit.acquire", driver = driver.name(), %key, ttl_ms = ttl.as_millis() as u64);
+        let started = Instant::now();
+        let request = AcquireRequest::new(key.clone(), owner.clone(), ttl, wait);
+        // Armed before the first await: if this future is dropped mid-flight, whatever
+        // the backend may have granted is released in the background.
+        let mut cleanup = ReleaseOnDrop::new(driver.clone(), key.clone(), owner.clone());
+        let result = driver.acquire(&request).instrument(span.clone()).await;
+        let grant = match result {
+            Ok(grant) => grant,
+            Err(e) => {
+                if !e.is_retryable() {
+                    // A definite "no": nothing was taken.
+                    cleanup.disarm();
+                }
+                return Err(e);
+            }
+        };
+        if Instant::now() >= grant.deadline {
+            // Never report "acquired" after the lease deadline; `cleanup` releases.
+            return Err(LockError::lost(
+                &key,
+                format!("the lease of {ttl:?} ran out before the grant arrived; use a longer TTL"),
+            ));
+        }
+        cleanup.disarm();
+        span.in_scope(|| {
+            tracing::debug!(
+                token = grant.token.get(),
+                waited_ms = started.elapsed().as_millis() as u64,
+                "acquired"
+            )
+        });
+
+        let hold = {
+            let mut holds = self.inner.holds();
+            let slot = (key.clone(), owner.clone());
+            // A concurrent acquire by the same owner may have registered first.
+            match holds.get(&slot).and_then(Weak::upgrade) {
+                Some(existing) if existing.try_reenter() => existing,
+                _ => {
+                    let hold = Arc::new(Hold::new(
+                        key,
+                        owner,
+                        grant.token,
+                        grant.deadline,
+                        renew_ttl,
+                        started,
+                    ));
+                    holds.insert(slot, Arc::downgrade(&hold));
+                    hold
+                }
+            }
+        };
+        if hold.renew_ttl.is_some() {
+            self.ensure_watchdog();
+        }
+        Ok(LockGuard::new(hold, self.inner.clone()))
+    }
+}
+
+impl Inner {
+    fn holds(&self) -> std::sync::MutexGuard<'_, HashMap<(LockKey, OwnerId), Weak<Hold>>> {
+        self.holds.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Forgets a hold that was released or lost.
+    pub(crate) fn forget(&self, hold: &Hold) {
+        let mut holds = self.holds();
+        let slot = (hold.key.clone(), hold.owner.clone());
+        if let Some(existing) = holds.get(&slot)
+            && std::ptr::eq(existing.as_ptr(), hold)
+        {
+            holds.remove(&slot);
+        }
+    }
+
+    /// Holds the watchdog renews that are due by `now`, and when the next one is due.
+    pub(crate) fn watched_holds(&self, now: Instant) -> (Vec<Arc<Hold>>, Option<Instant>) {
+        let mut holds = self.holds();
+        holds.retain(|_, h| h.strong_count() > 0);
+        let mut due = Vec::new();
+        let mut next: Option<Instant> = None;
+        for hold in holds.values().filter_map(Weak::upgrade) {
+            if hold.renew_ttl.is_none() || hold.is_released() || !hold.is_live() {
+                continue;
+            }
+            let at = hold.next_renewal();
+            if at <= now {
+                due.push(hold);
+            } else {
+                next = Some(next.map_or(at, |n| n.min(at)));
+            }
+        }
+        (due, next)
+    }
+}
+
+/// Releases `(key, owner)` in the background unless disarmed.
+struct ReleaseOnDrop {
+    armed: Option<(Arc<dyn LockDriver>, LockKey, OwnerId)>,
+}
+
+impl ReleaseOnDrop {
+    fn new(driver: Arc<dyn LockDriver>, key: LockKey, owner: OwnerId) -> Self {
+        Self {
+            armed: Some((driver, key, owner)),
+        }
+    }
+
+    fn disarm(&mut self) {
+        self.armed = None;
+    }
+}
+
+impl Drop for ReleaseOnDrop {
+    fn drop(&mut self) {
+        if let Some((driver, key, owner)) = self.armed.take() {
+            super::guard::release_in_background(driver, key, owner);
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum WaitSpec {
+    NoWait,
+    AtMost(Duration),
+    Forever,
+}
+
+/// A lock request being built; `.await` it to acquire.
+///
+/// # Cancel safety
+///
+/// Dropping the future before it completes leaves no hold behind: anything the backend
+/// granted in the meantime is released in the background.
+#[must_use = "a lock request does nothing until it is awaited"]
+#[derive(Debug)]
+pub struct LockRequest<'a> {
+    locker: &'a Locker,
+    key: String,
+    ttl: Option<Duration>,
+    fixed: bool,
+    wait: WaitSpec,
+    owner: Option<OwnerId>,
+}
+
+impl LockRequest<'_> {
+    /// The lease the watchdog keeps renewing every `ttl / 3` while the guard lives.
+    /// If the process stalls or dies, the lock is free at most `ttl` later.
+    pub fn ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = Some(ttl);
+        self.fixed = false;
+        self
+    }
+
+    /// A fixed lease: no watchdog; the lock expires `lease` after it was requested
+    /// unless [`LockGuard::extend`] pushes it out.
+    pub fn lease(mut self, lease: Duration) -> Self {
+        self.ttl = Some(lease);
+        self.fixed = true;
+        self
+    }
+
+    /// Waits at most `wait` for a held lock, then fails with [`LockError::Timeout`].
+    pub fn wait(mut self, wait: Duration) -> Self {
+        self.wait = WaitSpec::AtMost(wait);
+        self
+    }
+
+    /// Waits as long as it takes (the default).
+    pub fn wait_forever(mut self) -> Self {
+        self.wait = WaitSpec::Forever;
+        self
+    }
+
+    /// Does not wait: fails with [`LockError::Contended`] if the lock is held.
+    pub fn no_wait(mut self) -> Self {
+        self.wait = WaitSpec::NoWait;
+        self
+    }
+
+    /// Acquires as `owner`. Acquiring again with the same owner is reentrant.
+    pub fn owner(mut self, owner: OwnerId) -> Self {
+        self.owner = Some(owner);
+        self
+    }
+}
+
+impl<'a> IntoFuture for LockRequest<'a> {
+    type Output = Result<LockGuard>;
+    type IntoFuture = Pin<Box<dyn Future<Output = Result<LockGuard>> + Send + 'a>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        let locker = self.locker;
+        Box::pin(locker.acquire(self))
+    }
+}

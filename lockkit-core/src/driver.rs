@@ -1,0 +1,274 @@
+//! The contract between the client machinery and a backend.
+//!
+//! A driver implements [`LockDriver`]: atomic acquire (with a wait mode), extend and
+//! release, each keyed by `(key, owner)`. Everything above that — reentrancy counts,
+//! the watchdog, the lost signal, release on drop, cancellation safety — is written
+//! once in [`crate::Locker`].
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use tokio::time::Instant;
+
+use crate::error::Result;
+use crate::types::{FencingToken, LockKey, OwnerId};
+
+/// How long an acquire may wait for a held lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Wait {
+    /// Fail at once with [`crate::LockError::Contended`] if the lock is held.
+    NoWait,
+    /// Wait until this instant, then fail with [`crate::LockError::Timeout`].
+    Until(Instant),
+    /// Wait as long as it takes.
+    Forever,
+}
+
+impl Wait {
+    /// A wait of at most `d` from now; an absurdly long `d` means [`Wait::Forever`].
+    pub fn at_most(d: Duration) -> Self {
+        match Instant::now().checked_add(d) {
+            Some(deadline) => Wait::Until(deadline),
+            None => Wait::Forever,
+        }
+    }
+
+    /// The instant waiting must stop, if any.
+    pub fn deadline(self) -> Option<Instant> {
+        match self {
+            Wait::NoWait => Some(Instant::now()),
+            Wait::Until(d) => Some(d),
+            Wait::Forever => None,
+        }
+    }
+}
+
+/// One acquisition request, as the client hands it to a driver.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct AcquireRequest {
+    /// The lock.
+    pub key: LockKey,
+    /// Who asks.
+    pub owner: OwnerId,
+    /// The lease to set on success.
+    pub ttl: Duration,
+    /// How long to wait if the lock is held.
+    pub wait: Wait,
+}
+
+impl AcquireRequest {
+    /// A request for `key` by `owner` with lease `ttl`.
+    pub fn new(key: LockKey, owner: OwnerId, ttl: Duration, wait: Wait) -> Self {
+        Self {
+            key,
+            owner,
+            ttl,
+            wait,
+        }
+    }
+}
+
+/// What a driver returns when it grants a lock.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Grant {
+    /// The lock.
+    pub key: LockKey,
+    /// The holder.
+    pub owner: OwnerId,
+    /// The fencing token of this hold.
+    pub token: FencingToken,
+    /// When the lease ends, on the monotonic clock, measured from *before* the request
+    /// that set it was sent (so it is never later than the backend's own expiry).
+    pub deadline: Instant,
+}
+
+impl Grant {
+    /// A grant of `key` to `owner`.
+    pub fn new(key: LockKey, owner: OwnerId, token: FencingToken, deadline: Instant) -> Self {
+        Self {
+            key,
+            owner,
+            token,
+            deadline,
+        }
+    }
+}
+
+/// One renewal in a batch (see [`LockDriver::extend_many`]).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Renewal {
+    /// The lock.
+    pub key: LockKey,
+    /// The holder.
+    pub owner: OwnerId,
+    /// The new lease, counted from now.
+    pub ttl: Duration,
+}
+
+impl Renewal {
+    /// A renewal of `key` held by `owner` for another `ttl`.
+    pub fn new(key: LockKey, owner: OwnerId, ttl: Duration) -> Self {
+        Self { key, owner, ttl }
+    }
+}
+
+/// How waiters learn that a lock was released.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum WakeUp {
+    /// The backend notifies (in-process notify, pub/sub, watch, LISTEN/NOTIFY…).
+    Notify,
+    /// Waiters poll with jittered backoff.
+    Poll,
+}
+
+/// What a driver can do; the conformance suite skips cases whose capability is missing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Capabilities {
+    /// Grants carry strictly increasing fencing tokens.
+    pub fencing: bool,
+    /// Waiters are served first-come first-served.
+    pub fair: bool,
+    /// Acquire by the current owner is recognised by the backend (idempotent).
+    pub reentrant_server_side: bool,
+    /// A read-write lock is available.
+    pub read_write: bool,
+    /// A counting semaphore is available.
+    pub semaphore: bool,
+    /// Holds are visible to other processes (false for the in-process `mem` driver).
+    pub cross_process: bool,
+    /// How waiters are woken.
+    pub wake_up: WakeUp,
+}
+
+impl Capabilities {
+    /// The baseline every driver must meet: fencing, server-side reentrancy, polling.
+    pub const fn baseline() -> Self {
+        Self {
+            fencing: true,
+            fair: false,
+            reentrant_server_side: true,
+            read_write: false,
+            semaphore: false,
+            cross_process: true,
+            wake_up: WakeUp::Poll,
+        }
+    }
+}
+
+/// The object-safe async trait each backend implements.
+///
+/// Rules every implementation keeps:
+/// - `acquire` is atomic: the lock is granted only if it is free, expired, or already
+///   held by `req.owner` — in which case the same token is returned and the lease is
+///   refreshed (this makes retries after an unknown outcome safe).
+/// - the returned [`Grant::deadline`] is measured from before the request was sent.
+/// - `extend` and `release` act only on a hold owned by `owner`; they never touch
+///   another owner's lock. `extend` of a hold that is gone returns
+///   [`crate::LockError::Lost`].
+/// - waiting is bounded by [`Wait`], and wakes on a backend signal where there is one.
+#[async_trait]
+pub trait LockDriver: Send + Sync + fmt::Debug + 'static {
+    /// A short name for messages and reports (`"sqlite"`, `"mem"`).
+    fn name(&self) -> &'static str;
+
+    /// What this driver supports.
+    fn capabilities(&self) -> Capabilities;
+
+    /// Takes the lock, waiting as `req.wait` allows.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::LockError::Contended`] for [`Wait::NoWait`],
+    /// [`crate::LockError::Timeout`] when the wait runs out, or a backend error.
+    async fn acquire(&self, req: &AcquireRequest) -> Result<Grant>;
+
+    /// Pushes the lease of `owner`'s hold on `key` out to `ttl` from now, and returns
+    /// the new deadline.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::LockError::Lost`] when `owner` no longer holds `key`.
+    async fn extend(&self, key: &LockKey, owner: &OwnerId, ttl: Duration) -> Result<Instant>;
+
+    /// Renews many holds at once. The default renews one by one; drivers that can
+    /// batch (one SQL statement, one pipeline) override it.
+    async fn extend_many(&self, renewals: &[Renewal]) -> Vec<Result<Instant>> {
+        let mut out = Vec::with_capacity(renewals.len());
+        for r in renewals {
+            out.push(self.extend(&r.key, &r.owner, r.ttl).await);
+        }
+        out
+    }
+
+    /// Releases `owner`'s hold on `key`. Returns whether `owner` held it.
+    async fn release(&self, key: &LockKey, owner: &OwnerId) -> Result<bool>;
+}
+
+/// A boxed future returning a driver, as produced by a [`DriverEntry`].
+pub type ConnectFuture = Pin<Box<dyn Future<Output = Result<Arc<dyn LockDriver>>> + Send>>;
+
+/// How the facade finds a driver by URL scheme: each driver crate exports one of these
+/// as `DRIVER`.
+#[derive(Clone, Copy)]
+#[non_exhaustive]
+pub struct DriverEntry {
+    /// The driver's name.
+    pub name: &'static str,
+    /// The URL schemes it accepts (without `://`).
+    pub schemes: &'static [&'static str],
+    /// The Cargo feature of the `lockkit` facade that compiles it in.
+    pub feature: &'static str,
+    /// Connects to the backend at `url`.
+    pub connect: fn(&str) -> ConnectFuture,
+}
+
+impl DriverEntry {
+    /// Describes a driver.
+    pub const fn new(
+        name: &'static str,
+        schemes: &'static [&'static str],
+        feature: &'static str,
+        connect: fn(&str) -> ConnectFuture,
+    ) -> Self {
+        Self {
+            name,
+            schemes,
+            feature,
+            connect,
+        }
+    }
+
+    /// Whether this driver accepts `url`'s scheme.
+    pub fn accepts(&self, url: &str) -> bool {
+        url_scheme(url).is_some_and(|s| self.schemes.contains(&s))
+    }
+}
+
+impl fmt::Debug for DriverEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DriverEntry")
+            .field("name", &self.name)
+            .field("schemes", &self.schemes)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The scheme of `url`: the part before `:` (`sqlite::memory:` → `sqlite`).
+pub fn url_scheme(url: &str) -> Option<&str> {
+    let (scheme, _) = url.split_once(':')?;
+    let valid = !scheme.is_empty()
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    valid.then_some(scheme)
+}

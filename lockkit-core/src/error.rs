@@ -1,0 +1,263 @@
+//! The one error type of lockkit.
+
+use std::error::Error as StdError;
+use std::fmt;
+use std::time::Duration;
+
+use crate::types::{MAX_KEY_LEN, MAX_TTL, MIN_TTL};
+
+/// A `Result` whose error defaults to [`LockError`].
+pub type Result<T, E = LockError> = std::result::Result<T, E>;
+
+/// Everything that can go wrong when taking, keeping or giving back a lock.
+///
+/// Messages say what failed and what to do about it. They never contain a password,
+/// an ACL token or an owner id: URLs are redacted before they get here.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LockError {
+    /// The lock name is not acceptable.
+    #[error("invalid lock key: {0}")]
+    InvalidKey(#[from] KeyError),
+
+    /// The lease length is out of bounds.
+    #[error("invalid TTL: {0}")]
+    InvalidTtl(#[from] TtlError),
+
+    /// The connection URL could not be understood.
+    #[error("invalid URL `{url}`: {reason}")]
+    InvalidUrl {
+        /// The URL with any password or token replaced by `***`.
+        url: String,
+        /// What is wrong with it and how to fix it.
+        reason: String,
+    },
+
+    /// A setting (other than the URL itself) is wrong.
+    #[error("configuration error: {0}")]
+    Config(String),
+
+    /// `lock()` waited for the whole wait budget without getting the lock.
+    #[error(
+        "timed out after {waited:?} waiting for lock `{key}`; raise the wait or find the holder"
+    )]
+    Timeout {
+        /// The lock that was waited for.
+        key: String,
+        /// How long we waited.
+        waited: Duration,
+    },
+
+    /// `try_lock()` found the lock held by someone else.
+    #[error("lock `{key}` is held by another owner")]
+    Contended {
+        /// The lock that was busy.
+        key: String,
+    },
+
+    /// The hold is gone: it expired, was taken over, or its session ended.
+    #[error("lock `{key}` was lost: {reason}")]
+    Lost {
+        /// The lock that was lost.
+        key: String,
+        /// Why we believe so.
+        reason: String,
+    },
+
+    /// The driver cannot do what was asked.
+    #[error("the {driver} driver does not support {capability}")]
+    Unsupported {
+        /// The driver's name.
+        driver: &'static str,
+        /// The missing capability.
+        capability: &'static str,
+    },
+
+    /// The backend could not be reached, or the connection broke.
+    #[error("connection error ({driver}): {message}")]
+    Connection {
+        /// The driver's name.
+        driver: &'static str,
+        /// What happened, with secrets removed.
+        message: String,
+        /// The underlying error.
+        #[source]
+        source: Option<Box<dyn StdError + Send + Sync>>,
+    },
+
+    /// The backend answered with an error.
+    #[error("backend error ({driver}): {message}")]
+    Backend {
+        /// The driver's name.
+        driver: &'static str,
+        /// What happened, with secrets removed.
+        message: String,
+        /// The underlying error.
+        #[source]
+        source: Option<Box<dyn StdError + Send + Sync>>,
+    },
+}
+
+impl LockError {
+    /// Whether repeating the same operation may succeed (used by the watchdog to decide
+    /// between "retry the renewal" and "the lock is gone").
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            LockError::Connection { .. } | LockError::Backend { .. }
+        )
+    }
+
+    /// Whether the error means the hold no longer exists.
+    pub fn is_lost(&self) -> bool {
+        matches!(self, LockError::Lost { .. })
+    }
+
+    /// A [`LockError::Lost`] for `key`.
+    pub fn lost(key: impl fmt::Display, reason: impl Into<String>) -> Self {
+        LockError::Lost {
+            key: key.to_string(),
+            reason: reason.into(),
+        }
+    }
+
+    /// A [`LockError::InvalidUrl`] for `url`, with any secret in it redacted.
+    pub fn invalid_url(url: &str, reason: impl Into<String>) -> Self {
+        LockError::InvalidUrl {
+            url: redact_url(url),
+            reason: reason.into(),
+        }
+    }
+
+    /// A [`LockError::Connection`] from a driver's client error.
+    pub fn connection(driver: &'static str, source: impl StdError + Send + Sync + 'static) -> Self {
+        LockError::Connection {
+            driver,
+            message: source.to_string(),
+            source: Some(Box::new(source)),
+        }
+    }
+
+    /// A [`LockError::Backend`] from a driver's client error.
+    pub fn backend(driver: &'static str, source: impl StdError + Send + Sync + 'static) -> Self {
+        LockError::Backend {
+            driver,
+            message: source.to_string(),
+            source: Some(Box::new(source)),
+        }
+    }
+}
+
+/// Why a key was rejected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum KeyError {
+    /// The key is the empty string.
+    #[error("the key is empty; give the lock a name such as \"orders:42\"")]
+    Empty,
+    /// The key is longer than [`MAX_KEY_LEN`] bytes.
+    #[error(
+        "the key is {len} bytes long; the limit is {MAX_KEY_LEN} bytes (hash long names first)"
+    )]
+    TooLong {
+        /// The key's length in bytes.
+        len: usize,
+    },
+    /// The key contains a control character such as NUL or newline.
+    #[error(
+        "the key contains control character U+{code:04X} at byte {position}; use printable characters only"
+    )]
+    ControlCharacter {
+        /// Byte offset of the character.
+        position: usize,
+        /// The character's code point.
+        code: u32,
+    },
+}
+
+/// Why a TTL was rejected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TtlError {
+    /// Shorter than [`MIN_TTL`].
+    #[error(
+        "{ttl:?} is shorter than the minimum of {MIN_TTL:?}; a lease must outlive a round trip"
+    )]
+    TooShort {
+        /// The rejected TTL.
+        ttl: Duration,
+    },
+    /// Longer than [`MAX_TTL`].
+    #[error(
+        "{ttl:?} is longer than the maximum of {MAX_TTL:?}; use the watchdog (no fixed lease) for long holds"
+    )]
+    TooLong {
+        /// The rejected TTL.
+        ttl: Duration,
+    },
+}
+
+/// Replaces the password and any `token`/`password` query values in a URL with `***`,
+/// so the URL can be shown in errors and logs.
+///
+/// # Examples
+///
+/// ```
+/// use lockkit_core::redact_url;
+///
+/// assert_eq!(redact_url("redis://user:hunter2@host:6379/0"), "redis://user:***@host:6379/0");
+/// assert_eq!(redact_url("consul://host?token=abc&dc=x"), "consul://host?token=***&dc=x");
+/// assert_eq!(redact_url("sqlite:///tmp/x.db"), "sqlite:///tmp/x.db");
+/// ```
+pub fn redact_url(url: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((b, q)) => (b, Some(q)),
+        None => (url, None),
+    };
+    let mut out = String::with_capacity(url.len());
+    match base.split_once("://") {
+        Some((scheme, rest)) => {
+            out.push_str(scheme);
+            out.push_str("://");
+            let (authority, path) = match rest.find('/') {
+                Some(i) => rest.split_at(i),
+                None => (rest, ""),
+            };
+            match authority.rsplit_once('@') {
+                Some((userinfo, host)) => {
+                    match userinfo.split_once(':') {
+                        Some((user, _password)) => {
+                            out.push_str(user);
+                            out.push_str(":***");
+                        }
+                        None => out.push_str(userinfo),
+                    }
+                    out.push('@');
+                    out.push_str(host);
+                }
+                None => out.push_str(authority),
+            }
+            out.push_str(path);
+        }
+        None => out.push_str(base),
+    }
+    if let Some(query) = query {
+        out.push('?');
+        let parts: Vec<String> = query
+            .split('&')
+            .map(|pair| match pair.split_once('=') {
+                Some((k, _)) if is_secret_param(k) => format!("{k}=***"),
+                _ => pair.to_string(),
+            })
+            .collect();
+        out.push_str(&parts.join("&"));
+    }
+    out
+}
+
+fn is_secret_param(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    ["password", "pass", "token", "secret", "auth"]
+        .iter()
+        .any(|s| name.contains(s))
+}

@@ -1,0 +1,107 @@
+//! The resource side of fencing.
+//!
+//! A lease can run out while its holder is paused (GC, SIGSTOP, swap); the holder then
+//! writes believing it still holds the lock. Fencing makes that write harmless: the
+//! protected resource accepts a write only if its token is at least the highest token
+//! it has seen, and records that token — atomically, in the same step as the write.
+//!
+//! For a SQL resource, keep the highest token in a column and make it part of the
+//! `WHERE` clause ([`SQL_FENCED_UPDATE`]); zero rows affected means "stale, rejected".
+//! For an in-process resource, use [`FencedCell`].
+
+use std::fmt;
+use std::sync::Mutex;
+
+use crate::types::FencingToken;
+
+/// A fenced update for a SQL table with a `fence` column (`BIGINT NOT NULL DEFAULT 0`).
+///
+/// Bind `?1` to the new stock, `?2` to the fencing token and `?3` to the row id. If
+/// no row is updated, a newer holder has written: discard the work.
+pub const SQL_FENCED_UPDATE: &str =
+    "UPDATE inventory SET stock = ?1, fence = ?2 WHERE sku = ?3 AND fence <= ?2";
+
+/// A write was refused because a newer holder has already written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("stale fencing token {presented}: the resource has already seen {highest}")]
+pub struct StaleToken {
+    /// The token that came with the refused write.
+    pub presented: FencingToken,
+    /// The highest token the resource had accepted.
+    pub highest: FencingToken,
+}
+
+/// A value guarded by fencing tokens.
+///
+/// # Examples
+///
+/// ```
+/// use lockkit_core::{FencingToken, fence::FencedCell};
+///
+/// let stock = FencedCell::new(10u32);
+/// stock.write(FencingToken(5), |s| *s -= 1).unwrap();
+/// // A paused old holder with token 4 wakes up and tries to write: refused.
+/// assert!(stock.write(FencingToken(4), |s| *s -= 1).is_err());
+/// assert_eq!(stock.get(), 9);
+/// ```
+pub struct FencedCell<T> {
+    inner: Mutex<(Option<FencingToken>, T)>,
+}
+
+impl<T: fmt::Debug> fmt::Debug for FencedCell<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        f.debug_struct("FencedCell")
+            .field("highest", &inner.0)
+            .field("value", &inner.1)
+            .finish()
+    }
+}
+
+impl<T> FencedCell<T> {
+    /// A cell that has seen no token yet.
+    pub fn new(value: T) -> Self {
+        Self {
+            inner: Mutex::new((None, value)),
+        }
+    }
+
+    /// Applies `f` if `token` is at least the highest token seen, and records it.
+    ///
+    /// # Errors
+    ///
+    /// [`StaleToken`] if a higher token has already written; `f` is not called.
+    pub fn write<R>(
+        &self,
+        token: FencingToken,
+        f: impl FnOnce(&mut T) -> R,
+    ) -> Result<R, StaleToken> {
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(highest) = inner.0
+            && token < highest
+        {
+            return Err(StaleToken {
+                presented: token,
+                highest,
+            });
+        }
+        inner.0 = Some(token);
+        Ok(f(&mut inner.1))
+    }
+
+    /// The highest token accepted so far.
+    pub fn highest(&self) -> Option<FencingToken> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).0
+    }
+}
+
+impl<T: Clone> FencedCell<T> {
+    /// A copy of the value.
+    pub fn get(&self) -> T {
+        self.inner
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .1
+            .clone()
+    }
+}

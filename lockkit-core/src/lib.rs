@@ -1,0 +1,30 @@
+//! The contract of lockkit: types, errors, the driver trait and the client machinery.
+//!
+//! Not for direct use; see the `lockkit` crate, which re-exports everything here and
+//! picks a driver by URL.
+//!
+//! - [`LockDriver`] is what a backend implements: atomic acquire, extend, release.
+//! - [`Locker`] is what applications use: waiting, the watchdog, reentrancy, the lost
+//!   signal and release on drop, written once over any driver.
+//! - [`fence`] is for the protected resource: reject writes with stale tokens.
+//! - [`mem`] is the process-local reference driver.
+#![cfg_attr(not(test), forbid(clippy::panic))]
+#![doc(test(attr(deny(warnings))))]
+
+mod client;
+mod driver;
+mod error;
+pub mod fence;
+pub mod mem;
+mod types;
+
+pub use client::{DEFAULT_WATCHDOG_TTL, LockGuard, LockRequest, Locker, LostReason};
+pub use driver::{
+    AcquireRequest, Capabilities, ConnectFuture, DriverEntry, Grant, LockDriver, Renewal, Wait,
+    WakeUp, url_scheme,
+};
+pub use error::{KeyError, LockError, Result, TtlError, redact_url};
+pub use types::{FencingToken, LockKey, MAX_KEY_LEN, MAX_TTL, MIN_TTL, OwnerId, validate_ttl};
+
+/// Re-exported so drivers implement [`LockDriver`] with the same macro version.
+pub use async_trait::async_trait;

@@ -1,0 +1,246 @@
+//! The value types every driver and client shares: keys, owners, tokens, TTLs.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use crate::error::{KeyError, LockError, TtlError};
+
+/// The longest key lockkit accepts, in bytes.
+///
+/// Every backend can store a key of this size under its own prefix (a Redis key, an
+/// etcd key, a ZooKeeper path segment, a SQL `TEXT` primary key).
+pub const MAX_KEY_LEN: usize = 512;
+
+/// The shortest lease lockkit accepts.
+pub const MIN_TTL: Duration = Duration::from_millis(10);
+
+/// The longest lease lockkit accepts (30 days). Anything longer is almost certainly a
+/// unit mistake, and would make an abandoned lock practically permanent.
+pub const MAX_TTL: Duration = Duration::from_secs(30 * 24 * 3600);
+
+/// A validated lock name.
+///
+/// A key is non-empty, at most [`MAX_KEY_LEN`] bytes of UTF-8, and contains no control
+/// characters (no NUL, no newline), so it is safe in every backend's namespace and in
+/// log lines. Each driver maps it into its own namespace and documents the mapping.
+///
+/// # Examples
+///
+/// ```
+/// use lockkit_core::LockKey;
+///
+/// let key = LockKey::new("inventory:sku-42").unwrap();
+/// assert_eq!(key.as_str(), "inventory:sku-42");
+/// assert!(LockKey::new("").is_err());
+/// assert!(LockKey::new("a\0b").is_err());
+/// ```
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LockKey(String);
+
+impl LockKey {
+    /// Validates `name` and wraps it.
+    ///
+    /// # Errors
+    ///
+    /// [`LockError::InvalidKey`] when the name is empty, longer than [`MAX_KEY_LEN`]
+    /// bytes, or contains a control character.
+    pub fn new(name: impl Into<String>) -> Result<Self, LockError> {
+        let name = name.into();
+        if name.is_empty() {
+            return Err(KeyError::Empty.into());
+        }
+        if name.len() > MAX_KEY_LEN {
+            return Err(KeyError::TooLong { len: name.len() }.into());
+        }
+        if let Some(pos) = name.char_indices().find(|(_, c)| c.is_control()) {
+            return Err(KeyError::ControlCharacter {
+                position: pos.0,
+                code: u32::from(pos.1),
+            }
+            .into());
+        }
+        Ok(Self(name))
+    }
+
+    /// The key as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for LockKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.0, f)
+    }
+}
+
+impl fmt::Display for LockKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl FromStr for LockKey {
+    type Err = LockError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::new(s)
+    }
+}
+
+impl TryFrom<&str> for LockKey {
+    type Error = LockError;
+    fn try_from(s: &str) -> Result<Self, Self::Error> {
+        Self::new(s)
+    }
+}
+
+impl TryFrom<String> for LockKey {
+    type Error = LockError;
+    fn try_from(s: String) -> Result<Self, Self::Error> {
+        Self::new(s)
+    }
+}
+
+/// Who holds a lock: 128 random bits, plus an optional human label.
+///
+/// The random part is drawn from the operating system's CSPRNG, so nobody can guess
+/// another holder's id and release its lock. The label (`host/pid/task`) is only for
+/// people reading logs and backend state; it never decides ownership.
+///
+/// # Examples
+///
+/// ```
+/// use lockkit_core::OwnerId;
+///
+/// let a = OwnerId::new();
+/// let b = OwnerId::new().with_label("web-1/4242/checkout");
+/// assert_ne!(a, b);
+/// assert_eq!(b.label(), Some("web-1/4242/checkout"));
+/// assert_eq!(a.to_string().len(), 32);
+/// ```
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct OwnerId {
+    id: u128,
+    label: Option<String>,
+}
+
+impl OwnerId {
+    /// A fresh, unguessable owner id.
+    pub fn new() -> Self {
+        let mut bytes = [0u8; 16];
+        if getrandom::fill(&mut bytes).is_err() {
+            // The OS CSPRNG is unavailable (should not happen on supported platforms);
+            // fall back to a seeded PRNG mixed with the time so ids still differ.
+            let mut rng = fastrand::Rng::new();
+            bytes = rng.u128(..).to_le_bytes();
+        }
+        Self {
+            id: u128::from_le_bytes(bytes),
+            label: None,
+        }
+    }
+
+    /// Rebuilds an owner id from its 32-hex-digit form (as printed by `Display`).
+    ///
+    /// Use this to resume ownership after a restart, for example when the id was
+    /// persisted next to the work it protects.
+    ///
+    /// # Errors
+    ///
+    /// [`LockError::Config`] when `hex` is not 32 hexadecimal digits.
+    pub fn from_hex(hex: &str) -> Result<Self, LockError> {
+        if hex.len() != 32 {
+            return Err(LockError::Config(format!(
+                "an owner id is 32 hex digits, got {} characters",
+                hex.len()
+            )));
+        }
+        let id = u128::from_str_radix(hex, 16).map_err(|_| {
+            LockError::Config("an owner id is 32 hex digits (0-9, a-f)".to_string())
+        })?;
+        Ok(Self { id, label: None })
+    }
+
+    /// Attaches a human-readable label, such as `host/pid/task`.
+    pub fn with_label(mut self, label: impl Into<String>) -> Self {
+        let label: String = label.into().chars().filter(|c| !c.is_control()).collect();
+        self.label = Some(label);
+        self
+    }
+
+    /// The label, if one was attached.
+    pub fn label(&self) -> Option<&str> {
+        self.label.as_deref()
+    }
+
+    /// The 128-bit identity.
+    pub fn as_u128(&self) -> u128 {
+        self.id
+    }
+
+    /// The identity as 32 lowercase hex digits: what drivers store.
+    pub fn to_hex(&self) -> String {
+        format!("{:032x}", self.id)
+    }
+}
+
+impl Default for OwnerId {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Display for OwnerId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:032x}", self.id)
+    }
+}
+
+impl fmt::Debug for OwnerId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Only a prefix: enough to correlate log lines, not enough to impersonate.
+        let hex = self.to_hex();
+        let short = hex.get(..8).unwrap_or(&hex);
+        match &self.label {
+            Some(label) => write!(f, "OwnerId({short}…, {label:?})"),
+            None => write!(f, "OwnerId({short}…)"),
+        }
+    }
+}
+
+/// A fencing token: strictly increasing per key across successive holders.
+///
+/// Hand it to the protected resource with every write, and have the resource reject
+/// any write whose token is lower than the highest it has seen (see [`crate::fence`]).
+/// A reentrant acquisition by the same owner returns the same token.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FencingToken(pub u64);
+
+impl FencingToken {
+    /// The token as a number.
+    pub fn get(self) -> u64 {
+        self.0
+    }
+}
+
+impl fmt::Display for FencingToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// Checks that `ttl` is within [`MIN_TTL`]..=[`MAX_TTL`].
+///
+/// # Errors
+///
+/// [`LockError::InvalidTtl`] naming the bound that was crossed.
+pub fn validate_ttl(ttl: Duration) -> Result<Duration, LockError> {
+    if ttl < MIN_TTL {
+        return Err(TtlError::TooShort { ttl }.into());
+    }
+    if ttl > MAX_TTL {
+        return Err(TtlError::TooLong { ttl }.into());
+    }
+    Ok(ttl)
+}

@@ -1,0 +1,46 @@
+//! The conformance suite against the `mem://` reference driver.
+
+use std::sync::Arc;
+
+use lockkit_conformance::{Harness, TestHarness};
+use lockkit_core::mem::MemDriver;
+use lockkit_core::{LockDriver, LockError, LockKey, OwnerId};
+
+/// A private named store per test; every `driver()` is a new driver over it.
+struct MemHarness {
+    name: String,
+    store: MemDriver,
+}
+
+#[lockkit_core::async_trait]
+impl Harness for MemHarness {
+    async fn driver(&self) -> Result<Arc<dyn LockDriver>, LockError> {
+        Ok(Arc::new(MemDriver::named(&self.name)))
+    }
+
+    async fn vanish(&self, key: &LockKey) -> Result<(), LockError> {
+        self.store.evict(key);
+        Ok(())
+    }
+}
+
+#[lockkit_core::async_trait]
+impl TestHarness for MemHarness {
+    async fn start() -> Self {
+        let name = format!("conformance-{}", OwnerId::new());
+        let store = MemDriver::named(&name);
+        Self { name, store }
+    }
+
+    async fn connect(_url: &str) -> Result<Arc<dyn LockDriver>, LockError> {
+        Err(LockError::Config("mem holds are process-local".into()))
+    }
+}
+
+lockkit_conformance::suite!(
+    mem,
+    MemHarness,
+    skip {
+        abandoned_by_killed_process_is_freed_after_ttl: "mem:// holds are process-local; a child process cannot share them",
+    }
+);
