@@ -51,7 +51,7 @@ where
             .wait(Duration::from_secs(30))
             .await?;
         let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{ACQUIRED} {}", guard.token());
+        let _ = writeln!(out, "\n{ACQUIRED} {}", guard.token());
         let _ = out.flush();
         drop(out);
         tokio::time::sleep(CHILD_LIFETIME).await;

@@ -45,8 +45,12 @@ pub(crate) async fn abandoned_by_killed_process_is_freed_after_ttl(ctx: &Ctx) ->
     let mut lines = BufReader::new(stdout).lines();
     let read_token = async {
         while let Ok(Some(line)) = lines.next_line().await {
-            if let Some(rest) = line.strip_prefix(holder::ACQUIRED) {
-                return rest.trim().parse::<u64>().ok();
+            // A test harness may print its own prefix on the same line.
+            if let Some(at) = line.find(holder::ACQUIRED) {
+                return line[at + holder::ACQUIRED.len()..]
+                    .trim()
+                    .parse::<u64>()
+                    .ok();
             }
         }
         None

@@ -1,0 +1,328 @@
+//! [`SqliteDriver`]: the lease table over a sqlx pool.
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::Duration;
+
+use lockkit_core::{
+    AcquireRequest, Capabilities, FencingToken, Grant, LockDriver, LockError, LockKey, OwnerId,
+    Renewal, Result, Wait, async_trait,
+};
+use sqlx::AssertSqlSafe;
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
+use tokio::sync::Notify;
+use tokio::time::{Instant, sleep_until};
+
+use super::options::SqliteOptions;
+use super::sql;
+use crate::clock::monotonic_ms;
+use crate::wait::Backoff;
+
+const NAME: &str = "sqlite";
+
+/// The SQLite lease-table driver. See the [module docs](super).
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use lockkit_core::Locker;
+/// use lockkit_sql::sqlite::{SqliteDriver, SqliteOptions};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), lockkit_core::LockError> {
+/// let driver = SqliteDriver::connect(SqliteOptions::memory()).await?;
+/// let locker = Locker::new(Arc::new(driver));
+/// let guard = locker.try_lock("report:daily").await?;
+/// assert_eq!(guard.token().get(), 1);
+/// guard.release().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct SqliteDriver {
+    pool: SqlitePool,
+    statements: Arc<Statements>,
+    /// Wakes waiters in this process when a driver of this process releases.
+    local_wake: Arc<Notify>,
+}
+
+#[derive(Debug)]
+struct Statements {
+    acquire: Arc<str>,
+    extend: Arc<str>,
+    release: Arc<str>,
+    force_release: Arc<str>,
+    table: String,
+}
+
+fn local_wakers() -> &'static Mutex<HashMap<PathBuf, Weak<Notify>>> {
+    static WAKERS: OnceLock<Mutex<HashMap<PathBuf, Weak<Notify>>>> = OnceLock::new();
+    WAKERS.get_or_init(Default::default)
+}
+
+fn local_wake_for(options: &SqliteOptions) -> Arc<Notify> {
+    let Some(path) = options.path() else {
+        return Arc::new(Notify::new());
+    };
+    let key = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut wakers = local_wakers().lock().unwrap_or_else(|e| e.into_inner());
+    wakers.retain(|_, w| w.strong_count() > 0);
+    if let Some(existing) = wakers.get(&key).and_then(Weak::upgrade) {
+        return existing;
+    }
+    let notify = Arc::new(Notify::new());
+    wakers.insert(key, Arc::downgrade(&notify));
+    notify
+}
+
+fn db_error(e: sqlx::Error) -> LockError {
+    match e {
+        sqlx::Error::Io(_)
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed => LockError::connection(NAME, e),
+        other => LockError::backend(NAME, other),
+    }
+}
+
+impl SqliteDriver {
+    /// Opens (creating if needed) the database and the lease table.
+    ///
+    /// # Errors
+    ///
+    /// [`LockError::Config`] when the file's directory does not exist or the path is a
+    /// directory; [`LockError::Connection`] when SQLite cannot open the file.
+    pub async fn connect(options: SqliteOptions) -> Result<Self> {
+        options.preflight()?;
+        let connect = match options.path() {
+            Some(path) => SqliteConnectOptions::new()
+                .filename(path)
+                .create_if_missing(true)
+                .journal_mode(SqliteJournalMode::Wal)
+                .synchronous(SqliteSynchronous::Normal),
+            None => SqliteConnectOptions::new().in_memory(true),
+        }
+        .busy_timeout(options.busy_timeout_value());
+        let mut pool = SqlitePoolOptions::new()
+            .max_connections(options.pool_size())
+            .acquire_timeout(options.busy_timeout_value() + Duration::from_secs(5));
+        if options.is_memory() {
+            // The database lives and dies with its one connection.
+            pool = pool
+                .min_connections(1)
+                .idle_timeout(None)
+                .max_lifetime(None);
+        }
+        let pool = pool.connect_with(connect).await.map_err(|e| {
+            let place = options
+                .path()
+                .map_or_else(|| ":memory:".to_string(), |p| p.display().to_string());
+            LockError::Connection {
+                driver: NAME,
+                message: format!("cannot open SQLite database `{place}`: {e}"),
+                source: Some(Box::new(e)),
+            }
+        })?;
+        let table = options.table_name();
+        sqlx::query(AssertSqlSafe(sql::create_table(table)))
+            .execute(&pool)
+            .await
+            .map_err(db_error)?;
+        Ok(Self {
+            pool,
+            statements: Arc::new(Statements {
+                acquire: sql::acquire(table).into(),
+                extend: sql::extend(table).into(),
+                release: sql::release(table).into(),
+                force_release: sql::force_release(table).into(),
+                table: table.to_string(),
+            }),
+            local_wake: local_wake_for(&options),
+        })
+    }
+
+    /// Frees `key` whoever holds it: an operator's break-glass, and the conformance
+    /// suite's fault injection. The holder learns at its next renewal.
+    ///
+    /// # Errors
+    ///
+    /// A backend error if the statement fails.
+    pub async fn force_release(&self, key: &LockKey) -> Result<bool> {
+        let done = sqlx::query(AssertSqlSafe(self.statements.force_release.clone()))
+            .bind(key.as_str())
+            .execute(&self.pool)
+            .await
+            .map_err(db_error)?;
+        self.local_wake.notify_waiters();
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// One acquire attempt: the token if granted.
+    async fn try_acquire(&self, req: &AcquireRequest, started: Instant) -> Result<Option<Grant>> {
+        let sent = Instant::now();
+        let now = monotonic_ms();
+        let fence: Option<i64> = sqlx::query_scalar(AssertSqlSafe(self.statements.acquire.clone()))
+            .bind(req.key.as_str())
+            .bind(req.owner.to_hex())
+            .bind(now + ttl_ms(req.ttl))
+            .bind(now)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_error)?;
+        let _ = started;
+        Ok(fence.map(|f| {
+            Grant::new(
+                req.key.clone(),
+                req.owner.clone(),
+                FencingToken(f as u64),
+                sent + req.ttl,
+            )
+        }))
+    }
+}
+
+fn ttl_ms(ttl: Duration) -> i64 {
+    i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX / 2)
+}
+
+#[async_trait]
+impl LockDriver for SqliteDriver {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::baseline()
+    }
+
+    async fn acquire(&self, req: &AcquireRequest) -> Result<Grant> {
+        let started = Instant::now();
+        let mut backoff = Backoff::new();
+        loop {
+            let wake = self.local_wake.notified();
+            tokio::pin!(wake);
+            wake.as_mut().enable();
+            if let Some(grant) = self.try_acquire(req, started).await? {
+                return Ok(grant);
+            }
+            let give_up = match req.wait {
+                Wait::NoWait => {
+                    return Err(LockError::Contended {
+                        key: req.key.to_string(),
+                    });
+                }
+                Wait::Until(deadline) => Some(deadline),
+                Wait::Forever => None,
+                _ => None,
+            };
+            let now = Instant::now();
+            if give_up.is_some_and(|d| now >= d) {
+                return Err(LockError::Timeout {
+                    key: req.key.to_string(),
+                    waited: started.elapsed(),
+                });
+            }
+            let pause = now + backoff.next_pause();
+            let until = give_up.map_or(pause, |d| d.min(pause));
+            tokio::select! {
+                _ = wake => {}
+                _ = sleep_until(until) => {}
+            }
+        }
+    }
+
+    async fn extend(&self, key: &LockKey, owner: &OwnerId, ttl: Duration) -> Result<Instant> {
+        let sent = Instant::now();
+        let now = monotonic_ms();
+        let done = sqlx::query(AssertSqlSafe(self.statements.extend.clone()))
+            .bind(key.as_str())
+            .bind(owner.to_hex())
+            .bind(now + ttl_ms(ttl))
+            .bind(now)
+            .execute(&self.pool)
+            .await
+            .map_err(db_error)?;
+        if done.rows_affected() == 0 {
+            return Err(LockError::lost(
+                key,
+                "the row is no longer ours, or its lease ran out",
+            ));
+        }
+        Ok(sent + ttl)
+    }
+
+    async fn extend_many(&self, renewals: &[Renewal]) -> Vec<Result<Instant>> {
+        // One statement per distinct TTL (a Locker's watchdog usually has one).
+        let mut results: Vec<Option<Result<Instant>>> = renewals.iter().map(|_| None).collect();
+        let mut ttls: Vec<Duration> = renewals.iter().map(|r| r.ttl).collect();
+        ttls.sort();
+        ttls.dedup();
+        for ttl in ttls {
+            let idx: Vec<usize> = (0..renewals.len())
+                .filter(|&i| renewals[i].ttl == ttl)
+                .collect();
+            for chunk in idx.chunks(400) {
+                let statement = sql::extend_many(&self.statements.table, chunk.len());
+                let sent = Instant::now();
+                let now = monotonic_ms();
+                let mut q = sqlx::query_as::<_, (String, String)>(AssertSqlSafe(statement))
+                    .bind(now + ttl_ms(ttl))
+                    .bind(now);
+                for &i in chunk {
+                    q = q
+                        .bind(renewals[i].key.as_str())
+                        .bind(renewals[i].owner.to_hex());
+                }
+                match q.fetch_all(&self.pool).await {
+                    Ok(rows) => {
+                        let renewed: HashSet<(String, String)> = rows.into_iter().collect();
+                        for &i in chunk {
+                            let r = &renewals[i];
+                            let pair = (r.key.as_str().to_string(), r.owner.to_hex());
+                            results[i] = Some(if renewed.contains(&pair) {
+                                Ok(sent + ttl)
+                            } else {
+                                Err(LockError::lost(
+                                    &r.key,
+                                    "the row is no longer ours, or its lease ran out",
+                                ))
+                            });
+                        }
+                    }
+                    Err(e) => {
+                        let message = e.to_string();
+                        for &i in chunk {
+                            results[i] = Some(Err(LockError::Backend {
+                                driver: NAME,
+                                message: message.clone(),
+                                source: None,
+                            }));
+                        }
+                    }
+                }
+            }
+        }
+        results
+            .into_iter()
+            .map(|r| r.unwrap_or_else(|| Err(LockError::Config("renewal not attempted".into()))))
+            .collect()
+    }
+
+    async fn release(&self, key: &LockKey, owner: &OwnerId) -> Result<bool> {
+        let done = sqlx::query(AssertSqlSafe(self.statements.release.clone()))
+            .bind(key.as_str())
+            .bind(owner.to_hex())
+            .bind(monotonic_ms())
+            .execute(&self.pool)
+            .await
+            .map_err(db_error)?;
+        let released = done.rows_affected() > 0;
+        if released {
+            self.local_wake.notify_waiters();
+        }
+        Ok(released)
+    }
+}

@@ -1,0 +1,203 @@
+//! [`SqliteOptions`]: where the lock table lives and how to reach it.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use lockkit_core::LockError;
+
+/// The default lease table.
+pub const DEFAULT_TABLE: &str = "lockkit_locks";
+
+/// How long a statement waits for SQLite's write lock before failing.
+pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Settings for [`super::SqliteDriver`].
+///
+/// # Examples
+///
+/// ```
+/// use lockkit_sql::sqlite::SqliteOptions;
+///
+/// let opts = SqliteOptions::from_url("sqlite:///tmp/locks.db?table=app_locks").unwrap();
+/// assert_eq!(opts.table_name(), "app_locks");
+/// assert!(SqliteOptions::from_url("sqlite::memory:").unwrap().is_memory());
+/// assert!(SqliteOptions::from_url("sqlite://x.db?tabel=t").is_err());
+/// ```
+#[derive(Debug, Clone)]
+pub struct SqliteOptions {
+    location: Location,
+    table: String,
+    busy_timeout: Duration,
+    max_connections: u32,
+}
+
+#[derive(Debug, Clone)]
+enum Location {
+    File(PathBuf),
+    Memory,
+}
+
+impl SqliteOptions {
+    /// A lock table in the database file at `path` (created if missing).
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self::with_location(Location::File(path.into()))
+    }
+
+    /// A private in-memory database: for tests within one driver.
+    pub fn memory() -> Self {
+        Self::with_location(Location::Memory)
+    }
+
+    fn with_location(location: Location) -> Self {
+        Self {
+            location,
+            table: DEFAULT_TABLE.to_string(),
+            busy_timeout: DEFAULT_BUSY_TIMEOUT,
+            max_connections: 4,
+        }
+    }
+
+    /// Parses `sqlite://path`, `sqlite:///abs/path`, `sqlite:path` or
+    /// `sqlite::memory:`, with optional `?table=NAME&busy_timeout_ms=N`.
+    ///
+    /// # Errors
+    ///
+    /// [`LockError::InvalidUrl`] naming what is wrong.
+    pub fn from_url(url: &str) -> Result<Self, LockError> {
+        let rest = url
+            .strip_prefix("sqlite:")
+            .ok_or_else(|| LockError::invalid_url(url, "a SQLite URL starts with `sqlite:`"))?;
+        let (path, query) = match rest.split_once('?') {
+            Some((p, q)) => (p, Some(q)),
+            None => (rest, None),
+        };
+        let mut opts = if path == ":memory:" || path == "//:memory:" {
+            Self::memory()
+        } else {
+            let path = path.strip_prefix("//").unwrap_or(path);
+            if path.is_empty() {
+                return Err(LockError::invalid_url(
+                    url,
+                    "no database path; write `sqlite://locks.db`, `sqlite:///abs/path.db` or `sqlite::memory:`",
+                ));
+            }
+            Self::new(path)
+        };
+        for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            match k {
+                "table" => {
+                    opts = opts
+                        .table(v)
+                        .map_err(|e| LockError::invalid_url(url, e.to_string()))?
+                }
+                "busy_timeout_ms" => {
+                    let ms: u64 = v.parse().map_err(|_| {
+                        LockError::invalid_url(
+                            url,
+                            format!(
+                                "busy_timeout_ms must be a whole number of milliseconds, got `{v}`"
+                            ),
+                        )
+                    })?;
+                    opts = opts.busy_timeout(Duration::from_millis(ms));
+                }
+                "mode" if v == "memory" => opts.location = Location::Memory,
+                other => {
+                    return Err(LockError::invalid_url(
+                        url,
+                        format!("unknown parameter `{other}`; known: table, busy_timeout_ms"),
+                    ));
+                }
+            }
+        }
+        Ok(opts)
+    }
+
+    /// Uses the lease table `name` (letters, digits and `_`, not starting with a digit).
+    ///
+    /// # Errors
+    ///
+    /// [`LockError::Config`] if `name` is not a plain SQL identifier.
+    pub fn table(mut self, name: &str) -> Result<Self, LockError> {
+        let ok = name.len() <= 63
+            && name
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !ok {
+            return Err(LockError::Config(format!(
+                "table name `{name}` must be 1-63 letters, digits or `_`, not starting with a digit"
+            )));
+        }
+        self.table = name.to_string();
+        Ok(self)
+    }
+
+    /// How long a statement waits for the write lock (default 5 s).
+    pub fn busy_timeout(mut self, timeout: Duration) -> Self {
+        self.busy_timeout = timeout;
+        self
+    }
+
+    /// The connection pool size (default 4; always 1 for `:memory:`).
+    pub fn max_connections(mut self, n: u32) -> Self {
+        self.max_connections = n.max(1);
+        self
+    }
+
+    /// The lease table's name.
+    pub fn table_name(&self) -> &str {
+        &self.table
+    }
+
+    /// Whether this is a private in-memory database.
+    pub fn is_memory(&self) -> bool {
+        matches!(self.location, Location::Memory)
+    }
+
+    /// The database file, if on disk.
+    pub fn path(&self) -> Option<&Path> {
+        match &self.location {
+            Location::File(p) => Some(p),
+            Location::Memory => None,
+        }
+    }
+
+    pub(super) fn busy_timeout_value(&self) -> Duration {
+        self.busy_timeout
+    }
+
+    pub(super) fn pool_size(&self) -> u32 {
+        if self.is_memory() {
+            1
+        } else {
+            self.max_connections
+        }
+    }
+
+    /// Checks what can be checked before connecting: the directory must exist.
+    pub(super) fn preflight(&self) -> Result<(), LockError> {
+        let Some(path) = self.path() else {
+            return Ok(());
+        };
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        if !dir.is_dir() {
+            return Err(LockError::Config(format!(
+                "the directory `{}` for the SQLite lock file does not exist; create it or choose another path",
+                dir.display()
+            )));
+        }
+        if path.is_dir() {
+            return Err(LockError::Config(format!(
+                "`{}` is a directory; give the path of a database file inside it",
+                path.display()
+            )));
+        }
+        Ok(())
+    }
+}
