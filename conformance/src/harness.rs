@@ -82,6 +82,20 @@ impl Ctx {
         Ok(Locker::new(self.harness.driver().await?))
     }
 
+    /// Makes the hold on `key` vanish behind its holder's back; a harness that
+    /// cannot do that skips the case.
+    pub async fn vanish(&self, key: &lockkit_core::LockKey) -> Result<(), crate::CaseError> {
+        match self.harness.vanish(key).await {
+            Ok(()) => Ok(()),
+            Err(LockError::Unsupported { .. }) => Err(crate::CaseError::Skipped(
+                "the harness cannot make a hold vanish (no force_release)".into(),
+            )),
+            Err(e) => Err(crate::CaseError::Failed(format!(
+                "could not make the hold vanish: {e}"
+            ))),
+        }
+    }
+
     /// The driver's capabilities.
     pub fn capabilities(&self) -> Capabilities {
         self.caps

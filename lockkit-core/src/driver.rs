@@ -212,6 +212,21 @@ pub trait LockDriver: Send + Sync + fmt::Debug + 'static {
 
     /// Releases `owner`'s hold on `key`. Returns whether `owner` held it.
     async fn release(&self, key: &LockKey, owner: &OwnerId) -> Result<bool>;
+
+    /// Frees `key` whoever holds it: an operator's break-glass (Redisson's
+    /// `forceUnlock`), and how the conformance suite makes a hold vanish. The holder
+    /// learns at its next renewal. Returns whether there was a live holder.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::LockError::Unsupported`] by default.
+    async fn force_release(&self, key: &LockKey) -> Result<bool> {
+        let _ = key;
+        Err(crate::LockError::Unsupported {
+            driver: self.name(),
+            capability: "force_release",
+        })
+    }
 }
 
 /// A boxed future returning a driver, as produced by a [`DriverEntry`].

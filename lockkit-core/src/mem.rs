@@ -115,9 +115,7 @@ impl MemDriver {
         Self { store }
     }
 
-    /// Removes whoever holds `key`, as if the hold vanished behind its back (fault
-    /// injection for tests). Returns whether there was a live holder.
-    pub fn evict(&self, key: &LockKey) -> bool {
+    fn evict(&self, key: &LockKey) -> bool {
         let mut slots = self.store.slots();
         let Some(slot) = slots.get_mut(key) else {
             return false;
@@ -232,6 +230,10 @@ impl LockDriver for MemDriver {
             }
             _ => Err(LockError::lost(key, "not held by this owner any more")),
         }
+    }
+
+    async fn force_release(&self, key: &LockKey) -> Result<bool> {
+        Ok(self.evict(key))
     }
 
     async fn release(&self, key: &LockKey, owner: &OwnerId) -> Result<bool> {

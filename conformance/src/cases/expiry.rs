@@ -92,7 +92,7 @@ pub(crate) async fn extend_keeps_the_lock_and_fails_after_loss(ctx: &Ctx) -> Cas
         !g.is_lost(),
         "the guard reports lost after a successful extend"
     );
-    ctx.harness.vanish(&g.key().clone()).await?;
+    ctx.vanish(&g.key().clone()).await?;
     match g.extend(Duration::from_secs(1)).await {
         Err(LockError::Lost { .. }) => {}
         Ok(()) => fail!("extend succeeded after the hold vanished"),

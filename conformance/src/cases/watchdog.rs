@@ -51,7 +51,7 @@ pub(crate) async fn lost_signal_fires_when_hold_disappears(ctx: &Ctx) -> CaseRes
     let g = a.lock(key.as_str()).ttl(ttl).no_wait().await?;
     let lost = g.lost();
     let vanished = Instant::now();
-    ctx.harness.vanish(g.key()).await?;
+    ctx.vanish(g.key()).await?;
     let reason = match timeout(ttl * 3, lost).await {
         Ok(reason) => reason,
         Err(_) => fail!("lost() did not fire within 3×TTL of the hold vanishing"),

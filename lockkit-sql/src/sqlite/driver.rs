@@ -144,24 +144,8 @@ impl SqliteDriver {
         })
     }
 
-    /// Frees `key` whoever holds it: an operator's break-glass, and the conformance
-    /// suite's fault injection. The holder learns at its next renewal.
-    ///
-    /// # Errors
-    ///
-    /// A backend error if the statement fails.
-    pub async fn force_release(&self, key: &LockKey) -> Result<bool> {
-        let done = sqlx::query(AssertSqlSafe(self.statements.force_release.clone()))
-            .bind(key.as_str())
-            .execute(&self.pool)
-            .await
-            .map_err(db_error)?;
-        self.local_wake.notify_waiters();
-        Ok(done.rows_affected() > 0)
-    }
-
     /// One acquire attempt: the token if granted.
-    async fn try_acquire(&self, req: &AcquireRequest, started: Instant) -> Result<Option<Grant>> {
+    async fn try_acquire(&self, req: &AcquireRequest) -> Result<Option<Grant>> {
         let sent = Instant::now();
         let now = monotonic_ms();
         let fence: Option<i64> = sqlx::query_scalar(AssertSqlSafe(self.statements.acquire.clone()))
@@ -172,7 +156,6 @@ impl SqliteDriver {
             .fetch_optional(&self.pool)
             .await
             .map_err(db_error)?;
-        let _ = started;
         Ok(fence.map(|f| {
             Grant::new(
                 req.key.clone(),
@@ -205,7 +188,7 @@ impl LockDriver for SqliteDriver {
             let wake = self.local_wake.notified();
             tokio::pin!(wake);
             wake.as_mut().enable();
-            if let Some(grant) = self.try_acquire(req, started).await? {
+            if let Some(grant) = self.try_acquire(req).await? {
                 return Ok(grant);
             }
             let give_up = match req.wait {
@@ -309,6 +292,16 @@ impl LockDriver for SqliteDriver {
             .into_iter()
             .map(|r| r.unwrap_or_else(|| Err(LockError::Config("renewal not attempted".into()))))
             .collect()
+    }
+
+    async fn force_release(&self, key: &LockKey) -> Result<bool> {
+        let done = sqlx::query(AssertSqlSafe(self.statements.force_release.clone()))
+            .bind(key.as_str())
+            .execute(&self.pool)
+            .await
+            .map_err(db_error)?;
+        self.local_wake.notify_waiters();
+        Ok(done.rows_affected() > 0)
     }
 
     async fn release(&self, key: &LockKey, owner: &OwnerId) -> Result<bool> {
