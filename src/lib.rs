@@ -36,6 +36,10 @@ pub use lockkit_core::{
     MAX_TTL, MIN_TTL, OwnerId, Renewal, Result, TtlError, Wait, WakeUp, fence, redact_url,
 };
 
+/// Re-exported so drivers and harnesses implement lockkit's traits with the same
+/// macro version.
+pub use lockkit_core::async_trait;
+
 /// Declares a driver module re-export behind its feature, with the docs.rs badge.
 macro_rules! cfg_driver {
     ($feature:literal => $($item:item)*) => {

@@ -1,5 +1,7 @@
 //! `lockkit::connect` picks drivers by scheme and explains bad URLs.
 
+#![allow(clippy::unwrap_used, clippy::panic)] // Tests fail by panicking.
+
 use lockkit::LockError;
 
 fn reason(url: &str, err: LockError) -> String {

@@ -31,7 +31,9 @@ pub use cases::CASES;
 pub use check::{CaseError, CaseResult};
 pub use harness::{Ctx, Harness, TestHarness};
 pub use report::{CaseReport, Outcome, Report};
-pub use runner::{CASE_TIMEOUT, HolderCommand, Progress, RunOptions, run, run_test_case};
+pub use runner::{
+    CASE_TIMEOUT, HolderCommand, Progress, ProgressFn, RunOptions, run, run_test_case,
+};
 
 /// Expands to one `#[tokio::test]` per conformance case, in a module named `$name`.
 ///

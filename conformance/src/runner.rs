@@ -13,6 +13,9 @@ use crate::report::{CaseReport, Outcome, Report};
 /// `LOCKKIT_HOLDER_*` environment); see [`crate::holder`].
 pub type HolderCommand = Arc<dyn Fn() -> Command + Send + Sync>;
 
+/// A progress callback for [`run`].
+pub type ProgressFn = Arc<dyn Fn(Progress<'_>) + Send + Sync>;
+
 /// The longest a single case may run before it counts as failed.
 pub const CASE_TIMEOUT: Duration = Duration::from_secs(90);
 
@@ -25,7 +28,32 @@ pub struct RunOptions {
     /// Run only cases whose name contains this text.
     pub filter: Option<String>,
     /// Called before each case with its index and name, and after it with its report.
-    pub progress: Option<Arc<dyn Fn(Progress<'_>) + Send + Sync>>,
+    pub progress: Option<ProgressFn>,
+}
+
+impl RunOptions {
+    /// Options with no holder command, no filter and no progress callback.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// How to start a holder child process.
+    pub fn holder(mut self, holder: HolderCommand) -> Self {
+        self.holder = Some(holder);
+        self
+    }
+
+    /// Runs only cases whose name contains `filter`.
+    pub fn filter(mut self, filter: Option<String>) -> Self {
+        self.filter = filter;
+        self
+    }
+
+    /// Reports progress to `f`.
+    pub fn progress(mut self, f: impl Fn(Progress<'_>) + Send + Sync + 'static) -> Self {
+        self.progress = Some(Arc::new(f));
+        self
+    }
 }
 
 impl std::fmt::Debug for RunOptions {

@@ -1,5 +1,7 @@
 //! The conformance suite against the `mem://` reference driver.
 
+#![allow(clippy::unwrap_used, clippy::panic)] // Tests fail by panicking.
+
 use std::sync::Arc;
 
 use lockkit_conformance::{Harness, TestHarness};

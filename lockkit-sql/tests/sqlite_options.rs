@@ -1,5 +1,7 @@
 //! SQLite URLs and settings: bad input gets a typed error a person can act on.
 
+#![allow(clippy::unwrap_used, clippy::panic)] // Tests fail by panicking.
+
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -1,0 +1,231 @@
+//! `lockkit bench URL`: uncontended lock+release latency, against the backend's raw
+//! floor measured in the same run on the same backend.
+//!
+//! The floor is the least work a hand-rolled lock on that backend does per
+//! lock+release, sent without lockkit: for SQLite an upsert-with-`RETURNING` and an
+//! `UPDATE` on the same file with the same pool settings; for `mem://` an insert and a
+//! remove in a mutex-guarded map. Rounds of lockkit and floor alternate, so drift in
+//! machine load hits both alike.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::process::ExitCode;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use indicatif::ProgressBar;
+use lockkit::{LockError, redact_url};
+use serde::Serialize;
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// The backend, e.g. sqlite:///tmp/locks.db or mem:// (also read from LOCKKIT_URL).
+    #[arg(env = "LOCKKIT_URL")]
+    url: String,
+    /// Measured lock+release pairs for each of lockkit and the floor.
+    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(10..=10_000_000))]
+    iterations: u64,
+    /// Print the result as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Serialize)]
+struct Latency {
+    p50_us: u64,
+    p90_us: u64,
+    p99_us: u64,
+    max_us: u64,
+    ops_per_second: f64,
+}
+
+#[derive(Debug, Serialize)]
+struct BenchReport {
+    backend: String,
+    iterations: u64,
+    lockkit: Latency,
+    floor: Option<Latency>,
+    floor_description: &'static str,
+    p50_ratio_lockkit_over_floor: Option<f64>,
+}
+
+enum Floor {
+    Sqlite(SqlitePool),
+    Mem(Mutex<HashMap<String, u128>>),
+}
+
+impl Floor {
+    async fn new(url: &str) -> Result<Option<(Floor, &'static str)>, LockError> {
+        if url.starts_with("mem:") {
+            return Ok(Some((
+                Floor::Mem(Mutex::default()),
+                "insert + remove in a Mutex<HashMap>",
+            )));
+        }
+        let Ok(opts) = lockkit::sqlite::SqliteOptions::from_url(url) else {
+            return Ok(None);
+        };
+        let Some(path) = opts.path() else {
+            return Ok(None);
+        };
+        let connect = SqliteConnectOptions::new()
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .busy_timeout(Duration::from_secs(5));
+        let pool = SqlitePoolOptions::new()
+            .max_connections(4)
+            .connect_with(connect)
+            .await
+            .map_err(|e| LockError::connection("sqlite", e))?;
+        sqlx::query("CREATE TABLE IF NOT EXISTS lockkit_bench_floor (name TEXT PRIMARY KEY NOT NULL, owner TEXT, fence INTEGER NOT NULL, expires_at INTEGER NOT NULL) WITHOUT ROWID")
+            .execute(&pool)
+            .await
+            .map_err(|e| LockError::backend("sqlite", e))?;
+        Ok(Some((
+            Floor::Sqlite(pool),
+            "raw upsert ... RETURNING + UPDATE via sqlx, same file and pool settings",
+        )))
+    }
+
+    async fn lock_release(&self, i: u64) -> Result<(), LockError> {
+        match self {
+            Floor::Mem(map) => {
+                let mut m = map.lock().unwrap_or_else(|e| e.into_inner());
+                m.insert("bench/floor".to_string(), u128::from(i));
+                m.remove("bench/floor");
+                Ok(())
+            }
+            Floor::Sqlite(pool) => {
+                let owner = format!("{i:032x}");
+                let err = |e| LockError::backend("sqlite", e);
+                let _: Option<i64> = sqlx::query_scalar(
+                    "INSERT INTO lockkit_bench_floor (name, owner, fence, expires_at) VALUES ('bench/floor', ?1, 1, ?2)
+                     ON CONFLICT(name) DO UPDATE SET fence = fence + 1, owner = excluded.owner, expires_at = excluded.expires_at
+                     WHERE owner IS NULL OR expires_at <= ?3 RETURNING fence",
+                )
+                .bind(&owner)
+                .bind(i64::MAX / 4)
+                .bind(0i64)
+                .fetch_optional(pool)
+                .await
+                .map_err(err)?;
+                sqlx::query("UPDATE lockkit_bench_floor SET owner = NULL, expires_at = 0 WHERE name = 'bench/floor' AND owner = ?1 AND expires_at > ?2")
+                    .bind(&owner)
+                    .bind(0i64)
+                    .execute(pool)
+                    .await
+                    .map_err(err)?;
+                Ok(())
+            }
+        }
+    }
+}
+
+fn histogram() -> Result<Histogram<u64>, LockError> {
+    Histogram::new_with_bounds(1, 60_000_000, 3)
+        .map_err(|e| LockError::Config(format!("histogram: {e}")))
+}
+
+async fn time_one<F, Fut>(h: &mut Histogram<u64>, f: F) -> Result<Duration, LockError>
+where
+    F: FnOnce() -> Fut,
+    Fut: Future<Output = Result<(), LockError>>,
+{
+    let t = Instant::now();
+    f().await?;
+    let d = t.elapsed();
+    let _ = h.record((d.as_micros() as u64).max(1));
+    Ok(d)
+}
+
+fn summary(h: &Histogram<u64>, total: Duration) -> Latency {
+    Latency {
+        p50_us: h.value_at_quantile(0.5),
+        p90_us: h.value_at_quantile(0.9),
+        p99_us: h.value_at_quantile(0.99),
+        max_us: h.max(),
+        ops_per_second: h.len() as f64 / total.as_secs_f64().max(1e-9),
+    }
+}
+
+pub(crate) async fn run(args: Args) -> Result<ExitCode, LockError> {
+    let locker = lockkit::connect(&args.url).await?;
+    let floor = Floor::new(&args.url).await?;
+    let key = "bench/lockkit";
+    let (mut lk, mut fl) = (histogram()?, histogram()?);
+    let (mut lk_total, mut fl_total) = (Duration::ZERO, Duration::ZERO);
+    let lock_release = || async {
+        let g = locker.try_lock(key).await?;
+        g.release().await
+    };
+    for i in 0..100 {
+        lock_release().await?;
+        if let Some((f, _)) = &floor {
+            f.lock_release(i).await?;
+        }
+    }
+    let bar = if args.json {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::new(args.iterations)
+    };
+    for i in 0..args.iterations {
+        lk_total += time_one(&mut lk, lock_release).await?;
+        if let Some((f, _)) = &floor {
+            fl_total += time_one(&mut fl, || f.lock_release(i)).await?;
+        }
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    let lockkit = summary(&lk, lk_total);
+    let floor_latency = floor.as_ref().map(|_| summary(&fl, fl_total));
+    let ratio = floor_latency
+        .as_ref()
+        .map(|f| lockkit.p50_us as f64 / f.p50_us.max(1) as f64);
+    let report = BenchReport {
+        backend: redact_url(&args.url),
+        iterations: args.iterations,
+        lockkit,
+        floor: floor_latency,
+        floor_description: floor
+            .as_ref()
+            .map_or("no floor for this backend yet", |(_, d)| d),
+        p50_ratio_lockkit_over_floor: ratio,
+    };
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).unwrap_or_default()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "uncontended lock+release on {} ({} iterations)",
+        report.backend, report.iterations
+    );
+    println!(
+        "  {:8} {:>8} {:>8} {:>8} {:>8} {:>10}",
+        "", "p50 µs", "p90 µs", "p99 µs", "max µs", "ops/s"
+    );
+    let row = |name: &str, l: &Latency| {
+        println!(
+            "  {name:8} {:>8} {:>8} {:>8} {:>8} {:>10.0}",
+            l.p50_us, l.p90_us, l.p99_us, l.max_us, l.ops_per_second
+        );
+    };
+    row("lockkit", &report.lockkit);
+    if let Some(f) = &report.floor {
+        row("floor", f);
+    }
+    println!("  floor: {}", report.floor_description);
+    if let Some(r) = report.p50_ratio_lockkit_over_floor {
+        println!("  p50 lockkit/floor = {r:.2}");
+    }
+    Ok(ExitCode::SUCCESS)
+}

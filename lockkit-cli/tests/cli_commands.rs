@@ -1,0 +1,93 @@
+//! The `lockkit` binary, run as a user would.
+
+#![allow(clippy::unwrap_used, clippy::panic)] // Tests fail by panicking.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+fn lockkit(args: &[&str]) -> (i32, Value, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_lockkit"))
+        .args(args)
+        .env_remove("LOCKKIT_URL")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let json = serde_json::from_str(&stdout).unwrap_or(Value::Null);
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    (out.status.code().unwrap_or(-1), json, stderr)
+}
+
+#[test]
+fn demo_oversells_without_a_lock_and_never_with_lockkit() {
+    let (code, r, err) = lockkit(&["demo", "--json", "--workers", "6", "--stock", "60"]);
+    assert_eq!(code, 0, "{err}");
+    let without = &r["without_lock"];
+    let with = &r["with_lockkit"];
+    assert!(without["oversold"].as_u64().unwrap() > 0, "{r}");
+    assert_eq!(with["oversold"].as_u64(), Some(0), "{r}");
+    assert_eq!(with["sold"].as_u64(), Some(60), "{r}");
+    assert_eq!(with["final_stock"].as_i64(), Some(0), "{r}");
+    assert!(with["stale_writes_rejected"].as_u64().unwrap() >= 1, "{r}");
+}
+
+#[test]
+fn check_runs_every_case_against_sqlite_and_passes() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("l.db").display());
+    let (code, r, err) = lockkit(&["check", &url, "--json"]);
+    assert_eq!(code, 0, "{err}\n{r}");
+    let cases = r["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), lockkit_conformance::CASES.len());
+    for case in cases {
+        assert_eq!(case["outcome"]["status"], "passed", "{case}");
+    }
+}
+
+#[test]
+fn check_reports_process_local_case_as_skipped_on_mem() {
+    let (code, r, err) = lockkit(&["check", "mem://", "--json", "--filter", "killed"]);
+    assert_eq!(code, 0, "{err}");
+    let case = &r["cases"][0];
+    assert_eq!(
+        case["name"],
+        "abandoned_by_killed_process_is_freed_after_ttl"
+    );
+    assert_eq!(case["outcome"]["status"], "skipped", "{case}");
+    assert!(
+        case["outcome"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("process-local")
+    );
+}
+
+#[test]
+fn bench_reports_lockkit_and_floor_percentiles() {
+    let (code, r, err) = lockkit(&["bench", "mem://", "--iterations", "50", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    for side in ["lockkit", "floor"] {
+        let p50 = r[side]["p50_us"].as_u64().unwrap();
+        let p99 = r[side]["p99_us"].as_u64().unwrap();
+        assert!(p50 >= 1 && p99 >= p50, "{r}");
+    }
+    assert!(r["p50_ratio_lockkit_over_floor"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn bad_url_exits_2_with_an_actionable_message() {
+    let (code, _, err) = lockkit(&["check", "nope://x"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("unknown scheme `nope`"), "{err}");
+    assert!(err.contains("sqlite"), "{err}");
+    let (code, _, err) = lockkit(&["bench", "sqlite:///no/such/dir/x.db"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("does not exist"), "{err}");
+}
+
+#[test]
+fn demo_rejects_out_of_range_arguments() {
+    let (code, _, err) = lockkit(&["demo", "--workers", "1"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--workers"), "{err}");
+}
