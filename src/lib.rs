@@ -31,9 +31,10 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub use lockkit_core::{
-    AcquireRequest, Capabilities, DEFAULT_WATCHDOG_TTL, DriverEntry, FencingToken, Grant, KeyError,
-    LockDriver, LockError, LockGuard, LockKey, LockRequest, Locker, LostReason, MAX_KEY_LEN,
-    MAX_TTL, MIN_TTL, OwnerId, Renewal, Result, TtlError, Wait, WakeUp, fence, redact_url,
+    AcquireRequest, Cancellation, Capabilities, DEFAULT_WATCHDOG_TTL, DriverEntry, FencingToken,
+    Grant, KeyError, LockDriver, LockError, LockGuard, LockKey, LockRequest, Locker, LostReason,
+    MAX_KEY_LEN, MAX_TTL, MIN_TTL, OwnerId, Renewal, Result, TtlError, Wait, WakeUp, fence,
+    redact_url,
 };
 
 /// Re-exported so drivers and harnesses implement lockkit's traits with the same

@@ -48,6 +48,38 @@ impl Wait {
     }
 }
 
+/// Tells a driver that the caller of an acquire has gone away.
+///
+/// The client runs every driver acquire on a task of its own, so a caller dropping
+/// its future never cuts a backend request in half. Instead this signal fires:
+/// a driver stops *waiting* when it does (returning [`crate::LockError::Cancelled`]
+/// and removing any queue entry it made), but lets an attempt already sent finish.
+/// Whatever that attempt was granted, the client then releases.
+#[derive(Debug, Clone, Default)]
+pub struct Cancellation(tokio_util::sync::CancellationToken);
+
+impl Cancellation {
+    /// A signal that has not fired.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Fires the signal.
+    pub fn cancel(&self) {
+        self.0.cancel();
+    }
+
+    /// Whether it has fired.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.is_cancelled()
+    }
+
+    /// Resolves when it fires: put this in every wait's `select!`.
+    pub async fn cancelled(&self) {
+        self.0.cancelled().await;
+    }
+}
+
 /// One acquisition request, as the client hands it to a driver.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -60,6 +92,8 @@ pub struct AcquireRequest {
     pub ttl: Duration,
     /// How long to wait if the lock is held.
     pub wait: Wait,
+    /// Fires when the caller has gone away: stop waiting.
+    pub cancel: Cancellation,
 }
 
 impl AcquireRequest {
@@ -70,6 +104,14 @@ impl AcquireRequest {
             owner,
             ttl,
             wait,
+            cancel: Cancellation::new(),
+        }
+    }
+
+    /// The error a driver returns when [`AcquireRequest::cancel`] fires.
+    pub fn cancelled(&self) -> crate::LockError {
+        crate::LockError::Cancelled {
+            key: self.key.to_string(),
         }
     }
 }
@@ -175,7 +217,8 @@ impl Capabilities {
 /// - `extend` and `release` act only on a hold owned by `owner`; they never touch
 ///   another owner's lock. `extend` of a hold that is gone returns
 ///   [`crate::LockError::Lost`].
-/// - waiting is bounded by [`Wait`], and wakes on a backend signal where there is one.
+/// - waiting is bounded by [`Wait`], wakes on a backend signal where there is one,
+///   and stops when [`AcquireRequest::cancel`] fires.
 #[async_trait]
 pub trait LockDriver: Send + Sync + fmt::Debug + 'static {
     /// A short name for messages and reports (`"sqlite"`, `"mem"`).

@@ -55,6 +55,14 @@ pub enum LockError {
         key: String,
     },
 
+    /// The caller stopped waiting (its acquire future was dropped). Drivers return
+    /// this to the client; applications do not see it.
+    #[error("acquiring lock `{key}` was cancelled")]
+    Cancelled {
+        /// The lock that was being acquired.
+        key: String,
+    },
+
     /// The hold is gone: it expired, was taken over, or its session ended.
     #[error("lock `{key}` was lost: {reason}")]
     Lost {

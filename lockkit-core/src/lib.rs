@@ -20,8 +20,8 @@ mod types;
 
 pub use client::{DEFAULT_WATCHDOG_TTL, LockGuard, LockRequest, Locker, LostReason};
 pub use driver::{
-    AcquireRequest, Capabilities, ConnectFuture, DriverEntry, Grant, LockDriver, Renewal, Wait,
-    WakeUp, url_scheme,
+    AcquireRequest, Cancellation, Capabilities, ConnectFuture, DriverEntry, Grant, LockDriver,
+    Renewal, Wait, WakeUp, url_scheme,
 };
 pub use error::{KeyError, LockError, Result, TtlError, redact_url};
 pub use types::{FencingToken, LockKey, MAX_KEY_LEN, MAX_TTL, MIN_TTL, OwnerId, validate_ttl};

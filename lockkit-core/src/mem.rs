@@ -216,6 +216,7 @@ impl LockDriver for MemDriver {
             tokio::select! {
                 _ = wake.notified() => {}
                 _ = sleep_until(until) => {}
+                _ = req.cancel.cancelled() => return Err(req.cancelled()),
             }
         }
     }

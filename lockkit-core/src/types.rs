@@ -117,7 +117,10 @@ impl TryFrom<String> for LockKey {
 /// let b = OwnerId::new().with_label("web-1/4242/checkout");
 /// assert_ne!(a, b);
 /// assert_eq!(b.label(), Some("web-1/4242/checkout"));
-/// assert_eq!(a.to_string().len(), 32);
+/// // Display and Debug show a prefix only: the full id is a release capability.
+/// assert_eq!(a.to_hex().len(), 32);
+/// assert!(a.to_hex().starts_with(a.to_string().trim_end_matches('…')));
+/// assert_eq!(OwnerId::from_hex(&a.to_hex()).unwrap(), a);
 /// ```
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct OwnerId {
@@ -141,7 +144,8 @@ impl OwnerId {
         }
     }
 
-    /// Rebuilds an owner id from its 32-hex-digit form (as printed by `Display`).
+    /// Rebuilds an owner id from its 32-hex-digit form (as returned by
+    /// [`to_hex`](Self::to_hex)).
     ///
     /// Use this to resume ownership after a restart, for example when the id was
     /// persisted next to the work it protects.
@@ -191,20 +195,25 @@ impl Default for OwnerId {
     }
 }
 
+impl OwnerId {
+    fn short(&self) -> String {
+        // Only a prefix: enough to correlate log lines, not enough to impersonate.
+        format!("{:08x}…", (self.id >> 96) as u32)
+    }
+}
+
 impl fmt::Display for OwnerId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:032x}", self.id)
+        f.write_str(&self.short())
     }
 }
 
 impl fmt::Debug for OwnerId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // Only a prefix: enough to correlate log lines, not enough to impersonate.
-        let hex = self.to_hex();
-        let short = hex.get(..8).unwrap_or(&hex);
+        let short = self.short();
         match &self.label {
-            Some(label) => write!(f, "OwnerId({short}…, {label:?})"),
-            None => write!(f, "OwnerId({short}…)"),
+            Some(label) => write!(f, "OwnerId({short}, {label:?})"),
+            None => write!(f, "OwnerId({short})"),
         }
     }
 }

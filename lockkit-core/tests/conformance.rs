@@ -28,7 +28,7 @@ impl Harness for MemHarness {
 #[lockkit_core::async_trait]
 impl TestHarness for MemHarness {
     async fn start() -> Self {
-        let name = format!("conformance-{}", OwnerId::new());
+        let name = format!("conformance-{}", OwnerId::new().to_hex());
         let store = MemDriver::named(&name);
         Self { name, store }
     }

@@ -170,7 +170,7 @@ pub(crate) async fn cancelled_acquire_leaves_nothing_behind(ctx: &Ctx) -> CaseRe
     }
     // 2. Cancel mid-flight on a free lock, at increasing delays.
     let key = ctx.key("in-flight");
-    for i in 0..20u64 {
+    for i in 0..50u64 {
         let attempt = b
             .lock(key.as_str())
             .lease(Duration::from_secs(60))

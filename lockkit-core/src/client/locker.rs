@@ -9,10 +9,10 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 use tokio::time::Instant;
-use tracing::Instrument;
 
 use super::guard::LockGuard;
 use super::hold::Hold;
+use super::pending::PendingAcquire;
 use super::watchdog;
 use crate::driver::{AcquireRequest, Capabilities, LockDriver, Wait};
 use crate::error::{LockError, Result};
@@ -173,28 +173,27 @@ impl Locker {
         let span = tracing::debug_span!("lockkit.acquire", driver = driver.name(), %key, ttl_ms = ttl.as_millis() as u64);
         let started = Instant::now();
         let request = AcquireRequest::new(key.clone(), owner.clone(), ttl, wait);
-        // Armed before the first await: if this future is dropped mid-flight, whatever
-        // the backend may have granted is released in the background.
-        let mut cleanup = ReleaseOnDrop::new(driver.clone(), key.clone(), owner.clone());
-        let result = driver.acquire(&request).instrument(span.clone()).await;
-        let grant = match result {
+        // From here on, dropping this future cancels the wait and releases whatever
+        // the in-flight attempt is granted, after it lands (see `pending`).
+        let mut pending = PendingAcquire::start(driver.clone(), request, span.clone());
+        let grant = match pending.join().await {
             Ok(grant) => grant,
             Err(e) => {
-                if !e.is_retryable() {
-                    // A definite "no": nothing was taken.
-                    cleanup.disarm();
+                if e.is_retryable() {
+                    // Unknown outcome: the backend may have granted it.
+                    pending.release_later();
                 }
                 return Err(e);
             }
         };
         if Instant::now() >= grant.deadline {
-            // Never report "acquired" after the lease deadline; `cleanup` releases.
+            // Never report "acquired" after the lease deadline.
+            pending.release_later();
             return Err(LockError::lost(
                 &key,
                 format!("the lease of {ttl:?} ran out before the grant arrived; use a longer TTL"),
             ));
         }
-        cleanup.disarm();
         span.in_scope(|| {
             tracing::debug!(
                 token = grant.token.get(),
@@ -264,31 +263,6 @@ impl Inner {
             }
         }
         (due, next)
-    }
-}
-
-/// Releases `(key, owner)` in the background unless disarmed.
-struct ReleaseOnDrop {
-    armed: Option<(Arc<dyn LockDriver>, LockKey, OwnerId)>,
-}
-
-impl ReleaseOnDrop {
-    fn new(driver: Arc<dyn LockDriver>, key: LockKey, owner: OwnerId) -> Self {
-        Self {
-            armed: Some((driver, key, owner)),
-        }
-    }
-
-    fn disarm(&mut self) {
-        self.armed = None;
-    }
-}
-
-impl Drop for ReleaseOnDrop {
-    fn drop(&mut self) {
-        if let Some((driver, key, owner)) = self.armed.take() {
-            super::guard::release_in_background(driver, key, owner);
-        }
     }
 }
 

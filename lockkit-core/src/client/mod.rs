@@ -5,6 +5,7 @@ mod guard;
 mod hold;
 mod locker;
 mod lost;
+mod pending;
 mod watchdog;
 
 pub use guard::LockGuard;

@@ -213,6 +213,7 @@ impl LockDriver for SqliteDriver {
             tokio::select! {
                 _ = wake => {}
                 _ = sleep_until(until) => {}
+                _ = req.cancel.cancelled() => return Err(req.cancelled()),
             }
         }
     }
