@@ -108,6 +108,33 @@ impl AcquireRequest {
         }
     }
 
+    /// After a failed attempt: the error to return ([`crate::LockError::Contended`]
+    /// for [`Wait::NoWait`], [`crate::LockError::Timeout`] once the wait is over),
+    /// or until when waiting may go on (`None`: forever). `started` is when the
+    /// acquire began.
+    ///
+    /// # Errors
+    ///
+    /// As described: the error ends the acquire.
+    pub fn keep_waiting(&self, started: Instant) -> crate::Result<Option<Instant>> {
+        let until = match self.wait {
+            Wait::NoWait => {
+                return Err(crate::LockError::Contended {
+                    key: self.key.to_string(),
+                });
+            }
+            Wait::Until(deadline) => Some(deadline),
+            Wait::Forever => None,
+        };
+        if until.is_some_and(|d| Instant::now() >= d) {
+            return Err(crate::LockError::Timeout {
+                key: self.key.to_string(),
+                waited: started.elapsed(),
+            });
+        }
+        Ok(until)
+    }
+
     /// The error a driver returns when [`AcquireRequest::cancel`] fires.
     pub fn cancelled(&self) -> crate::LockError {
         crate::LockError::Cancelled {

@@ -18,7 +18,7 @@ use tokio::sync::Notify;
 use tokio::time::{Instant, sleep_until};
 
 use crate::driver::{
-    AcquireRequest, Capabilities, ConnectFuture, DriverEntry, Grant, LockDriver, Wait, WakeUp,
+    AcquireRequest, Capabilities, ConnectFuture, DriverEntry, Grant, LockDriver, WakeUp,
 };
 use crate::error::{LockError, Result};
 use crate::types::{FencingToken, LockKey, OwnerId};
@@ -195,21 +195,7 @@ impl LockDriver for MemDriver {
                 Attempt::Granted(grant) => return Ok(grant),
                 Attempt::Busy { wake, expires } => (wake, expires),
             };
-            let give_up = match req.wait {
-                Wait::NoWait => {
-                    return Err(LockError::Contended {
-                        key: req.key.to_string(),
-                    });
-                }
-                Wait::Until(deadline) => Some(deadline),
-                Wait::Forever => None,
-            };
-            if give_up.is_some_and(|d| Instant::now() >= d) {
-                return Err(LockError::Timeout {
-                    key: req.key.to_string(),
-                    waited: started.elapsed(),
-                });
-            }
+            let give_up = req.keep_waiting(started)?;
             // A release between `attempt` and here leaves a permit in `wake`, so it
             // is not missed.
             let until = give_up.map_or(expires, |d| d.min(expires));

@@ -245,7 +245,8 @@ impl Inner {
         }
     }
 
-    /// Holds the watchdog renews that are due by `now`, and when the next one is due.
+    /// Holds the watchdog should renew now (due, or nearly), and when the next one
+    /// is due.
     pub(crate) fn watched_holds(&self, now: Instant) -> (Vec<Arc<Hold>>, Option<Instant>) {
         let mut holds = self.holds();
         holds.retain(|_, h| h.strong_count() > 0);
@@ -256,7 +257,10 @@ impl Inner {
                 continue;
             }
             let at = hold.next_renewal();
-            if at <= now {
+            // Renewing up to ttl/6 early is harmless and puts holds taken at
+            // slightly different times on one schedule: one batch per round.
+            let slack = hold.renew_ttl.map_or(Duration::ZERO, |ttl| ttl / 6);
+            if at <= now + slack {
                 due.push(hold);
             } else {
                 next = Some(next.map_or(at, |n| n.min(at)));

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use lockkit_core::{
     AcquireRequest, Capabilities, FencingToken, Grant, LockDriver, LockError, LockKey, OwnerId,
-    Renewal, Result, Wait, async_trait,
+    Renewal, Result, async_trait,
 };
 use sqlx::AssertSqlSafe;
 use sqlx::sqlite::{
@@ -191,23 +191,8 @@ impl LockDriver for SqliteDriver {
             if let Some(grant) = self.try_acquire(req).await? {
                 return Ok(grant);
             }
-            let give_up = match req.wait {
-                Wait::NoWait => {
-                    return Err(LockError::Contended {
-                        key: req.key.to_string(),
-                    });
-                }
-                Wait::Until(deadline) => Some(deadline),
-                Wait::Forever => None,
-                _ => None,
-            };
+            let give_up = req.keep_waiting(started)?;
             let now = Instant::now();
-            if give_up.is_some_and(|d| now >= d) {
-                return Err(LockError::Timeout {
-                    key: req.key.to_string(),
-                    waited: started.elapsed(),
-                });
-            }
             let pause = now + backoff.next_pause();
             let until = give_up.map_or(pause, |d| d.min(pause));
             tokio::select! {

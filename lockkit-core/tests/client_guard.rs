@@ -1,0 +1,174 @@
+//! Client machinery that the conformance suite does not reach through a backend:
+//! background release, deadline-based loss, late grants, watchdog batching.
+
+#![allow(clippy::unwrap_used, clippy::panic)] // Tests fail by panicking.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use lockkit_core::mem::MemDriver;
+use lockkit_core::{
+    AcquireRequest, Capabilities, Grant, LockDriver, LockError, LockKey, Locker, LostReason,
+    OwnerId, Renewal, Result, async_trait,
+};
+use tokio::time::{Instant, timeout};
+
+/// Wraps a driver: delays grants, counts renewal rounds and renewals.
+#[derive(Debug, Default)]
+struct Probe {
+    inner: MemDriver,
+    grant_delay: Option<Duration>,
+    rounds: AtomicUsize,
+    renewals: AtomicUsize,
+}
+
+#[async_trait]
+impl LockDriver for Probe {
+    fn name(&self) -> &'static str {
+        "probe"
+    }
+    fn capabilities(&self) -> Capabilities {
+        self.inner.capabilities()
+    }
+    async fn acquire(&self, req: &AcquireRequest) -> Result<Grant> {
+        let grant = self.inner.acquire(req).await?;
+        if let Some(d) = self.grant_delay {
+            tokio::time::sleep(d).await;
+        }
+        Ok(grant)
+    }
+    async fn extend(&self, key: &LockKey, owner: &OwnerId, ttl: Duration) -> Result<Instant> {
+        self.inner.extend(key, owner, ttl).await
+    }
+    async fn extend_many(&self, renewals: &[Renewal]) -> Vec<Result<Instant>> {
+        self.rounds.fetch_add(1, Ordering::SeqCst);
+        self.renewals.fetch_add(renewals.len(), Ordering::SeqCst);
+        self.inner.extend_many(renewals).await
+    }
+    async fn release(&self, key: &LockKey, owner: &OwnerId) -> Result<bool> {
+        self.inner.release(key, owner).await
+    }
+}
+
+#[tokio::test]
+async fn dropping_a_guard_releases_in_the_background() {
+    let driver = Arc::new(MemDriver::new());
+    let (a, b) = (Locker::new(driver.clone()), Locker::new(driver));
+    let g = a.try_lock("k").await.unwrap();
+    drop(g);
+    let started = Instant::now();
+    let _held = b.lock("k").wait(Duration::from_secs(2)).await.unwrap();
+    assert!(started.elapsed() < Duration::from_secs(1));
+}
+
+#[tokio::test]
+async fn lost_fires_at_the_fixed_lease_deadline() {
+    let locker = Locker::new(Arc::new(MemDriver::new()));
+    let requested = Instant::now();
+    let g = locker
+        .lock("k")
+        .lease(Duration::from_millis(100))
+        .await
+        .unwrap();
+    let reason = timeout(Duration::from_secs(2), g.lost()).await.unwrap();
+    assert_eq!(reason, LostReason::Expired);
+    assert!(requested.elapsed() >= Duration::from_millis(100));
+    assert!(Instant::now() >= g.deadline());
+    assert!(g.is_lost());
+    assert!(matches!(
+        g.extend(Duration::from_secs(1)).await,
+        Err(LockError::Lost { .. })
+    ));
+}
+
+#[tokio::test]
+async fn a_grant_arriving_after_its_deadline_is_refused_and_released() {
+    let slow = Arc::new(Probe {
+        grant_delay: Some(Duration::from_millis(150)),
+        ..Probe::default()
+    });
+    let locker = Locker::new(slow.clone());
+    let err = locker
+        .lock("k")
+        .lease(Duration::from_millis(100))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, LockError::Lost { .. }), "{err}");
+    // The refused hold was released (well before the 100 ms lease would matter, the
+    // row is free for a new owner with a long lease).
+    let other = Locker::new(Arc::new(Probe {
+        inner: slow.inner.clone(),
+        ..Probe::default()
+    }));
+    let _held = other.lock("k").wait(Duration::from_secs(2)).await.unwrap();
+}
+
+#[tokio::test]
+async fn watchdog_renews_every_hold_in_one_call_per_round() {
+    let probe = Arc::new(Probe::default());
+    let locker = Locker::new(probe.clone());
+    let ttl = Duration::from_millis(300);
+    let mut guards = Vec::new();
+    for i in 0..50 {
+        guards.push(
+            locker
+                .lock(format!("k{i}"))
+                .ttl(ttl)
+                .no_wait()
+                .await
+                .unwrap(),
+        );
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let rounds = probe.rounds.load(Ordering::SeqCst);
+    let renewals = probe.renewals.load(Ordering::SeqCst);
+    // ttl/3 = 100 ms: about 10 rounds in 1 s, each renewing all 50 holds.
+    assert!((5..=20).contains(&rounds), "{rounds} rounds");
+    assert!(
+        renewals >= rounds * 40,
+        "{renewals} renewals in {rounds} rounds"
+    );
+    assert!(guards.iter().all(|g| !g.is_lost()));
+    for g in guards {
+        g.release().await.unwrap();
+    }
+    let after_release = probe.renewals.load(Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(
+        probe.renewals.load(Ordering::SeqCst),
+        after_release,
+        "renewed after release"
+    );
+}
+
+#[tokio::test]
+async fn reentrant_hold_is_released_with_the_last_guard() {
+    let driver = Arc::new(MemDriver::new());
+    let (a, b) = (Locker::new(driver.clone()), Locker::new(driver));
+    let owner = OwnerId::new();
+    let g1 = a.lock("k").owner(owner.clone()).no_wait().await.unwrap();
+    let g2 = a.lock("k").owner(owner.clone()).no_wait().await.unwrap();
+    drop(g1);
+    assert_eq!(g2.hold_count(), 1);
+    assert!(matches!(
+        b.try_lock("k").await,
+        Err(LockError::Contended { .. })
+    ));
+    drop(g2);
+    let _held = b.lock("k").wait(Duration::from_secs(2)).await.unwrap();
+}
+
+#[tokio::test]
+async fn debug_output_shows_no_full_owner_id() {
+    let owner = OwnerId::new();
+    let locker = Locker::new(Arc::new(MemDriver::new()));
+    let g = locker
+        .lock("k")
+        .owner(owner.clone())
+        .no_wait()
+        .await
+        .unwrap();
+    let shown = format!("{g:?} {owner} {owner:?} {locker:?}");
+    assert!(!shown.contains(&owner.to_hex()), "{shown}");
+}
