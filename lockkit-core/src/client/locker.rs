@@ -56,10 +56,19 @@ pub struct Locker {
 
 pub(crate) struct Inner {
     pub(crate) driver: Arc<dyn LockDriver>,
-    holds: Mutex<HashMap<(LockKey, OwnerId), Weak<Hold>>>,
+    holds: Mutex<Registry>,
     watchdog_wake: Arc<Notify>,
     watchdog_started: OnceLock<()>,
     default_ttl: Duration,
+}
+
+/// The holds of one `Locker`, by `(key, owner)`, and the watchdog's schedule.
+#[derive(Default)]
+struct Registry {
+    map: HashMap<(LockKey, OwnerId), Weak<Hold>>,
+    /// When the watchdog will next look at the holds by itself; `None` when it is
+    /// idle or not started.
+    watchdog_wakes_at: Option<Instant>,
 }
 
 impl Drop for Inner {
@@ -89,7 +98,7 @@ impl Locker {
         Self {
             inner: Arc::new(Inner {
                 driver,
-                holds: Mutex::new(HashMap::new()),
+                holds: Mutex::new(Registry::default()),
                 watchdog_wake: Arc::new(Notify::new()),
                 watchdog_started: OnceLock::new(),
                 default_ttl: ttl,
@@ -149,7 +158,7 @@ impl Locker {
 
     fn live_hold(&self, key: &LockKey, owner: &OwnerId) -> Option<Arc<Hold>> {
         let holds = self.inner.holds();
-        let hold = holds.get(&(key.clone(), owner.clone()))?.upgrade()?;
+        let hold = holds.map.get(&(key.clone(), owner.clone()))?.upgrade()?;
         hold.try_reenter().then_some(hold)
     }
 
@@ -202,11 +211,11 @@ impl Locker {
             )
         });
 
-        let hold = {
+        let (hold, wake_watchdog) = {
             let mut holds = self.inner.holds();
             let slot = (key.clone(), owner.clone());
             // A concurrent acquire by the same owner may have registered first.
-            match holds.get(&slot).and_then(Weak::upgrade) {
+            let hold = match holds.map.get(&slot).and_then(Weak::upgrade) {
                 Some(existing) if existing.try_reenter() => existing,
                 _ => {
                     let hold = Arc::new(Hold::new(
@@ -217,12 +226,19 @@ impl Locker {
                         renew_ttl,
                         started,
                     ));
-                    holds.insert(slot, Arc::downgrade(&hold));
+                    holds.map.insert(slot, Arc::downgrade(&hold));
                     hold
                 }
-            }
+            };
+            // Wake the watchdog only if this hold is due before its next round
+            // (read under the same lock the watchdog schedules under).
+            let wake = hold.renew_ttl.is_some()
+                && holds
+                    .watchdog_wakes_at
+                    .is_none_or(|at| hold.next_renewal() < at);
+            (hold, wake)
         };
-        if hold.renew_ttl.is_some() {
+        if wake_watchdog {
             self.ensure_watchdog();
         }
         Ok(LockGuard::new(hold, self.inner.clone()))
@@ -230,7 +246,7 @@ impl Locker {
 }
 
 impl Inner {
-    fn holds(&self) -> std::sync::MutexGuard<'_, HashMap<(LockKey, OwnerId), Weak<Hold>>> {
+    fn holds(&self) -> std::sync::MutexGuard<'_, Registry> {
         self.holds.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -238,10 +254,10 @@ impl Inner {
     pub(crate) fn forget(&self, hold: &Hold) {
         let mut holds = self.holds();
         let slot = (hold.key.clone(), hold.owner.clone());
-        if let Some(existing) = holds.get(&slot)
+        if let Some(existing) = holds.map.get(&slot)
             && std::ptr::eq(existing.as_ptr(), hold)
         {
-            holds.remove(&slot);
+            holds.map.remove(&slot);
         }
     }
 
@@ -249,10 +265,10 @@ impl Inner {
     /// is due.
     pub(crate) fn watched_holds(&self, now: Instant) -> (Vec<Arc<Hold>>, Option<Instant>) {
         let mut holds = self.holds();
-        holds.retain(|_, h| h.strong_count() > 0);
+        holds.map.retain(|_, h| h.strong_count() > 0);
         let mut due = Vec::new();
         let mut next: Option<Instant> = None;
-        for hold in holds.values().filter_map(Weak::upgrade) {
+        for hold in holds.map.values().filter_map(Weak::upgrade) {
             if hold.renew_ttl.is_none() || hold.is_released() || !hold.is_live() {
                 continue;
             }
@@ -266,6 +282,9 @@ impl Inner {
                 next = Some(next.map_or(at, |n| n.min(at)));
             }
         }
+        // With work due the watchdog rescans at once; otherwise it sleeps until
+        // `next` (forever if `None`).
+        holds.watchdog_wakes_at = if due.is_empty() { next } else { Some(now) };
         (due, next)
     }
 }

@@ -1,29 +1,30 @@
-//! An acquire in flight, run on a task of its own so that dropping the caller's
-//! future never cuts a backend request in half.
+//! An acquire in flight, which dropping the caller's future never cuts in half.
 //!
-//! If the caller goes away, [`PendingAcquire`]'s drop fires the request's
-//! [`Cancellation`] (the driver stops waiting) and, on a background task, waits for
-//! the attempt already sent to finish before releasing whatever it was granted. A
-//! release sent straight away could overtake the in-flight acquire on another
-//! connection and leave a hold behind.
+//! The driver's acquire future is boxed and polled inline (no task, no thread hop on
+//! the normal path). If the caller goes away, [`PendingAcquire`]'s drop fires the
+//! request's [`Cancellation`] (the driver stops waiting) and moves the *same*
+//! in-flight future to a background task, which lets the attempt already sent
+//! finish and then releases whatever it was granted. A release sent straight away
+//! could overtake the in-flight acquire on another connection and leave a hold
+//! behind.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
-
-use tokio::task::JoinHandle;
 
 use super::guard::release_in_background;
 use crate::driver::{AcquireRequest, Cancellation, Grant, LockDriver};
 use crate::error::{LockError, Result};
 
 pub(crate) struct PendingAcquire {
-    task: Option<JoinHandle<Result<Grant>>>,
+    attempt: Option<Pin<Box<dyn Future<Output = Result<Grant>> + Send>>>,
     cancel: Cancellation,
     driver: Arc<dyn LockDriver>,
     request: Arc<AcquireRequest>,
 }
 
 impl PendingAcquire {
-    /// Starts `driver.acquire(request)` on its own task.
+    /// Prepares `driver.acquire(request)`; it runs when [`join`](Self::join)ed.
     pub(crate) fn start(
         driver: Arc<dyn LockDriver>,
         request: AcquireRequest,
@@ -31,32 +32,26 @@ impl PendingAcquire {
     ) -> Self {
         use tracing::Instrument;
         let request = Arc::new(request);
-        let task = tokio::spawn({
+        let attempt = {
             let (driver, request) = (driver.clone(), request.clone());
             async move { driver.acquire(&request).await }.instrument(span)
-        });
+        };
         Self {
-            task: Some(task),
+            attempt: Some(Box::pin(attempt)),
             cancel: request.cancel.clone(),
             driver,
             request,
         }
     }
 
-    /// Waits for the attempt to finish.
+    /// Drives the attempt to its end.
     pub(crate) async fn join(&mut self) -> Result<Grant> {
-        let Some(task) = self.task.as_mut() else {
+        let Some(attempt) = self.attempt.as_mut() else {
             return Err(LockError::Config("BUG: acquire joined twice".into()));
         };
-        let result = task.await;
-        self.task = None;
-        result.unwrap_or_else(|e| {
-            Err(LockError::Backend {
-                driver: self.driver.name(),
-                message: format!("the driver's acquire task failed: {e}"),
-                source: None,
-            })
-        })
+        let result = attempt.await;
+        self.attempt = None;
+        result
     }
 
     /// Releases, in the background, whatever the finished attempt may hold.
@@ -71,7 +66,7 @@ impl PendingAcquire {
 
 impl Drop for PendingAcquire {
     fn drop(&mut self) {
-        let Some(task) = self.task.take() else {
+        let Some(attempt) = self.attempt.take() else {
             return;
         };
         self.cancel.cancel();
@@ -79,13 +74,15 @@ impl Drop for PendingAcquire {
         match tokio::runtime::Handle::try_current() {
             Ok(handle) => {
                 handle.spawn(async move {
-                    if let Ok(Ok(grant)) = task.await {
+                    if let Ok(grant) = attempt.await {
                         tracing::debug!(key = %grant.key, "acquire finished after its caller left; releasing");
                         release_in_background(driver, request.key.clone(), request.owner.clone());
                     }
                 });
             }
-            Err(_) => task.abort(),
+            Err(_) => {
+                tracing::warn!(key = %request.key, "no Tokio runtime to finish a dropped acquire on; any hold frees at its TTL");
+            }
         }
     }
 }
