@@ -1,0 +1,26 @@
+//! Throwaway real servers for lockkit's tests, and a TCP fault proxy.
+//!
+//! Every server runs as a child process in its own process group, on a free
+//! 127.0.0.1 port, in a temp dir named `lockkit-testkit-*`. Handles offer `url()`,
+//! `pause()` (SIGSTOP), `resume()`, `kill()` (SIGKILL) and `restart()` on the same
+//! data dir, and kill the whole process group on drop — also when a test panics.
+//! Binaries come from Debian packages that `ci/setup` installs; a missing one is
+//! reported as "X not found — run ci/setup".
+//!
+//! Nothing here talks to anything but 127.0.0.1.
+
+mod error;
+mod mariadb;
+mod port;
+mod postgres;
+mod process;
+mod proxy;
+mod redis;
+
+pub use error::TestkitError;
+pub use mariadb::MariaDb;
+pub use port::free_port;
+pub use postgres::Postgres;
+pub use process::Server;
+pub use proxy::{Fault, FaultProxy};
+pub use redis::{Redis, RedisMasters};

@@ -1,0 +1,175 @@
+//! PostgreSQL, run as the `postgres` user (it refuses root).
+
+use std::ops::{Deref, DerefMut};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use tempfile::TempDir;
+
+use crate::process::{Server, Spec, find_binary, probe_command, run_setup, temp_dir};
+use crate::{TestkitError, free_port};
+
+/// A throwaway PostgreSQL server (trust auth, fsync off) on 127.0.0.1.
+#[derive(Debug)]
+pub struct Postgres {
+    server: Server,
+    bin: PathBuf,
+    _dir: TempDir,
+}
+
+fn bin_dir() -> Result<PathBuf, TestkitError> {
+    if let Ok(dir) = std::env::var("LOCKKIT_POSTGRES_BIN") {
+        return Ok(PathBuf::from(dir));
+    }
+    let mut versions: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .map_err(|_| TestkitError::NotFound {
+            binary: "postgres (/usr/lib/postgresql/*/bin)".into(),
+        })?
+        .filter_map(|e| e.ok().map(|e| e.path().join("bin")))
+        .filter(|p| p.join("postgres").is_file())
+        .collect();
+    versions.sort();
+    versions.pop().ok_or_else(|| TestkitError::NotFound {
+        binary: "postgres (/usr/lib/postgresql/*/bin)".into(),
+    })
+}
+
+/// The uid and gid of a system user, from /etc/passwd.
+fn user_ids(name: &str) -> Result<(u32, u32), TestkitError> {
+    let passwd = std::fs::read_to_string("/etc/passwd")?;
+    passwd
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(':').collect();
+            (f.len() > 3 && f[0] == name).then(|| Some((f[2].parse().ok()?, f[3].parse().ok()?)))?
+        })
+        .next()
+        .ok_or_else(|| TestkitError::NotFound {
+            binary: format!("the `{name}` user (installed by the postgresql package)"),
+        })
+}
+
+impl Postgres {
+    /// Runs initdb in a temp dir and starts the server.
+    ///
+    /// # Errors
+    ///
+    /// [`TestkitError::NotFound`] if PostgreSQL is not installed; `NotReady` with the
+    /// log's tail if it does not come up.
+    pub async fn start() -> Result<Self, TestkitError> {
+        let bin = bin_dir()?;
+        let _ = find_binary(
+            &bin.join("postgres").display().to_string(),
+            "LOCKKIT_POSTGRES_SERVER",
+        )?;
+        let (uid, gid) = user_ids("postgres")?;
+        let dir = temp_dir()?;
+        std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid))?;
+        let data = dir.path().join("data");
+        run_setup(
+            "initdb",
+            Command::new(bin.join("initdb"))
+                .args(["-D", &data.display().to_string()])
+                .args([
+                    "-A",
+                    "trust",
+                    "-U",
+                    "postgres",
+                    "-E",
+                    "UTF8",
+                    "--locale=C",
+                    "--no-sync",
+                ])
+                .uid(uid)
+                .gid(gid),
+        )?;
+        let port = free_port()?;
+        let log = dir.path().join("postgres.log");
+        std::fs::File::create(&log)?;
+        std::os::unix::fs::chown(&log, Some(uid), Some(gid))?;
+        let args = [
+            "-D",
+            &data.display().to_string(),
+            "-k",
+            &dir.path().display().to_string(),
+            "-p",
+            &port.to_string(),
+            "-c",
+            "listen_addresses=127.0.0.1",
+            "-c",
+            "fsync=off",
+            "-c",
+            "synchronous_commit=off",
+            "-c",
+            "full_page_writes=off",
+            "-c",
+            "max_connections=200",
+        ]
+        .map(String::from)
+        .to_vec();
+        let server = Server::spawn(Spec {
+            binary: bin.join("postgres"),
+            args,
+            uid_gid: Some((uid, gid)),
+            port,
+            log,
+            ready_timeout: Duration::from_secs(30),
+        })?;
+        let mut pg = Self {
+            server,
+            bin,
+            _dir: dir,
+        };
+        pg.wait_ready().await?;
+        Ok(pg)
+    }
+
+    async fn wait_ready(&mut self) -> Result<(), TestkitError> {
+        let isready = self.bin.join("pg_isready");
+        self.server
+            .wait_ready(|port| {
+                let mut cmd = tokio::process::Command::new(&isready);
+                cmd.args(["-h", "127.0.0.1", "-p", &port.to_string(), "-U", "postgres"]);
+                probe_command(cmd)
+            })
+            .await
+    }
+
+    /// `postgres://postgres@127.0.0.1:PORT/postgres`.
+    pub fn url(&self) -> String {
+        format!(
+            "postgres://postgres@127.0.0.1:{}/postgres",
+            self.server.port()
+        )
+    }
+
+    /// Starts the server again on the same data dir and port, and waits for it.
+    ///
+    /// # Errors
+    ///
+    /// As [`start`](Self::start).
+    pub async fn restart(&mut self) -> Result<(), TestkitError> {
+        self.server.respawn()?;
+        self.wait_ready().await
+    }
+
+    /// Where the binaries live.
+    pub fn bin_dir(&self) -> &Path {
+        &self.bin
+    }
+}
+
+impl Deref for Postgres {
+    type Target = Server;
+    fn deref(&self) -> &Server {
+        &self.server
+    }
+}
+
+impl DerefMut for Postgres {
+    fn deref_mut(&mut self) -> &mut Server {
+        &mut self.server
+    }
+}

@@ -1,0 +1,252 @@
+//! One server process (and its process group): start, readiness, pause, kill,
+//! restart, and cleanup on drop.
+
+use std::fs::File;
+use std::future::Future;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use rustix::process::{Pid, Signal, kill_process_group, test_kill_process_group};
+
+use crate::TestkitError;
+
+/// How to (re)start a server: its command line, identity and readiness probe.
+#[derive(Debug, Clone)]
+pub(crate) struct Spec {
+    pub(crate) binary: PathBuf,
+    pub(crate) args: Vec<String>,
+    pub(crate) uid_gid: Option<(u32, u32)>,
+    pub(crate) port: u16,
+    pub(crate) log: PathBuf,
+    pub(crate) ready_timeout: Duration,
+}
+
+/// A running server process group. Killed (SIGKILL to the group) on drop.
+#[derive(Debug)]
+pub struct Server {
+    spec: Spec,
+    child: Option<Child>,
+}
+
+/// Finds `name` on PATH or at an absolute path; the error says to run ci/setup.
+pub(crate) fn find_binary(name: &str, env_override: &str) -> Result<PathBuf, TestkitError> {
+    if let Ok(path) = std::env::var(env_override) {
+        return Ok(PathBuf::from(path));
+    }
+    let candidate = Path::new(name);
+    if candidate.is_absolute() {
+        return if candidate.exists() {
+            Ok(candidate.to_path_buf())
+        } else {
+            Err(TestkitError::NotFound {
+                binary: name.to_string(),
+            })
+        };
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for dir in
+        std::env::split_paths(&path).chain([PathBuf::from("/usr/sbin"), PathBuf::from("/sbin")])
+    {
+        let full = dir.join(name);
+        if full.is_file() {
+            return Ok(full);
+        }
+    }
+    Err(TestkitError::NotFound {
+        binary: name.to_string(),
+    })
+}
+
+/// A temp dir whose name marks it as ours (`ci/test` looks for leftovers by it).
+pub(crate) fn temp_dir() -> Result<tempfile::TempDir, TestkitError> {
+    Ok(tempfile::Builder::new()
+        .prefix("lockkit-testkit-")
+        .tempdir()?)
+}
+
+/// The last `n` lines of `path`.
+pub(crate) fn tail(path: &Path, n: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+impl Server {
+    pub(crate) fn spawn(spec: Spec) -> Result<Self, TestkitError> {
+        let mut server = Self { spec, child: None };
+        server.start_process()?;
+        Ok(server)
+    }
+
+    fn start_process(&mut self) -> Result<(), TestkitError> {
+        let log = File::options()
+            .create(true)
+            .append(true)
+            .open(&self.spec.log)?;
+        let mut cmd = Command::new(&self.spec.binary);
+        cmd.args(&self.spec.args)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .process_group(0);
+        if let Some((uid, gid)) = self.spec.uid_gid {
+            cmd.uid(uid).gid(gid);
+        }
+        let child = cmd.spawn().map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => TestkitError::NotFound {
+                binary: self.spec.binary.display().to_string(),
+            },
+            _ => TestkitError::Io(e),
+        })?;
+        self.child = Some(child);
+        Ok(())
+    }
+
+    /// Polls `probe` until it returns true, or fails with the log's tail.
+    pub(crate) async fn wait_ready<F, Fut>(&mut self, mut probe: F) -> Result<(), TestkitError>
+    where
+        F: FnMut(u16) -> Fut,
+        Fut: Future<Output = bool>,
+    {
+        let started = Instant::now();
+        while started.elapsed() < self.spec.ready_timeout {
+            if let Some(child) = self.child.as_mut()
+                && let Ok(Some(status)) = child.try_wait()
+            {
+                return Err(self.not_ready(format!("(exited early: {status})")));
+            }
+            if probe(self.spec.port).await {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Err(self.not_ready(String::new()))
+    }
+
+    fn not_ready(&self, extra: String) -> TestkitError {
+        TestkitError::NotReady {
+            binary: format!("{} {extra}", self.spec.binary.display()),
+            port: self.spec.port,
+            waited_secs: self.spec.ready_timeout.as_secs(),
+            log: self.spec.log.clone(),
+            tail: tail(&self.spec.log, 20),
+        }
+    }
+
+    /// The server's port on 127.0.0.1.
+    pub fn port(&self) -> u16 {
+        self.spec.port
+    }
+
+    /// The process id of the server (its process group id too).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    fn group(&self) -> Option<Pid> {
+        self.pid().and_then(|p| Pid::from_raw(p as i32))
+    }
+
+    fn signal(&self, signal: Signal) {
+        if let Some(group) = self.group() {
+            let _ = kill_process_group(group, signal);
+        }
+    }
+
+    /// Freezes every process of the server (SIGSTOP).
+    pub fn pause(&self) {
+        self.signal(Signal::STOP);
+    }
+
+    /// Thaws it (SIGCONT).
+    pub fn resume(&self) {
+        self.signal(Signal::CONT);
+    }
+
+    /// Kills every process of the server (SIGKILL) and waits until they are gone.
+    pub fn kill(&mut self) {
+        let group = self.group();
+        self.signal(Signal::CONT);
+        self.signal(Signal::KILL);
+        if let Some(mut child) = self.child.take() {
+            let _ = child.wait();
+        }
+        // Children (e.g. postgres backends) are reaped by init; wait for the group
+        // to empty, bounded.
+        if let Some(group) = group {
+            let until = Instant::now() + Duration::from_secs(10);
+            while test_kill_process_group(group).is_ok() && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+    }
+
+    /// Starts the same command again, on the same data dir and port (after
+    /// [`kill`](Self::kill), or killing first if it still runs).
+    pub(crate) fn respawn(&mut self) -> Result<(), TestkitError> {
+        if self.child.is_some() {
+            self.kill();
+        }
+        self.start_process()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if self.child.is_some() {
+            self.kill();
+        }
+    }
+}
+
+/// Runs a setup command to completion; its output goes into the error on failure.
+pub(crate) fn run_setup(step: &str, cmd: &mut Command) -> Result<(), TestkitError> {
+    let out = cmd
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => TestkitError::NotFound {
+                binary: step.to_string(),
+            },
+            _ => TestkitError::Io(e),
+        })?;
+    if out.status.success() {
+        return Ok(());
+    }
+    Err(TestkitError::Setup {
+        step: step.to_string(),
+        detail: format!(
+            "{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    })
+}
+
+/// Whether `cmd` exits 0 within 5 s.
+pub(crate) async fn probe_command(mut cmd: tokio::process::Command) -> bool {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true);
+    matches!(
+        tokio::time::timeout(Duration::from_secs(5), cmd.status()).await,
+        Ok(Ok(status)) if status.success()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_binary_says_run_ci_setup() {
+        let err = find_binary("lockkit-no-such-server", "LOCKKIT_NO_SUCH_OVERRIDE").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "lockkit-no-such-server not found — run ci/setup"
+        );
+    }
+}
