@@ -232,6 +232,36 @@ impl Capabilities {
             wake_up: WakeUp::Poll,
         }
     }
+
+    /// With waiters woken as `wake_up` says.
+    pub const fn with_wake_up(mut self, wake_up: WakeUp) -> Self {
+        self.wake_up = wake_up;
+        self
+    }
+
+    /// With (or without) first-come first-served waiters.
+    pub const fn with_fair(mut self, fair: bool) -> Self {
+        self.fair = fair;
+        self
+    }
+
+    /// With holds visible to other processes, or not.
+    pub const fn with_cross_process(mut self, cross_process: bool) -> Self {
+        self.cross_process = cross_process;
+        self
+    }
+
+    /// With (or without) fencing tokens.
+    pub const fn with_fencing(mut self, fencing: bool) -> Self {
+        self.fencing = fencing;
+        self
+    }
+
+    /// With (or without) server-side reentrancy.
+    pub const fn with_reentrant_server_side(mut self, yes: bool) -> Self {
+        self.reentrant_server_side = yes;
+        self
+    }
 }
 
 /// The object-safe async trait each backend implements.

@@ -5,14 +5,27 @@
 //! atomic statement; the counter is bumped by the acquiring statement and never
 //! reset, so tokens strictly increase per key.
 //!
-//! | module | feature | URLs |
-//! |---|---|---|
-//! | [`sqlite`] | `sqlite` | `sqlite://path`, `sqlite:///abs/path`, `sqlite::memory:` |
+//! | module | feature | URLs | expiry clock | waiters woken by |
+//! |---|---|---|---|---|
+//! | [`sqlite`] | `sqlite` | `sqlite://path`, `sqlite::memory:` | machine-wide monotonic | polling (+ in-process) |
+//! | [`postgres`] | `postgres` | `postgres://`, `postgresql://` | server's `clock_timestamp()` | `LISTEN/NOTIFY` + polling fallback |
+//! | [`mysql`] | `mysql` | `mysql://`, `mariadb://` | server's `NOW(6)` | polling (+ in-process) |
 #![cfg_attr(not(test), forbid(clippy::panic))]
 #![doc(test(attr(deny(warnings))))]
 
-mod clock;
+#[cfg(feature = "_sql")]
+mod error;
+#[cfg(feature = "_sql")]
+mod table;
+#[cfg(feature = "_sql")]
 mod wait;
 
+#[cfg(feature = "_sql")]
+pub use table::DEFAULT_TABLE;
+
+#[cfg(feature = "mysql")]
+pub mod mysql;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;

@@ -14,12 +14,13 @@ use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
 use tokio::sync::Notify;
-use tokio::time::{Instant, sleep_until};
+use tokio::time::Instant;
 
 use super::options::SqliteOptions;
 use super::sql;
-use crate::clock::monotonic_ms;
-use crate::wait::Backoff;
+use super::clock::monotonic_ms;
+use crate::error;
+use crate::wait::acquire_polling;
 
 const NAME: &str = "sqlite";
 
@@ -79,14 +80,12 @@ fn local_wake_for(options: &SqliteOptions) -> Arc<Notify> {
 }
 
 fn db_error(e: sqlx::Error) -> LockError {
-    match e {
-        sqlx::Error::Io(_)
-        | sqlx::Error::PoolTimedOut
-        | sqlx::Error::PoolClosed
-        | sqlx::Error::WorkerCrashed => LockError::connection(NAME, e),
-        other => LockError::backend(NAME, other),
-    }
+    error::db_error(NAME, e)
 }
+
+/// Longest pause between attempts of a waiter: bounds hand-off latency across
+/// processes (waiters in the releasing process are woken at once).
+const POLL_CAP: std::time::Duration = std::time::Duration::from_millis(50);
 
 impl SqliteDriver {
     /// Opens (creating if needed) the database and the lease table.
@@ -182,25 +181,7 @@ impl LockDriver for SqliteDriver {
     }
 
     async fn acquire(&self, req: &AcquireRequest) -> Result<Grant> {
-        let started = Instant::now();
-        let mut backoff = Backoff::new();
-        loop {
-            let wake = self.local_wake.notified();
-            tokio::pin!(wake);
-            wake.as_mut().enable();
-            if let Some(grant) = self.try_acquire(req).await? {
-                return Ok(grant);
-            }
-            let give_up = req.keep_waiting(started)?;
-            let now = Instant::now();
-            let pause = now + backoff.next_pause();
-            let until = give_up.map_or(pause, |d| d.min(pause));
-            tokio::select! {
-                _ = wake => {}
-                _ = sleep_until(until) => {}
-                _ = req.cancel.cancelled() => return Err(req.cancelled()),
-            }
-        }
+        acquire_polling(req, &self.local_wake, POLL_CAP, || self.try_acquire(req)).await
     }
 
     async fn extend(&self, key: &LockKey, owner: &OwnerId, ttl: Duration) -> Result<Instant> {

@@ -31,12 +31,13 @@
 //! - Durability follows SQLite's: with `synchronous=NORMAL` in WAL mode a power loss
 //!   can roll back the last commits, including a fencing-counter bump.
 
+mod clock;
 mod driver;
 mod options;
 mod sql;
 
 pub use driver::SqliteDriver;
-pub use options::{DEFAULT_BUSY_TIMEOUT, DEFAULT_TABLE, SqliteOptions};
+pub use options::{DEFAULT_BUSY_TIMEOUT, SqliteOptions};
 
 use std::sync::Arc;
 

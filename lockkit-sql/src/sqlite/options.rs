@@ -5,8 +5,7 @@ use std::time::Duration;
 
 use lockkit_core::LockError;
 
-/// The default lease table.
-pub const DEFAULT_TABLE: &str = "lockkit_locks";
+use crate::table::{DEFAULT_TABLE, validate_table};
 
 /// How long a statement waits for SQLite's write lock before failing.
 pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -120,18 +119,7 @@ impl SqliteOptions {
     ///
     /// [`LockError::Config`] if `name` is not a plain SQL identifier.
     pub fn table(mut self, name: &str) -> Result<Self, LockError> {
-        let ok = name.len() <= 63
-            && name
-                .chars()
-                .next()
-                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-        if !ok {
-            return Err(LockError::Config(format!(
-                "table name `{name}` must be 1-63 letters, digits or `_`, not starting with a digit"
-            )));
-        }
-        self.table = name.to_string();
+        self.table = validate_table(name)?;
         Ok(self)
     }
 

@@ -1,0 +1,227 @@
+//! [`PgDriver`]: the lease table over a sqlx Postgres pool.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use lockkit_core::{
+    AcquireRequest, Capabilities, FencingToken, Grant, LockDriver, LockError, LockKey, OwnerId,
+    Renewal, Result, WakeUp, async_trait,
+};
+use sqlx::AssertSqlSafe;
+use sqlx::postgres::{PgPool, PgPoolOptions};
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use super::listen::{self, Listener};
+use super::options::PgOptions;
+use super::sql;
+use crate::error;
+use crate::wait::acquire_polling;
+
+const NAME: &str = "postgres";
+
+/// Longest pause between attempts when no NOTIFY arrives.
+const POLL_CAP: Duration = Duration::from_millis(250);
+
+fn db_error(e: sqlx::Error) -> LockError {
+    error::db_error(NAME, e)
+}
+
+fn ttl_ms(ttl: Duration) -> f64 {
+    ttl.as_secs_f64() * 1000.0
+}
+
+/// The PostgreSQL lease-table driver. See the [module docs](super).
+#[derive(Debug, Clone)]
+pub struct PgDriver {
+    pool: PgPool,
+    statements: Arc<Statements>,
+    wake: Arc<Notify>,
+    _listener: Arc<Listener>,
+}
+
+#[derive(Debug)]
+struct Statements {
+    acquire: Arc<str>,
+    extend: Arc<str>,
+    extend_many: Arc<str>,
+    release: Arc<str>,
+    force_release: Arc<str>,
+    channel: String,
+}
+
+impl PgDriver {
+    /// Connects, creates the lease table if needed, and starts listening for
+    /// releases.
+    ///
+    /// # Errors
+    ///
+    /// [`LockError::Connection`] if the server cannot be reached or refuses us.
+    pub async fn connect(options: PgOptions) -> Result<Self> {
+        let pool = PgPoolOptions::new()
+            .max_connections(options.max_connections)
+            .acquire_timeout(Duration::from_secs(10))
+            .connect_with(options.connect.clone())
+            .await
+            .map_err(|e| LockError::Connection {
+                driver: NAME,
+                message: format!("cannot connect to PostgreSQL: {}", lockkit_core::redact_url(&e.to_string())),
+                source: Some(Box::new(e)),
+            })?;
+        Self::migrate_pool(&pool, &options.table).await?;
+        let t = &options.table;
+        let channel = format!("lockkit_{t}");
+        let wake = Arc::new(Notify::new());
+        let listener = listen::spawn(pool.clone(), channel.clone(), wake.clone());
+        Ok(Self {
+            pool,
+            statements: Arc::new(Statements {
+                acquire: sql::acquire(t).into(),
+                extend: sql::extend(t).into(),
+                extend_many: sql::extend_many(t).into(),
+                release: sql::release(t).into(),
+                force_release: sql::force_release(t).into(),
+                channel,
+            }),
+            wake,
+            _listener: Arc::new(listener),
+        })
+    }
+
+    /// Creates the lease table if it is missing (also done by `connect`).
+    ///
+    /// # Errors
+    ///
+    /// A backend error, e.g. without the privilege to create tables.
+    pub async fn migrate(&self, table: &str) -> Result<()> {
+        Self::migrate_pool(&self.pool, &crate::table::validate_table(table)?).await
+    }
+
+    async fn migrate_pool(pool: &PgPool, table: &str) -> Result<()> {
+        // Serialise concurrent first users: CREATE TABLE IF NOT EXISTS can still
+        // collide on the catalog when two sessions race.
+        let mut tx = pool.begin().await.map_err(db_error)?;
+        sqlx::query("SELECT pg_advisory_xact_lock(hashtext('lockkit-migrate'))")
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error)?;
+        sqlx::query(AssertSqlSafe(sql::create_table(table)))
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error)?;
+        tx.commit().await.map_err(db_error)
+    }
+
+    async fn try_acquire(&self, req: &AcquireRequest) -> Result<Option<Grant>> {
+        let sent = Instant::now();
+        let fence: Option<i64> = sqlx::query_scalar(AssertSqlSafe(self.statements.acquire.clone()))
+            .bind(req.key.as_str())
+            .bind(req.owner.to_hex())
+            .bind(ttl_ms(req.ttl))
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_error)?;
+        Ok(fence.map(|f| {
+            Grant::new(req.key.clone(), req.owner.clone(), FencingToken(f as u64), sent + req.ttl)
+        }))
+    }
+}
+
+#[async_trait]
+impl LockDriver for PgDriver {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::baseline().with_wake_up(WakeUp::Notify)
+    }
+
+    async fn acquire(&self, req: &AcquireRequest) -> Result<Grant> {
+        acquire_polling(req, &self.wake, POLL_CAP, || self.try_acquire(req)).await
+    }
+
+    async fn extend(&self, key: &LockKey, owner: &OwnerId, ttl: Duration) -> Result<Instant> {
+        let sent = Instant::now();
+        let done = sqlx::query(AssertSqlSafe(self.statements.extend.clone()))
+            .bind(key.as_str())
+            .bind(owner.to_hex())
+            .bind(ttl_ms(ttl))
+            .execute(&self.pool)
+            .await
+            .map_err(db_error)?;
+        if done.rows_affected() == 0 {
+            return Err(LockError::lost(key, "the row is no longer ours, or its lease ran out"));
+        }
+        Ok(sent + ttl)
+    }
+
+    async fn extend_many(&self, renewals: &[Renewal]) -> Vec<Result<Instant>> {
+        let mut results: Vec<Option<Result<Instant>>> = renewals.iter().map(|_| None).collect();
+        let mut ttls: Vec<Duration> = renewals.iter().map(|r| r.ttl).collect();
+        ttls.sort();
+        ttls.dedup();
+        for ttl in ttls {
+            let idx: Vec<usize> = (0..renewals.len()).filter(|&i| renewals[i].ttl == ttl).collect();
+            let names: Vec<&str> = idx.iter().map(|&i| renewals[i].key.as_str()).collect();
+            let owners: Vec<String> = idx.iter().map(|&i| renewals[i].owner.to_hex()).collect();
+            let sent = Instant::now();
+            let rows = sqlx::query_as::<_, (String, String)>(AssertSqlSafe(self.statements.extend_many.clone()))
+                .bind(ttl_ms(ttl))
+                .bind(&names)
+                .bind(&owners)
+                .fetch_all(&self.pool)
+                .await;
+            match rows {
+                Ok(rows) => {
+                    let renewed: HashSet<(String, String)> = rows.into_iter().collect();
+                    for &i in &idx {
+                        let r = &renewals[i];
+                        let pair = (r.key.as_str().to_string(), r.owner.to_hex());
+                        results[i] = Some(if renewed.contains(&pair) {
+                            Ok(sent + ttl)
+                        } else {
+                            Err(LockError::lost(&r.key, "the row is no longer ours, or its lease ran out"))
+                        });
+                    }
+                }
+                Err(e) => {
+                    let message = e.to_string();
+                    for &i in &idx {
+                        results[i] = Some(Err(LockError::Backend {
+                            driver: NAME,
+                            message: message.clone(),
+                            source: None,
+                        }));
+                    }
+                }
+            }
+        }
+        results
+            .into_iter()
+            .map(|r| r.unwrap_or_else(|| Err(LockError::Config("renewal not attempted".into()))))
+            .collect()
+    }
+
+    async fn release(&self, key: &LockKey, owner: &OwnerId) -> Result<bool> {
+        let freed: i64 = sqlx::query_scalar(AssertSqlSafe(self.statements.release.clone()))
+            .bind(key.as_str())
+            .bind(owner.to_hex())
+            .bind(&self.statements.channel)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db_error)?;
+        Ok(freed > 0)
+    }
+
+    async fn force_release(&self, key: &LockKey) -> Result<bool> {
+        let freed: i64 = sqlx::query_scalar(AssertSqlSafe(self.statements.force_release.clone()))
+            .bind(key.as_str())
+            .bind(&self.statements.channel)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db_error)?;
+        Ok(freed > 0)
+    }
+}

@@ -1,0 +1,59 @@
+//! PostgreSQL: `postgres://user:password@host:port/db[?table=NAME&…]`.
+//!
+//! # Mapping
+//!
+//! Each lock is a row of the lease table (default `lockkit_locks`, `?table=NAME`),
+//! created on first use (or by [`PgDriver::migrate`]) under an advisory lock so that
+//! concurrent first users do not collide:
+//!
+//! ```sql
+//! CREATE TABLE lockkit_locks (
+//!     name TEXT PRIMARY KEY,          -- the LockKey
+//!     owner TEXT,                     -- 32 hex digits, NULL when free
+//!     fence BIGINT NOT NULL,          -- last fencing token handed out
+//!     expires_at TIMESTAMPTZ NOT NULL -- the server's clock_timestamp() + TTL
+//! );
+//! ```
+//!
+//! # Guarantees and limits
+//!
+//! - Acquire is one `INSERT … ON CONFLICT DO UPDATE … WHERE free-or-expired-or-ours
+//!   RETURNING fence`; extend and release are one `UPDATE` each, guarded by the owner.
+//!   Under READ COMMITTED, Postgres re-checks the `WHERE` on the latest row version,
+//!   so two acquirers can never both win.
+//! - Release sends `NOTIFY` (in the same statement, delivered at commit); every
+//!   driver keeps one `LISTEN` connection and wakes its waiters, with a polling
+//!   fallback (≤ 250 ms) for a missed notification or a broken listener.
+//! - Lease expiry is judged on the **server's wall clock** (there is no monotonic
+//!   clock in SQL): a jump of the database server's clock moves every expiry with it.
+//!   The client still measures its own deadline on its monotonic clock from before
+//!   each request, so `lost()` never fires late because of a server clock jump;
+//!   fencing covers the rest.
+//! - The fencing counter lives in the row; it survives restarts and is as durable
+//!   as the server's commit settings make it (with `synchronous_commit=off` the last
+//!   commits can be lost in a crash).
+//! - Renewals of many locks are one `UPDATE … FROM unnest(…)` per TTL.
+
+mod driver;
+mod listen;
+mod options;
+mod sql;
+
+pub use driver::PgDriver;
+pub use options::PgOptions;
+
+use std::sync::Arc;
+
+use lockkit_core::{ConnectFuture, DriverEntry, LockDriver};
+
+/// How the `lockkit` facade finds this driver.
+pub const DRIVER: DriverEntry =
+    DriverEntry::new("postgres", &["postgres", "postgresql"], "postgres", connect);
+
+fn connect(url: &str) -> ConnectFuture {
+    let options = PgOptions::from_url(url);
+    Box::pin(async move {
+        let driver = PgDriver::connect(options?).await?;
+        Ok(Arc::new(driver) as Arc<dyn LockDriver>)
+    })
+}

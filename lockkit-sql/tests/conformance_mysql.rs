@@ -1,0 +1,1 @@
+//! The conformance suite against MariaDB (written with the MySQL driver).

@@ -1,0 +1,50 @@
+//! The conformance suite against a real PostgreSQL server from the testkit (one
+//! throwaway server per test).
+
+#![allow(clippy::unwrap_used, clippy::panic)] // Tests fail by panicking.
+
+use std::sync::Arc;
+
+use lockkit_conformance::{Harness, TestHarness};
+use lockkit_core::{LockDriver, LockError, LockKey};
+use lockkit_sql::postgres::{PgDriver, PgOptions};
+use lockkit_testkit::Postgres;
+
+struct PgHarness {
+    server: Postgres,
+    admin: PgDriver,
+}
+
+async fn connect_url(url: &str) -> Result<PgDriver, LockError> {
+    PgDriver::connect(PgOptions::from_url(url)?).await
+}
+
+#[lockkit_core::async_trait]
+impl Harness for PgHarness {
+    async fn driver(&self) -> Result<Arc<dyn LockDriver>, LockError> {
+        Ok(Arc::new(connect_url(&self.server.url()).await?))
+    }
+
+    async fn vanish(&self, key: &LockKey) -> Result<(), LockError> {
+        self.admin.force_release(key).await.map(|_| ())
+    }
+
+    fn holder_url(&self) -> Option<String> {
+        Some(self.server.url())
+    }
+}
+
+#[lockkit_core::async_trait]
+impl TestHarness for PgHarness {
+    async fn start() -> Self {
+        let server = Postgres::start().await.unwrap();
+        let admin = connect_url(&server.url()).await.unwrap();
+        Self { server, admin }
+    }
+
+    async fn connect(url: &str) -> Result<Arc<dyn LockDriver>, LockError> {
+        Ok(Arc::new(connect_url(url).await?))
+    }
+}
+
+lockkit_conformance::suite!(postgres, PgHarness);

@@ -1,0 +1,1 @@
+//! Server faults during a hold.
