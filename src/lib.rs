@@ -23,6 +23,8 @@
 //! | feature | URL schemes | driver |
 //! |---|---|---|
 //! | `sqlite` (default) | `sqlite://path`, `sqlite::memory:` | [`sqlite`] |
+//! | `postgres` | `postgres://`, `postgresql://` | [`postgres`] |
+//! | `mysql` | `mysql://`, `mariadb://` | [`mysql`] |
 //! | `mem` | `mem://`, `mem://name` | [`mem`] (process-local) |
 //!
 //! See the README for what each backend guarantees, and [`fence`] for the resource
@@ -57,6 +59,16 @@ cfg_driver! { "mem" =>
     pub use lockkit_core::mem;
 }
 
+cfg_driver! { "postgres" =>
+    /// `postgres://`: the PostgreSQL lease-table driver.
+    pub use lockkit_sql::postgres;
+}
+
+cfg_driver! { "mysql" =>
+    /// `mysql://`, `mariadb://`: the MySQL/MariaDB lease-table driver.
+    pub use lockkit_sql::mysql;
+}
+
 cfg_driver! { "sqlite" =>
     /// `sqlite://`: the SQLite lease-table driver.
     pub use lockkit_sql::sqlite;
@@ -68,6 +80,10 @@ pub const DRIVERS: &[DriverEntry] = &[
     lockkit_core::mem::DRIVER,
     #[cfg(feature = "sqlite")]
     lockkit_sql::sqlite::DRIVER,
+    #[cfg(feature = "postgres")]
+    lockkit_sql::postgres::DRIVER,
+    #[cfg(feature = "mysql")]
+    lockkit_sql::mysql::DRIVER,
 ];
 
 /// Every driver lockkit has, with the feature that compiles it in: used to tell a

@@ -29,6 +29,10 @@ pub(crate) struct Args {
     /// Measured lock+release pairs for each of lockkit and the floor.
     #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(10..=10_000_000))]
     iterations: u64,
+    /// Contended hand-offs to measure (release by one client → grant to a waiting
+    /// one on another connection).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(0..=100_000))]
+    handoffs: u64,
     /// Print the result as JSON.
     #[arg(long)]
     json: bool,
@@ -51,6 +55,7 @@ struct BenchReport {
     floor: Option<Latency>,
     floor_description: &'static str,
     p50_ratio_lockkit_over_floor: Option<f64>,
+    handoff: Option<Latency>,
 }
 
 enum Floor {
@@ -154,6 +159,40 @@ fn summary(h: &Histogram<u64>, total: Duration) -> Latency {
     }
 }
 
+/// Release → grant latency to a waiter on another connection, `n` times.
+async fn handoffs(url: &str, n: u64) -> Result<Option<Latency>, LockError> {
+    if n == 0 {
+        return Ok(None);
+    }
+    let holder = lockkit::connect(url).await?;
+    let waiter = lockkit::connect(url).await?;
+    let key = "bench/handoff";
+    let mut h = histogram()?;
+    let mut total = Duration::ZERO;
+    for _ in 0..n {
+        let held = holder.lock(key).wait(Duration::from_secs(10)).await?;
+        let w = waiter.clone();
+        let waiting = tokio::spawn(async move {
+            let g = w.lock(key).wait(Duration::from_secs(10)).await;
+            (Instant::now(), g)
+        });
+        // Let the waiter reach its wait before the release (a benchmark settle, not
+        // a correctness assumption: a late waiter only measures lower).
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let released = Instant::now();
+        held.release().await?;
+        let (granted, g) = waiting
+            .await
+            .map_err(|e| LockError::Config(format!("hand-off waiter crashed: {e}")))?;
+        let g = g?;
+        let d = granted.saturating_duration_since(released);
+        total += d;
+        let _ = h.record((d.as_micros() as u64).max(1));
+        g.release().await?;
+    }
+    Ok(Some(summary(&h, total)))
+}
+
 pub(crate) async fn run(args: Args) -> Result<ExitCode, LockError> {
     let locker = lockkit::connect(&args.url).await?;
     let floor = Floor::new(&args.url).await?;
@@ -188,6 +227,7 @@ pub(crate) async fn run(args: Args) -> Result<ExitCode, LockError> {
     let ratio = floor_latency
         .as_ref()
         .map(|f| lockkit.p50_us as f64 / f.p50_us.max(1) as f64);
+    let handoff = handoffs(&args.url, args.handoffs).await?;
     let report = BenchReport {
         backend: redact_url(&args.url),
         iterations: args.iterations,
@@ -197,6 +237,7 @@ pub(crate) async fn run(args: Args) -> Result<ExitCode, LockError> {
             .as_ref()
             .map_or("no floor for this backend yet", |(_, d)| d),
         p50_ratio_lockkit_over_floor: ratio,
+        handoff,
     };
     if args.json {
         println!(
@@ -226,6 +267,13 @@ pub(crate) async fn run(args: Args) -> Result<ExitCode, LockError> {
     println!("  floor: {}", report.floor_description);
     if let Some(r) = report.p50_ratio_lockkit_over_floor {
         println!("  p50 lockkit/floor = {r:.2}");
+    }
+    if let Some(h) = &report.handoff {
+        println!(
+            "contended hand-off (release → grant on another connection, {} times)",
+            args.handoffs
+        );
+        row("handoff", h);
     }
     Ok(ExitCode::SUCCESS)
 }

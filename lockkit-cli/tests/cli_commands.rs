@@ -64,7 +64,15 @@ fn check_reports_process_local_case_as_skipped_on_mem() {
 
 #[test]
 fn bench_reports_lockkit_and_floor_percentiles() {
-    let (code, r, err) = lockkit(&["bench", "mem://", "--iterations", "50", "--json"]);
+    let (code, r, err) = lockkit(&[
+        "bench",
+        "mem://",
+        "--iterations",
+        "50",
+        "--handoffs",
+        "5",
+        "--json",
+    ]);
     assert_eq!(code, 0, "{err}");
     for side in ["lockkit", "floor"] {
         let p50 = r[side]["p50_us"].as_u64().unwrap();
@@ -72,6 +80,7 @@ fn bench_reports_lockkit_and_floor_percentiles() {
         assert!(p50 >= 1 && p99 >= p50, "{r}");
     }
     assert!(r["p50_ratio_lockkit_over_floor"].as_f64().unwrap() > 0.0);
+    assert!(r["handoff"]["p50_us"].as_u64().unwrap() >= 1, "{r}");
 }
 
 #[test]

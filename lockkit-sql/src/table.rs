@@ -12,7 +12,10 @@ pub const DEFAULT_TABLE: &str = "lockkit_locks";
 /// [`LockError::Config`] naming the rule.
 pub(crate) fn validate_table(name: &str) -> Result<String, LockError> {
     let ok = name.len() <= 63
-        && name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
     if !ok {
         return Err(LockError::Config(format!(
@@ -38,7 +41,8 @@ pub(crate) fn take_table_param(url: &str) -> Result<(String, String), LockError>
     for pair in query.split('&').filter(|p| !p.is_empty()) {
         match pair.split_once('=') {
             Some(("table", v)) => {
-                table = validate_table(v).map_err(|e| LockError::invalid_url(url, e.to_string()))?;
+                table =
+                    validate_table(v).map_err(|e| LockError::invalid_url(url, e.to_string()))?;
             }
             _ => rest.push(pair),
         }

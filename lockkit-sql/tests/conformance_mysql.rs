@@ -1,1 +1,50 @@
-//! The conformance suite against MariaDB (written with the MySQL driver).
+//! The conformance suite against a real MariaDB server from the testkit (the MySQL driver) (one
+//! throwaway server per test).
+
+#![allow(clippy::unwrap_used, clippy::panic)] // Tests fail by panicking.
+
+use std::sync::Arc;
+
+use lockkit_conformance::{Harness, TestHarness};
+use lockkit_core::{LockDriver, LockError, LockKey};
+use lockkit_sql::mysql::{MySqlDriver, MySqlOptions};
+use lockkit_testkit::MariaDb;
+
+struct MySqlHarness {
+    server: MariaDb,
+    admin: MySqlDriver,
+}
+
+async fn connect_url(url: &str) -> Result<MySqlDriver, LockError> {
+    MySqlDriver::connect(MySqlOptions::from_url(url)?).await
+}
+
+#[lockkit_core::async_trait]
+impl Harness for MySqlHarness {
+    async fn driver(&self) -> Result<Arc<dyn LockDriver>, LockError> {
+        Ok(Arc::new(connect_url(&self.server.url()).await?))
+    }
+
+    async fn vanish(&self, key: &LockKey) -> Result<(), LockError> {
+        self.admin.force_release(key).await.map(|_| ())
+    }
+
+    fn holder_url(&self) -> Option<String> {
+        Some(self.server.url())
+    }
+}
+
+#[lockkit_core::async_trait]
+impl TestHarness for MySqlHarness {
+    async fn start() -> Self {
+        let server = MariaDb::start().await.unwrap();
+        let admin = connect_url(&server.url()).await.unwrap();
+        Self { server, admin }
+    }
+
+    async fn connect(url: &str) -> Result<Arc<dyn LockDriver>, LockError> {
+        Ok(Arc::new(connect_url(url).await?))
+    }
+}
+
+lockkit_conformance::suite!(mysql, MySqlHarness);

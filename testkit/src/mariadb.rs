@@ -9,7 +9,9 @@ use tempfile::TempDir;
 use crate::process::{Server, Spec, find_binary, probe_command, run_setup, temp_dir};
 use crate::{TestkitError, free_port};
 
-/// A throwaway MariaDB server on 127.0.0.1.
+/// A throwaway MariaDB server on 127.0.0.1, with
+/// `innodb_flush_log_at_trx_commit=2`: a commit survives a SIGKILL of the server
+/// (written to the OS at commit), not a power loss.
 #[derive(Debug)]
 pub struct MariaDb {
     server: Server,
@@ -29,15 +31,19 @@ impl MariaDb {
         let install = find_binary("mariadb-install-db", "LOCKKIT_MARIADB_INSTALL_BIN")?;
         let dir = temp_dir()?;
         let data = dir.path().join("data");
+        // A private tmpdir: parallel installs collide on temp tables in /tmp.
+        let tmp = dir.path().join("tmp");
+        std::fs::create_dir_all(&tmp)?;
         run_setup(
             "mariadb-install-db",
-            Command::new(install).args([
+            Command::new(install).env("TMPDIR", &tmp).args([
                 "--no-defaults",
                 &format!("--datadir={}", data.display()),
                 "--user=root",
                 "--auth-root-authentication-method=normal",
                 "--skip-test-db",
                 "--skip-name-resolve",
+                &format!("--tmpdir={}", tmp.display()),
             ]),
         )?;
         let port = free_port()?;
@@ -52,8 +58,9 @@ impl MariaDb {
             format!("--pid-file={d}/mysqld.pid"),
             format!("--log-error={d}/error.log"),
             "--skip-name-resolve".into(),
+            format!("--tmpdir={}", tmp.display()),
             "--innodb-buffer-pool-size=64M".into(),
-            "--innodb-flush-log-at-trx-commit=0".into(),
+            "--innodb-flush-log-at-trx-commit=2".into(),
             "--skip-log-bin".into(),
             "--max-connections=300".into(),
         ];

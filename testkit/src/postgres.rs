@@ -11,7 +11,9 @@ use tempfile::TempDir;
 use crate::process::{Server, Spec, find_binary, probe_command, run_setup, temp_dir};
 use crate::{TestkitError, free_port};
 
-/// A throwaway PostgreSQL server (trust auth, fsync off) on 127.0.0.1.
+/// A throwaway PostgreSQL server on 127.0.0.1: trust auth, `fsync=off` (fast, not
+/// power-loss safe) but `synchronous_commit=on`, so a commit survives a SIGKILL of
+/// the server, as in production.
 #[derive(Debug)]
 pub struct Postgres {
     server: Server,
@@ -101,7 +103,7 @@ impl Postgres {
             "-c",
             "fsync=off",
             "-c",
-            "synchronous_commit=off",
+            "synchronous_commit=on",
             "-c",
             "full_page_writes=off",
             "-c",

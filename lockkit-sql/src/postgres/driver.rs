@@ -24,6 +24,10 @@ const NAME: &str = "postgres";
 /// Longest pause between attempts when no NOTIFY arrives.
 const POLL_CAP: Duration = Duration::from_millis(250);
 
+/// How long an operation waits for a pooled connection (bounds every call while
+/// the server is unreachable; the watchdog retries within the lease).
+const POOL_TIMEOUT: Duration = Duration::from_secs(3);
+
 fn db_error(e: sqlx::Error) -> LockError {
     error::db_error(NAME, e)
 }
@@ -61,12 +65,15 @@ impl PgDriver {
     pub async fn connect(options: PgOptions) -> Result<Self> {
         let pool = PgPoolOptions::new()
             .max_connections(options.max_connections)
-            .acquire_timeout(Duration::from_secs(10))
+            .acquire_timeout(POOL_TIMEOUT)
             .connect_with(options.connect.clone())
             .await
             .map_err(|e| LockError::Connection {
                 driver: NAME,
-                message: format!("cannot connect to PostgreSQL: {}", lockkit_core::redact_url(&e.to_string())),
+                message: format!(
+                    "cannot connect to PostgreSQL: {}",
+                    lockkit_core::redact_url(&e.to_string())
+                ),
                 source: Some(Box::new(e)),
             })?;
         Self::migrate_pool(&pool, &options.table).await?;
@@ -123,7 +130,12 @@ impl PgDriver {
             .await
             .map_err(db_error)?;
         Ok(fence.map(|f| {
-            Grant::new(req.key.clone(), req.owner.clone(), FencingToken(f as u64), sent + req.ttl)
+            Grant::new(
+                req.key.clone(),
+                req.owner.clone(),
+                FencingToken(f as u64),
+                sent + req.ttl,
+            )
         }))
     }
 }
@@ -152,7 +164,10 @@ impl LockDriver for PgDriver {
             .await
             .map_err(db_error)?;
         if done.rows_affected() == 0 {
-            return Err(LockError::lost(key, "the row is no longer ours, or its lease ran out"));
+            return Err(LockError::lost(
+                key,
+                "the row is no longer ours, or its lease ran out",
+            ));
         }
         Ok(sent + ttl)
     }
@@ -163,16 +178,20 @@ impl LockDriver for PgDriver {
         ttls.sort();
         ttls.dedup();
         for ttl in ttls {
-            let idx: Vec<usize> = (0..renewals.len()).filter(|&i| renewals[i].ttl == ttl).collect();
+            let idx: Vec<usize> = (0..renewals.len())
+                .filter(|&i| renewals[i].ttl == ttl)
+                .collect();
             let names: Vec<&str> = idx.iter().map(|&i| renewals[i].key.as_str()).collect();
             let owners: Vec<String> = idx.iter().map(|&i| renewals[i].owner.to_hex()).collect();
             let sent = Instant::now();
-            let rows = sqlx::query_as::<_, (String, String)>(AssertSqlSafe(self.statements.extend_many.clone()))
-                .bind(ttl_ms(ttl))
-                .bind(&names)
-                .bind(&owners)
-                .fetch_all(&self.pool)
-                .await;
+            let rows = sqlx::query_as::<_, (String, String)>(AssertSqlSafe(
+                self.statements.extend_many.clone(),
+            ))
+            .bind(ttl_ms(ttl))
+            .bind(&names)
+            .bind(&owners)
+            .fetch_all(&self.pool)
+            .await;
             match rows {
                 Ok(rows) => {
                     let renewed: HashSet<(String, String)> = rows.into_iter().collect();
@@ -182,7 +201,10 @@ impl LockDriver for PgDriver {
                         results[i] = Some(if renewed.contains(&pair) {
                             Ok(sent + ttl)
                         } else {
-                            Err(LockError::lost(&r.key, "the row is no longer ours, or its lease ran out"))
+                            Err(LockError::lost(
+                                &r.key,
+                                "the row is no longer ours, or its lease ran out",
+                            ))
                         });
                     }
                 }

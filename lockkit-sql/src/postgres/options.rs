@@ -36,7 +36,10 @@ impl PgOptions {
     /// [`LockError::InvalidUrl`] naming what is wrong (the password redacted).
     pub fn from_url(url: &str) -> Result<Self, LockError> {
         if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
-            return Err(LockError::invalid_url(url, "a PostgreSQL URL starts with postgres://"));
+            return Err(LockError::invalid_url(
+                url,
+                "a PostgreSQL URL starts with postgres://",
+            ));
         }
         let (client_url, table) = take_table_param(url)?;
         let connect = PgConnectOptions::from_str(&client_url)

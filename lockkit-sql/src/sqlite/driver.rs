@@ -16,9 +16,9 @@ use sqlx::sqlite::{
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
+use super::clock::monotonic_ms;
 use super::options::SqliteOptions;
 use super::sql;
-use super::clock::monotonic_ms;
 use crate::error;
 use crate::wait::acquire_polling;
 

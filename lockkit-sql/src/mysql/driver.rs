@@ -1,0 +1,199 @@
+//! [`MySqlDriver`]: the lease table over a sqlx MySQL pool.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use lockkit_core::{
+    AcquireRequest, Capabilities, FencingToken, Grant, LockDriver, LockError, LockKey, OwnerId,
+    Result, async_trait,
+};
+use sqlx::AssertSqlSafe;
+use sqlx::mysql::{MySqlPool, MySqlPoolOptions};
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use super::options::MySqlOptions;
+use super::sql;
+use crate::error;
+use crate::wait::acquire_polling;
+
+const NAME: &str = "mysql";
+
+/// Longest pause between attempts: MySQL has no release notification.
+const POLL_CAP: Duration = Duration::from_millis(100);
+
+/// How long an operation waits for a pooled connection (bounds every call while
+/// the server is unreachable; the watchdog retries within the lease).
+const POOL_TIMEOUT: Duration = Duration::from_secs(3);
+
+fn db_error(e: sqlx::Error) -> LockError {
+    error::db_error(NAME, e)
+}
+
+fn ttl_us(ttl: Duration) -> i64 {
+    i64::try_from(ttl.as_micros()).unwrap_or(i64::MAX / 2)
+}
+
+/// The MySQL/MariaDB lease-table driver. See the [module docs](super).
+#[derive(Debug, Clone)]
+pub struct MySqlDriver {
+    pool: MySqlPool,
+    statements: Arc<Statements>,
+    /// Wakes this driver's own waiters when it releases.
+    wake: Arc<Notify>,
+}
+
+#[derive(Debug)]
+struct Statements {
+    acquire: Arc<str>,
+    create_held: Arc<str>,
+    extend: Arc<str>,
+    release: Arc<str>,
+    force_release: Arc<str>,
+}
+
+impl MySqlDriver {
+    /// Connects and creates the lease table if needed.
+    ///
+    /// # Errors
+    ///
+    /// [`LockError::Connection`] if the server cannot be reached or refuses us.
+    pub async fn connect(options: MySqlOptions) -> Result<Self> {
+        let pool = MySqlPoolOptions::new()
+            .max_connections(options.max_connections)
+            .acquire_timeout(POOL_TIMEOUT)
+            .connect_with(options.connect.clone())
+            .await
+            .map_err(|e| LockError::Connection {
+                driver: NAME,
+                message: format!(
+                    "cannot connect to MySQL: {}",
+                    lockkit_core::redact_url(&e.to_string())
+                ),
+                source: Some(Box::new(e)),
+            })?;
+        let t = &options.table;
+        sqlx::query(AssertSqlSafe(sql::create_table(t)))
+            .execute(&pool)
+            .await
+            .map_err(db_error)?;
+        Ok(Self {
+            pool,
+            statements: Arc::new(Statements {
+                acquire: sql::acquire(t).into(),
+                create_held: sql::create_held(t).into(),
+                extend: sql::extend(t).into(),
+                release: sql::release(t).into(),
+                force_release: sql::force_release(t).into(),
+            }),
+            wake: Arc::new(Notify::new()),
+        })
+    }
+
+    /// Creates the lease table `table` if it is missing (also done by `connect`).
+    ///
+    /// # Errors
+    ///
+    /// A backend error, e.g. without the privilege to create tables.
+    pub async fn migrate(&self, table: &str) -> Result<()> {
+        let table = crate::table::validate_table(table)?;
+        sqlx::query(AssertSqlSafe(sql::create_table(&table)))
+            .execute(&self.pool)
+            .await
+            .map_err(db_error)
+            .map(|_| ())
+    }
+
+    async fn try_acquire(&self, req: &AcquireRequest) -> Result<Option<Grant>> {
+        let sent = Instant::now();
+        let owner = req.owner.to_hex();
+        let ttl = ttl_us(req.ttl);
+        let grant = |fence: u64| {
+            Grant::new(
+                req.key.clone(),
+                req.owner.clone(),
+                FencingToken(fence),
+                sent + req.ttl,
+            )
+        };
+        // One connection for both statements: LAST_INSERT_ID is per connection.
+        let mut conn = self.pool.acquire().await.map_err(db_error)?;
+        let taken = sqlx::query(AssertSqlSafe(self.statements.acquire.clone()))
+            .bind(&owner)
+            .bind(ttl)
+            .bind(&owner)
+            .bind(req.key.as_str())
+            .bind(&owner)
+            .execute(&mut *conn)
+            .await
+            .map_err(db_error)?;
+        if taken.rows_affected() == 1 {
+            return Ok(Some(grant(taken.last_insert_id())));
+        }
+        let created = sqlx::query(AssertSqlSafe(self.statements.create_held.clone()))
+            .bind(req.key.as_str())
+            .bind(&owner)
+            .bind(ttl)
+            .execute(&mut *conn)
+            .await
+            .map_err(db_error)?;
+        Ok((created.rows_affected() == 1).then(|| grant(1)))
+    }
+}
+
+#[async_trait]
+impl LockDriver for MySqlDriver {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::baseline()
+    }
+
+    async fn acquire(&self, req: &AcquireRequest) -> Result<Grant> {
+        acquire_polling(req, &self.wake, POLL_CAP, || self.try_acquire(req)).await
+    }
+
+    async fn extend(&self, key: &LockKey, owner: &OwnerId, ttl: Duration) -> Result<Instant> {
+        let sent = Instant::now();
+        let done = sqlx::query(AssertSqlSafe(self.statements.extend.clone()))
+            .bind(ttl_us(ttl))
+            .bind(key.as_str())
+            .bind(owner.to_hex())
+            .execute(&self.pool)
+            .await
+            .map_err(db_error)?;
+        if done.rows_affected() == 0 {
+            return Err(LockError::lost(
+                key,
+                "the row is no longer ours, or its lease ran out",
+            ));
+        }
+        Ok(sent + ttl)
+    }
+
+    async fn release(&self, key: &LockKey, owner: &OwnerId) -> Result<bool> {
+        let done = sqlx::query(AssertSqlSafe(self.statements.release.clone()))
+            .bind(key.as_str())
+            .bind(owner.to_hex())
+            .execute(&self.pool)
+            .await
+            .map_err(db_error)?;
+        let released = done.rows_affected() > 0;
+        if released {
+            self.wake.notify_waiters();
+        }
+        Ok(released)
+    }
+
+    async fn force_release(&self, key: &LockKey) -> Result<bool> {
+        let done = sqlx::query(AssertSqlSafe(self.statements.force_release.clone()))
+            .bind(key.as_str())
+            .execute(&self.pool)
+            .await
+            .map_err(db_error)?;
+        self.wake.notify_waiters();
+        Ok(done.rows_affected() > 0)
+    }
+}

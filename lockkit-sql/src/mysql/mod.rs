@@ -1,0 +1,51 @@
+//! MySQL and MariaDB: `mysql://user:password@host:port/db[?table=NAME&…]`, or
+//! `mariadb://…`.
+//!
+//! # Mapping
+//!
+//! Each lock is a row of the lease table (default `lockkit_locks`, `?table=NAME`),
+//! created on first use (or by [`MySqlDriver::migrate`]):
+//!
+//! ```sql
+//! CREATE TABLE lockkit_locks (
+//!     name VARCHAR(512) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin PRIMARY KEY,
+//!     owner CHAR(32),               -- NULL when free
+//!     fence BIGINT NOT NULL,        -- last fencing token handed out
+//!     expires_at DATETIME(6) NOT NULL
+//! ) ENGINE=InnoDB;
+//! ```
+//!
+//! # Guarantees and limits
+//!
+//! - Acquire is one `UPDATE … WHERE free-or-expired-or-ours` whose assignments run
+//!   left to right (the fencing bump reads the old owner before it is replaced) and
+//!   which returns the new token through `LAST_INSERT_ID(expr)` in the same
+//!   statement; a key seen for the first time is created by `INSERT IGNORE`. InnoDB
+//!   row locks make each statement atomic.
+//! - Lease expiry is judged on the **server's wall clock** (`NOW(6)`): a jump of the
+//!   database server's clock moves every expiry. Client deadlines stay monotonic.
+//! - There is no `LISTEN/NOTIFY` in MySQL: waiters in other processes poll (2 ms
+//!   doubling to 100 ms, jittered); waiters of the same driver are woken at once.
+//! - Renewals are one statement per lock.
+
+mod driver;
+mod options;
+mod sql;
+
+pub use driver::MySqlDriver;
+pub use options::MySqlOptions;
+
+use std::sync::Arc;
+
+use lockkit_core::{ConnectFuture, DriverEntry, LockDriver};
+
+/// How the `lockkit` facade finds this driver.
+pub const DRIVER: DriverEntry = DriverEntry::new("mysql", &["mysql", "mariadb"], "mysql", connect);
+
+fn connect(url: &str) -> ConnectFuture {
+    let options = MySqlOptions::from_url(url);
+    Box::pin(async move {
+        let driver = MySqlDriver::connect(options?).await?;
+        Ok(Arc::new(driver) as Arc<dyn LockDriver>)
+    })
+}

@@ -1,0 +1,75 @@
+//! [`MySqlOptions`]: where the lock table lives.
+
+use std::fmt;
+use std::str::FromStr;
+
+use lockkit_core::{LockError, redact_url};
+use sqlx::mysql::MySqlConnectOptions;
+
+use crate::table::{take_table_param, validate_table};
+
+/// Settings for [`super::MySqlDriver`]. `Debug` never shows the password.
+#[derive(Clone)]
+pub struct MySqlOptions {
+    pub(super) connect: MySqlConnectOptions,
+    pub(super) table: String,
+    pub(super) max_connections: u32,
+    shown: String,
+}
+
+impl fmt::Debug for MySqlOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MySqlOptions")
+            .field("url", &self.shown)
+            .field("table", &self.table)
+            .field("max_connections", &self.max_connections)
+            .finish()
+    }
+}
+
+impl MySqlOptions {
+    /// Parses `mysql://…` or `mariadb://…`; `table=NAME` is lockkit's, every other
+    /// parameter (`ssl-mode`, …) goes to the MySQL client.
+    ///
+    /// # Errors
+    ///
+    /// [`LockError::InvalidUrl`] naming what is wrong (the password redacted).
+    pub fn from_url(url: &str) -> Result<Self, LockError> {
+        let rest = url
+            .strip_prefix("mysql://")
+            .or_else(|| url.strip_prefix("mariadb://"))
+            .ok_or_else(|| {
+                LockError::invalid_url(url, "a MySQL URL starts with mysql:// or mariadb://")
+            })?;
+        let (client_url, table) = take_table_param(&format!("mysql://{rest}"))?;
+        let connect = MySqlConnectOptions::from_str(&client_url)
+            .map_err(|e| LockError::invalid_url(url, redact_url(&e.to_string())))?;
+        Ok(Self {
+            connect,
+            table,
+            max_connections: 8,
+            shown: redact_url(url),
+        })
+    }
+
+    /// Uses the lease table `name` (letters, digits and `_`).
+    ///
+    /// # Errors
+    ///
+    /// [`LockError::Config`] if `name` is not a plain SQL identifier.
+    pub fn table(mut self, name: &str) -> Result<Self, LockError> {
+        self.table = validate_table(name)?;
+        Ok(self)
+    }
+
+    /// The connection pool size (default 8).
+    pub fn max_connections(mut self, n: u32) -> Self {
+        self.max_connections = n.max(1);
+        self
+    }
+
+    /// The lease table's name.
+    pub fn table_name(&self) -> &str {
+        &self.table
+    }
+}

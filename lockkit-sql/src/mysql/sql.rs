@@ -1,0 +1,59 @@
+//! The statements, with the table name spliced in (validated as an identifier).
+
+/// Creates the lease table if missing.
+pub(super) fn create_table(t: &str) -> String {
+    format!(
+        "CREATE TABLE IF NOT EXISTS {t} (
+            name VARCHAR(512) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL PRIMARY KEY,
+            owner CHAR(32) NULL,
+            fence BIGINT NOT NULL,
+            expires_at DATETIME(6) NOT NULL
+        ) ENGINE=InnoDB"
+    )
+}
+
+/// Takes an existing row if free, expired or ours; the token comes back as the
+/// statement's last-insert id. Assignments run left to right, so `fence` reads the
+/// old owner and expiry. Binds: owner, TTL µs, owner, name, owner.
+pub(super) fn acquire(t: &str) -> String {
+    format!(
+        "UPDATE {t} SET
+             fence = LAST_INSERT_ID(IF(owner = ? AND expires_at > NOW(6), fence, fence + 1)),
+             expires_at = NOW(6) + INTERVAL ? MICROSECOND,
+             owner = ?
+         WHERE name = ? AND (owner IS NULL OR owner = ? OR expires_at <= NOW(6))"
+    )
+}
+
+/// Creates the row for a key never seen before, held by us with token 1.
+/// Binds: name, owner, TTL µs.
+pub(super) fn create_held(t: &str) -> String {
+    format!(
+        "INSERT IGNORE INTO {t} (name, owner, fence, expires_at)
+         VALUES (?, ?, 1, NOW(6) + INTERVAL ? MICROSECOND)"
+    )
+}
+
+/// Pushes out our live lease. Binds: TTL µs, name, owner.
+pub(super) fn extend(t: &str) -> String {
+    format!(
+        "UPDATE {t} SET expires_at = NOW(6) + INTERVAL ? MICROSECOND
+         WHERE name = ? AND owner = ? AND expires_at > NOW(6)"
+    )
+}
+
+/// Frees our live lease. Binds: name, owner.
+pub(super) fn release(t: &str) -> String {
+    format!(
+        "UPDATE {t} SET owner = NULL, expires_at = '1970-01-01 00:00:01'
+         WHERE name = ? AND owner = ? AND expires_at > NOW(6)"
+    )
+}
+
+/// Frees whoever holds the lock. Binds: name.
+pub(super) fn force_release(t: &str) -> String {
+    format!(
+        "UPDATE {t} SET owner = NULL, expires_at = '1970-01-01 00:00:01'
+         WHERE name = ? AND expires_at > NOW(6)"
+    )
+}
