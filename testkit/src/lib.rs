@@ -1,4 +1,6 @@
-//! Throwaway real servers for lockkit's tests, and a TCP fault proxy.
+//! Throwaway real servers for lockkit's tests, and a TCP fault proxy: Redis (single,
+//! N masters, Cluster), etcd (single, cluster), ZooKeeper (standalone, ensemble),
+//! PostgreSQL and MariaDB.
 //!
 //! Every server runs as a child process in its own process group, on a free
 //! 127.0.0.1 port, in a temp dir named `lockkit-testkit-*`. Handles offer `url()`,
@@ -10,17 +12,21 @@
 //! Nothing here talks to anything but 127.0.0.1.
 
 mod error;
+mod etcd;
 mod mariadb;
 mod port;
 mod postgres;
 mod process;
 mod proxy;
 mod redis;
+mod zookeeper;
 
 pub use error::TestkitError;
+pub use etcd::{Etcd, EtcdCluster};
 pub use mariadb::MariaDb;
 pub use port::free_port;
 pub use postgres::Postgres;
 pub use process::Server;
 pub use proxy::{Fault, FaultProxy};
-pub use redis::{Redis, RedisMasters};
+pub use redis::{Redis, RedisCluster, RedisMasters};
+pub use zookeeper::{ZooKeeper, ZooKeeperEnsemble};

@@ -40,6 +40,10 @@ impl Redis {
     /// [`TestkitError::NotFound`] if redis-server is not installed; `NotReady` with
     /// the log's tail if it does not answer PING.
     pub async fn start() -> Result<Self, TestkitError> {
+        Self::start_with(&[]).await
+    }
+
+    async fn start_with(extra: &[String]) -> Result<Self, TestkitError> {
         let binary = find_binary("redis-server", "LOCKKIT_REDIS_BIN")?;
         let dir = temp_dir()?;
         let port = free_port()?;
@@ -60,6 +64,8 @@ impl Redis {
         ]
         .map(String::from)
         .to_vec();
+        let mut args = args;
+        args.extend(extra.iter().cloned());
         let server = Server::spawn(Spec {
             binary,
             args,
@@ -131,5 +137,73 @@ impl RedisMasters {
             .map(|n| format!("127.0.0.1:{}", n.port()))
             .collect();
         format!("redlock://{}", hosts.join(","))
+    }
+}
+
+/// A Redis Cluster of `n` masters (no replicas), all slots assigned.
+#[derive(Debug)]
+pub struct RedisCluster {
+    /// The masters, each controllable on its own.
+    pub nodes: Vec<Redis>,
+}
+
+impl RedisCluster {
+    /// Starts `n` (≥ 3) cluster-enabled servers, joins them with
+    /// `redis-cli --cluster create`, and waits for `cluster_state:ok` on each.
+    ///
+    /// # Errors
+    ///
+    /// As [`Redis::start`]; `Setup` if the cluster cannot be formed.
+    pub async fn start(n: usize) -> Result<Self, TestkitError> {
+        let mut nodes = Vec::with_capacity(n);
+        for _ in 0..n {
+            // Relative to the node's own --dir.
+            let node = Redis::start_with(&[
+                "--cluster-enabled".into(),
+                "yes".into(),
+                "--cluster-config-file".into(),
+                "nodes.conf".into(),
+                "--cluster-node-timeout".into(),
+                "2000".into(),
+            ])
+            .await?;
+            nodes.push(node);
+        }
+        let cli = find_binary("redis-cli", "LOCKKIT_REDIS_CLI")?;
+        let mut create = std::process::Command::new(&cli);
+        create.arg("--cluster").arg("create");
+        for n in &nodes {
+            create.arg(format!("127.0.0.1:{}", n.port()));
+        }
+        create.args(["--cluster-replicas", "0", "--cluster-yes"]);
+        crate::process::run_setup("redis-cli --cluster create", &mut create)?;
+        for n in &mut nodes {
+            let cli = cli.clone();
+            n.server
+                .wait_ready(move |port| {
+                    let cli = cli.clone();
+                    async move {
+                        let out = tokio::process::Command::new(&cli)
+                            .args(["-p", &port.to_string(), "cluster", "info"])
+                            .output()
+                            .await;
+                        out.is_ok_and(|o| {
+                            String::from_utf8_lossy(&o.stdout).contains("cluster_state:ok")
+                        })
+                    }
+                })
+                .await?;
+        }
+        Ok(Self { nodes })
+    }
+
+    /// `redis-cluster://127.0.0.1:P1,127.0.0.1:P2,…` (seed nodes).
+    pub fn url(&self) -> String {
+        let hosts: Vec<String> = self
+            .nodes
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.port()))
+            .collect();
+        format!("redis-cluster://{}", hosts.join(","))
     }
 }

@@ -144,3 +144,89 @@ async fn proxy_forwards_black_holes_and_resets() {
         "connection survived reset: {cut:?}"
     );
 }
+
+const ZK_SRVR: &[u8] = b"srvr";
+
+/// Whether ZooKeeper reports a mode (leader/follower/standalone), i.e. serves.
+async fn zk_serving(port: u16) -> bool {
+    let attempt = async {
+        let mut s = TcpStream::connect(("127.0.0.1", port)).await.ok()?;
+        s.write_all(ZK_SRVR).await.ok()?;
+        let mut out = String::new();
+        s.read_to_string(&mut out).await.ok()?;
+        Some(out.contains("Mode:"))
+    };
+    matches!(
+        tokio::time::timeout(Duration::from_millis(1000), attempt).await,
+        Ok(Some(true))
+    )
+}
+
+#[tokio::test]
+async fn etcd_starts_pauses_resumes_dies_and_restarts() {
+    let mut e = lockkit_testkit::Etcd::start().await.unwrap();
+    let port = e.port();
+    assert_eq!(e.url(), format!("etcd://127.0.0.1:{port}"));
+    // etcd speaks HTTP/2 (gRPC) and HTTP/1 on the client port; a GET answers.
+    let get = b"GET /health HTTP/1.0\r\n\r\n";
+    lifecycle(port, get, &mut e).await;
+    e.restart().await.unwrap();
+    assert!(responds(port, get).await);
+}
+
+#[tokio::test]
+async fn etcd_cluster_elects_a_new_leader_after_a_leader_kill() {
+    let mut c = lockkit_testkit::EtcdCluster::start(3).await.unwrap();
+    assert_eq!(c.url().matches("127.0.0.1:").count(), 3);
+    let leader = c.leader().await.unwrap();
+    c.members[leader].kill();
+    let mut new_leader = None;
+    for _ in 0..100 {
+        new_leader = c.leader().await;
+        if new_leader.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let new_leader = new_leader.unwrap();
+    assert_ne!(new_leader, leader);
+    c.members[leader].restart().await.unwrap();
+}
+
+#[tokio::test]
+async fn zookeeper_starts_pauses_resumes_dies_and_restarts() {
+    let mut zk = lockkit_testkit::ZooKeeper::start().await.unwrap();
+    let port = zk.port();
+    assert_eq!(zk.url(), format!("zk://127.0.0.1:{port}"));
+    lifecycle(port, ZK_SRVR, &mut zk).await;
+    zk.restart().await.unwrap();
+    assert!(responds(port, ZK_SRVR).await);
+}
+
+#[tokio::test]
+async fn zookeeper_ensemble_serves_with_one_member_killed() {
+    let mut e = lockkit_testkit::ZooKeeperEnsemble::start(3).await.unwrap();
+    assert_eq!(e.url().matches("127.0.0.1:").count(), 3);
+    let ports: Vec<u16> = e.members.iter().map(|m| m.port()).collect();
+    e.members[0].kill();
+    // The two left keep a quorum; poll until both serve (after re-election if the
+    // leader was killed).
+    let mut serving = false;
+    for _ in 0..100 {
+        if zk_serving(ports[1]).await && zk_serving(ports[2]).await {
+            serving = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(serving);
+}
+
+#[tokio::test]
+async fn redis_cluster_assigns_every_slot() {
+    let c = lockkit_testkit::RedisCluster::start(3).await.unwrap();
+    assert!(c.url().starts_with("redis-cluster://"));
+    for n in &c.nodes {
+        assert!(responds(n.port(), REDIS_PING).await);
+    }
+}

@@ -1,0 +1,195 @@
+//! ZooKeeper: standalone, or a 3-node ensemble (tickTime 200 ms).
+
+use std::ops::{Deref, DerefMut};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use tempfile::TempDir;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::process::{Server, Spec, find_binary, temp_dir};
+use crate::{TestkitError, free_port};
+
+const CLASSPATH: &str = "/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar";
+
+/// One ZooKeeper server on 127.0.0.1.
+#[derive(Debug)]
+pub struct ZooKeeper {
+    server: Server,
+    _dir: Option<TempDir>,
+}
+
+/// Whether the server answers `srvr` with a `Mode:` line (it serves clients).
+async fn serving(port: u16) -> bool {
+    let attempt = async {
+        let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .ok()?;
+        s.write_all(b"srvr").await.ok()?;
+        let mut out = String::new();
+        s.read_to_string(&mut out).await.ok()?;
+        Some(out.contains("Mode:"))
+    };
+    matches!(
+        tokio::time::timeout(Duration::from_millis(1000), attempt).await,
+        Ok(Some(true))
+    )
+}
+
+fn write_config(
+    dir: &Path,
+    port: u16,
+    ensemble: &[(u16, u16)],
+    myid: Option<usize>,
+) -> Result<PathBuf, TestkitError> {
+    let data = dir.join("data");
+    std::fs::create_dir_all(&data)?;
+    let mut cfg = format!(
+        "tickTime=200\nminSessionTimeout=400\nmaxSessionTimeout=60000\ninitLimit=50\nsyncLimit=25\n\
+         dataDir={}\nclientPort={port}\nclientPortAddress=127.0.0.1\nadmin.enableServer=false\n\
+         4lw.commands.whitelist=*\n",
+        data.display()
+    );
+    for (i, (q, e)) in ensemble.iter().enumerate() {
+        cfg.push_str(&format!("server.{}=127.0.0.1:{q}:{e}\n", i + 1));
+    }
+    if let Some(id) = myid {
+        std::fs::write(data.join("myid"), format!("{id}\n"))?;
+    }
+    let path = dir.join("zoo.cfg");
+    std::fs::write(&path, cfg)?;
+    Ok(path)
+}
+
+fn spawn(dir: &Path, port: u16, config: &Path, main_class: &str) -> Result<Server, TestkitError> {
+    let java = find_binary("java", "LOCKKIT_JAVA_BIN")?;
+    let jar = std::env::var("LOCKKIT_ZOOKEEPER_JAR")
+        .unwrap_or_else(|_| "/usr/share/java/zookeeper.jar".into());
+    if !Path::new(&jar).is_file() {
+        return Err(TestkitError::NotFound {
+            binary: "zookeeper (/usr/share/java/zookeeper.jar)".into(),
+        });
+    }
+    Server::spawn(Spec {
+        binary: java,
+        args: vec![
+            "-Xmx256m".into(),
+            "-XX:+UseSerialGC".into(),
+            "-XX:TieredStopAtLevel=1".into(),
+            format!("-Dzookeeper.log.dir={}", dir.display()),
+            "-cp".into(),
+            CLASSPATH.replace("/usr/share/java/zookeeper.jar", &jar),
+            main_class.into(),
+            config.display().to_string(),
+        ],
+        uid_gid: None,
+        port,
+        log: dir.join("zookeeper.log"),
+        ready_timeout: Duration::from_secs(30),
+    })
+}
+
+impl ZooKeeper {
+    /// Starts a standalone server.
+    ///
+    /// # Errors
+    ///
+    /// [`TestkitError::NotFound`] if Java or the ZooKeeper jar is missing; `NotReady`
+    /// with the log's tail if it never answers `srvr` with a mode.
+    pub async fn start() -> Result<Self, TestkitError> {
+        let dir = temp_dir()?;
+        let port = free_port()?;
+        let config = write_config(dir.path(), port, &[], None)?;
+        let server = spawn(
+            dir.path(),
+            port,
+            &config,
+            "org.apache.zookeeper.server.ZooKeeperServerMain",
+        )?;
+        let mut zk = Self {
+            server,
+            _dir: Some(dir),
+        };
+        zk.server.wait_ready(serving).await?;
+        Ok(zk)
+    }
+
+    /// `zk://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("zk://127.0.0.1:{}", self.server.port())
+    }
+
+    /// Starts it again on its data dir and port, and waits until it serves.
+    ///
+    /// # Errors
+    ///
+    /// As [`start`](Self::start).
+    pub async fn restart(&mut self) -> Result<(), TestkitError> {
+        self.server.respawn()?;
+        self.server.wait_ready(serving).await
+    }
+}
+
+impl Deref for ZooKeeper {
+    type Target = Server;
+    fn deref(&self) -> &Server {
+        &self.server
+    }
+}
+
+impl DerefMut for ZooKeeper {
+    fn deref_mut(&mut self) -> &mut Server {
+        &mut self.server
+    }
+}
+
+/// A ZooKeeper ensemble on 127.0.0.1.
+#[derive(Debug)]
+pub struct ZooKeeperEnsemble {
+    /// The members, each controllable on its own.
+    pub members: Vec<ZooKeeper>,
+    _dir: TempDir,
+}
+
+impl ZooKeeperEnsemble {
+    /// Starts `n` members and waits until each serves (as leader or follower).
+    ///
+    /// # Errors
+    ///
+    /// As [`ZooKeeper::start`].
+    pub async fn start(n: usize) -> Result<Self, TestkitError> {
+        let dir = temp_dir()?;
+        let mut ports = Vec::with_capacity(n);
+        for _ in 0..n {
+            ports.push((free_port()?, free_port()?, free_port()?));
+        }
+        let quorum: Vec<(u16, u16)> = ports.iter().map(|(_, q, e)| (*q, *e)).collect();
+        let mut members = Vec::with_capacity(n);
+        for (i, (client, _, _)) in ports.iter().enumerate() {
+            let mdir = dir.path().join(format!("m{}", i + 1));
+            std::fs::create_dir_all(&mdir)?;
+            let config = write_config(&mdir, *client, &quorum, Some(i + 1))?;
+            let server = spawn(
+                &mdir,
+                *client,
+                &config,
+                "org.apache.zookeeper.server.quorum.QuorumPeerMain",
+            )?;
+            members.push(ZooKeeper { server, _dir: None });
+        }
+        for m in &mut members {
+            m.server.wait_ready(serving).await?;
+        }
+        Ok(Self { members, _dir: dir })
+    }
+
+    /// `zk://127.0.0.1:P1,127.0.0.1:P2,…`.
+    pub fn url(&self) -> String {
+        let hosts: Vec<String> = self
+            .members
+            .iter()
+            .map(|m| format!("127.0.0.1:{}", m.port()))
+            .collect();
+        format!("zk://{}", hosts.join(","))
+    }
+}
