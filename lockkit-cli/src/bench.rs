@@ -2,9 +2,10 @@
 //! floor measured in the same run on the same backend.
 //!
 //! The floor is the least work a hand-rolled lock on that backend does per
-//! lock+release, sent without lockkit: for SQLite an upsert-with-`RETURNING` and an
-//! `UPDATE` on the same file with the same pool settings; for `mem://` an insert and a
-//! remove in a mutex-guarded map. Rounds of lockkit and floor alternate, so drift in
+//! lock+release, sent without lockkit on the same server: for SQL an acquiring
+//! statement that returns the fencing counter plus a releasing `UPDATE` (SQLite and
+//! PostgreSQL an upsert with `RETURNING`, MySQL an `UPDATE` with `LAST_INSERT_ID`);
+//! for `mem://` an insert and a remove in a mutex-guarded map. Rounds of lockkit and floor alternate, so drift in
 //! machine load hits both alike.
 
 use std::collections::HashMap;
@@ -60,8 +61,13 @@ struct BenchReport {
 
 enum Floor {
     Sqlite(SqlitePool),
+    Postgres(sqlx::PgPool),
+    MySql(sqlx::MySqlPool),
     Mem(Mutex<HashMap<String, u128>>),
 }
+
+const FLOOR_TABLE_PG: &str = "CREATE TABLE IF NOT EXISTS lockkit_bench_floor (name TEXT PRIMARY KEY, owner TEXT, fence BIGINT NOT NULL, expires_at TIMESTAMPTZ NOT NULL)";
+const FLOOR_TABLE_MY: &str = "CREATE TABLE IF NOT EXISTS lockkit_bench_floor (name VARCHAR(64) PRIMARY KEY, owner CHAR(32), fence BIGINT NOT NULL, expires_at DATETIME(6) NOT NULL) ENGINE=InnoDB";
 
 impl Floor {
     async fn new(url: &str) -> Result<Option<(Floor, &'static str)>, LockError> {
@@ -69,6 +75,46 @@ impl Floor {
             return Ok(Some((
                 Floor::Mem(Mutex::default()),
                 "insert + remove in a Mutex<HashMap>",
+            )));
+        }
+        let backend = |e| LockError::backend("bench-floor", e);
+        if url.starts_with("postgres") {
+            let (url, _) = url.split_once('?').unwrap_or((url, ""));
+            let pool = sqlx::postgres::PgPoolOptions::new()
+                .max_connections(4)
+                .connect(url)
+                .await
+                .map_err(|e| LockError::connection("postgres", e))?;
+            sqlx::query(FLOOR_TABLE_PG)
+                .execute(&pool)
+                .await
+                .map_err(backend)?;
+            return Ok(Some((
+                Floor::Postgres(pool),
+                "raw INSERT … ON CONFLICT … RETURNING + UPDATE via sqlx, same server",
+            )));
+        }
+        if url.starts_with("mysql") || url.starts_with("mariadb") {
+            let url = url.replacen("mariadb://", "mysql://", 1);
+            let (url, _) = url.split_once('?').unwrap_or((&url, ""));
+            let pool = sqlx::mysql::MySqlPoolOptions::new()
+                .max_connections(4)
+                .connect(url)
+                .await
+                .map_err(|e| LockError::connection("mysql", e))?;
+            sqlx::query(FLOOR_TABLE_MY)
+                .execute(&pool)
+                .await
+                .map_err(backend)?;
+            sqlx::query(
+                "INSERT IGNORE INTO lockkit_bench_floor VALUES ('bench/floor', NULL, 0, NOW(6))",
+            )
+            .execute(&pool)
+            .await
+            .map_err(backend)?;
+            return Ok(Some((
+                Floor::MySql(pool),
+                "raw UPDATE … LAST_INSERT_ID(fence + 1) + UPDATE via sqlx, same server",
             )));
         }
         let Ok(opts) = lockkit::sqlite::SqliteOptions::from_url(url) else {
@@ -99,7 +145,43 @@ impl Floor {
     }
 
     async fn lock_release(&self, i: u64) -> Result<(), LockError> {
+        let err = |e| LockError::backend("bench-floor", e);
+        let owner = format!("{i:032x}");
         match self {
+            Floor::Postgres(pool) => {
+                let _: Option<i64> = sqlx::query_scalar(
+                    "INSERT INTO lockkit_bench_floor AS l (name, owner, fence, expires_at)
+                     VALUES ('bench/floor', $1, 1, clock_timestamp() + interval '30 seconds')
+                     ON CONFLICT (name) DO UPDATE SET fence = l.fence + 1, owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
+                     WHERE l.owner IS NULL OR l.expires_at <= clock_timestamp() RETURNING fence",
+                )
+                .bind(&owner)
+                .fetch_optional(pool)
+                .await
+                .map_err(err)?;
+                sqlx::query("UPDATE lockkit_bench_floor SET owner = NULL, expires_at = '-infinity' WHERE name = 'bench/floor' AND owner = $1")
+                    .bind(&owner)
+                    .execute(pool)
+                    .await
+                    .map_err(err)?;
+                Ok(())
+            }
+            Floor::MySql(pool) => {
+                sqlx::query(
+                    "UPDATE lockkit_bench_floor SET fence = LAST_INSERT_ID(fence + 1), owner = ?, expires_at = NOW(6) + INTERVAL 30 SECOND
+                     WHERE name = 'bench/floor' AND (owner IS NULL OR expires_at <= NOW(6))",
+                )
+                .bind(&owner)
+                .execute(pool)
+                .await
+                .map_err(err)?;
+                sqlx::query("UPDATE lockkit_bench_floor SET owner = NULL WHERE name = 'bench/floor' AND owner = ?")
+                    .bind(&owner)
+                    .execute(pool)
+                    .await
+                    .map_err(err)?;
+                Ok(())
+            }
             Floor::Mem(map) => {
                 let mut m = map.lock().unwrap_or_else(|e| e.into_inner());
                 m.insert("bench/floor".to_string(), u128::from(i));
@@ -107,8 +189,6 @@ impl Floor {
                 Ok(())
             }
             Floor::Sqlite(pool) => {
-                let owner = format!("{i:032x}");
-                let err = |e| LockError::backend("sqlite", e);
                 let _: Option<i64> = sqlx::query_scalar(
                     "INSERT INTO lockkit_bench_floor (name, owner, fence, expires_at) VALUES ('bench/floor', ?1, 1, ?2)
                      ON CONFLICT(name) DO UPDATE SET fence = fence + 1, owner = excluded.owner, expires_at = excluded.expires_at
