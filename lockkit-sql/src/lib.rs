@@ -16,6 +16,8 @@
 #[cfg(feature = "_sql")]
 mod error;
 #[cfg(feature = "_sql")]
+mod renew;
+#[cfg(feature = "_sql")]
 mod table;
 #[cfg(feature = "_sql")]
 mod wait;

@@ -15,6 +15,7 @@ use tokio::time::Instant;
 use super::options::MySqlOptions;
 use super::sql;
 use crate::error;
+use crate::renew;
 use crate::wait::acquire_polling;
 
 const NAME: &str = "mysql";
@@ -165,10 +166,7 @@ impl LockDriver for MySqlDriver {
             .await
             .map_err(db_error)?;
         if done.rows_affected() == 0 {
-            return Err(LockError::lost(
-                key,
-                "the row is no longer ours, or its lease ran out",
-            ));
+            return Err(renew::not_ours(key));
         }
         Ok(sent + ttl)
     }

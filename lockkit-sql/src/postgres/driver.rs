@@ -1,6 +1,5 @@
 //! [`PgDriver`]: the lease table over a sqlx Postgres pool.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,6 +16,7 @@ use super::listen::{self, Listener};
 use super::options::PgOptions;
 use super::sql;
 use crate::error;
+use crate::renew;
 use crate::wait::acquire_polling;
 
 const NAME: &str = "postgres";
@@ -164,26 +164,14 @@ impl LockDriver for PgDriver {
             .await
             .map_err(db_error)?;
         if done.rows_affected() == 0 {
-            return Err(LockError::lost(
-                key,
-                "the row is no longer ours, or its lease ran out",
-            ));
+            return Err(renew::not_ours(key));
         }
         Ok(sent + ttl)
     }
 
     async fn extend_many(&self, renewals: &[Renewal]) -> Vec<Result<Instant>> {
-        let mut results: Vec<Option<Result<Instant>>> = renewals.iter().map(|_| None).collect();
-        let mut ttls: Vec<Duration> = renewals.iter().map(|r| r.ttl).collect();
-        ttls.sort();
-        ttls.dedup();
-        for ttl in ttls {
-            let idx: Vec<usize> = (0..renewals.len())
-                .filter(|&i| renewals[i].ttl == ttl)
-                .collect();
-            let names: Vec<&str> = idx.iter().map(|&i| renewals[i].key.as_str()).collect();
-            let owners: Vec<String> = idx.iter().map(|&i| renewals[i].owner.to_hex()).collect();
-            let sent = Instant::now();
+        renew::by_ttl(NAME, renewals, |ttl, batch| async move {
+            let (names, owners): (Vec<String>, Vec<String>) = batch.into_iter().unzip();
             let rows = sqlx::query_as::<_, (String, String)>(AssertSqlSafe(
                 self.statements.extend_many.clone(),
             ))
@@ -191,39 +179,10 @@ impl LockDriver for PgDriver {
             .bind(&names)
             .bind(&owners)
             .fetch_all(&self.pool)
-            .await;
-            match rows {
-                Ok(rows) => {
-                    let renewed: HashSet<(String, String)> = rows.into_iter().collect();
-                    for &i in &idx {
-                        let r = &renewals[i];
-                        let pair = (r.key.as_str().to_string(), r.owner.to_hex());
-                        results[i] = Some(if renewed.contains(&pair) {
-                            Ok(sent + ttl)
-                        } else {
-                            Err(LockError::lost(
-                                &r.key,
-                                "the row is no longer ours, or its lease ran out",
-                            ))
-                        });
-                    }
-                }
-                Err(e) => {
-                    let message = e.to_string();
-                    for &i in &idx {
-                        results[i] = Some(Err(LockError::Backend {
-                            driver: NAME,
-                            message: message.clone(),
-                            source: None,
-                        }));
-                    }
-                }
-            }
-        }
-        results
-            .into_iter()
-            .map(|r| r.unwrap_or_else(|| Err(LockError::Config("renewal not attempted".into()))))
-            .collect()
+            .await?;
+            Ok(rows.into_iter().collect())
+        })
+        .await
     }
 
     async fn release(&self, key: &LockKey, owner: &OwnerId) -> Result<bool> {

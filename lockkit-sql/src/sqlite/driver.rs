@@ -1,6 +1,6 @@
 //! [`SqliteDriver`]: the lease table over a sqlx pool.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
@@ -20,6 +20,7 @@ use super::clock::monotonic_ms;
 use super::options::SqliteOptions;
 use super::sql;
 use crate::error;
+use crate::renew;
 use crate::wait::acquire_polling;
 
 const NAME: &str = "sqlite";
@@ -196,69 +197,24 @@ impl LockDriver for SqliteDriver {
             .await
             .map_err(db_error)?;
         if done.rows_affected() == 0 {
-            return Err(LockError::lost(
-                key,
-                "the row is no longer ours, or its lease ran out",
-            ));
+            return Err(renew::not_ours(key));
         }
         Ok(sent + ttl)
     }
 
     async fn extend_many(&self, renewals: &[Renewal]) -> Vec<Result<Instant>> {
-        // One statement per distinct TTL (a Locker's watchdog usually has one).
-        let mut results: Vec<Option<Result<Instant>>> = renewals.iter().map(|_| None).collect();
-        let mut ttls: Vec<Duration> = renewals.iter().map(|r| r.ttl).collect();
-        ttls.sort();
-        ttls.dedup();
-        for ttl in ttls {
-            let idx: Vec<usize> = (0..renewals.len())
-                .filter(|&i| renewals[i].ttl == ttl)
-                .collect();
-            for chunk in idx.chunks(400) {
-                let statement = sql::extend_many(&self.statements.table, chunk.len());
-                let sent = Instant::now();
-                let now = monotonic_ms();
-                let mut q = sqlx::query_as::<_, (String, String)>(AssertSqlSafe(statement))
-                    .bind(now + ttl_ms(ttl))
-                    .bind(now);
-                for &i in chunk {
-                    q = q
-                        .bind(renewals[i].key.as_str())
-                        .bind(renewals[i].owner.to_hex());
-                }
-                match q.fetch_all(&self.pool).await {
-                    Ok(rows) => {
-                        let renewed: HashSet<(String, String)> = rows.into_iter().collect();
-                        for &i in chunk {
-                            let r = &renewals[i];
-                            let pair = (r.key.as_str().to_string(), r.owner.to_hex());
-                            results[i] = Some(if renewed.contains(&pair) {
-                                Ok(sent + ttl)
-                            } else {
-                                Err(LockError::lost(
-                                    &r.key,
-                                    "the row is no longer ours, or its lease ran out",
-                                ))
-                            });
-                        }
-                    }
-                    Err(e) => {
-                        let message = e.to_string();
-                        for &i in chunk {
-                            results[i] = Some(Err(LockError::Backend {
-                                driver: NAME,
-                                message: message.clone(),
-                                source: None,
-                            }));
-                        }
-                    }
-                }
+        renew::by_ttl(NAME, renewals, |ttl, batch| async move {
+            let statement = sql::extend_many(&self.statements.table, batch.len());
+            let now = monotonic_ms();
+            let mut q = sqlx::query_as::<_, (String, String)>(AssertSqlSafe(statement))
+                .bind(now + ttl_ms(ttl))
+                .bind(now);
+            for (name, owner) in batch {
+                q = q.bind(name).bind(owner);
             }
-        }
-        results
-            .into_iter()
-            .map(|r| r.unwrap_or_else(|| Err(LockError::Config("renewal not attempted".into()))))
-            .collect()
+            Ok(q.fetch_all(&self.pool).await?.into_iter().collect())
+        })
+        .await
     }
 
     async fn force_release(&self, key: &LockKey) -> Result<bool> {
