@@ -96,6 +96,17 @@ impl Ctx {
         }
     }
 
+    /// Skips the case unless holds expire on the backend.
+    pub fn require_lease_expiry(&self) -> Result<(), crate::CaseError> {
+        if self.caps.lease_expiry {
+            Ok(())
+        } else {
+            Err(crate::CaseError::Skipped(
+                "holds are session-bound and never expire on the backend".into(),
+            ))
+        }
+    }
+
     /// The driver's capabilities.
     pub fn capabilities(&self) -> Capabilities {
         self.caps

@@ -215,6 +215,9 @@ pub struct Capabilities {
     pub semaphore: bool,
     /// Holds are visible to other processes (false for the in-process `mem` driver).
     pub cross_process: bool,
+    /// A hold the holder stops renewing expires on the backend after its TTL (false
+    /// for session-bound locks, which last exactly as long as the holder's session).
+    pub lease_expiry: bool,
     /// How waiters are woken.
     pub wake_up: WakeUp,
 }
@@ -229,8 +232,15 @@ impl Capabilities {
             read_write: false,
             semaphore: false,
             cross_process: true,
+            lease_expiry: true,
             wake_up: WakeUp::Poll,
         }
+    }
+
+    /// With (or without) backend-side lease expiry.
+    pub const fn with_lease_expiry(mut self, lease_expiry: bool) -> Self {
+        self.lease_expiry = lease_expiry;
+        self
     }
 
     /// With waiters woken as `wake_up` says.

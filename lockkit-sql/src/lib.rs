@@ -17,6 +17,8 @@
 mod error;
 #[cfg(feature = "_sql")]
 mod renew;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+mod session;
 #[cfg(feature = "_sql")]
 mod table;
 #[cfg(feature = "_sql")]

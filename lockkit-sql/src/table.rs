@@ -25,18 +25,29 @@ pub(crate) fn validate_table(name: &str) -> Result<String, LockError> {
     Ok(name.to_string())
 }
 
-/// Splits lockkit's own `table=` parameter off a database URL; the rest of the URL
+/// lockkit's own parameters in a database URL.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+#[derive(Debug)]
+pub(crate) struct UrlParams {
+    /// The URL without lockkit's parameters, for the database client.
+    pub(crate) client_url: String,
+    /// `table=NAME`.
+    pub(crate) table: String,
+    /// `mode=…`, if given.
+    pub(crate) mode: Option<String>,
+}
+
+/// Splits lockkit's own parameters (`table=`, `mode=`) off a database URL; the rest
 /// goes to the database client untouched.
 ///
 /// # Errors
 ///
 /// [`LockError::InvalidUrl`] for a bad table name.
 #[cfg(any(feature = "postgres", feature = "mysql"))]
-pub(crate) fn take_table_param(url: &str) -> Result<(String, String), LockError> {
-    let Some((base, query)) = url.split_once('?') else {
-        return Ok((url.to_string(), DEFAULT_TABLE.to_string()));
-    };
+pub(crate) fn take_lockkit_params(url: &str) -> Result<UrlParams, LockError> {
+    let (base, query) = url.split_once('?').unwrap_or((url, ""));
     let mut table = DEFAULT_TABLE.to_string();
+    let mut mode = None;
     let mut rest = Vec::new();
     for pair in query.split('&').filter(|p| !p.is_empty()) {
         match pair.split_once('=') {
@@ -44,13 +55,18 @@ pub(crate) fn take_table_param(url: &str) -> Result<(String, String), LockError>
                 table =
                     validate_table(v).map_err(|e| LockError::invalid_url(url, e.to_string()))?;
             }
+            Some(("mode", v)) => mode = Some(v.to_string()),
             _ => rest.push(pair),
         }
     }
-    let url = if rest.is_empty() {
+    let client_url = if rest.is_empty() {
         base.to_string()
     } else {
         format!("{base}?{}", rest.join("&"))
     };
-    Ok((url, table))
+    Ok(UrlParams {
+        client_url,
+        table,
+        mode,
+    })
 }

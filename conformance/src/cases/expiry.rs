@@ -12,6 +12,7 @@ use crate::harness::Ctx;
 /// A fixed lease that is not released becomes free at its TTL: not before, and soon
 /// after; the next holder's token is greater.
 pub(crate) async fn expired_lease_is_reacquirable(ctx: &Ctx) -> CaseResult {
+    ctx.require_lease_expiry()?;
     let (a, b) = (ctx.locker().await?, ctx.locker().await?);
     let reference = reference_op(ctx, &b).await?;
     let key = ctx.key("lease");
@@ -48,6 +49,7 @@ pub(crate) async fn expired_lease_is_reacquirable(ctx: &Ctx) -> CaseResult {
 /// After A's lease expires and B takes the lock, A's release reports `Lost` and
 /// leaves B's hold in place.
 pub(crate) async fn release_never_deletes_a_newer_holders_lock(ctx: &Ctx) -> CaseResult {
+    ctx.require_lease_expiry()?;
     let (a, b, c) = (
         ctx.locker().await?,
         ctx.locker().await?,

@@ -8,8 +8,8 @@ use super::expect_contended;
 use crate::check::{CaseError, CaseResult, ensure, fail};
 use crate::harness::Ctx;
 
-/// Tokens strictly increase across successive holders: after releases and after an
-/// expiry.
+/// Tokens strictly increase across successive holders: after releases and (where
+/// holds expire) after an expiry.
 pub(crate) async fn fencing_tokens_increase_across_holders(ctx: &Ctx) -> CaseResult {
     if !ctx.capabilities().fencing {
         return Err(CaseError::Skipped(
@@ -24,22 +24,24 @@ pub(crate) async fn fencing_tokens_increase_across_holders(ctx: &Ctx) -> CaseRes
         tokens.push(g.token());
         g.release().await?;
     }
-    let expiring = ctx.locker().await?;
-    let g = expiring
-        .lock(key.as_str())
-        .lease(Duration::from_millis(200))
-        .no_wait()
-        .await?;
-    tokens.push(g.token());
-    let next = ctx.locker().await?;
-    let g2 = next
-        .lock(key.as_str())
-        .lease(Duration::from_secs(10))
-        .wait(Duration::from_secs(10))
-        .await?;
-    tokens.push(g2.token());
-    drop(g);
-    g2.release().await?;
+    if ctx.capabilities().lease_expiry {
+        let expiring = ctx.locker().await?;
+        let g = expiring
+            .lock(key.as_str())
+            .lease(Duration::from_millis(200))
+            .no_wait()
+            .await?;
+        tokens.push(g.token());
+        let next = ctx.locker().await?;
+        let g2 = next
+            .lock(key.as_str())
+            .lease(Duration::from_secs(10))
+            .wait(Duration::from_secs(10))
+            .await?;
+        tokens.push(g2.token());
+        drop(g);
+        g2.release().await?;
+    }
     ensure!(
         tokens.windows(2).all(|w| w[0] < w[1]),
         "tokens did not strictly increase: {tokens:?}"

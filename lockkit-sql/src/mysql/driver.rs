@@ -35,6 +35,23 @@ fn ttl_us(ttl: Duration) -> i64 {
     i64::try_from(ttl.as_micros()).unwrap_or(i64::MAX / 2)
 }
 
+/// Opens the connection pool.
+pub(super) async fn pool(options: &MySqlOptions) -> Result<MySqlPool> {
+    MySqlPoolOptions::new()
+        .max_connections(options.max_connections)
+        .acquire_timeout(POOL_TIMEOUT)
+        .connect_with(options.connect.clone())
+        .await
+        .map_err(|e| LockError::Connection {
+            driver: NAME,
+            message: format!(
+                "cannot connect to MySQL: {}",
+                lockkit_core::redact_url(&e.to_string())
+            ),
+            source: Some(Box::new(e)),
+        })
+}
+
 /// The MySQL/MariaDB lease-table driver. See the [module docs](super).
 #[derive(Debug, Clone)]
 pub struct MySqlDriver {
@@ -54,25 +71,14 @@ struct Statements {
 }
 
 impl MySqlDriver {
-    /// Connects and creates the lease table if needed.
+    /// Connects and creates the lease table if needed. Always leases:
+    /// [`super::connect`] honours `mode=get_lock`.
     ///
     /// # Errors
     ///
     /// [`LockError::Connection`] if the server cannot be reached or refuses us.
     pub async fn connect(options: MySqlOptions) -> Result<Self> {
-        let pool = MySqlPoolOptions::new()
-            .max_connections(options.max_connections)
-            .acquire_timeout(POOL_TIMEOUT)
-            .connect_with(options.connect.clone())
-            .await
-            .map_err(|e| LockError::Connection {
-                driver: NAME,
-                message: format!(
-                    "cannot connect to MySQL: {}",
-                    lockkit_core::redact_url(&e.to_string())
-                ),
-                source: Some(Box::new(e)),
-            })?;
+        let pool = pool(&options).await?;
         let t = &options.table;
         sqlx::query(AssertSqlSafe(sql::create_table(t)))
             .execute(&pool)

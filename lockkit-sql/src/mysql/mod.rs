@@ -27,8 +27,16 @@
 //! - There is no `LISTEN/NOTIFY` in MySQL: waiters in other processes poll (2 ms
 //!   doubling to 100 ms, jittered); waiters of the same driver are woken at once.
 //! - Renewals are one statement per lock.
+//!
+//! # `GET_LOCK` mode (`?mode=get_lock`)
+//!
+//! Session-bound `GET_LOCK(SHA1('<table>:<key>'), 0)`: no TTL; the lock lives
+//! exactly as long as the holding session (one pooled connection per held lock).
+//! The watchdog checks the session; tokens come from a `<table>_fences` counter
+//! bumped while the lock is held; waiters poll.
 
 mod driver;
+mod get_lock;
 mod options;
 mod sql;
 
@@ -40,12 +48,23 @@ use std::sync::Arc;
 use lockkit_core::{ConnectFuture, DriverEntry, LockDriver};
 
 /// How the `lockkit` facade finds this driver.
-pub const DRIVER: DriverEntry = DriverEntry::new("mysql", &["mysql", "mariadb"], "mysql", connect);
+pub const DRIVER: DriverEntry =
+    DriverEntry::new("mysql", &["mysql", "mariadb"], "mysql", connect_url);
 
-fn connect(url: &str) -> ConnectFuture {
+fn connect_url(url: &str) -> ConnectFuture {
     let options = MySqlOptions::from_url(url);
-    Box::pin(async move {
-        let driver = MySqlDriver::connect(options?).await?;
-        Ok(Arc::new(driver) as Arc<dyn LockDriver>)
-    })
+    Box::pin(async move { connect(options?).await })
+}
+
+/// Connects in the mode `options` asks for: leases ([`MySqlDriver`], the default)
+/// or session-bound `GET_LOCK` locks (`mode=get_lock`).
+///
+/// # Errors
+///
+/// [`lockkit_core::LockError::Connection`] if the server cannot be reached.
+pub async fn connect(options: MySqlOptions) -> lockkit_core::Result<Arc<dyn LockDriver>> {
+    if options.session_mode {
+        return Ok(Arc::new(get_lock::connect(options).await?));
+    }
+    Ok(Arc::new(MySqlDriver::connect(options).await?))
 }

@@ -6,7 +6,7 @@ use std::str::FromStr;
 use lockkit_core::{LockError, redact_url};
 use sqlx::mysql::MySqlConnectOptions;
 
-use crate::table::{take_table_param, validate_table};
+use crate::table::{take_lockkit_params, validate_table};
 
 /// Settings for [`super::MySqlDriver`]. `Debug` never shows the password.
 #[derive(Clone)]
@@ -14,6 +14,7 @@ pub struct MySqlOptions {
     pub(super) connect: MySqlConnectOptions,
     pub(super) table: String,
     pub(super) max_connections: u32,
+    pub(super) session_mode: bool,
     shown: String,
 }
 
@@ -23,13 +24,14 @@ impl fmt::Debug for MySqlOptions {
             .field("url", &self.shown)
             .field("table", &self.table)
             .field("max_connections", &self.max_connections)
+            .field("session_mode", &self.session_mode)
             .finish()
     }
 }
 
 impl MySqlOptions {
-    /// Parses `mysql://…` or `mariadb://…`; `table=NAME` is lockkit's, every other
-    /// parameter (`ssl-mode`, …) goes to the MySQL client.
+    /// Parses `mysql://…` or `mariadb://…`. `table=NAME` and `mode=lease|get_lock`
+    /// are lockkit's; every other parameter (`ssl-mode`, …) goes to the MySQL client.
     ///
     /// # Errors
     ///
@@ -41,13 +43,24 @@ impl MySqlOptions {
             .ok_or_else(|| {
                 LockError::invalid_url(url, "a MySQL URL starts with mysql:// or mariadb://")
             })?;
-        let (client_url, table) = take_table_param(&format!("mysql://{rest}"))?;
-        let connect = MySqlConnectOptions::from_str(&client_url)
+        let params = take_lockkit_params(&format!("mysql://{rest}"))?;
+        let session_mode = match params.mode.as_deref() {
+            None | Some("lease") => false,
+            Some("get_lock") => true,
+            Some(other) => {
+                return Err(LockError::invalid_url(
+                    url,
+                    format!("unknown mode `{other}`; use mode=lease (default) or mode=get_lock"),
+                ));
+            }
+        };
+        let connect = MySqlConnectOptions::from_str(&params.client_url)
             .map_err(|e| LockError::invalid_url(url, redact_url(&e.to_string())))?;
         Ok(Self {
             connect,
-            table,
-            max_connections: 8,
+            table: params.table,
+            max_connections: if session_mode { 32 } else { 8 },
+            session_mode,
             shown: redact_url(url),
         })
     }
@@ -62,7 +75,15 @@ impl MySqlOptions {
         Ok(self)
     }
 
-    /// The connection pool size (default 8).
+    /// Session-bound `GET_LOCK` locks instead of leases: no TTL, freed when the
+    /// holding session ends.
+    pub fn get_lock(mut self, on: bool) -> Self {
+        self.session_mode = on;
+        self
+    }
+
+    /// The connection pool size (default 8; 32 in `GET_LOCK` mode, where every held
+    /// lock keeps a connection).
     pub fn max_connections(mut self, n: u32) -> Self {
         self.max_connections = n.max(1);
         self

@@ -21,6 +21,11 @@ use crate::wait::acquire_polling;
 
 const NAME: &str = "postgres";
 
+/// The NOTIFY channel for releases on `table`.
+pub(super) fn channel(table: &str) -> String {
+    format!("lockkit_{table}")
+}
+
 /// Longest pause between attempts when no NOTIFY arrives.
 const POLL_CAP: Duration = Duration::from_millis(250);
 
@@ -34,6 +39,40 @@ fn db_error(e: sqlx::Error) -> LockError {
 
 fn ttl_ms(ttl: Duration) -> f64 {
     ttl.as_secs_f64() * 1000.0
+}
+
+/// Opens the connection pool.
+pub(super) async fn pool(options: &PgOptions) -> Result<PgPool> {
+    PgPoolOptions::new()
+        .max_connections(options.max_connections)
+        .acquire_timeout(POOL_TIMEOUT)
+        .connect_with(options.connect.clone())
+        .await
+        .map_err(|e| LockError::Connection {
+            driver: NAME,
+            message: format!(
+                "cannot connect to PostgreSQL: {}",
+                lockkit_core::redact_url(&e.to_string())
+            ),
+            source: Some(Box::new(e)),
+        })
+}
+
+/// Runs `ddl` under a transaction-scoped advisory lock: `CREATE TABLE IF NOT EXISTS`
+/// can still collide on the catalog when two sessions race.
+pub(super) async fn migrate(pool: &PgPool, ddl: &str) -> Result<()> {
+    // Serialise concurrent first users: CREATE TABLE IF NOT EXISTS can still
+    // collide on the catalog when two sessions race.
+    let mut tx = pool.begin().await.map_err(db_error)?;
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtext('lockkit-migrate'))")
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error)?;
+    sqlx::query(AssertSqlSafe(ddl.to_string()))
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error)?;
+    tx.commit().await.map_err(db_error)
 }
 
 /// The PostgreSQL lease-table driver. See the [module docs](super).
@@ -57,28 +96,16 @@ struct Statements {
 
 impl PgDriver {
     /// Connects, creates the lease table if needed, and starts listening for
-    /// releases.
+    /// releases. Always leases: [`super::connect`] honours `mode=advisory`.
     ///
     /// # Errors
     ///
     /// [`LockError::Connection`] if the server cannot be reached or refuses us.
     pub async fn connect(options: PgOptions) -> Result<Self> {
-        let pool = PgPoolOptions::new()
-            .max_connections(options.max_connections)
-            .acquire_timeout(POOL_TIMEOUT)
-            .connect_with(options.connect.clone())
-            .await
-            .map_err(|e| LockError::Connection {
-                driver: NAME,
-                message: format!(
-                    "cannot connect to PostgreSQL: {}",
-                    lockkit_core::redact_url(&e.to_string())
-                ),
-                source: Some(Box::new(e)),
-            })?;
-        Self::migrate_pool(&pool, &options.table).await?;
+        let pool = pool(&options).await?;
+        migrate(&pool, &sql::create_table(&options.table)).await?;
         let t = &options.table;
-        let channel = format!("lockkit_{t}");
+        let channel = channel(t);
         let wake = Arc::new(Notify::new());
         let listener = listen::spawn(pool.clone(), channel.clone(), wake.clone());
         Ok(Self {
@@ -102,22 +129,11 @@ impl PgDriver {
     ///
     /// A backend error, e.g. without the privilege to create tables.
     pub async fn migrate(&self, table: &str) -> Result<()> {
-        Self::migrate_pool(&self.pool, &crate::table::validate_table(table)?).await
-    }
-
-    async fn migrate_pool(pool: &PgPool, table: &str) -> Result<()> {
-        // Serialise concurrent first users: CREATE TABLE IF NOT EXISTS can still
-        // collide on the catalog when two sessions race.
-        let mut tx = pool.begin().await.map_err(db_error)?;
-        sqlx::query("SELECT pg_advisory_xact_lock(hashtext('lockkit-migrate'))")
-            .execute(&mut *tx)
-            .await
-            .map_err(db_error)?;
-        sqlx::query(AssertSqlSafe(sql::create_table(table)))
-            .execute(&mut *tx)
-            .await
-            .map_err(db_error)?;
-        tx.commit().await.map_err(db_error)
+        migrate(
+            &self.pool,
+            &sql::create_table(&crate::table::validate_table(table)?),
+        )
+        .await
     }
 
     async fn try_acquire(&self, req: &AcquireRequest) -> Result<Option<Grant>> {

@@ -33,7 +33,16 @@
 //!   as the server's commit settings make it (with `synchronous_commit=off` the last
 //!   commits can be lost in a crash).
 //! - Renewals of many locks are one `UPDATE … FROM unnest(…)` per TTL.
+//!
+//! # Advisory mode (`?mode=advisory`)
+//!
+//! Session-bound `pg_try_advisory_lock` on `hashtextextended('<table>:<key>', 0)`:
+//! no TTL; the lock lives exactly as long as the holding session (one pooled
+//! connection per held lock). The watchdog checks the session, releases NOTIFY
+//! waiters, and tokens come from a `<table>_fences` counter bumped while the lock
+//! is held.
 
+mod advisory;
 mod driver;
 mod listen;
 mod options;
@@ -47,13 +56,27 @@ use std::sync::Arc;
 use lockkit_core::{ConnectFuture, DriverEntry, LockDriver};
 
 /// How the `lockkit` facade finds this driver.
-pub const DRIVER: DriverEntry =
-    DriverEntry::new("postgres", &["postgres", "postgresql"], "postgres", connect);
+pub const DRIVER: DriverEntry = DriverEntry::new(
+    "postgres",
+    &["postgres", "postgresql"],
+    "postgres",
+    connect_url,
+);
 
-fn connect(url: &str) -> ConnectFuture {
+fn connect_url(url: &str) -> ConnectFuture {
     let options = PgOptions::from_url(url);
-    Box::pin(async move {
-        let driver = PgDriver::connect(options?).await?;
-        Ok(Arc::new(driver) as Arc<dyn LockDriver>)
-    })
+    Box::pin(async move { connect(options?).await })
+}
+
+/// Connects in the mode `options` asks for: leases ([`PgDriver`], the default) or
+/// session-bound advisory locks (`mode=advisory`).
+///
+/// # Errors
+///
+/// [`lockkit_core::LockError::Connection`] if the server cannot be reached.
+pub async fn connect(options: PgOptions) -> lockkit_core::Result<Arc<dyn LockDriver>> {
+    if options.session_mode {
+        return Ok(Arc::new(advisory::connect(options).await?));
+    }
+    Ok(Arc::new(PgDriver::connect(options).await?))
 }

@@ -6,7 +6,7 @@ use std::str::FromStr;
 use lockkit_core::{LockError, redact_url};
 use sqlx::postgres::PgConnectOptions;
 
-use crate::table::{DEFAULT_TABLE, take_table_param, validate_table};
+use crate::table::{DEFAULT_TABLE, take_lockkit_params, validate_table};
 
 /// Settings for [`super::PgDriver`]. `Debug` never shows the password.
 #[derive(Clone)]
@@ -14,6 +14,7 @@ pub struct PgOptions {
     pub(super) connect: PgConnectOptions,
     pub(super) table: String,
     pub(super) max_connections: u32,
+    pub(super) session_mode: bool,
     shown: String,
 }
 
@@ -23,13 +24,14 @@ impl fmt::Debug for PgOptions {
             .field("url", &self.shown)
             .field("table", &self.table)
             .field("max_connections", &self.max_connections)
+            .field("session_mode", &self.session_mode)
             .finish()
     }
 }
 
 impl PgOptions {
-    /// Parses `postgres://…` or `postgresql://…`; `table=NAME` is lockkit's, every
-    /// other parameter (`sslmode`, …) goes to the Postgres client.
+    /// Parses `postgres://…` or `postgresql://…`. `table=NAME` and `mode=lease|advisory`
+    /// are lockkit's; every other parameter (`sslmode`, …) goes to the Postgres client.
     ///
     /// # Errors
     ///
@@ -41,13 +43,24 @@ impl PgOptions {
                 "a PostgreSQL URL starts with postgres://",
             ));
         }
-        let (client_url, table) = take_table_param(url)?;
-        let connect = PgConnectOptions::from_str(&client_url)
+        let params = take_lockkit_params(url)?;
+        let session_mode = match params.mode.as_deref() {
+            None | Some("lease") => false,
+            Some("advisory") => true,
+            Some(other) => {
+                return Err(LockError::invalid_url(
+                    url,
+                    format!("unknown mode `{other}`; use mode=lease (default) or mode=advisory"),
+                ));
+            }
+        };
+        let connect = PgConnectOptions::from_str(&params.client_url)
             .map_err(|e| LockError::invalid_url(url, redact_url(&e.to_string())))?;
         Ok(Self {
             connect,
-            table,
-            max_connections: 8,
+            table: params.table,
+            max_connections: if session_mode { 32 } else { 8 },
+            session_mode,
             shown: redact_url(url),
         })
     }
@@ -62,7 +75,15 @@ impl PgOptions {
         Ok(self)
     }
 
-    /// The connection pool size (default 8), plus one listener connection.
+    /// Session-bound advisory locks instead of leases (see the `session` docs in
+    /// the README): no TTL, freed when the holding session ends.
+    pub fn advisory(mut self, on: bool) -> Self {
+        self.session_mode = on;
+        self
+    }
+
+    /// The connection pool size (default 8; 32 in advisory mode, where every held
+    /// lock keeps a connection), plus one listener connection.
     pub fn max_connections(mut self, n: u32) -> Self {
         self.max_connections = n.max(1);
         self
@@ -80,6 +101,7 @@ impl Default for PgOptions {
             connect: PgConnectOptions::new(),
             table: DEFAULT_TABLE.to_string(),
             max_connections: 8,
+            session_mode: false,
             shown: "postgres://".into(),
         }
     }

@@ -1,0 +1,241 @@
+//! Session-bound locks (PostgreSQL advisory locks, MySQL `GET_LOCK`), opt-in with
+//! `?mode=advisory` / `?mode=get_lock`.
+//!
+//! The lock belongs to a database session, so each hold keeps one pooled
+//! connection for its whole life. What that means:
+//!
+//! - **No TTL.** The lock is freed when the holder releases it or its session ends
+//!   (process death, network loss noticed by the server, `pg_terminate_backend`,
+//!   `KILL`). A holder that is merely paused keeps it forever.
+//! - **Loss detection** is the watchdog's renewal, which here checks that the
+//!   session is alive (`SELECT 1` on the holding connection); `lost()` fires when it
+//!   is not, or when the client-side lease passes without a successful check.
+//! - **Fencing** comes from a `<table>_fences` counter bumped on the holding
+//!   connection while the lock is held, so tokens strictly increase per key.
+//! - One connection per held lock: size the pool for the locks you hold at once.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use lockkit_core::{
+    AcquireRequest, Capabilities, FencingToken, Grant, LockDriver, LockError, LockKey, OwnerId,
+    Result,
+};
+use sqlx::pool::PoolConnection;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use crate::renew::not_ours;
+use crate::wait::acquire_polling;
+
+/// What a database provides for session locks.
+#[async_trait]
+pub(crate) trait SessionBackend: Send + Sync + fmt::Debug + 'static {
+    type Db: sqlx::Database;
+
+    fn name(&self) -> &'static str;
+    fn pool(&self) -> &sqlx::Pool<Self::Db>;
+    fn capabilities(&self) -> Capabilities;
+    /// Wakes this driver's waiters (fed by NOTIFY where there is one).
+    fn wake(&self) -> &Notify;
+    fn poll_cap(&self) -> Duration;
+    /// Tries the lock on `conn` without waiting.
+    async fn try_lock(
+        &self,
+        conn: &mut PoolConnection<Self::Db>,
+        key: &LockKey,
+    ) -> Result<bool, sqlx::Error>;
+    /// Bumps and returns the key's fencing counter, on the holding connection.
+    async fn bump_fence(
+        &self,
+        conn: &mut PoolConnection<Self::Db>,
+        key: &LockKey,
+    ) -> Result<u64, sqlx::Error>;
+    /// Gives the lock back; false if this session did not hold it.
+    async fn unlock(
+        &self,
+        conn: &mut PoolConnection<Self::Db>,
+        key: &LockKey,
+    ) -> Result<bool, sqlx::Error>;
+    /// Checks that the session is alive.
+    async fn ping(&self, conn: &mut PoolConnection<Self::Db>) -> Result<(), sqlx::Error>;
+    /// Ends whatever session holds `key`; true if there was one.
+    async fn break_lock(&self, key: &LockKey) -> Result<bool, sqlx::Error>;
+    /// Tells other drivers' waiters that `key` was released (NOTIFY); best effort.
+    async fn announce_release(&self, key: &LockKey) {
+        let _ = key;
+    }
+}
+
+struct Held<B: SessionBackend> {
+    conn: tokio::sync::Mutex<Option<PoolConnection<B::Db>>>,
+    token: FencingToken,
+}
+
+/// A [`LockDriver`] over a [`SessionBackend`].
+pub(crate) struct SessionDriver<B: SessionBackend> {
+    backend: Arc<B>,
+    held: Arc<Mutex<Holds<B>>>,
+}
+
+/// The holds of one driver, by `(key, owner)`.
+type Holds<B> = HashMap<(LockKey, OwnerId), Arc<Held<B>>>;
+
+impl<B: SessionBackend> fmt::Debug for SessionDriver<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SessionDriver")
+            .field("backend", &self.backend)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<B: SessionBackend> SessionDriver<B> {
+    pub(crate) fn new(backend: B) -> Self {
+        Self {
+            backend: Arc::new(backend),
+            held: Arc::default(),
+        }
+    }
+
+    fn db_error(&self, e: sqlx::Error) -> LockError {
+        crate::error::db_error(self.backend.name(), e)
+    }
+
+    fn held(&self, key: &LockKey, owner: &OwnerId) -> Option<Arc<Held<B>>> {
+        let held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        held.get(&(key.clone(), owner.clone())).cloned()
+    }
+
+    fn forget(&self, key: &LockKey, owner: &OwnerId) -> Option<Arc<Held<B>>> {
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        held.remove(&(key.clone(), owner.clone()))
+    }
+
+    /// Pings the holding session; on failure the hold is forgotten and its
+    /// connection closed (the server frees the lock with the session).
+    async fn check(&self, key: &LockKey, owner: &OwnerId) -> Result<FencingToken> {
+        let Some(held) = self.held(key, owner) else {
+            return Err(not_ours(key));
+        };
+        let mut conn = held.conn.lock().await;
+        let alive = match conn.as_mut() {
+            Some(c) => self.backend.ping(c).await.is_ok(),
+            None => false,
+        };
+        if alive {
+            return Ok(held.token);
+        }
+        if let Some(c) = conn.take() {
+            drop(c.detach());
+        }
+        self.forget(key, owner);
+        Err(LockError::lost(
+            key,
+            "the database session holding the lock ended",
+        ))
+    }
+
+    async fn try_acquire(&self, req: &AcquireRequest) -> Result<Option<Grant>> {
+        let sent = Instant::now();
+        let grant = |token| Grant::new(req.key.clone(), req.owner.clone(), token, sent + req.ttl);
+        if self.held(&req.key, &req.owner).is_some() {
+            // Idempotent re-acquire by the holder.
+            return self
+                .check(&req.key, &req.owner)
+                .await
+                .map(|t| Some(grant(t)));
+        }
+        let mut conn = self
+            .backend
+            .pool()
+            .acquire()
+            .await
+            .map_err(|e| self.db_error(e))?;
+        if !self
+            .backend
+            .try_lock(&mut conn, &req.key)
+            .await
+            .map_err(|e| self.db_error(e))?
+        {
+            return Ok(None);
+        }
+        let fence = match self.backend.bump_fence(&mut conn, &req.key).await {
+            Ok(f) => f,
+            Err(e) => {
+                // Never return a locked session to the pool: closing it frees the lock.
+                drop(conn.detach());
+                return Err(self.db_error(e));
+            }
+        };
+        let token = FencingToken(fence);
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        held.insert(
+            (req.key.clone(), req.owner.clone()),
+            Arc::new(Held {
+                conn: tokio::sync::Mutex::new(Some(conn)),
+                token,
+            }),
+        );
+        Ok(Some(grant(token)))
+    }
+}
+
+#[async_trait]
+impl<B: SessionBackend> LockDriver for SessionDriver<B> {
+    fn name(&self) -> &'static str {
+        self.backend.name()
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        self.backend.capabilities()
+    }
+
+    async fn acquire(&self, req: &AcquireRequest) -> Result<Grant> {
+        acquire_polling(req, self.backend.wake(), self.backend.poll_cap(), || {
+            self.try_acquire(req)
+        })
+        .await
+    }
+
+    async fn extend(&self, key: &LockKey, owner: &OwnerId, ttl: Duration) -> Result<Instant> {
+        let sent = Instant::now();
+        self.check(key, owner).await?;
+        Ok(sent + ttl)
+    }
+
+    async fn release(&self, key: &LockKey, owner: &OwnerId) -> Result<bool> {
+        let Some(held) = self.forget(key, owner) else {
+            return Ok(false);
+        };
+        let Some(mut conn) = held.conn.lock().await.take() else {
+            return Ok(false);
+        };
+        match self.backend.unlock(&mut conn, key).await {
+            Ok(true) => {
+                drop(conn);
+                self.backend.wake().notify_waiters();
+                self.backend.announce_release(key).await;
+                Ok(true)
+            }
+            // The session lost the lock (or died): make sure it is gone for good.
+            Ok(false) | Err(_) => {
+                drop(conn.detach());
+                Ok(false)
+            }
+        }
+    }
+
+    async fn force_release(&self, key: &LockKey) -> Result<bool> {
+        let broken = self
+            .backend
+            .break_lock(key)
+            .await
+            .map_err(|e| self.db_error(e))?;
+        self.backend.wake().notify_waiters();
+        self.backend.announce_release(key).await;
+        Ok(broken)
+    }
+}
