@@ -25,6 +25,7 @@
 //! | `sqlite` (default) | `sqlite://path`, `sqlite::memory:` | [`sqlite`] |
 //! | `postgres` | `postgres://`, `postgresql://` | [`postgres`] |
 //! | `mysql` | `mysql://`, `mariadb://` | [`mysql`] |
+//! | `redis` | `redis://` | [`redis`] (single instance) |
 //! | `mem` | `mem://`, `mem://name` | [`mem`] (process-local) |
 //!
 //! See the README for what each backend guarantees, and [`fence`] for the resource
@@ -69,6 +70,11 @@ cfg_driver! { "mysql" =>
     pub use lockkit_sql::mysql;
 }
 
+cfg_driver! { "redis" =>
+    /// `redis://`: the Redis driver.
+    pub use lockkit_redis as redis;
+}
+
 cfg_driver! { "sqlite" =>
     /// `sqlite://`: the SQLite lease-table driver.
     pub use lockkit_sql::sqlite;
@@ -84,6 +90,8 @@ pub const DRIVERS: &[DriverEntry] = &[
     lockkit_sql::postgres::DRIVER,
     #[cfg(feature = "mysql")]
     lockkit_sql::mysql::DRIVER,
+    #[cfg(feature = "redis")]
+    lockkit_redis::DRIVER,
 ];
 
 /// Every driver lockkit has, with the feature that compiles it in: used to tell a
