@@ -64,7 +64,12 @@ enum Floor {
     Postgres(sqlx::PgPool),
     MySql(sqlx::MySqlPool),
     Mem(Mutex<HashMap<String, u128>>),
+    Redis(redis::aio::MultiplexedConnection, redis::Script),
 }
+
+/// The compare-and-delete every hand-rolled Redis lock sends on release.
+const REDIS_DEL_IF_OWNER: &str =
+    "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
 
 const FLOOR_TABLE_PG: &str = "CREATE TABLE IF NOT EXISTS lockkit_bench_floor (name TEXT PRIMARY KEY, owner TEXT, fence BIGINT NOT NULL, expires_at TIMESTAMPTZ NOT NULL)";
 const FLOOR_TABLE_MY: &str = "CREATE TABLE IF NOT EXISTS lockkit_bench_floor (name VARCHAR(64) PRIMARY KEY, owner CHAR(32), fence BIGINT NOT NULL, expires_at DATETIME(6) NOT NULL) ENGINE=InnoDB";
@@ -92,6 +97,18 @@ impl Floor {
             return Ok(Some((
                 Floor::Postgres(pool),
                 "raw INSERT … ON CONFLICT … RETURNING + UPDATE via sqlx, same server",
+            )));
+        }
+        if url.starts_with("redis://") {
+            let (url, _) = url.split_once('?').unwrap_or((url, ""));
+            let conn = redis::Client::open(url)
+                .map_err(|e| LockError::connection("redis", e))?
+                .get_multiplexed_async_connection()
+                .await
+                .map_err(|e| LockError::connection("redis", e))?;
+            return Ok(Some((
+                Floor::Redis(conn, redis::Script::new(REDIS_DEL_IF_OWNER)),
+                "raw SET NX PX + EVALSHA compare-and-delete (two round trips), same server",
             )));
         }
         if url.starts_with("mysql") || url.starts_with("mariadb") {
@@ -148,6 +165,26 @@ impl Floor {
         let err = |e| LockError::backend("bench-floor", e);
         let owner = format!("{i:032x}");
         match self {
+            Floor::Redis(conn, del) => {
+                let mut conn = conn.clone();
+                let rerr = |e| LockError::backend("redis", e);
+                let _: Option<String> = redis::cmd("SET")
+                    .arg("bench/floor")
+                    .arg(&owner)
+                    .arg("NX")
+                    .arg("PX")
+                    .arg(30_000)
+                    .query_async(&mut conn)
+                    .await
+                    .map_err(rerr)?;
+                let _: i64 = del
+                    .key("bench/floor")
+                    .arg(&owner)
+                    .invoke_async(&mut conn)
+                    .await
+                    .map_err(rerr)?;
+                Ok(())
+            }
             Floor::Postgres(pool) => {
                 let _: Option<i64> = sqlx::query_scalar(
                     "INSERT INTO lockkit_bench_floor AS l (name, owner, fence, expires_at)
