@@ -35,6 +35,93 @@ pub trait TestHarness: Harness + Sized {
     async fn connect(url: &str) -> Result<Arc<dyn LockDriver>, LockError>;
 }
 
+/// A backend reached by URL, which is what most drivers are: implement this and
+/// run the suite with [`UrlHarness`]:
+///
+/// ```ignore
+/// struct Pg;
+///
+/// #[lockkit_core::async_trait]
+/// impl UrlBackend for Pg {
+///     type Server = lockkit_testkit::Postgres;
+///     async fn start() -> (Self::Server, String) {
+///         let server = lockkit_testkit::Postgres::start().await.unwrap();
+///         let url = server.url();
+///         (server, url)
+///     }
+///     async fn connect(url: &str) -> Result<Arc<dyn LockDriver>, LockError> {
+///         lockkit_sql::postgres::connect(PgOptions::from_url(url)?).await
+///     }
+/// }
+///
+/// lockkit_conformance::suite!(postgres, UrlHarness<Pg>);
+/// ```
+///
+/// Holds vanish through [`LockDriver::force_release`]; child processes connect
+/// with the same URL.
+#[async_trait]
+pub trait UrlBackend: Send + Sync + 'static {
+    /// Whatever must stay alive for the test (a server handle, a temp dir).
+    type Server: Send + Sync + 'static;
+
+    /// Starts a throwaway backend and returns it with the URL that reaches it.
+    async fn start() -> (Self::Server, String);
+
+    /// Connects a fresh driver to `url`.
+    async fn connect(url: &str) -> Result<Arc<dyn LockDriver>, LockError>;
+}
+
+/// The [`Harness`] of a [`UrlBackend`].
+pub struct UrlHarness<B: UrlBackend> {
+    _server: B::Server,
+    url: String,
+    admin: Arc<dyn LockDriver>,
+}
+
+impl<B: UrlBackend> std::fmt::Debug for UrlHarness<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UrlHarness")
+            .field("url", &lockkit_core::redact_url(&self.url))
+            .finish_non_exhaustive()
+    }
+}
+
+#[async_trait]
+impl<B: UrlBackend> Harness for UrlHarness<B> {
+    async fn driver(&self) -> Result<Arc<dyn LockDriver>, LockError> {
+        B::connect(&self.url).await
+    }
+
+    async fn vanish(&self, key: &lockkit_core::LockKey) -> Result<(), LockError> {
+        self.admin.force_release(key).await.map(|_| ())
+    }
+
+    fn holder_url(&self) -> Option<String> {
+        Some(self.url.clone())
+    }
+}
+
+#[async_trait]
+impl<B: UrlBackend> TestHarness for UrlHarness<B> {
+    #[allow(clippy::panic)] // Test setup: a backend that cannot start fails the test.
+    async fn start() -> Self {
+        let (server, url) = B::start().await;
+        let admin = match B::connect(&url).await {
+            Ok(admin) => admin,
+            Err(e) => panic!("cannot connect to the test backend: {e}"),
+        };
+        Self {
+            _server: server,
+            url,
+            admin,
+        }
+    }
+
+    async fn connect(url: &str) -> Result<Arc<dyn LockDriver>, LockError> {
+        B::connect(url).await
+    }
+}
+
 static RUN: AtomicU64 = AtomicU64::new(0);
 
 /// What a case gets: the harness, and where to run a holder process.

@@ -29,7 +29,7 @@ mod runner;
 
 pub use cases::CASES;
 pub use check::{CaseError, CaseResult};
-pub use harness::{Ctx, Harness, TestHarness};
+pub use harness::{Ctx, Harness, TestHarness, UrlBackend, UrlHarness};
 pub use report::{CaseReport, Outcome, Report};
 pub use runner::{
     CASE_TIMEOUT, HolderCommand, Progress, ProgressFn, RunOptions, run, run_test_case,

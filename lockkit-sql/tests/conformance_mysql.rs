@@ -1,103 +1,58 @@
-//! The conformance suite against a real MariaDB server from the testkit (the MySQL driver) (one
-//! throwaway server per test).
+//! The conformance suite against a real MariaDB server from the testkit (one
+//! throwaway server per test), in lease mode and in GET_LOCK mode.
 
 #![allow(clippy::unwrap_used, clippy::panic)] // Tests fail by panicking.
 
 use std::sync::Arc;
 
-use lockkit_conformance::{Harness, TestHarness};
-use lockkit_core::{LockDriver, LockError, LockKey};
-use lockkit_sql::mysql::{MySqlDriver, MySqlOptions};
+use lockkit_conformance::{UrlBackend, UrlHarness};
+use lockkit_core::{LockDriver, LockError};
+use lockkit_sql::mysql::MySqlOptions;
 use lockkit_testkit::MariaDb;
 
-struct MySqlHarness {
-    server: MariaDb,
-    admin: MySqlDriver,
+async fn start(query: &str) -> (MariaDb, String) {
+    let server = MariaDb::start().await.unwrap();
+    let url = format!("{}{query}", server.url());
+    (server, url)
 }
 
-async fn connect_url(url: &str) -> Result<MySqlDriver, LockError> {
-    MySqlDriver::connect(MySqlOptions::from_url(url)?).await
-}
-
-#[lockkit_core::async_trait]
-impl Harness for MySqlHarness {
-    async fn driver(&self) -> Result<Arc<dyn LockDriver>, LockError> {
-        Ok(Arc::new(connect_url(&self.server.url()).await?))
-    }
-
-    async fn vanish(&self, key: &LockKey) -> Result<(), LockError> {
-        self.admin.force_release(key).await.map(|_| ())
-    }
-
-    fn holder_url(&self) -> Option<String> {
-        Some(self.server.url())
-    }
-}
-
-#[lockkit_core::async_trait]
-impl TestHarness for MySqlHarness {
-    async fn start() -> Self {
-        let server = MariaDb::start().await.unwrap();
-        let admin = connect_url(&server.url()).await.unwrap();
-        Self { server, admin }
-    }
-
-    async fn connect(url: &str) -> Result<Arc<dyn LockDriver>, LockError> {
-        Ok(Arc::new(connect_url(url).await?))
-    }
-}
-
-lockkit_conformance::suite!(mysql, MySqlHarness);
-
-/// `GET_LOCK` mode (`?mode=get_lock`): session-bound locks on the same server.
-struct GetLockHarness {
-    server: MariaDb,
-    admin: Arc<dyn LockDriver>,
-}
-
-impl GetLockHarness {
-    fn url(&self) -> String {
-        format!("{}?mode=get_lock", self.server.url())
-    }
-}
-
-async fn connect_any(url: &str) -> Result<Arc<dyn LockDriver>, LockError> {
+async fn connect(url: &str) -> Result<Arc<dyn LockDriver>, LockError> {
     lockkit_sql::mysql::connect(MySqlOptions::from_url(url)?).await
 }
 
-#[lockkit_core::async_trait]
-impl Harness for GetLockHarness {
-    async fn driver(&self) -> Result<Arc<dyn LockDriver>, LockError> {
-        connect_any(&self.url()).await
-    }
-
-    async fn vanish(&self, key: &LockKey) -> Result<(), LockError> {
-        self.admin.force_release(key).await.map(|_| ())
-    }
-
-    fn holder_url(&self) -> Option<String> {
-        Some(self.url())
-    }
-}
+/// Lease mode (the default).
+struct Lease;
 
 #[lockkit_core::async_trait]
-impl TestHarness for GetLockHarness {
-    async fn start() -> Self {
-        let server = MariaDb::start().await.unwrap();
-        let admin = connect_any(&format!("{}?mode=get_lock", server.url()))
-            .await
-            .unwrap();
-        Self { server, admin }
+impl UrlBackend for Lease {
+    type Server = MariaDb;
+    async fn start() -> (MariaDb, String) {
+        start("").await
     }
-
     async fn connect(url: &str) -> Result<Arc<dyn LockDriver>, LockError> {
-        connect_any(url).await
+        connect(url).await
     }
 }
+
+/// `?mode=get_lock`: session-bound `GET_LOCK` locks.
+struct GetLock;
+
+#[lockkit_core::async_trait]
+impl UrlBackend for GetLock {
+    type Server = MariaDb;
+    async fn start() -> (MariaDb, String) {
+        start("?mode=get_lock").await
+    }
+    async fn connect(url: &str) -> Result<Arc<dyn LockDriver>, LockError> {
+        connect(url).await
+    }
+}
+
+lockkit_conformance::suite!(mysql, UrlHarness<Lease>);
 
 lockkit_conformance::suite!(
     mysql_get_lock,
-    GetLockHarness,
+    UrlHarness<GetLock>,
     skip {
         expired_lease_is_reacquirable: "GET_LOCK locks are session-bound: no TTL expiry",
         release_never_deletes_a_newer_holders_lock: "GET_LOCK locks are session-bound: a holder cannot be overtaken by expiry",

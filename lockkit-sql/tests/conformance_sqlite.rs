@@ -5,51 +5,25 @@
 
 use std::sync::Arc;
 
-use lockkit_conformance::{Harness, TestHarness};
-use lockkit_core::{LockDriver, LockError, LockKey};
+use lockkit_conformance::{UrlBackend, UrlHarness};
+use lockkit_core::{LockDriver, LockError};
 use lockkit_sql::sqlite::{SqliteDriver, SqliteOptions};
 
-struct SqliteHarness {
-    url: String,
-    admin: SqliteDriver,
-    _dir: tempfile::TempDir,
-}
-
-async fn connect_url(url: &str) -> Result<SqliteDriver, LockError> {
-    SqliteDriver::connect(SqliteOptions::from_url(url)?).await
-}
+struct File;
 
 #[lockkit_core::async_trait]
-impl Harness for SqliteHarness {
-    async fn driver(&self) -> Result<Arc<dyn LockDriver>, LockError> {
-        Ok(Arc::new(connect_url(&self.url).await?))
-    }
-
-    async fn vanish(&self, key: &LockKey) -> Result<(), LockError> {
-        self.admin.force_release(key).await.map(|_| ())
-    }
-
-    fn holder_url(&self) -> Option<String> {
-        Some(self.url.clone())
-    }
-}
-
-#[lockkit_core::async_trait]
-impl TestHarness for SqliteHarness {
-    async fn start() -> Self {
+impl UrlBackend for File {
+    type Server = tempfile::TempDir;
+    async fn start() -> (tempfile::TempDir, String) {
         let dir = tempfile::tempdir().unwrap();
         let url = format!("sqlite://{}", dir.path().join("locks.db").display());
-        let admin = connect_url(&url).await.unwrap();
-        Self {
-            url,
-            admin,
-            _dir: dir,
-        }
+        (dir, url)
     }
-
     async fn connect(url: &str) -> Result<Arc<dyn LockDriver>, LockError> {
-        Ok(Arc::new(connect_url(url).await?))
+        Ok(Arc::new(
+            SqliteDriver::connect(SqliteOptions::from_url(url)?).await?,
+        ))
     }
 }
 
-lockkit_conformance::suite!(sqlite, SqliteHarness);
+lockkit_conformance::suite!(sqlite, UrlHarness<File>);
