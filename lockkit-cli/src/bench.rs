@@ -34,6 +34,11 @@ pub(crate) struct Args {
     /// one on another connection).
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(0..=100_000))]
     handoffs: u64,
+    /// Also measure a queue of this many waiters (each on its own connection, each
+    /// taking the lock once): hand-off latency, and server commands per hand-off
+    /// (Redis, from INFO commandstats).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=1000))]
+    waiters: u64,
     /// Print the result as JSON.
     #[arg(long)]
     json: bool,
@@ -57,6 +62,91 @@ struct BenchReport {
     floor_description: &'static str,
     p50_ratio_lockkit_over_floor: Option<f64>,
     handoff: Option<Latency>,
+    queue: Option<Queue>,
+}
+
+#[derive(Debug, Serialize)]
+struct Queue {
+    waiters: u64,
+    handoff: Latency,
+    /// Server commands per hand-off (Redis only): every command the server ran
+    /// during the queue, divided by the number of hand-offs.
+    commands_per_handoff: Option<f64>,
+}
+
+/// Total command calls the Redis server has run (INFO commandstats).
+async fn redis_calls(url: &str) -> Option<u64> {
+    let (url, _) = url.split_once('?').unwrap_or((url, ""));
+    let mut conn = redis::Client::open(url)
+        .ok()?
+        .get_multiplexed_async_connection()
+        .await
+        .ok()?;
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(&mut conn)
+        .await
+        .ok()?;
+    Some(
+        info.lines()
+            .filter_map(|l| l.split("calls=").nth(1))
+            .filter_map(|v| v.split(',').next()?.parse::<u64>().ok())
+            .sum(),
+    )
+}
+
+/// `waiters` clients queue behind one holder; each takes the lock once. Hand-off
+/// = release by one → grant to the next.
+async fn queue(url: &str, waiters: u64) -> Result<Option<Queue>, LockError> {
+    if waiters == 0 {
+        return Ok(None);
+    }
+    let key = "bench/queue";
+    let holder = lockkit::connect(url).await?;
+    let mut lockers = Vec::new();
+    for _ in 0..waiters {
+        lockers.push(lockkit::connect(url).await?);
+    }
+    let held = holder.lock(key).wait(Duration::from_secs(10)).await?;
+    let last_release = std::sync::Arc::new(tokio::sync::Mutex::new(Instant::now()));
+    let mut tasks = Vec::new();
+    for locker in lockers {
+        let last_release = last_release.clone();
+        tasks.push(tokio::spawn(async move {
+            let g = locker.lock(key).wait(Duration::from_secs(120)).await?;
+            let mut last = last_release.lock().await;
+            let handoff = last.elapsed();
+            *last = Instant::now();
+            drop(last);
+            g.release().await?;
+            Ok::<_, LockError>(handoff)
+        }));
+    }
+    // Let every waiter reach its wait (a benchmark settle, not a correctness bet).
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let before = redis_calls(url).await;
+    *last_release.lock().await = Instant::now();
+    held.release().await?;
+    let mut h = histogram()?;
+    let mut total = Duration::ZERO;
+    for t in tasks {
+        let d = t
+            .await
+            .map_err(|e| LockError::Config(format!("a queued waiter crashed: {e}")))??;
+        total += d;
+        let _ = h.record((d.as_micros() as u64).max(1));
+    }
+    let after = redis_calls(url).await;
+    let commands_per_handoff = match (before, after) {
+        // Minus the INFO call itself.
+        (Some(b), Some(a)) => Some(a.saturating_sub(b + 1) as f64 / waiters as f64),
+        _ => None,
+    };
+    Ok(Some(Queue {
+        waiters,
+        handoff: summary(&h, total),
+        commands_per_handoff,
+    }))
 }
 
 enum Floor {
@@ -345,6 +435,7 @@ pub(crate) async fn run(args: Args) -> Result<ExitCode, LockError> {
         .as_ref()
         .map(|f| lockkit.p50_us as f64 / f.p50_us.max(1) as f64);
     let handoff = handoffs(&args.url, args.handoffs).await?;
+    let queue = queue(&args.url, args.waiters).await?;
     let report = BenchReport {
         backend: redact_url(&args.url),
         iterations: args.iterations,
@@ -355,6 +446,7 @@ pub(crate) async fn run(args: Args) -> Result<ExitCode, LockError> {
             .map_or("no floor for this backend yet", |(_, d)| d),
         p50_ratio_lockkit_over_floor: ratio,
         handoff,
+        queue,
     };
     if args.json {
         println!(
@@ -391,6 +483,13 @@ pub(crate) async fn run(args: Args) -> Result<ExitCode, LockError> {
             args.handoffs
         );
         row("handoff", h);
+    }
+    if let Some(q) = &report.queue {
+        println!("queue of {} waiters, each on its own connection", q.waiters);
+        row("handoff", &q.handoff);
+        if let Some(c) = q.commands_per_handoff {
+            println!("  server commands per hand-off: {c:.1}");
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

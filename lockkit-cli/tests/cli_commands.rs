@@ -81,6 +81,8 @@ fn bench_reports_lockkit_and_floor_percentiles() {
     }
     assert!(r["p50_ratio_lockkit_over_floor"].as_f64().unwrap() > 0.0);
     assert!(r["handoff"]["p50_us"].as_u64().unwrap() >= 1, "{r}");
+    assert_eq!(r["queue"]["waiters"].as_u64(), Some(4), "{r}");
+    assert!(r["queue"]["handoff"]["max_us"].as_u64().unwrap() >= 1, "{r}");
 }
 
 #[test]
