@@ -71,6 +71,8 @@ fn bench_reports_lockkit_and_floor_percentiles() {
         "50",
         "--handoffs",
         "5",
+        "--waiters",
+        "4",
         "--json",
     ]);
     assert_eq!(code, 0, "{err}");
@@ -82,7 +84,10 @@ fn bench_reports_lockkit_and_floor_percentiles() {
     assert!(r["p50_ratio_lockkit_over_floor"].as_f64().unwrap() > 0.0);
     assert!(r["handoff"]["p50_us"].as_u64().unwrap() >= 1, "{r}");
     assert_eq!(r["queue"]["waiters"].as_u64(), Some(4), "{r}");
-    assert!(r["queue"]["handoff"]["max_us"].as_u64().unwrap() >= 1, "{r}");
+    assert!(
+        r["queue"]["handoff"]["max_us"].as_u64().unwrap() >= 1,
+        "{r}"
+    );
 }
 
 #[test]
