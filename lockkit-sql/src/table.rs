@@ -37,6 +37,25 @@ pub(crate) struct UrlParams {
     pub(crate) mode: Option<String>,
 }
 
+impl UrlParams {
+    /// Whether `mode=` asks for the session-bound mode named `session` (the
+    /// default, and `mode=lease`, is leases).
+    ///
+    /// # Errors
+    ///
+    /// [`LockError::InvalidUrl`] for any other mode, naming both.
+    pub(crate) fn session_mode(&self, url: &str, session: &str) -> Result<bool, LockError> {
+        match self.mode.as_deref() {
+            None | Some("lease") => Ok(false),
+            Some(m) if m == session => Ok(true),
+            Some(other) => Err(LockError::invalid_url(
+                url,
+                format!("unknown mode `{other}`; use mode=lease (default) or mode={session}"),
+            )),
+        }
+    }
+}
+
 /// Splits lockkit's own parameters (`table=`, `mode=`) off a database URL; the rest
 /// goes to the database client untouched.
 ///

@@ -44,16 +44,7 @@ impl MySqlOptions {
                 LockError::invalid_url(url, "a MySQL URL starts with mysql:// or mariadb://")
             })?;
         let params = take_lockkit_params(&format!("mysql://{rest}"))?;
-        let session_mode = match params.mode.as_deref() {
-            None | Some("lease") => false,
-            Some("get_lock") => true,
-            Some(other) => {
-                return Err(LockError::invalid_url(
-                    url,
-                    format!("unknown mode `{other}`; use mode=lease (default) or mode=get_lock"),
-                ));
-            }
-        };
+        let session_mode = params.session_mode(url, "get_lock")?;
         let connect = MySqlConnectOptions::from_str(&params.client_url)
             .map_err(|e| LockError::invalid_url(url, redact_url(&e.to_string())))?;
         Ok(Self {

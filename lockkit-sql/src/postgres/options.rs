@@ -44,16 +44,7 @@ impl PgOptions {
             ));
         }
         let params = take_lockkit_params(url)?;
-        let session_mode = match params.mode.as_deref() {
-            None | Some("lease") => false,
-            Some("advisory") => true,
-            Some(other) => {
-                return Err(LockError::invalid_url(
-                    url,
-                    format!("unknown mode `{other}`; use mode=lease (default) or mode=advisory"),
-                ));
-            }
-        };
+        let session_mode = params.session_mode(url, "advisory")?;
         let connect = PgConnectOptions::from_str(&params.client_url)
             .map_err(|e| LockError::invalid_url(url, redact_url(&e.to_string())))?;
         Ok(Self {
