@@ -11,6 +11,7 @@
 #![cfg_attr(not(test), forbid(clippy::panic))]
 #![doc(test(attr(deny(warnings))))]
 
+mod batch;
 mod client;
 mod driver;
 mod error;
@@ -18,6 +19,7 @@ pub mod fence;
 pub mod mem;
 mod types;
 
+pub use batch::renew_in_batches;
 pub use client::{DEFAULT_WATCHDOG_TTL, LockGuard, LockRequest, Locker, LostReason};
 pub use driver::{
     AcquireRequest, Cancellation, Capabilities, ConnectFuture, DriverEntry, Grant, LockDriver,

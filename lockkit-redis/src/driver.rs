@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use lockkit_core::{
     AcquireRequest, Capabilities, FencingToken, Grant, LockDriver, LockError, LockKey, OwnerId,
-    Renewal, Result, WakeUp, async_trait,
+    Renewal, Result, WakeUp, async_trait, renew_in_batches,
 };
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use tokio::time::{Instant, sleep_until};
@@ -16,6 +16,10 @@ use super::scripts::Scripts;
 use super::wait::Subscriptions;
 
 const NAME: &str = "redis";
+
+/// Most locks renewed by one script call (bounds the script's run time, during
+/// which the server serves nobody else).
+const MAX_BATCH: usize = 500;
 
 /// Longest wait for a release message before trying again anyway (a lost message,
 /// a broken subscriber connection).
@@ -184,43 +188,21 @@ impl LockDriver for RedisDriver {
     }
 
     async fn extend_many(&self, renewals: &[Renewal]) -> Vec<Result<Instant>> {
-        let mut out: Vec<Option<Result<Instant>>> = renewals.iter().map(|_| None).collect();
-        let mut ttls: Vec<Duration> = renewals.iter().map(|r| r.ttl).collect();
-        ttls.sort();
-        ttls.dedup();
-        for ttl in ttls {
-            let idx: Vec<usize> = (0..renewals.len())
-                .filter(|&i| renewals[i].ttl == ttl)
-                .collect();
+        renew_in_batches(NAME, renewals, MAX_BATCH, |ttl, batch| async move {
             let mut invocation = self.scripts.extend_many.prepare_invoke();
             invocation.arg(ttl_ms(ttl));
-            for &i in &idx {
-                invocation.key(self.names(&renewals[i].key).lock);
-                invocation.arg(renewals[i].owner.to_hex());
+            for r in &batch {
+                invocation.key(self.names(&r.key).lock);
+                invocation.arg(r.owner.to_hex());
             }
-            let sent = Instant::now();
             let mut conn = self.conn.clone();
-            let result: std::result::Result<Vec<i64>, _> = invocation.invoke_async(&mut conn).await;
-            for (j, &i) in idx.iter().enumerate() {
-                out[i] = Some(match &result {
-                    Ok(flags) if flags.get(j) == Some(&1) => Ok(sent + ttl),
-                    Ok(_) => Err(LockError::lost(
-                        &renewals[i].key,
-                        "the lock key is gone or belongs to another owner",
-                    )),
-                    Err(e) => Err(LockError::Backend {
-                        driver: NAME,
-                        message: e.to_string(),
-                        source: None,
-                    }),
-                });
-            }
-        }
-        out.into_iter()
-            .map(|r| {
-                r.unwrap_or_else(|| Err(LockError::Config("BUG: renewal not attempted".into())))
-            })
-            .collect()
+            let flags: Vec<i64> = invocation
+                .invoke_async(&mut conn)
+                .await
+                .map_err(redis_error)?;
+            Ok(flags.into_iter().map(|f| f == 1).collect())
+        })
+        .await
     }
 
     async fn release(&self, key: &LockKey, owner: &OwnerId) -> Result<bool> {

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use lockkit_core::{
     AcquireRequest, Capabilities, FencingToken, Grant, LockDriver, LockError, LockKey, OwnerId,
-    Renewal, Result, WakeUp, async_trait,
+    Renewal, Result, WakeUp, async_trait, renew_in_batches,
 };
 use sqlx::AssertSqlSafe;
 use sqlx::postgres::{PgPool, PgPoolOptions};
@@ -186,8 +186,9 @@ impl LockDriver for PgDriver {
     }
 
     async fn extend_many(&self, renewals: &[Renewal]) -> Vec<Result<Instant>> {
-        renew::by_ttl(NAME, renewals, |ttl, batch| async move {
-            let (names, owners): (Vec<String>, Vec<String>) = batch.into_iter().unzip();
+        renew_in_batches(NAME, renewals, renew::MAX_BATCH, |ttl, batch| async move {
+            let names: Vec<&str> = batch.iter().map(|r| r.key.as_str()).collect();
+            let owners: Vec<String> = batch.iter().map(|r| r.owner.to_hex()).collect();
             let rows = sqlx::query_as::<_, (String, String)>(AssertSqlSafe(
                 self.statements.extend_many.clone(),
             ))
@@ -195,8 +196,9 @@ impl LockDriver for PgDriver {
             .bind(&names)
             .bind(&owners)
             .fetch_all(&self.pool)
-            .await?;
-            Ok(rows.into_iter().collect())
+            .await
+            .map_err(db_error)?;
+            Ok(renew::renewed_flags(&batch, rows))
         })
         .await
     }

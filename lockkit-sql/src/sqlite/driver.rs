@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use lockkit_core::{
     AcquireRequest, Capabilities, FencingToken, Grant, LockDriver, LockError, LockKey, OwnerId,
-    Renewal, Result, async_trait,
+    Renewal, Result, async_trait, renew_in_batches,
 };
 use sqlx::AssertSqlSafe;
 use sqlx::sqlite::{
@@ -203,16 +203,17 @@ impl LockDriver for SqliteDriver {
     }
 
     async fn extend_many(&self, renewals: &[Renewal]) -> Vec<Result<Instant>> {
-        renew::by_ttl(NAME, renewals, |ttl, batch| async move {
+        renew_in_batches(NAME, renewals, renew::MAX_BATCH, |ttl, batch| async move {
             let statement = sql::extend_many(&self.statements.table, batch.len());
             let now = monotonic_ms();
             let mut q = sqlx::query_as::<_, (String, String)>(AssertSqlSafe(statement))
                 .bind(now + ttl_ms(ttl))
                 .bind(now);
-            for (name, owner) in batch {
-                q = q.bind(name).bind(owner);
+            for r in &batch {
+                q = q.bind(r.key.as_str()).bind(r.owner.to_hex());
             }
-            Ok(q.fetch_all(&self.pool).await?.into_iter().collect())
+            let rows = q.fetch_all(&self.pool).await.map_err(db_error)?;
+            Ok(renew::renewed_flags(&batch, rows))
         })
         .await
     }
