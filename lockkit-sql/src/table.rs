@@ -37,6 +37,59 @@ pub(crate) struct UrlParams {
     pub(crate) mode: Option<String>,
 }
 
+/// lockkit's settings for a database server, beside the client's own connect
+/// options (shared by the PostgreSQL and MySQL options).
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+#[derive(Clone)]
+pub(crate) struct ServerSettings {
+    /// The URL with any password redacted (what `Debug` shows).
+    pub(crate) url: String,
+    /// The lease table.
+    pub(crate) table: String,
+    /// Session-bound locks instead of leases.
+    pub(crate) session_mode: bool,
+    /// The pool size, if set explicitly.
+    pub(crate) pool_size: Option<u32>,
+}
+
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+impl std::fmt::Debug for ServerSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerSettings")
+            .field("url", &self.url) // already redacted
+            .field("table", &self.table)
+            .field("session_mode", &self.session_mode)
+            .field("pool_size", &self.pool_size())
+            .finish()
+    }
+}
+
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+impl ServerSettings {
+    /// Settings from a URL whose lockkit parameters are `params`; `session` names
+    /// the session-bound mode (`advisory`, `get_lock`).
+    pub(crate) fn from_url(
+        url: &str,
+        params: &UrlParams,
+        session: &str,
+    ) -> Result<Self, LockError> {
+        Ok(Self {
+            url: lockkit_core::redact_url(url),
+            table: params.table.clone(),
+            session_mode: params.session_mode(url, session)?,
+            pool_size: None,
+        })
+    }
+
+    /// The pool size: as set, else 8 for leases and 32 for session-bound locks,
+    /// where every held lock keeps a connection.
+    pub(crate) fn pool_size(&self) -> u32 {
+        self.pool_size
+            .unwrap_or(if self.session_mode { 32 } else { 8 })
+    }
+}
+
+#[cfg(any(feature = "postgres", feature = "mysql"))]
 impl UrlParams {
     /// Whether `mode=` asks for the session-bound mode named `session` (the
     /// default, and `mode=lease`, is leases).

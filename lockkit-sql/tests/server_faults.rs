@@ -138,3 +138,31 @@ fn unknown_modes_are_invalid_urls_naming_the_choices() {
     assert!(err.to_string().contains("mode=get_lock"), "{err}");
     assert!(PgOptions::from_url("postgres://h/db?mode=lease").is_ok());
 }
+
+#[test]
+fn session_mode_chosen_after_parsing_gets_the_session_pool_size() {
+    let url = "postgres://h/db";
+    assert_eq!(PgOptions::from_url(url).unwrap().pool_size(), 8);
+    assert_eq!(
+        PgOptions::from_url(url).unwrap().advisory(true).pool_size(),
+        32
+    );
+    assert_eq!(
+        PgOptions::from_url(&format!("{url}?mode=advisory"))
+            .unwrap()
+            .pool_size(),
+        32
+    );
+    assert_eq!(
+        PgOptions::from_url(url)
+            .unwrap()
+            .advisory(true)
+            .max_connections(4)
+            .pool_size(),
+        4
+    );
+    let my = MySqlOptions::from_url("mysql://h/db")
+        .unwrap()
+        .get_lock(true);
+    assert_eq!(my.pool_size(), 32);
+}

@@ -38,7 +38,7 @@ fn ttl_us(ttl: Duration) -> i64 {
 /// Opens the connection pool.
 pub(super) async fn pool(options: &MySqlOptions) -> Result<MySqlPool> {
     MySqlPoolOptions::new()
-        .max_connections(options.max_connections)
+        .max_connections(options.settings.pool_size())
         .acquire_timeout(POOL_TIMEOUT)
         .connect_with(options.connect.clone())
         .await
@@ -79,7 +79,7 @@ impl MySqlDriver {
     /// [`LockError::Connection`] if the server cannot be reached or refuses us.
     pub async fn connect(options: MySqlOptions) -> Result<Self> {
         let pool = pool(&options).await?;
-        let t = &options.table;
+        let t = &options.settings.table;
         sqlx::query(AssertSqlSafe(sql::create_table(t)))
             .execute(&pool)
             .await

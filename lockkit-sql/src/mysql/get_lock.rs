@@ -136,7 +136,7 @@ impl SessionBackend for GetLock {
 /// Connects a `GET_LOCK`-mode driver.
 pub(super) async fn connect(options: MySqlOptions) -> lockkit_core::Result<SessionDriver<GetLock>> {
     let pool = pool(&options).await?;
-    let t = &options.table;
+    let t = &options.settings.table;
     sqlx::query(AssertSqlSafe(create_fences(t)))
         .execute(&pool)
         .await

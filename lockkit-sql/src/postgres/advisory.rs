@@ -138,7 +138,7 @@ impl SessionBackend for Advisory {
 /// Connects an advisory-mode driver.
 pub(super) async fn connect(options: PgOptions) -> lockkit_core::Result<SessionDriver<Advisory>> {
     let pool = pool(&options).await?;
-    let t = &options.table;
+    let t = &options.settings.table;
     migrate(&pool, &create_fences(t)).await?;
     let channel = channel(t);
     let wake = Arc::new(Notify::new());

@@ -44,7 +44,7 @@ fn ttl_ms(ttl: Duration) -> f64 {
 /// Opens the connection pool.
 pub(super) async fn pool(options: &PgOptions) -> Result<PgPool> {
     PgPoolOptions::new()
-        .max_connections(options.max_connections)
+        .max_connections(options.settings.pool_size())
         .acquire_timeout(POOL_TIMEOUT)
         .connect_with(options.connect.clone())
         .await
@@ -103,8 +103,8 @@ impl PgDriver {
     /// [`LockError::Connection`] if the server cannot be reached or refuses us.
     pub async fn connect(options: PgOptions) -> Result<Self> {
         let pool = pool(&options).await?;
-        migrate(&pool, &sql::create_table(&options.table)).await?;
-        let t = &options.table;
+        migrate(&pool, &sql::create_table(&options.settings.table)).await?;
+        let t = &options.settings.table;
         let channel = channel(t);
         let wake = Arc::new(Notify::new());
         let listener = listen::spawn(pool.clone(), channel.clone(), wake.clone());

@@ -75,7 +75,7 @@ fn connect_url(url: &str) -> ConnectFuture {
 ///
 /// [`lockkit_core::LockError::Connection`] if the server cannot be reached.
 pub async fn connect(options: PgOptions) -> lockkit_core::Result<Arc<dyn LockDriver>> {
-    if options.session_mode {
+    if options.settings.session_mode {
         return Ok(Arc::new(advisory::connect(options).await?));
     }
     Ok(Arc::new(PgDriver::connect(options).await?))

@@ -6,26 +6,20 @@ use std::str::FromStr;
 use lockkit_core::{LockError, redact_url};
 use sqlx::postgres::PgConnectOptions;
 
-use crate::table::{DEFAULT_TABLE, take_lockkit_params, validate_table};
+use crate::table::{DEFAULT_TABLE, ServerSettings, take_lockkit_params, validate_table};
 
 /// Settings for [`super::PgDriver`]. `Debug` never shows the password.
 #[derive(Clone)]
 pub struct PgOptions {
     pub(super) connect: PgConnectOptions,
-    pub(super) table: String,
-    pub(super) max_connections: u32,
-    pub(super) session_mode: bool,
-    shown: String,
+    pub(super) settings: ServerSettings,
 }
 
 impl fmt::Debug for PgOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PgOptions")
-            .field("url", &self.shown)
-            .field("table", &self.table)
-            .field("max_connections", &self.max_connections)
-            .field("session_mode", &self.session_mode)
-            .finish()
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
     }
 }
 
@@ -44,16 +38,10 @@ impl PgOptions {
             ));
         }
         let params = take_lockkit_params(url)?;
-        let session_mode = params.session_mode(url, "advisory")?;
+        let settings = ServerSettings::from_url(url, &params, "advisory")?;
         let connect = PgConnectOptions::from_str(&params.client_url)
             .map_err(|e| LockError::invalid_url(url, redact_url(&e.to_string())))?;
-        Ok(Self {
-            connect,
-            table: params.table,
-            max_connections: if session_mode { 32 } else { 8 },
-            session_mode,
-            shown: redact_url(url),
-        })
+        Ok(Self { connect, settings })
     }
 
     /// Uses the lease table `name` (letters, digits and `_`).
@@ -62,27 +50,33 @@ impl PgOptions {
     ///
     /// [`LockError::Config`] if `name` is not a plain SQL identifier.
     pub fn table(mut self, name: &str) -> Result<Self, LockError> {
-        self.table = validate_table(name)?;
+        self.settings.table = validate_table(name)?;
         Ok(self)
     }
 
     /// Session-bound advisory locks instead of leases (see the `session` docs in
     /// the README): no TTL, freed when the holding session ends.
     pub fn advisory(mut self, on: bool) -> Self {
-        self.session_mode = on;
+        self.settings.session_mode = on;
         self
     }
 
     /// The connection pool size (default 8; 32 in advisory mode, where every held
     /// lock keeps a connection), plus one listener connection.
     pub fn max_connections(mut self, n: u32) -> Self {
-        self.max_connections = n.max(1);
+        self.settings.pool_size = Some(n.max(1));
         self
+    }
+
+    /// The pool size this driver will open (see
+    /// [`max_connections`](Self::max_connections)).
+    pub fn pool_size(&self) -> u32 {
+        self.settings.pool_size()
     }
 
     /// The lease table's name.
     pub fn table_name(&self) -> &str {
-        &self.table
+        &self.settings.table
     }
 }
 
@@ -90,10 +84,12 @@ impl Default for PgOptions {
     fn default() -> Self {
         Self {
             connect: PgConnectOptions::new(),
-            table: DEFAULT_TABLE.to_string(),
-            max_connections: 8,
-            session_mode: false,
-            shown: "postgres://".into(),
+            settings: ServerSettings {
+                url: "postgres://".into(),
+                table: DEFAULT_TABLE.to_string(),
+                session_mode: false,
+                pool_size: None,
+            },
         }
     }
 }
