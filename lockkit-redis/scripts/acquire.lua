@@ -1,6 +1,10 @@
 -- Takes the lock if it is free or already ours (then refreshes the TTL and keeps
--- the token); bumps the per-key fencing counter for a new holder.
--- KEYS[1] lock, KEYS[2] fencing counter; ARGV[1] owner, ARGV[2] ttl ms.
+-- the token); bumps the per-key fencing counter for a new holder. A waiting caller
+-- that finds the lock held joins the waiters (or refreshes its entry there), so a
+-- release wakes it and only it.
+-- KEYS[1] lock, KEYS[2] fencing counter, KEYS[3] waiters.
+-- ARGV[1] owner, ARGV[2] ttl ms, ARGV[3] waiter entry ('' when not waiting),
+-- ARGV[4] waiter entry lifetime ms.
 -- Returns {1, token} when held by us, {0, pttl} when held by another owner.
 local current = redis.call('GET', KEYS[1])
 if current then
@@ -9,8 +13,17 @@ if current then
     redis.call('PEXPIRE', KEYS[1], ARGV[2])
     return {1, tonumber(string.sub(current, sep + 1))}
   end
+  if ARGV[3] ~= '' then
+    local t = redis.call('TIME')
+    local expires = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[4])
+    redis.call('ZADD', KEYS[3], expires, ARGV[3])
+    redis.call('PEXPIRE', KEYS[3], ARGV[4])
+  end
   return {0, redis.call('PTTL', KEYS[1])}
 end
 local token = redis.call('INCR', KEYS[2])
 redis.call('SET', KEYS[1], ARGV[1] .. ':' .. token, 'PX', ARGV[2])
+if ARGV[3] ~= '' then
+  redis.call('ZREM', KEYS[3], ARGV[3])
+end
 return {1, token}

@@ -1,5 +1,7 @@
--- Deletes the lock whoever holds it (operator break-glass), then tells waiters.
--- KEYS[1] lock, KEYS[2] release channel. Returns 1 if there was a holder.
+-- Deletes the lock whoever holds it (operator break-glass), then wakes one waiter
+-- (wake_next.lua).
+-- KEYS[1] lock, KEYS[2] waiters; ARGV[1] wake channel prefix.
+-- Returns 1 if there was a holder.
 local deleted = redis.call('DEL', KEYS[1])
-redis.call('PUBLISH', KEYS[2], '1')
+wake_next(KEYS[2], ARGV[1])
 return deleted

@@ -1,9 +1,10 @@
--- Deletes the lock only if it is ours, then tells waiters.
--- KEYS[1] lock, KEYS[2] release channel; ARGV[1] owner. Returns 1 if released.
+-- Deletes the lock only if it is ours, then wakes one waiter (wake_next.lua).
+-- KEYS[1] lock, KEYS[2] waiters; ARGV[1] owner, ARGV[2] wake channel prefix.
+-- Returns 1 if released.
 local current = redis.call('GET', KEYS[1])
 if current and string.sub(current, 1, #ARGV[1] + 1) == ARGV[1] .. ':' then
   redis.call('DEL', KEYS[1])
-  redis.call('PUBLISH', KEYS[2], '1')
+  wake_next(KEYS[2], ARGV[2])
   return 1
 end
 return 0

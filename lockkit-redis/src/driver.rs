@@ -1,19 +1,22 @@
-//! [`RedisDriver`]: single-instance Redis.
+//! [`RedisDriver`]: a single Redis server or a Redis Cluster.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::future::join_all;
 use lockkit_core::{
     AcquireRequest, Capabilities, FencingToken, Grant, LockDriver, LockError, LockKey, OwnerId,
-    Renewal, Result, WakeUp, async_trait, renew_in_batches,
+    Renewal, Result, Wait, WakeUp, async_trait, renew_in_batches,
 };
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::cluster_routing::Slot;
 use tokio::time::{Instant, sleep_until};
 
-use super::keys::{Names, names};
-use super::options::RedisOptions;
+use super::connection::Conn;
+use super::keys::{Names, names, wake_prefix};
+use super::options::{RedisOptions, WakeMode};
 use super::scripts::Scripts;
-use super::wait::Subscriptions;
+use super::wait::{Subscriptions, Waiter};
 
 const NAME: &str = "redis";
 
@@ -21,11 +24,19 @@ const NAME: &str = "redis";
 /// which the server serves nobody else).
 const MAX_BATCH: usize = 500;
 
-/// Longest wait for a release message before trying again anyway (a lost message,
-/// a broken subscriber connection).
-const POLL_FALLBACK: Duration = Duration::from_millis(500);
+/// With wake-ups working, the longest a waiter waits before trying again anyway
+/// (a lost message), which also refreshes its waiters entry.
+const NOTIFY_FALLBACK: Duration = Duration::from_secs(1);
 
-fn redis_error(e: redis::RedisError) -> LockError {
+/// How long a waiters entry lives without a refresh: a waiter that died is skipped
+/// by releases after this.
+const ENTRY_LIFETIME: Duration = Duration::from_secs(3);
+
+/// Polling (no wake-ups, or the subscriber is reconnecting): first and longest delay.
+const POLL_FIRST: Duration = Duration::from_millis(2);
+const POLL_MAX: Duration = Duration::from_millis(50);
+
+pub(crate) fn redis_error(e: redis::RedisError) -> LockError {
     if e.is_io_error() || e.is_connection_dropped() || e.is_connection_refusal() || e.is_timeout() {
         LockError::connection(NAME, e)
     } else {
@@ -33,17 +44,20 @@ fn redis_error(e: redis::RedisError) -> LockError {
     }
 }
 
-fn ttl_ms(ttl: Duration) -> u64 {
+pub(crate) fn ttl_ms(ttl: Duration) -> u64 {
     u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX / 2)
 }
 
-/// The single-instance Redis driver. See the [crate docs](crate).
+/// The Redis driver for a single server or a Redis Cluster. See the
+/// [crate docs](crate).
 #[derive(Debug, Clone)]
 pub struct RedisDriver {
-    conn: ConnectionManager,
+    conn: Conn,
     scripts: Arc<Scripts>,
-    subs: Arc<Subscriptions>,
+    /// `None` in [`WakeMode::Poll`].
+    subs: Option<Arc<Subscriptions>>,
     prefix: Arc<str>,
+    wake_prefix: Arc<str>,
 }
 
 enum Attempt {
@@ -52,21 +66,15 @@ enum Attempt {
 }
 
 impl RedisDriver {
-    /// Connects (with automatic reconnection) and starts the release subscriber.
+    /// Connects (with automatic reconnection; to the cluster if the URL names one
+    /// or the server is a cluster node) and subscribes to this driver's wake
+    /// channel.
     ///
     /// # Errors
     ///
     /// [`LockError::Connection`] if the server cannot be reached.
     pub async fn connect(options: RedisOptions) -> Result<Self> {
-        let client = redis::Client::open(options.client_url.as_str()).map_err(redis_error)?;
-        // Bounded: a dead server is reported within seconds, not after a long backoff;
-        // later reconnects happen on use.
-        let config = ConnectionManagerConfig::new()
-            .set_number_of_retries(2)
-            .set_max_delay(Duration::from_millis(500))
-            .set_connection_timeout(Some(Duration::from_secs(2)))
-            .set_response_timeout(Some(Duration::from_secs(5)));
-        let conn = ConnectionManager::new_with_config(client.clone(), config)
+        let conn = Conn::connect(&options)
             .await
             .map_err(|e| LockError::Connection {
                 driver: NAME,
@@ -76,20 +84,47 @@ impl RedisDriver {
                 ),
                 source: Some(Box::new(e)),
             })?;
-        let subs = Subscriptions::connect(&client).await.map_err(redis_error)?;
+        let wake_prefix = wake_prefix(&options.prefix);
+        let subs = match options.wake {
+            WakeMode::Poll => None,
+            WakeMode::Notify => {
+                let clients = options
+                    .nodes
+                    .iter()
+                    .map(|n| redis::Client::open(n.as_str()))
+                    .collect::<redis::RedisResult<Vec<_>>>()
+                    .map_err(redis_error)?;
+                Some(
+                    Subscriptions::connect(clients, &wake_prefix)
+                        .await
+                        .map_err(redis_error)?,
+                )
+            }
+        };
         Ok(Self {
             conn,
             scripts: Arc::new(Scripts::new()),
             subs,
             prefix: options.prefix.into(),
+            wake_prefix: wake_prefix.into(),
         })
+    }
+
+    /// Whether this driver talks to a Redis Cluster.
+    pub fn is_cluster(&self) -> bool {
+        self.conn.is_cluster()
     }
 
     fn names(&self, key: &LockKey) -> Names {
         names(&self.prefix, key)
     }
 
-    async fn attempt(&self, req: &AcquireRequest, n: &Names) -> Result<Attempt> {
+    async fn attempt(
+        &self,
+        req: &AcquireRequest,
+        n: &Names,
+        waiter: Option<&Waiter>,
+    ) -> Result<Attempt> {
         let sent = Instant::now();
         let mut conn = self.conn.clone();
         let (held, value): (i64, i64) = self
@@ -97,8 +132,11 @@ impl RedisDriver {
             .acquire
             .key(&n.lock)
             .key(&n.fence)
+            .key(&n.waiters)
             .arg(req.owner.to_hex())
             .arg(ttl_ms(req.ttl))
+            .arg(waiter.map_or("", |w| w.entry.as_str()))
+            .arg(ttl_ms(ENTRY_LIFETIME))
             .invoke_async(&mut conn)
             .await
             .map_err(redis_error)?;
@@ -113,6 +151,41 @@ impl RedisDriver {
         }
         Ok(Attempt::Busy { pttl_ms: value })
     }
+
+    /// A waiter gives up: drops its entry and passes on a wake-up it may have
+    /// taken. Best effort: an entry left behind expires after [`ENTRY_LIFETIME`].
+    async fn leave(&self, n: &Names, waiter: Option<&Waiter>) {
+        let Some(waiter) = waiter else { return };
+        let mut conn = self.conn.clone();
+        let left: redis::RedisResult<i64> = self
+            .scripts
+            .leave
+            .key(&n.lock)
+            .key(&n.waiters)
+            .arg(&waiter.entry)
+            .arg(&*self.wake_prefix)
+            .invoke_async(&mut conn)
+            .await;
+        if let Err(e) = left {
+            tracing::debug!(error = %e, "could not remove a waiters entry; it will expire");
+        }
+    }
+
+    /// Renews holds that all live in one hash slot, with one script call.
+    async fn renew_slot(&self, ttl: Duration, batch: &[Renewal]) -> Result<Vec<bool>> {
+        let mut invocation = self.scripts.extend_many.prepare_invoke();
+        invocation.arg(ttl_ms(ttl));
+        for r in batch {
+            invocation.key(self.names(&r.key).lock);
+            invocation.arg(r.owner.to_hex());
+        }
+        let mut conn = self.conn.clone();
+        let flags: Vec<i64> = invocation
+            .invoke_async(&mut conn)
+            .await
+            .map_err(redis_error)?;
+        Ok(flags.into_iter().map(|f| f == 1).collect())
+    }
 }
 
 #[async_trait]
@@ -122,45 +195,66 @@ impl LockDriver for RedisDriver {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities::baseline().with_wake_up(WakeUp::Notify)
+        Capabilities::baseline().with_wake_up(if self.subs.is_some() {
+            WakeUp::Notify
+        } else {
+            WakeUp::Poll
+        })
     }
 
     async fn acquire(&self, req: &AcquireRequest) -> Result<Grant> {
         let started = Instant::now();
         let n = self.names(&req.key);
-        // First try without subscribing: the uncontended path is one round trip.
-        if let Attempt::Granted(g) = self.attempt(req, &n).await? {
-            return Ok(g);
-        }
-        req.keep_waiting(started)?;
-        // Subscribe before retrying, so a release in between is not missed.
-        let watch = self.subs.watch(&n.channel).await.ok();
+        // A waiting request registers before its first attempt, so the attempt that
+        // finds the lock held also queues it, and a release right after wakes it.
+        let waiter = match (req.wait, &self.subs) {
+            (Wait::NoWait, _) | (_, None) => None,
+            (_, Some(subs)) => Some(subs.waiter()),
+        };
+        let mut poll = POLL_FIRST;
         loop {
-            let woken = watch.as_ref().map(|w| w.notify.notified());
-            tokio::pin!(woken);
-            if let Some(w) = woken.as_mut().as_pin_mut() {
-                w.enable();
-            }
-            let pttl_ms = match self.attempt(req, &n).await? {
-                Attempt::Granted(g) => return Ok(g),
-                Attempt::Busy { pttl_ms } => pttl_ms,
+            let attempt = self.attempt(req, &n, waiter.as_ref()).await;
+            let pttl_ms = match attempt {
+                Ok(Attempt::Granted(g)) => return Ok(g),
+                Ok(Attempt::Busy { pttl_ms }) => pttl_ms,
+                Err(e) => {
+                    self.leave(&n, waiter.as_ref()).await;
+                    return Err(e);
+                }
             };
-            let give_up = req.keep_waiting(started)?;
-            // Wake at the holder's expiry at the latest (plus jitter), and never
-            // later than the fallback poll.
-            let jitter = Duration::from_millis(fastrand::u64(0..20));
+            let give_up = match req.keep_waiting(started) {
+                Ok(until) => until,
+                Err(e) => {
+                    self.leave(&n, waiter.as_ref()).await;
+                    return Err(e);
+                }
+            };
+            let notified = self.subs.as_ref().is_some_and(|s| s.is_live());
+            let fallback = if notified {
+                NOTIFY_FALLBACK
+            } else {
+                let d = poll;
+                poll = (poll * 2).min(POLL_MAX);
+                d
+            };
+            // Wake at the holder's expiry at the latest (nobody publishes when a
+            // lease runs out), plus jitter so waiters do not all retry at once.
             let expiry = Duration::from_millis(u64::try_from(pttl_ms.max(1)).unwrap_or(1));
-            let retry = Instant::now() + expiry.min(POLL_FALLBACK) + jitter;
+            let jitter = Duration::from_micros(fastrand::u64(0..=fallback.as_micros() as u64 / 4));
+            let retry = Instant::now() + expiry.min(fallback) + jitter;
             let until = give_up.map_or(retry, |d| d.min(retry));
             tokio::select! {
                 _ = async {
-                    match woken.as_mut().as_pin_mut() {
-                        Some(w) => w.await,
+                    match &waiter {
+                        Some(w) => w.notify.notified().await,
                         None => std::future::pending().await,
                     }
                 } => {}
                 _ = sleep_until(until) => {}
-                _ = req.cancel.cancelled() => return Err(req.cancelled()),
+                _ = req.cancel.cancelled() => {
+                    self.leave(&n, waiter.as_ref()).await;
+                    return Err(req.cancelled());
+                }
             }
         }
     }
@@ -189,18 +283,31 @@ impl LockDriver for RedisDriver {
 
     async fn extend_many(&self, renewals: &[Renewal]) -> Vec<Result<Instant>> {
         renew_in_batches(NAME, renewals, MAX_BATCH, |ttl, batch| async move {
-            let mut invocation = self.scripts.extend_many.prepare_invoke();
-            invocation.arg(ttl_ms(ttl));
-            for r in &batch {
-                invocation.key(self.names(&r.key).lock);
-                invocation.arg(r.owner.to_hex());
+            if !self.conn.is_cluster() {
+                return self.renew_slot(ttl, &batch).await;
             }
-            let mut conn = self.conn.clone();
-            let flags: Vec<i64> = invocation
-                .invoke_async(&mut conn)
-                .await
-                .map_err(redis_error)?;
-            Ok(flags.into_iter().map(|f| f == 1).collect())
+            // A script may only touch one slot: one call per slot, all sent at
+            // once, so each node's connection carries them as one pipeline.
+            let mut by_slot: HashMap<Slot, Vec<usize>> = HashMap::new();
+            for (i, r) in batch.iter().enumerate() {
+                by_slot
+                    .entry(Slot::for_key(self.names(&r.key).lock))
+                    .or_default()
+                    .push(i);
+            }
+            let groups: Vec<Vec<usize>> = by_slot.into_values().collect();
+            let answers = join_all(groups.iter().map(|idx| {
+                let part: Vec<Renewal> = idx.iter().map(|&i| batch[i].clone()).collect();
+                async move { self.renew_slot(ttl, &part).await }
+            }))
+            .await;
+            let mut renewed = vec![false; batch.len()];
+            for (idx, answer) in groups.iter().zip(answers) {
+                for (&i, ok) in idx.iter().zip(answer?) {
+                    renewed[i] = ok;
+                }
+            }
+            Ok(renewed)
         })
         .await
     }
@@ -212,8 +319,9 @@ impl LockDriver for RedisDriver {
             .scripts
             .release
             .key(&n.lock)
-            .key(&n.channel)
+            .key(&n.waiters)
             .arg(owner.to_hex())
+            .arg(&*self.wake_prefix)
             .invoke_async(&mut conn)
             .await
             .map_err(redis_error)?;
@@ -227,7 +335,8 @@ impl LockDriver for RedisDriver {
             .scripts
             .force_release
             .key(&n.lock)
-            .key(&n.channel)
+            .key(&n.waiters)
+            .arg(&*self.wake_prefix)
             .invoke_async(&mut conn)
             .await
             .map_err(redis_error)?;

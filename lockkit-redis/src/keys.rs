@@ -2,12 +2,16 @@
 
 use lockkit_core::LockKey;
 
-/// The three Redis names of one lock, sharing the hash tag `{K}`.
+/// The Redis names of one lock, sharing the hash tag `{K}` so that in a cluster
+/// they live in one slot and one script can touch them all.
 #[derive(Debug, Clone)]
 pub(crate) struct Names {
+    /// `<prefix>:{K}:lock`: `<owner>:<token>` with a `PX` TTL.
     pub(crate) lock: String,
+    /// `<prefix>:{K}:fence`: the fencing counter, never expired.
     pub(crate) fence: String,
-    pub(crate) channel: String,
+    /// `<prefix>:{K}:waiters`: who waits, scored by entry expiry.
+    pub(crate) waiters: String,
 }
 
 pub(crate) fn names(prefix: &str, key: &LockKey) -> Names {
@@ -15,8 +19,14 @@ pub(crate) fn names(prefix: &str, key: &LockKey) -> Names {
     Names {
         lock: format!("{base}:lock"),
         fence: format!("{base}:fence"),
-        channel: format!("{base}:released"),
+        waiters: format!("{base}:waiters"),
     }
+}
+
+/// The prefix of every driver's wake channel: `<prefix>:wake:`; a driver listens on
+/// that plus its own id.
+pub(crate) fn wake_prefix(prefix: &str) -> String {
+    format!("{prefix}:wake:")
 }
 
 #[cfg(test)]
@@ -34,6 +44,6 @@ mod tests {
             s[open + 1..close].to_string()
         };
         assert_eq!(tag(&n.lock), tag(&n.fence));
-        assert_eq!(tag(&n.lock), tag(&n.channel));
+        assert_eq!(tag(&n.lock), tag(&n.waiters));
     }
 }

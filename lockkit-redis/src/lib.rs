@@ -1,25 +1,48 @@
 //! The Redis driver for lockkit. Not for direct use; see the `lockkit` crate.
 //!
-//! `redis://[user:password@]host:port[/db][?prefix=NAME]` (and `rediss://` for
-//! TLS once the `tls` feature lands). Single instance so far; Redlock and Cluster
-//! are the next steps.
+//! | URL | topology |
+//! |---|---|
+//! | `redis://[user:password@]host:port[/db]` | one server (a cluster node is detected, and the cluster used) |
+//! | `rediss://…` | the same over TLS |
+//! | `redis-cluster://[user:password@]host:port,host:port…` | Redis Cluster through these seeds |
+//!
+//! Options: `?prefix=NAME` (default `lockkit`), `?wake=notify|poll` (see
+//! [`WakeMode`]).
 //!
 //! # Mapping
 //!
-//! A lock `K` uses three keys sharing the hash tag `{K}` (so they stay together in
-//! a cluster): `<prefix>:{K}:lock` holds `<owner>:<token>` with a `PX` TTL,
-//! `<prefix>:{K}:fence` is the fencing counter (`INCR`ed by the acquiring script,
-//! never expired), and `<prefix>:{K}:released` is the pub/sub channel a release
-//! publishes on. The default prefix is `lockkit`.
+//! A lock `K` uses three keys sharing the hash tag `{K}`, so that in a cluster they
+//! live in one slot and one script can touch them all:
+//!
+//! - `<prefix>:{K}:lock` holds `<owner>:<token>` with a `PX` TTL;
+//! - `<prefix>:{K}:fence` is the fencing counter (`INCR`ed by the acquiring script,
+//!   never expired);
+//! - `<prefix>:{K}:waiters` is a sorted set of waiting acquires, scored by when
+//!   their entry expires (it expires as a whole when nobody waits).
+//!
+//! Each driver listens on its own channel `<prefix>:wake:<driver id>`.
+//!
+//! # Waiting
+//!
+//! A waiting acquire's first attempt both tries the lock and, if it is held, puts
+//! the waiter in `waiters` — one round trip. A release deletes the lock and
+//! publishes to the driver of the oldest live waiter only, naming that waiter: one
+//! release wakes one waiter in one process, never a herd. Waiters are not served
+//! in strict FIFO order (a new `try_lock` may take a free lock before the woken
+//! waiter), so the driver does not claim `fair`. A waiter retries anyway after 1 s
+//! (a lost message) or at the holder's expiry (nobody publishes when a lease runs
+//! out), and polls with backoff while the wake-up connection is down or with
+//! `?wake=poll`. A waiter that dies is skipped after its entry's 3 s lifetime.
 //!
 //! # Guarantees and limits
 //!
 //! - Acquire, extend and release are each one Lua script (atomic on the server),
 //!   one per file under `scripts/`, sent with EVALSHA (reloaded on NOSCRIPT).
-//! - Waiters subscribe to the key's channel *before* they retry, and fall back to
-//!   polling (at most every 500 ms, or at the holder's expiry) if a message is lost;
-//!   one message wakes one waiter per process.
-//! - A watchdog round renews all of a driver's locks in one script call.
+//! - A watchdog round renews all of a driver's locks in one script call on a single
+//!   server; on a cluster, one call per hash slot, sent together so that each
+//!   node's connection carries them as one pipeline.
+//! - In a cluster, the connection follows MOVED/ASK redirects and refreshes its
+//!   slot map, so locking keeps working while slots migrate.
 //! - **Durability:** without `appendonly yes` + `appendfsync always`, a Redis
 //!   restart loses held locks *and fencing counters*: a counter that restarts from
 //!   zero hands out tokens a protected resource has already seen, which it must then
@@ -27,6 +50,7 @@
 //!   asynchronous replica, the replica may not have the lock yet, so two clients can
 //!   hold it at once; fencing tokens checked by the resource are the defence.
 
+mod connection;
 mod driver;
 mod keys;
 mod options;
@@ -34,14 +58,19 @@ mod scripts;
 mod wait;
 
 pub use driver::RedisDriver;
-pub use options::RedisOptions;
+pub use options::{RedisOptions, WakeMode};
 
 use std::sync::Arc;
 
 use lockkit_core::{ConnectFuture, DriverEntry, LockDriver};
 
 /// How the `lockkit` facade finds this driver.
-pub const DRIVER: DriverEntry = DriverEntry::new("redis", &["redis"], "redis", connect);
+pub const DRIVER: DriverEntry = DriverEntry::new(
+    "redis",
+    &["redis", "rediss", "redis-cluster", "rediss-cluster"],
+    "redis",
+    connect,
+);
 
 fn connect(url: &str) -> ConnectFuture {
     let options = RedisOptions::from_url(url);

@@ -1,14 +1,55 @@
-//! [`RedisOptions`]: which server, and under which key prefix.
+//! [`RedisOptions`]: which server or cluster, under which key prefix, and how
+//! waiters are woken.
 
 use std::fmt;
 
 use lockkit_core::{LockError, redact_url};
 
+/// Single server, or Redis Cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Topology {
+    /// `redis://`: a single server, unless it turns out to be a cluster node (then
+    /// the driver switches to [`Topology::Cluster`] with it as the seed).
+    Detect,
+    /// `redis-cluster://`: a Redis Cluster, reached through these seed nodes.
+    Cluster,
+}
+
+/// How waiters learn of a release.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum WakeMode {
+    /// A release wakes exactly one waiter through its driver's pub/sub channel,
+    /// with a polling fallback (the default; `?wake=notify`).
+    Notify,
+    /// Waiters only poll, with jittered backoff from 2 ms to 50 ms (`?wake=poll`):
+    /// the baseline the benchmarks compare against, or for servers where pub/sub is
+    /// disabled.
+    Poll,
+}
+
 /// Settings for [`super::RedisDriver`]. `Debug` never shows the password.
+///
+/// # Examples
+///
+/// ```
+/// use lockkit_redis::RedisOptions;
+///
+/// let single = RedisOptions::from_url("redis://:secret@127.0.0.1:6379/0?prefix=app")?;
+/// assert_eq!(single.prefix(), "app");
+/// assert!(!format!("{single:?}").contains("secret"));
+///
+/// let cluster = RedisOptions::from_url("redis-cluster://10.0.0.1:7000,10.0.0.2:7000")?;
+/// assert!(cluster.is_cluster());
+/// # Ok::<(), lockkit_core::LockError>(())
+/// ```
 #[derive(Clone)]
 pub struct RedisOptions {
-    pub(crate) client_url: String,
+    /// One `redis://` (or `rediss://`) URL per node: the server, or the seeds.
+    pub(crate) nodes: Vec<String>,
+    pub(crate) topology: Topology,
     pub(crate) prefix: String,
+    pub(crate) wake: WakeMode,
     shown: String,
 }
 
@@ -16,51 +57,102 @@ impl fmt::Debug for RedisOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RedisOptions")
             .field("url", &self.shown)
+            .field("topology", &self.topology)
             .field("prefix", &self.prefix)
+            .field("wake", &self.wake)
             .finish()
     }
 }
 
 impl RedisOptions {
-    /// Parses `redis://[user:password@]host:port[/db][?prefix=NAME]`.
+    /// Parses a Redis URL:
+    ///
+    /// - `redis://[user:password@]host:port[/db]`, `rediss://…` (TLS): one server. If
+    ///   it is a cluster node, the driver detects that and uses the cluster.
+    /// - `redis-cluster://[user:password@]host:port[,host:port…]`,
+    ///   `rediss-cluster://…`: a Redis Cluster, through these seed nodes.
+    ///
+    /// Query options: `prefix=NAME` (key prefix, default `lockkit`; no braces),
+    /// `wake=notify|poll` (see [`WakeMode`]).
     ///
     /// # Errors
     ///
     /// [`LockError::InvalidUrl`] naming what is wrong (the password redacted).
     pub fn from_url(url: &str) -> Result<Self, LockError> {
-        if !url.starts_with("redis://") {
-            return Err(LockError::invalid_url(
-                url,
-                "a Redis URL starts with redis://",
-            ));
-        }
-        let (base, query) = url.split_once('?').unwrap_or((url, ""));
+        let bad = |why: &str| LockError::invalid_url(url, why);
+        let (scheme, rest) = url.split_once("://").ok_or_else(|| {
+            bad("a Redis URL looks like redis://host:port or redis-cluster://host:port,host:port")
+        })?;
+        let (node_scheme, topology) = match scheme {
+            "redis" => ("redis", Topology::Detect),
+            "rediss" => ("rediss", Topology::Detect),
+            "redis-cluster" => ("redis", Topology::Cluster),
+            "rediss-cluster" => ("rediss", Topology::Cluster),
+            _ => {
+                return Err(bad(
+                    "the scheme must be redis, rediss, redis-cluster or rediss-cluster",
+                ));
+            }
+        };
+        let (base, query) = rest.split_once('?').unwrap_or((rest, ""));
         let mut prefix = "lockkit".to_string();
-        let mut rest = Vec::new();
+        let mut wake = WakeMode::Notify;
+        let mut passthrough = Vec::new();
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             match pair.split_once('=') {
                 Some(("prefix", v)) if !v.is_empty() && !v.contains(['{', '}']) => {
-                    prefix = v.to_string()
+                    prefix = v.to_string();
                 }
                 Some(("prefix", _)) => {
-                    return Err(LockError::invalid_url(
-                        url,
-                        "prefix must be non-empty and contain no braces",
-                    ));
+                    return Err(bad("prefix must be non-empty and contain no braces"));
                 }
-                _ => rest.push(pair),
+                Some(("wake", "notify")) => wake = WakeMode::Notify,
+                Some(("wake", "poll")) => wake = WakeMode::Poll,
+                Some(("wake", _)) => return Err(bad("wake must be notify or poll")),
+                _ => passthrough.push(pair),
             }
         }
-        let client_url = if rest.is_empty() {
-            base.to_string()
+        let query = if passthrough.is_empty() {
+            String::new()
         } else {
-            format!("{base}?{}", rest.join("&"))
+            format!("?{}", passthrough.join("&"))
         };
-        redis::Client::open(client_url.as_str())
-            .map_err(|e| LockError::invalid_url(url, redact_url(&e.to_string())))?;
+        let (userinfo, hosts) = match base.rsplit_once('@') {
+            Some((u, h)) => (format!("{u}@"), h),
+            None => (String::new(), base),
+        };
+        let nodes: Vec<String> = if topology == Topology::Cluster {
+            let (hosts, db) = hosts.split_once('/').unwrap_or((hosts, ""));
+            if !db.is_empty() {
+                return Err(bad("a cluster has only database 0: remove the /db path"));
+            }
+            hosts
+                .split(',')
+                .map(|h| {
+                    if h.is_empty() {
+                        Err(bad("an empty host in the seed list"))
+                    } else {
+                        Ok(format!("{node_scheme}://{userinfo}{h}{query}"))
+                    }
+                })
+                .collect::<Result<_, _>>()?
+        } else {
+            if hosts.contains(',') {
+                return Err(bad(
+                    "several hosts: use redis-cluster:// for a cluster or redlock:// for Redlock",
+                ));
+            }
+            vec![format!("{node_scheme}://{userinfo}{hosts}{query}")]
+        };
+        for node in &nodes {
+            redis::Client::open(node.as_str())
+                .map_err(|e| LockError::invalid_url(url, redact_url(&e.to_string())))?;
+        }
         Ok(Self {
-            client_url,
+            nodes,
+            topology,
             prefix,
+            wake,
             shown: redact_url(url),
         })
     }
@@ -68,5 +160,66 @@ impl RedisOptions {
     /// The key prefix (default `lockkit`).
     pub fn prefix(&self) -> &str {
         &self.prefix
+    }
+
+    /// Whether the URL named a cluster (`redis-cluster://`). A `redis://` URL that
+    /// reaches a cluster node is detected at connect time instead.
+    pub fn is_cluster(&self) -> bool {
+        self.topology == Topology::Cluster
+    }
+
+    /// How waiters are woken.
+    pub fn wake(&self) -> WakeMode {
+        self.wake
+    }
+
+    /// Wakes waiters as `wake` says.
+    pub fn with_wake(mut self, wake: WakeMode) -> Self {
+        self.wake = wake;
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cluster_seeds_each_get_the_credentials_and_options() {
+        let o = RedisOptions::from_url("redis-cluster://u:pw@h1:1,h2:2?prefix=p&protocol=resp3")
+            .unwrap();
+        assert_eq!(
+            o.nodes,
+            [
+                "redis://u:pw@h1:1?protocol=resp3",
+                "redis://u:pw@h2:2?protocol=resp3"
+            ]
+        );
+        assert_eq!(o.prefix(), "p");
+        assert!(!format!("{o:?}").contains("pw"));
+    }
+
+    #[test]
+    fn bad_urls_get_typed_errors_without_the_password() {
+        for url in [
+            "redis://:hunter2@h1:1,h2:2",
+            "redis-cluster://:hunter2@h1:1,,h2:2",
+            "redis-cluster://:hunter2@h1:1/3",
+            "redis://:hunter2@h:1?prefix={x}",
+            "redis://:hunter2@h:1?wake=sometimes",
+            "memcache://:hunter2@h:1",
+        ] {
+            let e = RedisOptions::from_url(url).unwrap_err();
+            assert!(matches!(e, LockError::InvalidUrl { .. }), "{url}: {e:?}");
+            assert!(!e.to_string().contains("hunter2"), "{e}");
+            assert!(!format!("{e:?}").contains("hunter2"), "{e:?}");
+        }
+    }
+
+    #[test]
+    fn wake_mode_is_parsed() {
+        let o = RedisOptions::from_url("redis://h:1?wake=poll").unwrap();
+        assert_eq!(o.wake(), WakeMode::Poll);
+        assert_eq!(o.nodes, ["redis://h:1"]);
     }
 }

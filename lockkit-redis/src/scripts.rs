@@ -1,6 +1,20 @@
 //! The Lua scripts, one per file under `scripts/`, sent with EVALSHA.
+//!
+//! `wake_next.lua` is not a script of its own: it defines the local function that
+//! release, force-release and leave share to wake exactly one waiter, and is
+//! prepended to each of them here.
 
 use redis::Script;
+
+/// Prepends the shared `wake_next` function to a script file.
+macro_rules! with_wake_next {
+    ($file:literal) => {
+        concat!(
+            include_str!("../scripts/wake_next.lua"),
+            include_str!(concat!("../scripts/", $file))
+        )
+    };
+}
 
 /// Every script this driver runs, loaded once.
 #[derive(Debug)]
@@ -10,6 +24,7 @@ pub(crate) struct Scripts {
     pub(crate) extend_many: Script,
     pub(crate) release: Script,
     pub(crate) force_release: Script,
+    pub(crate) leave: Script,
 }
 
 impl Scripts {
@@ -18,8 +33,9 @@ impl Scripts {
             acquire: Script::new(include_str!("../scripts/acquire.lua")),
             extend: Script::new(include_str!("../scripts/extend.lua")),
             extend_many: Script::new(include_str!("../scripts/extend_many.lua")),
-            release: Script::new(include_str!("../scripts/release.lua")),
-            force_release: Script::new(include_str!("../scripts/force_release.lua")),
+            release: Script::new(with_wake_next!("release.lua")),
+            force_release: Script::new(with_wake_next!("force_release.lua")),
+            leave: Script::new(with_wake_next!("leave.lua")),
         }
     }
 }

@@ -1,21 +1,33 @@
-//! Release notifications: one pub/sub connection per driver, subscribed to the
-//! channels of keys that have waiters in this process.
+//! Wake-ups: one pub/sub connection per driver, subscribed (once, at connect) to
+//! the driver's own wake channel.
+//!
+//! A waiting acquire registers a [`Waiter`] here *before* its attempt, and the
+//! attempt puts `"<driver id>:<waiter id>"` in the lock's waiters set on the
+//! server. A release pops the oldest live entry and publishes the waiter id on that
+//! driver's channel only, so one release wakes one waiter in one process — no herd,
+//! and no SUBSCRIBE/UNSUBSCRIBE per wait. If the subscriber connection drops, it
+//! reconnects with backoff and then wakes every waiter (they may have missed a
+//! message); in between, waiters fall back to polling.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use futures_util::StreamExt;
-use redis::aio::PubSubSink;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
-type Channels = Arc<Mutex<HashMap<String, (Arc<Notify>, usize)>>>;
+type Routes = Arc<Mutex<HashMap<u64, Arc<Notify>>>>;
 
-/// The subscriber. Its reader task ends with the last driver clone.
+/// The driver's wake channel and its local waiters. The reader task ends with the
+/// last driver clone.
 #[derive(Debug)]
 pub(crate) struct Subscriptions {
-    sink: tokio::sync::Mutex<PubSubSink>,
-    channels: Channels,
+    driver_id: String,
+    routes: Routes,
+    next_waiter: AtomicU64,
+    live: Arc<AtomicBool>,
     reader: JoinHandle<()>,
 }
 
@@ -25,84 +37,145 @@ impl Drop for Subscriptions {
     }
 }
 
-/// Interest in one channel; unsubscribes when the last watcher leaves.
+/// One waiting acquire's registration; removed on drop.
 #[derive(Debug)]
-pub(crate) struct Watch {
+pub(crate) struct Waiter {
+    /// Fires when a release names this waiter (or the subscriber reconnected).
     pub(crate) notify: Arc<Notify>,
-    channel: String,
-    subs: Arc<Subscriptions>,
+    /// The entry in the lock's waiters set: `"<driver id>:<waiter id>"`.
+    pub(crate) entry: String,
+    id: u64,
+    routes: Routes,
 }
 
-impl Drop for Watch {
+impl Drop for Waiter {
     fn drop(&mut self) {
-        let last = {
-            let mut channels = self.subs.channels.lock().unwrap_or_else(|e| e.into_inner());
-            match channels.get_mut(&self.channel) {
-                Some((_, n)) if *n > 1 => {
-                    *n -= 1;
-                    false
-                }
-                _ => {
-                    channels.remove(&self.channel);
-                    true
-                }
-            }
-        };
-        if last && let Ok(handle) = tokio::runtime::Handle::try_current() {
-            let (subs, channel) = (self.subs.clone(), self.channel.clone());
-            handle.spawn(async move {
-                let _ = subs.sink.lock().await.unsubscribe(&channel).await;
-            });
-        }
+        self.routes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.id);
+    }
+}
+
+fn wake_all(routes: &Routes) {
+    for notify in routes.lock().unwrap_or_else(|e| e.into_inner()).values() {
+        notify.notify_one();
     }
 }
 
 impl Subscriptions {
-    pub(crate) async fn connect(client: &redis::Client) -> redis::RedisResult<Arc<Self>> {
-        let (sink, mut stream) = client.get_async_pubsub().await?.split();
-        let channels: Channels = Arc::default();
-        let routes = channels.clone();
-        let reader = tokio::spawn(async move {
-            while let Some(msg) = stream.next().await {
-                let name = msg.get_channel_name().to_string();
-                let notify = {
-                    let routes = routes.lock().unwrap_or_else(|e| e.into_inner());
-                    routes.get(&name).map(|(n, _)| n.clone())
-                };
-                // One message wakes one waiter; a woken waiter that is gone passes
-                // it on (tokio's Notify forwards notify_one permits).
-                if let Some(notify) = notify {
-                    notify.notify_one();
-                }
-            }
-            tracing::debug!("pub/sub connection closed; waiters fall back to polling");
-        });
+    /// Subscribes to `<wake_prefix><random driver id>` on the first of `clients`
+    /// that answers, waiting for the server's confirmation; later reconnects rotate
+    /// through `clients` (the seed nodes of a cluster, where PUBLISH reaches every
+    /// node).
+    pub(crate) async fn connect(
+        clients: Vec<redis::Client>,
+        wake_prefix: &str,
+    ) -> redis::RedisResult<Arc<Self>> {
+        let driver_id = lockkit_core::OwnerId::new().to_hex()[..16].to_string();
+        let channel = format!("{wake_prefix}{driver_id}");
+        let first = subscribe(&clients, 0, &channel).await?;
+        let routes: Routes = Arc::default();
+        let live = Arc::new(AtomicBool::new(true));
+        let reader = tokio::spawn(read(clients, channel, first, routes.clone(), live.clone()));
         Ok(Arc::new(Self {
-            sink: tokio::sync::Mutex::new(sink),
-            channels,
+            driver_id,
+            routes,
+            next_waiter: AtomicU64::new(1),
+            live,
             reader,
         }))
     }
 
-    /// Registers interest in `channel`; the first watcher waits for the server's
-    /// SUBSCRIBE confirmation, so a release after this returns is not missed.
-    pub(crate) async fn watch(self: &Arc<Self>, channel: &str) -> redis::RedisResult<Watch> {
-        let (notify, first) = {
-            let mut channels = self.channels.lock().unwrap_or_else(|e| e.into_inner());
-            let entry = channels
-                .entry(channel.to_string())
-                .or_insert_with(|| (Arc::new(Notify::new()), 0));
-            entry.1 += 1;
-            (entry.0.clone(), entry.1 == 1)
-        };
-        let watch = Watch {
+    /// Registers a waiter; a wake-up for it that arrives before it waits is kept.
+    pub(crate) fn waiter(&self) -> Waiter {
+        let id = self.next_waiter.fetch_add(1, Ordering::Relaxed);
+        let notify = Arc::new(Notify::new());
+        self.routes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id, notify.clone());
+        Waiter {
             notify,
-            channel: channel.to_string(),
-            subs: self.clone(),
-        };
-        if first {
-            self.sink.lock().await.subscribe(channel).await?;
+            entry: format!("{}:{id}", self.driver_id),
+            id,
+            routes: self.routes.clone(),
         }
-        Ok(watch)
+    }
+
+    /// Whether the subscriber connection is up (else waiters poll faster).
+    pub(crate) fn is_live(&self) -> bool {
+        self.live.load(Ordering::Relaxed)
+    }
+}
+
+/// A subscription: the stream of messages, and the sink that keeps it open.
+type Stream = (redis::aio::PubSubSink, redis::aio::PubSubStream);
+
+/// Subscribes on the first client (from `start`, rotating) that answers.
+async fn subscribe(
+    clients: &[redis::Client],
+    start: usize,
+    channel: &str,
+) -> redis::RedisResult<Stream> {
+    let mut last = None;
+    for i in 0..clients.len() {
+        let client = &clients[(start + i) % clients.len()];
+        let attempt = async {
+            let mut pubsub = client.get_async_pubsub().await?;
+            pubsub.subscribe(channel).await?;
+            Ok::<_, redis::RedisError>(pubsub.split())
+        };
+        match tokio::time::timeout(Duration::from_secs(2), attempt).await {
+            Ok(Ok(stream)) => return Ok(stream),
+            Ok(Err(e)) => last = Some(e),
+            Err(_) => {
+                last = Some(redis::RedisError::from((
+                    redis::ErrorKind::Io,
+                    "pub/sub connect timed out",
+                )))
+            }
+        }
+    }
+    Err(last.unwrap_or_else(|| {
+        redis::RedisError::from((redis::ErrorKind::Client, "no Redis node to subscribe on"))
+    }))
+}
+
+async fn read(
+    clients: Vec<redis::Client>,
+    channel: String,
+    mut subscription: Stream,
+    routes: Routes,
+    live: Arc<AtomicBool>,
+) {
+    let mut rotation = 0;
+    loop {
+        while let Some(msg) = subscription.1.next().await {
+            let id = std::str::from_utf8(msg.get_payload_bytes())
+                .ok()
+                .and_then(|s| s.parse::<u64>().ok());
+            let notify = id.and_then(|id| {
+                let routes = routes.lock().unwrap_or_else(|e| e.into_inner());
+                routes.get(&id).cloned()
+            });
+            if let Some(notify) = notify {
+                notify.notify_one();
+            }
+        }
+        live.store(false, Ordering::Relaxed);
+        tracing::debug!("wake-up connection closed; waiters poll until it is back");
+        let mut backoff = Duration::from_millis(50);
+        subscription = loop {
+            tokio::time::sleep(backoff).await;
+            rotation += 1;
+            if let Ok(s) = subscribe(&clients, rotation, &channel).await {
+                break s;
+            }
+            backoff = (backoff * 2).min(Duration::from_secs(2));
+        };
+        live.store(true, Ordering::Relaxed);
+        // Anything published while we were away is lost: let every waiter retry.
+        wake_all(&routes);
     }
 }
