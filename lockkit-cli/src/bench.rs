@@ -69,13 +69,36 @@ struct BenchReport {
 struct Queue {
     waiters: u64,
     handoff: Latency,
-    /// Server commands per hand-off (Redis only): every command the server ran
-    /// during the queue, divided by the number of hand-offs.
+    /// Requests clients sent per hand-off (Redis only, from INFO commandstats):
+    /// EVALSHA, SUBSCRIBE and the like, each one round trip, divided by the number
+    /// of hand-offs.
     commands_per_handoff: Option<f64>,
+    /// Every command the server ran per hand-off, counting those run inside the Lua
+    /// scripts (which Redis counts in INFO commandstats too).
+    all_commands_per_handoff: Option<f64>,
 }
 
-/// Total command calls the Redis server has run (INFO commandstats).
-async fn redis_calls(url: &str) -> Option<u64> {
+/// Commands a Redis client sends itself; every other command in INFO commandstats
+/// ran inside a Lua script (Redis counts those too).
+const REDIS_REQUESTS: &[&str] = &[
+    "evalsha",
+    "eval",
+    "script",
+    "subscribe",
+    "unsubscribe",
+    "psubscribe",
+    "info",
+    "ping",
+    "client",
+    "hello",
+    "select",
+    "cluster",
+    "readonly",
+];
+
+/// Command calls the Redis server has run (INFO commandstats): `(requests sent by
+/// clients, all commands including those run inside scripts)`.
+async fn redis_calls(url: &str) -> Option<(u64, u64)> {
     let (url, _) = url.split_once('?').unwrap_or((url, ""));
     let mut conn = redis::Client::open(url)
         .ok()?
@@ -87,12 +110,27 @@ async fn redis_calls(url: &str) -> Option<u64> {
         .query_async(&mut conn)
         .await
         .ok()?;
-    Some(
-        info.lines()
-            .filter_map(|l| l.split("calls=").nth(1))
-            .filter_map(|v| v.split(',').next()?.parse::<u64>().ok())
-            .sum(),
-    )
+    let (mut requests, mut all) = (0, 0);
+    for line in info.lines() {
+        let Some((name, stats)) = line
+            .strip_prefix("cmdstat_")
+            .and_then(|l| l.split_once(':'))
+        else {
+            continue;
+        };
+        let Some(calls) = stats
+            .split(',')
+            .find_map(|kv| kv.strip_prefix("calls="))
+            .and_then(|v| v.parse::<u64>().ok())
+        else {
+            continue;
+        };
+        all += calls;
+        if REDIS_REQUESTS.contains(&name.split('|').next().unwrap_or(name)) {
+            requests += calls;
+        }
+    }
+    Some((requests, all))
 }
 
 /// `waiters` clients queue behind one holder; each takes the lock once. Hand-off
@@ -108,6 +146,9 @@ async fn queue(url: &str, waiters: u64) -> Result<Option<Queue>, LockError> {
         lockers.push(lockkit::connect(url).await?);
     }
     let held = holder.lock(key).wait(Duration::from_secs(10)).await?;
+    // From here on, every request counts: each waiter's first (queuing) attempt, the
+    // wake-ups, the grants and the releases.
+    let before = redis_calls(url).await;
     let last_release = std::sync::Arc::new(tokio::sync::Mutex::new(Instant::now()));
     let mut tasks = Vec::new();
     for locker in lockers {
@@ -124,7 +165,6 @@ async fn queue(url: &str, waiters: u64) -> Result<Option<Queue>, LockError> {
     }
     // Let every waiter reach its wait (a benchmark settle, not a correctness bet).
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let before = redis_calls(url).await;
     *last_release.lock().await = Instant::now();
     held.release().await?;
     let mut h = histogram()?;
@@ -137,15 +177,17 @@ async fn queue(url: &str, waiters: u64) -> Result<Option<Queue>, LockError> {
         let _ = h.record((d.as_micros() as u64).max(1));
     }
     let after = redis_calls(url).await;
-    let commands_per_handoff = match (before, after) {
-        // Minus the INFO call itself.
-        (Some(b), Some(a)) => Some(a.saturating_sub(b + 1) as f64 / waiters as f64),
-        _ => None,
+    // Minus the INFO call itself.
+    let per_handoff = |b: u64, a: u64| a.saturating_sub(b + 1) as f64 / waiters as f64;
+    let (commands_per_handoff, all_commands_per_handoff) = match (before, after) {
+        (Some(b), Some(a)) => (Some(per_handoff(b.0, a.0)), Some(per_handoff(b.1, a.1))),
+        _ => (None, None),
     };
     Ok(Some(Queue {
         waiters,
         handoff: summary(&h, total),
         commands_per_handoff,
+        all_commands_per_handoff,
     }))
 }
 
@@ -487,8 +529,10 @@ pub(crate) async fn run(args: Args) -> Result<ExitCode, LockError> {
     if let Some(q) = &report.queue {
         println!("queue of {} waiters, each on its own connection", q.waiters);
         row("handoff", &q.handoff);
-        if let Some(c) = q.commands_per_handoff {
-            println!("  server commands per hand-off: {c:.1}");
+        if let (Some(c), Some(all)) = (q.commands_per_handoff, q.all_commands_per_handoff) {
+            println!(
+                "  requests per hand-off: {c:.2} (server commands incl. inside scripts: {all:.1})"
+            );
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -8,6 +8,9 @@
 -- waiter id. If no client receives it (that driver is gone), the next one is tried;
 -- at most 8, so the script stays short.
 local function wake_next(waiters, wake_prefix)
+  if redis.call('EXISTS', waiters) == 0 then
+    return 0
+  end
   local t = redis.call('TIME')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   redis.call('ZREMRANGEBYSCORE', waiters, '-inf', now)
