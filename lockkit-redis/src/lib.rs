@@ -1,8 +1,14 @@
 //! The Redis driver for lockkit. Not for direct use; see the `lockkit` crate.
 //!
 //! `redis://[user:password@]host:port[/db][?prefix=NAME]` (and `rediss://` for
-//! TLS once the `tls` feature lands). Single instance so far; Redlock and Cluster
-//! are the next steps.
+//! TLS once the `tls` feature lands) for a single instance, and [`RedlockDriver`]
+//! for Redlock over N independent masters
+//! (`redlock://[user:password@]h1:p1,h2:p2,…[?prefix=NAME&drift_ms=N&retry_ms=N]`,
+//! or [`RedlockOptions::from_masters`]): a quorum of `N/2 + 1` masters, validity
+//! `ttl − elapsed − clock drift`, release on every master, retry after a random
+//! delay, and fencing tokens that stay increasing as long as a quorum of masters
+//! keeps its data — see [`RedlockDriver`] for the algorithm and exactly
+//! where Redlock cannot keep tokens monotonic. Cluster is the next step.
 //!
 //! # Mapping
 //!
@@ -30,11 +36,13 @@
 mod driver;
 mod keys;
 mod options;
+mod redlock;
 mod scripts;
 mod wait;
 
 pub use driver::RedisDriver;
 pub use options::RedisOptions;
+pub use redlock::{RedlockDriver, RedlockOptions};
 
 use std::sync::Arc;
 

@@ -10,6 +10,8 @@ pub(crate) struct Scripts {
     pub(crate) extend_many: Script,
     pub(crate) release: Script,
     pub(crate) force_release: Script,
+    /// Redlock only: writes the quorum's token back (see `redlock`).
+    pub(crate) raise_fence: Script,
 }
 
 impl Scripts {
@@ -20,6 +22,7 @@ impl Scripts {
             extend_many: Script::new(include_str!("../scripts/extend_many.lua")),
             release: Script::new(include_str!("../scripts/release.lua")),
             force_release: Script::new(include_str!("../scripts/force_release.lua")),
+            raise_fence: Script::new(include_str!("../scripts/raise_fence.lua")),
         }
     }
 }
