@@ -45,8 +45,10 @@ fn ttl_ms(ttl: Duration) -> u64 {
 ///   (SIGSTOP) master costs at most that. The lock is ours if at least `N/2 + 1`
 ///   masters said yes *and* the validity `ttl − elapsed − drift` is still positive,
 ///   where `drift = ttl·1 % + drift_ms` (default 2 ms). The grant's deadline is
-///   `sent + ttl − drift`: never later than any master's own expiry. A round stops
-///   waiting as soon as a quorum said yes.
+///   `sent + ttl − drift`: never later than any master's own expiry. Every round
+///   waits for all masters (each within its timeout), not just the first quorum:
+///   a hold that reached only a bare quorum would be lost with the first of those
+///   masters, while one on all healthy masters survives losing any minority.
 /// - **Failure.** Otherwise the release script runs on *every* master (also those
 ///   that said no or did not answer: a "no" may be a lost "yes"), and the attempt is
 ///   retried after a random delay (half to one and a half times `retry_ms`, default
@@ -250,7 +252,7 @@ impl RedlockDriver {
                 .masters
                 .iter()
                 .map(|m| m.timed(limit, |c| master::acquire(s, c, n, owner, ms))),
-            |r| count(r, |v| v.0 == 1) >= q,
+            |_| false,
         )
         .await;
         let granted = count(&replies, |v| v.0 == 1);
@@ -270,7 +272,7 @@ impl RedlockDriver {
                     .masters
                     .iter()
                     .map(|m| m.timed(limit, |c| master::raise_fence(s, c, n, owner, token))),
-                |r| count(r, |v| *v == 1) >= q,
+                |_| false,
             )
             .await;
             if count(&raised, |v| *v == 1) >= q && Instant::now() < deadline {
@@ -358,7 +360,7 @@ impl LockDriver for RedlockDriver {
                 .masters
                 .iter()
                 .map(|m| m.timed(limit, |c| master::extend(s, c, &n, &owner, ms))),
-            |r| count(r, |v| *v == 1) >= q,
+            |_| false,
         )
         .await;
         let deadline = self.valid_until(sent, ttl);

@@ -45,12 +45,13 @@ impl Master {
             url: shown.clone(),
             reason: redact_url(&e.to_string()),
         })?;
-        // Bounded and quick: a dead master must fail its request fast, and is tried
-        // again (one connect, one retry) on the next request.
+        // Bounded and quick: a dead master must fail its request fast (one connect,
+        // one retry a few ms later) and is tried again on the next request; the
+        // quorum absorbs a master that is down.
         let config = ConnectionManagerConfig::new()
             .set_number_of_retries(1)
-            .set_min_delay(Duration::from_millis(10))
-            .set_max_delay(Duration::from_millis(100))
+            .set_min_delay(Duration::from_millis(5))
+            .set_max_delay(Duration::from_millis(20))
             .set_connection_timeout(Some(Duration::from_secs(1)))
             .set_response_timeout(Some(Duration::from_secs(5)));
         let conn = ConnectionManager::new_lazy_with_config(client, config).map_err(|e| {
