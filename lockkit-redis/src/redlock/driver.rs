@@ -48,7 +48,9 @@ fn ttl_ms(ttl: Duration) -> u64 {
 ///   `sent + ttl − drift`: never later than any master's own expiry. Every round
 ///   waits for all masters (each within its timeout), not just the first quorum:
 ///   a hold that reached only a bare quorum would be lost with the first of those
-///   masters, while one on all healthy masters survives losing any minority.
+///   masters, while one on all healthy masters survives losing any minority. So a
+///   paused or unreachable master costs an acquire one request timeout (a contended
+///   or failed one two: the release round waits for every master too).
 /// - **Failure.** Otherwise the release script runs on *every* master (also those
 ///   that said no or did not answer: a "no" may be a lost "yes"), and the attempt is
 ///   retried after a random delay (half to one and a half times `retry_ms`, default
@@ -267,12 +269,22 @@ impl RedlockDriver {
         let mut unreachable =
             quorum_unreachable(&replies, q).then(|| unreachable_error(&replies, q));
         if granted >= q && Instant::now() < deadline {
+            // Sent to every master, but awaited only from those that answered the
+            // acquire round: a master that just timed out is not waited for twice.
+            let awaited: Vec<bool> = replies
+                .iter()
+                .map(|r| matches!(r, Reply::Answered(_)))
+                .collect();
             let raised = gather(
                 self.inner
                     .masters
                     .iter()
                     .map(|m| m.timed(limit, |c| master::raise_fence(s, c, n, owner, token))),
-                |_| false,
+                |r| {
+                    r.iter()
+                        .zip(&awaited)
+                        .all(|(r, a)| !a || !matches!(r, Reply::Pending))
+                },
             )
             .await;
             if count(&raised, |v| *v == 1) >= q && Instant::now() < deadline {
