@@ -72,6 +72,41 @@ async fn three_of_five_killed_waiting_lock_ends_with_the_quorum_error_at_its_dea
     );
 }
 
+/// A wait-forever acquire must not hang either: it gives up with the quorum error
+/// after 10 s of unbroken unreachability (the documented patience).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_of_five_killed_wait_forever_gives_up_after_the_documented_patience() {
+    use lockkit_core::{AcquireRequest, LockDriver, LockKey, OwnerId, Wait};
+    let mut masters = RedisMasters::start(5).await.unwrap();
+    let driver = RedlockDriver::connect(RedlockOptions::from_url(&masters.url()).unwrap())
+        .await
+        .unwrap();
+    for node in &mut masters.nodes[..3] {
+        node.kill();
+    }
+    let req = AcquireRequest::new(
+        LockKey::new("orders:1").unwrap(),
+        OwnerId::new(),
+        Duration::from_secs(10),
+        Wait::Forever,
+    );
+    let patience = Duration::from_secs(10);
+    let started = Instant::now();
+    let r = tokio::time::timeout(patience * 2, driver.acquire(&req))
+        .await
+        .expect("a wait-forever acquire hung with 3 of 5 masters dead");
+    let took = started.elapsed();
+    expect_quorum_error(r, 2, "acquire(Wait::Forever)");
+    assert!(
+        took >= patience,
+        "gave up after {took:?}, before the patience"
+    );
+    assert!(
+        took < patience + Duration::from_secs(1),
+        "gave up only after {took:?}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connect_needs_only_a_quorum_and_names_the_count_when_it_has_none() {
     let mut masters = RedisMasters::start(5).await.unwrap();
