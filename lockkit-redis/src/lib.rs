@@ -5,6 +5,7 @@
 //! | `redis://[user:password@]host:port[/db]` | one server (a cluster node is detected, and the cluster used) |
 //! | `rediss://…` | the same over TLS |
 //! | `redis-cluster://[user:password@]host:port,host:port…` | Redis Cluster through these seeds |
+//! | `redlock://[user:password@]h1:p1,h2:p2,…[?drift_ms=N&retry_ms=N&timeout_ms=N]` | Redlock over N independent masters ([`RedlockDriver`]) |
 //!
 //! Options: `?prefix=NAME` (default `lockkit`), `?wake=notify|poll` (see
 //! [`WakeMode`]).
@@ -43,6 +44,13 @@
 //!   node's connection carries them as one pipeline.
 //! - In a cluster, the connection follows MOVED/ASK redirects and refreshes its
 //!   slot map, so locking keeps working while slots migrate.
+//! - **Redlock** ([`RedlockDriver`]): a quorum of `N/2 + 1` independent masters,
+//!   validity `ttl − elapsed − clock drift`, release on every master, retry after a
+//!   random delay. Its fencing token is the largest counter of the granting quorum,
+//!   written back to a quorum before the grant is reported, so tokens increase as
+//!   long as a quorum of masters keeps its data; a master restarted without
+//!   `appendfsync always` breaks that (see [`RedlockDriver`] for exactly where, and
+//!   the mitigations). Redlock waiters poll with a random delay.
 //! - **Durability:** without `appendonly yes` + `appendfsync always`, a Redis
 //!   restart loses held locks *and fencing counters*: a counter that restarts from
 //!   zero hands out tokens a protected resource has already seen, which it must then
@@ -54,11 +62,13 @@ mod connection;
 mod driver;
 mod keys;
 mod options;
+mod redlock;
 mod scripts;
 mod wait;
 
 pub use driver::RedisDriver;
 pub use options::{RedisOptions, WakeMode};
+pub use redlock::{RedlockDriver, RedlockOptions};
 
 use std::sync::Arc;
 
@@ -67,12 +77,25 @@ use lockkit_core::{ConnectFuture, DriverEntry, LockDriver};
 /// How the `lockkit` facade finds this driver.
 pub const DRIVER: DriverEntry = DriverEntry::new(
     "redis",
-    &["redis", "rediss", "redis-cluster", "rediss-cluster"],
+    &[
+        "redis",
+        "rediss",
+        "redis-cluster",
+        "rediss-cluster",
+        "redlock",
+    ],
     "redis",
     connect,
 );
 
 fn connect(url: &str) -> ConnectFuture {
+    if lockkit_core::url_scheme(url) == Some("redlock") {
+        let options = RedlockOptions::from_url(url);
+        return Box::pin(async move {
+            let driver = RedlockDriver::connect(options?).await?;
+            Ok(Arc::new(driver) as Arc<dyn LockDriver>)
+        });
+    }
     let options = RedisOptions::from_url(url);
     Box::pin(async move {
         let driver = RedisDriver::connect(options?).await?;

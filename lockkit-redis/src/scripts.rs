@@ -25,6 +25,8 @@ pub(crate) struct Scripts {
     pub(crate) release: Script,
     pub(crate) force_release: Script,
     pub(crate) leave: Script,
+    /// Redlock only: writes the quorum's token back (see `redlock`).
+    pub(crate) raise_fence: Script,
 }
 
 impl Scripts {
@@ -36,6 +38,7 @@ impl Scripts {
             release: Script::new(with_wake_next!("release.lua")),
             force_release: Script::new(with_wake_next!("force_release.lua")),
             leave: Script::new(with_wake_next!("leave.lua")),
+            raise_fence: Script::new(include_str!("../scripts/raise_fence.lua")),
         }
     }
 }

@@ -1,0 +1,284 @@
+//! [`RedlockOptions`]: which masters, and how patient to be with them.
+
+use std::fmt;
+use std::time::Duration;
+
+use lockkit_core::{LockError, redact_url};
+
+/// The fixed part of the clock-drift allowance (the other part is 1 % of the TTL).
+pub(crate) const DEFAULT_DRIFT: Duration = Duration::from_millis(2);
+/// The mean delay before retrying a failed attempt.
+pub(crate) const DEFAULT_RETRY: Duration = Duration::from_millis(100);
+/// The longest a single request to one master may take.
+pub(crate) const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_millis(250);
+
+const KNOWN_PARAMS: &str = "prefix, drift_ms, retry_ms, timeout_ms";
+
+/// Settings for [`super::RedlockDriver`]. `Debug` never shows a password.
+///
+/// Build them from a URL with [`from_url`](Self::from_url), or from a list of
+/// `redis://` URLs (one per master, each with its own credentials) with
+/// [`from_masters`](Self::from_masters) and the setters:
+///
+/// ```
+/// use std::time::Duration;
+/// use lockkit_redis::RedlockOptions;
+///
+/// let a = RedlockOptions::from_url("redlock://:s3cret@10.0.0.1:6379,10.0.0.2:6379,10.0.0.3:6379?drift_ms=5")?;
+/// assert_eq!(a.quorum(), 2);
+/// assert!(!format!("{a:?}").contains("s3cret"));
+///
+/// let b = RedlockOptions::from_masters(["redis://10.0.0.1:6379", "redis://10.0.0.2:6379", "redis://10.0.0.3:6379"])?
+///     .prefix("billing")?
+///     .retry_delay(Duration::from_millis(50));
+/// assert_eq!(b.masters(), 3);
+/// # Ok::<(), lockkit_core::LockError>(())
+/// ```
+///
+/// Redlock needs at least one master, but fewer than three is pointless: with one
+/// master it is the single-instance driver with extra round trips, and with two the
+/// quorum is both, so losing either stops all locking. Use 3 or 5 independent masters
+/// (not replicas of each other).
+#[derive(Clone)]
+pub struct RedlockOptions {
+    pub(crate) masters: Vec<String>,
+    pub(crate) shown: Vec<String>,
+    pub(crate) prefix: String,
+    pub(crate) drift: Duration,
+    pub(crate) retry: Duration,
+    pub(crate) request_timeout: Duration,
+}
+
+impl fmt::Debug for RedlockOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedlockOptions")
+            .field("masters", &self.shown)
+            .field("prefix", &self.prefix)
+            .field("drift", &self.drift)
+            .field("retry", &self.retry)
+            .field("request_timeout", &self.request_timeout)
+            .finish()
+    }
+}
+
+fn millis(url: &str, name: &str, value: &str) -> Result<Duration, LockError> {
+    match value.parse::<u64>() {
+        Ok(ms) if ms > 0 || name == "drift_ms" => Ok(Duration::from_millis(ms)),
+        _ => Err(LockError::invalid_url(
+            url,
+            format!("{name} must be a whole number of milliseconds (above 0), got `{value}`"),
+        )),
+    }
+}
+
+fn check_prefix(url: &str, prefix: &str) -> Result<(), LockError> {
+    if prefix.is_empty() || prefix.contains(['{', '}']) {
+        return Err(LockError::invalid_url(
+            url,
+            "prefix must be non-empty and contain no braces",
+        ));
+    }
+    Ok(())
+}
+
+impl RedlockOptions {
+    fn new(masters: Vec<String>, shown: Vec<String>) -> Self {
+        Self {
+            masters,
+            shown,
+            prefix: "lockkit".to_string(),
+            drift: DEFAULT_DRIFT,
+            retry: DEFAULT_RETRY,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+        }
+    }
+
+    /// Parses `redlock://[user:password@]host1:port1,host2:port2,…[/db][?prefix=NAME&drift_ms=N&retry_ms=N&timeout_ms=N]`.
+    ///
+    /// The credentials and the database apply to every master; a host without a port
+    /// uses 6379. `drift_ms` is the fixed part of the clock-drift allowance (default
+    /// 2; the allowance is 1 % of the TTL plus this), `retry_ms` the mean delay before
+    /// a failed attempt is retried (default 100), `timeout_ms` the cap on one request
+    /// to one master (default 250).
+    ///
+    /// # Errors
+    ///
+    /// [`LockError::InvalidUrl`] naming what is wrong; the password is never shown.
+    pub fn from_url(url: &str) -> Result<Self, LockError> {
+        let Some(rest) = url.strip_prefix("redlock://") else {
+            return Err(LockError::invalid_url(
+                url,
+                "a Redlock URL starts with redlock:// and lists the masters, e.g. redlock://h1:6379,h2:6379,h3:6379",
+            ));
+        };
+        let (base, query) = rest.split_once('?').unwrap_or((rest, ""));
+        let (authority, path) = match base.find('/') {
+            Some(i) => base.split_at(i),
+            None => (base, ""),
+        };
+        let (userinfo, hosts) = match authority.rsplit_once('@') {
+            Some((u, h)) => (Some(u), h),
+            None => (None, authority),
+        };
+        if hosts.is_empty() {
+            return Err(LockError::invalid_url(
+                url,
+                "no masters listed; write them comma-separated: redlock://h1:6379,h2:6379,h3:6379",
+            ));
+        }
+        let mut masters = Vec::new();
+        let mut seen: Vec<&str> = Vec::new();
+        for (i, host) in hosts.split(',').enumerate() {
+            if host.is_empty() {
+                return Err(LockError::invalid_url(
+                    url,
+                    format!("master #{} is empty (a stray comma?)", i + 1),
+                ));
+            }
+            let port = host
+                .rsplit_once(':')
+                .filter(|(h, _)| !h.ends_with(':'))
+                .map(|(_, p)| p);
+            if let Some(port) = port
+                && !matches!(port.parse::<u16>(), Ok(p) if p > 0)
+            {
+                return Err(LockError::invalid_url(
+                    url,
+                    format!(
+                        "master `{host}` has port `{port}`, which is not a number from 1 to 65535"
+                    ),
+                ));
+            }
+            if seen.contains(&host) {
+                return Err(LockError::invalid_url(
+                    url,
+                    format!("master `{host}` is listed twice; Redlock needs independent masters"),
+                ));
+            }
+            seen.push(host);
+            let auth = userinfo.map(|u| format!("{u}@")).unwrap_or_default();
+            masters.push(format!("redis://{auth}{host}{path}"));
+        }
+        for m in &masters {
+            redis::Client::open(m.as_str()).map_err(|e| {
+                LockError::invalid_url(
+                    url,
+                    format!(
+                        "a master's address is not valid: {}",
+                        redact_url(&e.to_string())
+                    ),
+                )
+            })?;
+        }
+        let shown = masters.iter().map(|m| redact_url(m)).collect();
+        let mut options = Self::new(masters, shown);
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+            match name {
+                "prefix" => {
+                    check_prefix(url, value)?;
+                    options.prefix = value.to_string();
+                }
+                "drift_ms" => options.drift = millis(url, name, value)?,
+                "retry_ms" => options.retry = millis(url, name, value)?,
+                "timeout_ms" => options.request_timeout = millis(url, name, value)?,
+                _ => {
+                    return Err(LockError::invalid_url(
+                        url,
+                        format!("unknown parameter `{name}`; known: {KNOWN_PARAMS}"),
+                    ));
+                }
+            }
+        }
+        Ok(options)
+    }
+
+    /// One master per `redis://[user:password@]host:port[/db]` URL, each with its own
+    /// credentials; tune the rest with the setters.
+    ///
+    /// # Errors
+    ///
+    /// [`LockError::Config`] for an empty list; [`LockError::InvalidUrl`] for a URL
+    /// that is not `redis://` or cannot be parsed, or one listed twice.
+    pub fn from_masters<I, S>(urls: I) -> Result<Self, LockError>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let mut masters: Vec<String> = Vec::new();
+        for url in urls {
+            let url = url.as_ref();
+            if !url.starts_with("redis://") {
+                return Err(LockError::invalid_url(
+                    url,
+                    "each Redlock master is a redis:// URL",
+                ));
+            }
+            redis::Client::open(url)
+                .map_err(|e| LockError::invalid_url(url, redact_url(&e.to_string())))?;
+            if masters.iter().any(|m| m == url) {
+                return Err(LockError::invalid_url(
+                    url,
+                    "this master is listed twice; Redlock needs independent masters",
+                ));
+            }
+            masters.push(url.to_string());
+        }
+        if masters.is_empty() {
+            return Err(LockError::Config(
+                "Redlock needs at least one master (use 3 or 5 independent ones)".into(),
+            ));
+        }
+        let shown = masters.iter().map(|m| redact_url(m)).collect();
+        Ok(Self::new(masters, shown))
+    }
+
+    /// Sets the key prefix (default `lockkit`).
+    ///
+    /// # Errors
+    ///
+    /// [`LockError::Config`] for an empty prefix or one with braces.
+    pub fn prefix(mut self, prefix: &str) -> Result<Self, LockError> {
+        check_prefix("", prefix).map_err(|_| {
+            LockError::Config("the Redlock prefix must be non-empty and contain no braces".into())
+        })?;
+        self.prefix = prefix.to_string();
+        Ok(self)
+    }
+
+    /// Sets the fixed part of the clock-drift allowance (default 2 ms); the allowance
+    /// is 1 % of the TTL plus this, and is taken off every lease's validity.
+    pub fn clock_drift(mut self, drift: Duration) -> Self {
+        self.drift = drift;
+        self
+    }
+
+    /// Sets the mean delay before a failed attempt is retried (default 100 ms); each
+    /// retry waits a random time between half and one and a half times this.
+    pub fn retry_delay(mut self, retry: Duration) -> Self {
+        self.retry = retry.max(Duration::from_millis(1));
+        self
+    }
+
+    /// Caps one request to one master (default 250 ms); the timeout actually used is
+    /// a tenth of the TTL, at least 50 ms, at most this.
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = timeout.max(Duration::from_millis(1));
+        self
+    }
+
+    /// The number of masters.
+    pub fn masters(&self) -> usize {
+        self.masters.len()
+    }
+
+    /// How many masters must agree: `N/2 + 1`.
+    pub fn quorum(&self) -> usize {
+        self.masters.len() / 2 + 1
+    }
+
+    /// The key prefix.
+    pub fn key_prefix(&self) -> &str {
+        &self.prefix
+    }
+}
