@@ -36,11 +36,36 @@ const ENTRY_LIFETIME: Duration = Duration::from_secs(3);
 const POLL_FIRST: Duration = Duration::from_millis(2);
 const POLL_MAX: Duration = Duration::from_millis(50);
 
+/// How long a `try_lock` keeps retrying through transient cluster errors
+/// (a slot migrating, a failover) before it reports them.
+const TRANSIENT_PATIENCE: Duration = Duration::from_millis(250);
+
 pub(crate) fn redis_error(e: redis::RedisError) -> LockError {
     if e.is_io_error() || e.is_connection_dropped() || e.is_connection_refusal() || e.is_timeout() {
         LockError::connection(NAME, e)
     } else {
         LockError::backend(NAME, e)
+    }
+}
+
+/// Errors a cluster answers while it changes shape: a slot migrating with only
+/// some of a script's keys moved (TRYAGAIN), or a failover in progress.
+fn is_transient(e: &redis::RedisError) -> bool {
+    use redis::{ErrorKind, ServerErrorKind};
+    matches!(
+        e.kind(),
+        ErrorKind::Server(
+            ServerErrorKind::TryAgain | ServerErrorKind::ClusterDown | ServerErrorKind::MasterDown
+        )
+    )
+}
+
+/// Whether an acquire may still retry after a transient error: a waiting one
+/// while its wait lasts, a `try_lock` for [`TRANSIENT_PATIENCE`].
+fn within_patience(req: &AcquireRequest, started: Instant) -> bool {
+    match req.wait {
+        Wait::NoWait => started.elapsed() < TRANSIENT_PATIENCE,
+        _ => req.keep_waiting(started).is_ok(),
     }
 }
 
@@ -84,6 +109,9 @@ impl RedisDriver {
                 ),
                 source: Some(Box::new(e)),
             })?;
+        let scripts = Arc::new(Scripts::new());
+        let mut loading = conn.clone();
+        scripts.load_all(&mut loading).await.map_err(redis_error)?;
         let wake_prefix = wake_prefix(&options.prefix);
         let subs = match options.wake {
             WakeMode::Poll => None,
@@ -103,7 +131,7 @@ impl RedisDriver {
         };
         Ok(Self {
             conn,
-            scripts: Arc::new(Scripts::new()),
+            scripts,
             subs,
             prefix: options.prefix.into(),
             wake_prefix: wake_prefix.into(),
@@ -124,7 +152,7 @@ impl RedisDriver {
         req: &AcquireRequest,
         n: &Names,
         waiter: Option<&Waiter>,
-    ) -> Result<Attempt> {
+    ) -> redis::RedisResult<Attempt> {
         let sent = Instant::now();
         let mut conn = self.conn.clone();
         let (held, value): (i64, i64) = self
@@ -138,8 +166,7 @@ impl RedisDriver {
             .arg(waiter.map_or("", |w| w.entry.as_str()))
             .arg(ttl_ms(ENTRY_LIFETIME))
             .invoke_async(&mut conn)
-            .await
-            .map_err(redis_error)?;
+            .await?;
         if held == 1 {
             let token = FencingToken(u64::try_from(value).unwrap_or(0));
             return Ok(Attempt::Granted(Grant::new(
@@ -217,9 +244,23 @@ impl LockDriver for RedisDriver {
             let pttl_ms = match attempt {
                 Ok(Attempt::Granted(g)) => return Ok(g),
                 Ok(Attempt::Busy { pttl_ms }) => pttl_ms,
+                Err(e) if is_transient(&e) && within_patience(req, started) => {
+                    // A slot migrating (TRYAGAIN) or a failover in progress: the
+                    // outcome is "not now", so try again shortly.
+                    tracing::debug!(error = %e, "transient cluster error; retrying");
+                    let retry = Instant::now() + poll;
+                    poll = (poll * 2).min(POLL_MAX);
+                    tokio::select! {
+                        _ = sleep_until(retry) => continue,
+                        _ = req.cancel.cancelled() => {
+                            self.leave(&n, waiter.as_ref()).await;
+                            return Err(req.cancelled());
+                        }
+                    }
+                }
                 Err(e) => {
                     self.leave(&n, waiter.as_ref()).await;
-                    return Err(e);
+                    return Err(redis_error(e));
                 }
             };
             let give_up = match req.keep_waiting(started) {

@@ -30,6 +30,25 @@ pub(crate) struct Scripts {
 }
 
 impl Scripts {
+    /// Loads every script into the server's script cache (on a cluster, every
+    /// master), so that even the first call of each is a single EVALSHA.
+    pub(crate) async fn load_all(
+        &self,
+        conn: &mut impl redis::aio::ConnectionLike,
+    ) -> redis::RedisResult<()> {
+        for script in [
+            &self.acquire,
+            &self.extend,
+            &self.extend_many,
+            &self.release,
+            &self.force_release,
+            &self.leave,
+        ] {
+            script.prepare_invoke().load_async(conn).await?;
+        }
+        Ok(())
+    }
+
     pub(crate) fn new() -> Self {
         Self {
             acquire: Script::new(include_str!("../scripts/acquire.lua")),

@@ -1,0 +1,206 @@
+//! Redis Cluster specifics on a real 3-master cluster from the testkit: detection
+//! from a plain `redis://` URL, locking through a slot migration (MOVED
+//! redirects), and watchdog renewals of locks spread over many slots.
+
+#![allow(clippy::unwrap_used, clippy::panic)] // Tests fail by panicking.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use lockkit_core::{LockError, Locker};
+use lockkit_redis::{RedisDriver, RedisOptions};
+use lockkit_testkit::RedisCluster;
+
+async fn driver(url: &str) -> Arc<RedisDriver> {
+    Arc::new(
+        RedisDriver::connect(RedisOptions::from_url(url).unwrap())
+            .await
+            .unwrap(),
+    )
+}
+
+async fn node(port: u16) -> redis::aio::MultiplexedConnection {
+    redis::Client::open(format!("redis://127.0.0.1:{port}"))
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap()
+}
+
+async fn cmd<T: redis::FromRedisValue>(
+    conn: &mut redis::aio::MultiplexedConnection,
+    args: &[&str],
+) -> T {
+    let mut c = redis::cmd(args[0]);
+    for a in &args[1..] {
+        c.arg(*a);
+    }
+    c.query_async(conn).await.unwrap()
+}
+
+/// The port of the master serving `slot`, from `CLUSTER NODES`.
+async fn owner_of(conn: &mut redis::aio::MultiplexedConnection, slot: u16) -> u16 {
+    let nodes: String = cmd(conn, &["CLUSTER", "NODES"]).await;
+    for line in nodes.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let serves = fields.iter().skip(8).any(|range| {
+            let (lo, hi) = range.split_once('-').unwrap_or((range, range));
+            match (lo.parse::<u16>(), hi.parse::<u16>()) {
+                (Ok(lo), Ok(hi)) => (lo..=hi).contains(&slot),
+                _ => false,
+            }
+        });
+        if serves {
+            let addr = fields[1].split('@').next().unwrap();
+            return addr.rsplit(':').next().unwrap().parse().unwrap();
+        }
+    }
+    panic!("no master serves slot {slot}:\n{nodes}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_url_to_a_cluster_node_is_detected() {
+    let cluster = RedisCluster::start(3).await.unwrap();
+    let plain = format!("redis://127.0.0.1:{}", cluster.nodes[0].port());
+    let d = driver(&plain).await;
+    assert!(
+        d.is_cluster(),
+        "a redis:// URL to a cluster node uses the cluster"
+    );
+    // Keys in slots of every master are reachable through the one seed.
+    let locker = Locker::new(d);
+    for i in 0..30 {
+        let g = locker.try_lock(format!("spread/{i}")).await.unwrap();
+        g.release().await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn locking_keeps_working_through_a_slot_migration() {
+    let cluster = RedisCluster::start(3).await.unwrap();
+    let url = cluster.url();
+    let key = "migrating/sku-42";
+    let lock_key = format!("lockkit:{{{key}}}:lock");
+    let ports: Vec<u16> = cluster.nodes.iter().map(|n| n.port()).collect();
+    let mut any = node(ports[0]).await;
+    let slot: u16 = cmd(&mut any, &["CLUSTER", "KEYSLOT", &lock_key]).await;
+    let source_port = owner_of(&mut any, slot).await;
+    let target_port = *ports.iter().find(|&&p| p != source_port).unwrap();
+    let (mut source, mut target) = (node(source_port).await, node(target_port).await);
+    let source_id: String = cmd(&mut source, &["CLUSTER", "MYID"]).await;
+    let target_id: String = cmd(&mut target, &["CLUSTER", "MYID"]).await;
+
+    let holder = Locker::new(driver(&url).await);
+    let other = Locker::new(driver(&url).await);
+    let held = holder
+        .lock(key)
+        .lease(Duration::from_secs(30))
+        .no_wait()
+        .await
+        .unwrap();
+    let first_token = held.token();
+
+    // Move the slot, with the lock, its fencing counter and its waiters set, to
+    // another master (what `redis-cli --cluster reshard` does, step by step).
+    let slot_s = slot.to_string();
+    let _: () = cmd(
+        &mut target,
+        &["CLUSTER", "SETSLOT", &slot_s, "IMPORTING", &source_id],
+    )
+    .await;
+    let _: () = cmd(
+        &mut source,
+        &["CLUSTER", "SETSLOT", &slot_s, "MIGRATING", &target_id],
+    )
+    .await;
+    // Mid-migration, with every key still on the source, the lock is still held:
+    // a try_lock is never granted. Redis answers a script whose keys are only
+    // partly present with TRYAGAIN, so after retrying for a moment the driver
+    // reports that (a retryable error), or Contended.
+    let mid = other.try_lock(key).await;
+    assert!(
+        matches!(
+            mid,
+            Err(LockError::Contended { .. }) | Err(LockError::Backend { .. })
+        ),
+        "mid-migration: {:?}",
+        mid.map(|g| g.token())
+    );
+    // A waiting acquire rides out the migration and gets the lock once the holder
+    // lets go, after the slot has moved.
+    let waiter = other.clone();
+    let waiting = tokio::spawn(async move {
+        waiter
+            .lock(key)
+            .lease(Duration::from_secs(30))
+            .wait(Duration::from_secs(30))
+            .await
+    });
+    let keys: Vec<String> = cmd(&mut source, &["CLUSTER", "GETKEYSINSLOT", &slot_s, "100"]).await;
+    assert!(keys.len() >= 2, "lock and fence live in the slot: {keys:?}");
+    let mut migrate = redis::cmd("MIGRATE");
+    migrate
+        .arg("127.0.0.1")
+        .arg(target_port)
+        .arg("")
+        .arg(0)
+        .arg(5000)
+        .arg("KEYS")
+        .arg(&keys);
+    let _: String = migrate.query_async(&mut source).await.unwrap();
+    for port in &ports {
+        let mut c = node(*port).await;
+        let _: () = cmd(&mut c, &["CLUSTER", "SETSLOT", &slot_s, "NODE", &target_id]).await;
+    }
+    assert_eq!(owner_of(&mut any, slot).await, target_port);
+
+    // The clients' slot maps are stale: each request is redirected (MOVED) and
+    // still lands on the lock.
+    held.extend(Duration::from_secs(30)).await.unwrap();
+    let third = Locker::new(driver(&url).await);
+    assert!(matches!(
+        third.try_lock(key).await,
+        Err(LockError::Contended { .. })
+    ));
+    held.release().await.unwrap();
+    let next = waiting.await.unwrap().unwrap();
+    assert!(
+        next.token() > first_token,
+        "the fencing counter moved with the slot: {} then {}",
+        first_token,
+        next.token()
+    );
+    next.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watchdog_keeps_locks_in_many_slots_past_their_ttl() {
+    let cluster = RedisCluster::start(3).await.unwrap();
+    let url = cluster.url();
+    let holder = Locker::new(driver(&url).await);
+    let other = Locker::new(driver(&url).await);
+    let ttl = Duration::from_millis(600);
+    let mut guards = Vec::new();
+    for i in 0..60 {
+        guards.push(
+            holder
+                .lock(format!("many/{i}"))
+                .ttl(ttl)
+                .no_wait()
+                .await
+                .unwrap(),
+        );
+    }
+    // Three TTLs: without renewals every lock would have expired twice over.
+    tokio::time::sleep(ttl * 3).await;
+    for (i, g) in guards.iter().enumerate() {
+        assert!(!g.is_lost(), "lock {i} was lost");
+        assert!(matches!(
+            other.try_lock(format!("many/{i}")).await,
+            Err(LockError::Contended { .. })
+        ));
+    }
+    for g in guards {
+        g.release().await.unwrap();
+    }
+}
