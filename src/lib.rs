@@ -25,7 +25,7 @@
 //! | `sqlite` (default) | `sqlite://path`, `sqlite::memory:` | [`sqlite`] |
 //! | `postgres` | `postgres://`, `postgresql://` | [`postgres`] |
 //! | `mysql` | `mysql://`, `mariadb://` | [`mysql`] |
-//! | `redis` | `redis://` | [`redis`] (single instance) |
+//! | `redis` | `redis://`, `rediss://`, `redis-cluster://`, `redlock://` | [`redis`] (single server, Cluster, Redlock) |
 //! | `mem` | `mem://`, `mem://name` | [`mem`] (process-local) |
 //!
 //! See the README for what each backend guarantees, and [`fence`] for the resource
@@ -102,6 +102,8 @@ const KNOWN: &[(&str, &str)] = &[
     ("redis", "redis"),
     ("rediss", "redis"),
     ("redlock", "redis"),
+    ("redis-cluster", "redis"),
+    ("rediss-cluster", "redis"),
     ("etcd", "etcd"),
     ("zk", "zk"),
     ("consul", "consul"),
