@@ -1,6 +1,7 @@
 //! Redis over TLS (`rediss://`) against real TLS-only servers from the testkit: the
-//! whole conformance suite, mutual TLS, and the refusals — a server certificate
-//! that does not verify, and plain TCP to the TLS port — each a typed, prompt error.
+//! whole conformance suite on a single server and on a 3-master TLS cluster, mutual
+//! TLS, and the refusals — a server certificate that does not verify, and plain TCP
+//! to the TLS port — each a typed, prompt error.
 
 #![allow(clippy::unwrap_used, clippy::panic)] // Tests fail by panicking.
 
@@ -10,7 +11,7 @@ use std::time::Duration;
 use lockkit_conformance::{UrlBackend, UrlHarness};
 use lockkit_core::{LockDriver, LockError, Locker};
 use lockkit_redis::{RedisDriver, RedisOptions};
-use lockkit_testkit::Redis;
+use lockkit_testkit::{Redis, RedisCluster};
 
 async fn connect(url: &str) -> Result<Arc<dyn LockDriver>, LockError> {
     Ok(Arc::new(
@@ -35,7 +36,42 @@ impl UrlBackend for Tls {
     }
 }
 
+/// Three TLS-only masters with one CA (`rediss-cluster://…?tls_ca=`).
+struct TlsCluster;
+
+#[lockkit_core::async_trait]
+impl UrlBackend for TlsCluster {
+    type Server = RedisCluster;
+    async fn start() -> (RedisCluster, String) {
+        let cluster = RedisCluster::start_tls(3).await.unwrap();
+        let url = cluster.url();
+        (cluster, url)
+    }
+    async fn connect(url: &str) -> Result<Arc<dyn LockDriver>, LockError> {
+        connect(url).await
+    }
+}
+
 lockkit_conformance::suite!(redis_tls, UrlHarness<Tls>);
+lockkit_conformance::suite!(redis_tls_cluster, UrlHarness<TlsCluster>);
+
+#[tokio::test]
+async fn rediss_to_a_cluster_node_switches_to_the_tls_cluster() {
+    let cluster = RedisCluster::start_tls(3).await.unwrap();
+    let url = cluster.url();
+    let (_, query) = url.split_once('?').unwrap();
+    let seed = format!("rediss://127.0.0.1:{}?{query}", cluster.nodes[1].port());
+    let driver = RedisDriver::connect(RedisOptions::from_url(&seed).unwrap())
+        .await
+        .unwrap();
+    assert!(driver.is_cluster());
+    let locker = Locker::new(Arc::new(driver));
+    // Keys in different slots, so more than one node is reached over TLS.
+    for key in ["tls:a", "tls:b", "tls:c", "tls:d", "tls:e", "tls:f"] {
+        let guard = locker.try_lock(key).await.unwrap();
+        guard.release().await.unwrap();
+    }
+}
 
 /// How long a refused connection may take at most (the driver retries twice with a
 /// 2 s connect timeout; a refusal must not wait for anything like that).

@@ -112,13 +112,16 @@ impl TlsFiles {
             .arg("-out")
             .arg(&ca);
         run_setup("openssl req -x509 (CA)", &mut req)?;
+        // clientAuth too: with --tls-cluster, a node presents this certificate as a
+        // client on the cluster bus, and the peer verifies it (without clientAuth
+        // the nodes never meet and `redis-cli --cluster create` waits forever).
         let (server_cert, server_key) = issue(
             &openssl,
             dir,
             "server",
             "/CN=127.0.0.1",
             "subjectAltName=IP:127.0.0.1\nbasicConstraints=critical,CA:FALSE\n\
-             keyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n",
+             keyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth,clientAuth\n",
         )?;
         let (client_cert, client_key) = issue(
             &openssl,
@@ -212,8 +215,19 @@ impl Redis {
     async fn start_tls_with(mutual: bool) -> Result<Self, TestkitError> {
         let dir = temp_dir()?;
         let files = TlsFiles::generate(dir.path(), mutual)?;
+        Self::launch_tls(dir, files, &[]).await
+    }
+
+    /// A TLS-only server in `dir` with the certificates in `files` (which may live
+    /// elsewhere, shared by several servers) and `extra` arguments.
+    async fn launch_tls(
+        dir: TempDir,
+        files: TlsFiles,
+        extra: &[String],
+    ) -> Result<Self, TestkitError> {
         let port = free_port()?;
-        let args = files.server_args(port);
+        let mut args = files.server_args(port);
+        args.extend(extra.iter().cloned());
         Self::launch(dir, port, Some(files), args).await
     }
 
@@ -359,11 +373,28 @@ impl RedisMasters {
     }
 }
 
-/// A Redis Cluster of `n` masters (no replicas), all slots assigned.
+/// A Redis Cluster of `n` masters (no replicas), all slots assigned; plain, or TLS
+/// only with one CA for every node ([`start_tls`](RedisCluster::start_tls)).
 #[derive(Debug)]
 pub struct RedisCluster {
     /// The masters, each controllable on its own.
     pub nodes: Vec<Redis>,
+    /// For a TLS cluster: the certificates, shared by all nodes, and their dir.
+    tls: Option<(TlsFiles, TempDir)>,
+}
+
+/// The arguments that make a server a cluster node (paths relative to its --dir).
+fn cluster_args() -> Vec<String> {
+    [
+        "--cluster-enabled",
+        "yes",
+        "--cluster-config-file",
+        "nodes.conf",
+        "--cluster-node-timeout",
+        "2000",
+    ]
+    .map(String::from)
+    .to_vec()
 }
 
 impl RedisCluster {
@@ -376,21 +407,62 @@ impl RedisCluster {
     pub async fn start(n: usize) -> Result<Self, TestkitError> {
         let mut nodes = Vec::with_capacity(n);
         for _ in 0..n {
-            // Relative to the node's own --dir.
-            let node = Redis::start_with(&[
-                "--cluster-enabled".into(),
-                "yes".into(),
-                "--cluster-config-file".into(),
-                "nodes.conf".into(),
-                "--cluster-node-timeout".into(),
-                "2000".into(),
-            ])
-            .await?;
-            nodes.push(node);
+            nodes.push(Redis::start_with(&cluster_args()).await?);
         }
+        Self::form(nodes, None).await
+    }
+
+    /// As [`start`](Self::start), but every node listens on TLS only, the cluster
+    /// bus runs over TLS too (`--tls-cluster yes`, on an explicitly chosen free
+    /// `--cluster-port`), and all node certificates come from one throwaway CA.
+    ///
+    /// # Errors
+    ///
+    /// As [`Redis::start_tls`]; `Setup` if the cluster cannot be formed.
+    pub async fn start_tls(n: usize) -> Result<Self, TestkitError> {
+        let certs = temp_dir()?;
+        let files = TlsFiles::generate(certs.path(), false)?;
+        let mut nodes = Vec::with_capacity(n);
+        for _ in 0..n {
+            let mut args = cluster_args();
+            args.extend(
+                [
+                    "--tls-cluster",
+                    "yes",
+                    "--tls-replication",
+                    "yes",
+                    "--cluster-port",
+                ]
+                .map(String::from),
+            );
+            args.push(free_port()?.to_string());
+            nodes.push(Redis::launch_tls(temp_dir()?, files.clone(), &args).await?);
+        }
+        Self::form(nodes, Some((files, certs))).await
+    }
+
+    /// `redis-cli` arguments to reach the nodes (TLS options for a TLS cluster).
+    fn cli_tls_args(tls: Option<&TlsFiles>) -> Vec<String> {
+        tls.map(|f| {
+            vec![
+                "--tls".to_string(),
+                "--cacert".to_string(),
+                f.ca.display().to_string(),
+            ]
+        })
+        .unwrap_or_default()
+    }
+
+    /// Joins `nodes` with `redis-cli --cluster create` and waits for
+    /// `cluster_state:ok` on each.
+    async fn form(
+        mut nodes: Vec<Redis>,
+        tls: Option<(TlsFiles, TempDir)>,
+    ) -> Result<Self, TestkitError> {
+        let tls_args = Self::cli_tls_args(tls.as_ref().map(|(f, _)| f));
         let cli = find_binary("redis-cli", "LOCKKIT_REDIS_CLI")?;
         let mut create = std::process::Command::new(&cli);
-        create.arg("--cluster").arg("create");
+        create.args(&tls_args).arg("--cluster").arg("create");
         for n in &nodes {
             create.arg(format!("127.0.0.1:{}", n.port()));
         }
@@ -398,11 +470,14 @@ impl RedisCluster {
         crate::process::run_setup("redis-cli --cluster create", &mut create)?;
         for n in &mut nodes {
             let cli = cli.clone();
+            let tls_args = tls_args.clone();
             n.server
                 .wait_ready(move |port| {
                     let cli = cli.clone();
+                    let tls_args = tls_args.clone();
                     async move {
                         let out = tokio::process::Command::new(&cli)
+                            .args(&tls_args)
                             .args(["-p", &port.to_string(), "cluster", "info"])
                             .output()
                             .await;
@@ -413,16 +488,24 @@ impl RedisCluster {
                 })
                 .await?;
         }
-        Ok(Self { nodes })
+        Ok(Self { nodes, tls })
     }
 
-    /// `redis-cluster://127.0.0.1:P1,127.0.0.1:P2,…` (seed nodes).
+    /// `redis-cluster://127.0.0.1:P1,127.0.0.1:P2,…` (seed nodes); for a TLS
+    /// cluster `rediss-cluster://…?tls_ca=<CA file>`.
     pub fn url(&self) -> String {
         let hosts: Vec<String> = self
             .nodes
             .iter()
             .map(|n| format!("127.0.0.1:{}", n.port()))
             .collect();
-        format!("redis-cluster://{}", hosts.join(","))
+        match &self.tls {
+            None => format!("redis-cluster://{}", hosts.join(",")),
+            Some((f, _)) => format!(
+                "rediss-cluster://{}?tls_ca={}",
+                hosts.join(","),
+                f.ca.display()
+            ),
+        }
     }
 }
