@@ -9,6 +9,7 @@ use redis::cluster_async::ClusterConnection;
 use redis::{Cmd, Pipeline, RedisFuture, Value};
 
 use crate::options::{RedisOptions, Topology};
+use crate::tls;
 
 /// How long to wait for a TCP connection to a node.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
@@ -37,7 +38,7 @@ impl Conn {
     /// switches to the cluster, with that node as the seed.
     pub(crate) async fn connect(options: &RedisOptions) -> redis::RedisResult<Self> {
         if options.topology == Topology::Detect {
-            let client = redis::Client::open(options.nodes[0].as_str())?;
+            let client = tls::client(&options.nodes[0], options.tls.as_ref())?;
             // Bounded: a dead server is reported within seconds, not after a long
             // backoff; later reconnects happen on use.
             let config = ConnectionManagerConfig::new()
@@ -55,11 +56,17 @@ impl Conn {
             }
             tracing::debug!("the server is a cluster node: using the cluster");
         }
-        let cluster = ClusterClientBuilder::new(options.nodes.iter().map(String::as_str))
+        let mut builder = ClusterClientBuilder::new(options.nodes.iter().map(String::as_str))
             .connection_timeout(CONNECT_TIMEOUT)
             .response_timeout(RESPONSE_TIMEOUT)
-            .retries(3)
-            .build()?;
+            .retries(3);
+        if options.nodes.iter().any(|n| n.starts_with("rediss://")) {
+            tls::install_crypto_provider();
+        }
+        if let Some(certs) = &options.tls {
+            builder = builder.certs(certs.clone());
+        }
+        let cluster = builder.build()?;
         Ok(Conn::Cluster(cluster.get_async_connection().await?))
     }
 

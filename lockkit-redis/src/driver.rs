@@ -16,6 +16,7 @@ use super::connection::Conn;
 use super::keys::{Names, names, wake_prefix};
 use super::options::{RedisOptions, WakeMode};
 use super::scripts::Scripts;
+use super::tls;
 use super::wait::{Subscriptions, Waiter};
 
 const NAME: &str = "redis";
@@ -104,8 +105,9 @@ impl RedisDriver {
             .map_err(|e| LockError::Connection {
                 driver: NAME,
                 message: format!(
-                    "cannot connect to Redis: {}",
-                    lockkit_core::redact_url(&e.to_string())
+                    "cannot connect to Redis: {}{}",
+                    lockkit_core::redact_url(&e.to_string()),
+                    tls::hint(&e.to_string())
                 ),
                 source: Some(Box::new(e)),
             })?;
@@ -119,7 +121,7 @@ impl RedisDriver {
                 let clients = options
                     .nodes
                     .iter()
-                    .map(|n| redis::Client::open(n.as_str()))
+                    .map(|n| tls::client(n, options.tls.as_ref()))
                     .collect::<redis::RedisResult<Vec<_>>>()
                     .map_err(redis_error)?;
                 Some(

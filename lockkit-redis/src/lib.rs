@@ -10,6 +10,25 @@
 //! Options: `?prefix=NAME` (default `lockkit`), `?wake=notify|poll` (see
 //! [`WakeMode`]).
 //!
+//! # TLS
+//!
+//! `rediss://` and `rediss-cluster://` connect over TLS (rustls with the *ring*
+//! crypto provider, installed as the process default unless the application
+//! installed one). Options, each a file path read when the URL is parsed:
+//!
+//! - `?tls_ca=/path/ca.pem`: verify the server against these CA certificates only;
+//!   without it, against the system's root certificates;
+//! - `&tls_cert=/path/client.pem&tls_key=/path/client.key`: present this client
+//!   certificate (mutual TLS).
+//!
+//! The server's certificate must name the host in the URL. A file that is missing or
+//! not PEM is a [`LockError::Config`](lockkit_core::LockError::Config) naming the
+//! option and the path; `tls_*` options on `redis://` are an
+//! [`InvalidUrl`](lockkit_core::LockError::InvalidUrl). A server whose certificate
+//! does not verify is a [`Connection`](lockkit_core::LockError::Connection) error
+//! at connect time. **Redlock (`redlock://`) does not support TLS yet**: `tls_*`
+//! options and `rediss://` masters are refused with an error saying so.
+//!
 //! # Mapping
 //!
 //! A lock `K` uses three keys sharing the hash tag `{K}`, so that in a cluster they
@@ -64,6 +83,7 @@ mod keys;
 mod options;
 mod redlock;
 mod scripts;
+mod tls;
 mod wait;
 
 pub use driver::RedisDriver;

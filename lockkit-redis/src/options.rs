@@ -4,6 +4,9 @@
 use std::fmt;
 
 use lockkit_core::{LockError, redact_url};
+use redis::TlsCertificates;
+
+use crate::tls::{self, TlsPaths};
 
 /// Single server, or Redis Cluster.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,6 +44,11 @@ pub enum WakeMode {
 ///
 /// let cluster = RedisOptions::from_url("redis-cluster://10.0.0.1:7000,10.0.0.2:7000")?;
 /// assert!(cluster.is_cluster());
+///
+/// // TLS options name files, read when the URL is parsed:
+/// let err = RedisOptions::from_url("rediss://:secret@10.0.0.1:6380?tls_ca=/no/such/ca.pem").unwrap_err();
+/// assert!(err.to_string().contains("tls_ca=/no/such/ca.pem"));
+/// assert!(!err.to_string().contains("secret"));
 /// # Ok::<(), lockkit_core::LockError>(())
 /// ```
 #[derive(Clone)]
@@ -50,6 +58,9 @@ pub struct RedisOptions {
     pub(crate) topology: Topology,
     pub(crate) prefix: String,
     pub(crate) wake: WakeMode,
+    /// From `tls_ca`/`tls_cert`/`tls_key`; `None` for plain TCP, or TLS verified
+    /// against the system roots.
+    pub(crate) tls: Option<TlsCertificates>,
     shown: String,
 }
 
@@ -60,6 +71,7 @@ impl fmt::Debug for RedisOptions {
             .field("topology", &self.topology)
             .field("prefix", &self.prefix)
             .field("wake", &self.wake)
+            .field("tls", &self.tls)
             .finish()
     }
 }
@@ -75,9 +87,23 @@ impl RedisOptions {
     /// Query options: `prefix=NAME` (key prefix, default `lockkit`; no braces),
     /// `wake=notify|poll` (see [`WakeMode`]).
     ///
+    /// TLS options (`rediss://` and `rediss-cluster://` only; values are file paths,
+    /// `%XX`-escapes decoded, and the files are read now):
+    ///
+    /// - `tls_ca=PATH`: a PEM bundle of the CA certificates to verify the server
+    ///   with — and only those. Without it, the system's root certificates are used.
+    /// - `tls_cert=PATH&tls_key=PATH`: a PEM client certificate (chain) and its
+    ///   private key, for servers that require one (mutual TLS). Both or neither.
+    ///
+    /// The server's certificate must name the host of the URL (e.g. `IP:127.0.0.1`
+    /// for `rediss://127.0.0.1:6380`). The same certificates are used for every node
+    /// of a cluster and for the wake-up connection.
+    ///
     /// # Errors
     ///
-    /// [`LockError::InvalidUrl`] naming what is wrong (the password redacted).
+    /// [`LockError::InvalidUrl`] naming what is wrong (the password redacted), also
+    /// for `tls_*` options on a plain `redis://` URL; [`LockError::Config`] naming
+    /// the option and the path for a TLS file that cannot be read or is not PEM.
     pub fn from_url(url: &str) -> Result<Self, LockError> {
         let bad = |why: &str| LockError::invalid_url(url, why);
         let (scheme, rest) = url.split_once("://").ok_or_else(|| {
@@ -97,8 +123,13 @@ impl RedisOptions {
         let (base, query) = rest.split_once('?').unwrap_or((rest, ""));
         let mut prefix = "lockkit".to_string();
         let mut wake = WakeMode::Notify;
+        let mut tls_paths = TlsPaths::default();
         let mut passthrough = Vec::new();
         for pair in query.split('&').filter(|p| !p.is_empty()) {
+            let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+            if tls_paths.take(url, name, value)? {
+                continue;
+            }
             match pair.split_once('=') {
                 Some(("prefix", v)) if !v.is_empty() && !v.contains(['{', '}']) => {
                     prefix = v.to_string();
@@ -112,6 +143,7 @@ impl RedisOptions {
                 _ => passthrough.push(pair),
             }
         }
+        let tls = tls_paths.load(url, node_scheme == "rediss")?;
         let query = if passthrough.is_empty() {
             String::new()
         } else {
@@ -145,7 +177,7 @@ impl RedisOptions {
             vec![format!("{node_scheme}://{userinfo}{hosts}{query}")]
         };
         for node in &nodes {
-            redis::Client::open(node.as_str())
+            tls::client(node, tls.as_ref())
                 .map_err(|e| LockError::invalid_url(url, redact_url(&e.to_string())))?;
         }
         Ok(Self {
@@ -153,6 +185,7 @@ impl RedisOptions {
             topology,
             prefix,
             wake,
+            tls,
             shown: redact_url(url),
         })
     }
@@ -214,6 +247,116 @@ mod tests {
             assert!(!e.to_string().contains("hunter2"), "{e}");
             assert!(!format!("{e:?}").contains("hunter2"), "{e:?}");
         }
+    }
+
+    /// A file in the temp dir holding `text`, removed on drop.
+    struct TempFile(std::path::PathBuf);
+
+    impl TempFile {
+        fn new(name: &str, text: &str) -> Self {
+            let path = std::env::temp_dir().join(format!(
+                "lockkit-redis-{}-{}-{name}",
+                std::process::id(),
+                fastrand::u64(..)
+            ));
+            std::fs::write(&path, text).unwrap();
+            Self(path)
+        }
+        fn path(&self) -> String {
+            self.0.display().to_string()
+        }
+    }
+
+    impl Drop for TempFile {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+
+    fn assert_no_password(e: &LockError) {
+        assert!(!e.to_string().contains("hunter2"), "{e}");
+        assert!(!format!("{e:?}").contains("hunter2"), "{e:?}");
+    }
+
+    #[test]
+    fn tls_options_on_plain_redis_ask_for_rediss() {
+        for url in [
+            "redis://:hunter2@h:1?tls_ca=/etc/ssl/ca.pem",
+            "redis-cluster://:hunter2@h1:1,h2:2?tls_cert=/c.pem&tls_key=/k.pem",
+        ] {
+            let e = RedisOptions::from_url(url).unwrap_err();
+            assert!(matches!(e, LockError::InvalidUrl { .. }), "{url}: {e:?}");
+            assert!(e.to_string().contains("use rediss://"), "{e}");
+            assert_no_password(&e);
+        }
+    }
+
+    #[test]
+    fn a_missing_tls_file_names_the_option_and_path() {
+        for (option, url) in [
+            (
+                "tls_ca",
+                "rediss://:hunter2@h:1?tls_ca=/nonexistent/lockkit/ca.pem",
+            ),
+            (
+                "tls_cert",
+                "rediss://:hunter2@h:1?tls_cert=/nonexistent/lockkit/ca.pem&tls_key=/k",
+            ),
+        ] {
+            let e = RedisOptions::from_url(url).unwrap_err();
+            assert!(matches!(e, LockError::Config(_)), "{e:?}");
+            let text = e.to_string();
+            assert!(
+                text.contains(&format!("{option}=/nonexistent/lockkit/ca.pem")),
+                "{text}"
+            );
+            assert!(text.contains("cannot read"), "{text}");
+            assert_no_password(&e);
+        }
+    }
+
+    #[test]
+    fn a_tls_file_that_is_not_pem_is_refused() {
+        let junk = TempFile::new("junk.pem", "this is not a certificate\n");
+        let url = format!("rediss://:hunter2@h:1?tls_ca={}", junk.path());
+        let e = RedisOptions::from_url(&url).unwrap_err();
+        assert!(matches!(e, LockError::Config(_)), "{e:?}");
+        assert!(
+            e.to_string().contains(&format!("tls_ca={}", junk.path())),
+            "{e}"
+        );
+        assert!(e.to_string().contains("no PEM certificate"), "{e}");
+        assert_no_password(&e);
+
+        let url = format!(
+            "rediss://:hunter2@h:1?tls_cert={}&tls_key={}",
+            junk.path(),
+            junk.path()
+        );
+        let e = RedisOptions::from_url(&url).unwrap_err();
+        assert!(e.to_string().contains("tls_cert="), "{e}");
+        assert_no_password(&e);
+    }
+
+    #[test]
+    fn a_client_certificate_needs_its_key_and_paths_are_not_empty() {
+        for url in [
+            "rediss://:hunter2@h:1?tls_cert=/c.pem",
+            "rediss://:hunter2@h:1?tls_key=/k.pem",
+            "rediss://:hunter2@h:1?tls_ca=",
+        ] {
+            let e = RedisOptions::from_url(url).unwrap_err();
+            assert!(matches!(e, LockError::InvalidUrl { .. }), "{url}: {e:?}");
+            assert_no_password(&e);
+        }
+    }
+
+    #[test]
+    fn rediss_without_tls_options_uses_the_system_roots() {
+        let o = RedisOptions::from_url("rediss://:hunter2@h:1/2?prefix=p").unwrap();
+        assert!(o.tls.is_none());
+        assert_eq!(o.nodes, ["rediss://:hunter2@h:1/2"]);
+        assert!(!format!("{o:?}").contains("hunter2"));
     }
 
     #[test]

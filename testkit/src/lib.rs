@@ -1,4 +1,4 @@
-//! Throwaway real servers for lockkit's tests, and a TCP fault proxy: Redis (single,
+//! Throwaway real servers for lockkit's tests, and a TCP fault proxy: Redis (single, TLS,
 //! N masters, Cluster), etcd (single, cluster), ZooKeeper (standalone, ensemble),
 //! PostgreSQL and MariaDB.
 //!
@@ -28,5 +28,5 @@ pub use port::free_port;
 pub use postgres::Postgres;
 pub use process::Server;
 pub use proxy::{Fault, FaultProxy};
-pub use redis::{Redis, RedisCluster, RedisMasters};
+pub use redis::{Redis, RedisCluster, RedisMasters, TlsFiles};
 pub use zookeeper::{ZooKeeper, ZooKeeperEnsemble};

@@ -1,19 +1,164 @@
 //! Redis: one instance, or N independent masters (for Redlock).
 
 use std::ops::{Deref, DerefMut};
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use tempfile::TempDir;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::process::{Server, Spec, find_binary, temp_dir};
+use crate::process::{Server, Spec, find_binary, run_setup, temp_dir};
 use crate::{TestkitError, free_port};
 
-/// A throwaway Redis server on 127.0.0.1, without persistence.
+/// A throwaway Redis server on 127.0.0.1, without persistence; plain TCP, or TLS
+/// only ([`start_tls`](Redis::start_tls)).
 #[derive(Debug)]
 pub struct Redis {
     server: Server,
+    tls: Option<TlsFiles>,
     _dir: TempDir,
+}
+
+/// The PEM files of a TLS server, all in its temp dir: a throwaway CA, the server's
+/// certificate for `IP:127.0.0.1` signed by it, and a client certificate signed by
+/// it (for mutual TLS).
+#[derive(Debug, Clone)]
+pub struct TlsFiles {
+    /// The CA certificate: what a client must trust.
+    pub ca: PathBuf,
+    /// A client certificate the server accepts (signed by the CA).
+    pub client_cert: PathBuf,
+    /// Its private key (PKCS#8).
+    pub client_key: PathBuf,
+    server_cert: PathBuf,
+    server_key: PathBuf,
+    mutual: bool,
+}
+
+/// Whether the server answers `redis-cli --tls … ping` with PONG (bounded).
+async fn tls_ping(cli: PathBuf, files: TlsFiles, port: u16) -> bool {
+    let mut cmd = tokio::process::Command::new(cli);
+    cmd.arg("--tls").arg("--cacert").arg(&files.ca);
+    if files.mutual {
+        cmd.arg("--cert").arg(&files.client_cert);
+        cmd.arg("--key").arg(&files.client_key);
+    }
+    cmd.args(["-h", "127.0.0.1", "-p", &port.to_string(), "ping"])
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true);
+    matches!(
+        tokio::time::timeout(Duration::from_secs(2), cmd.output()).await,
+        Ok(Ok(out)) if String::from_utf8_lossy(&out.stdout).trim() == "PONG"
+    )
+}
+
+/// An EC P-256 key and a certificate request for `subject`, signed by the CA with
+/// the extensions in `ext` (one per line).
+fn issue(
+    openssl: &Path,
+    dir: &Path,
+    name: &str,
+    subject: &str,
+    ext: &str,
+) -> Result<(PathBuf, PathBuf), TestkitError> {
+    let key = dir.join(format!("{name}.key"));
+    let csr = dir.join(format!("{name}.csr"));
+    let cert = dir.join(format!("{name}.pem"));
+    let ext_file = dir.join(format!("{name}.ext"));
+    std::fs::write(&ext_file, ext)?;
+    let mut req = std::process::Command::new(openssl);
+    req.args([
+        "req",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+    ])
+    .args(["-nodes", "-subj", subject, "-keyout"])
+    .arg(&key)
+    .arg("-out")
+    .arg(&csr);
+    run_setup(&format!("openssl req ({name})"), &mut req)?;
+    let mut sign = std::process::Command::new(openssl);
+    sign.args(["x509", "-req", "-days", "2", "-in"])
+        .arg(&csr)
+        .arg("-CA")
+        .arg(dir.join("ca.pem"))
+        .arg("-CAkey")
+        .arg(dir.join("ca.key"))
+        .arg("-CAcreateserial")
+        .arg("-extfile")
+        .arg(&ext_file)
+        .arg("-out")
+        .arg(&cert);
+    run_setup(&format!("openssl x509 -req ({name})"), &mut sign)?;
+    Ok((cert, key))
+}
+
+impl TlsFiles {
+    /// Generates a throwaway CA, a server certificate for `IP:127.0.0.1` and a
+    /// client certificate in `dir` with the `openssl` CLI.
+    fn generate(dir: &Path, mutual: bool) -> Result<Self, TestkitError> {
+        let openssl = find_binary("openssl", "LOCKKIT_OPENSSL_BIN")?;
+        let ca = dir.join("ca.pem");
+        let mut req = std::process::Command::new(&openssl);
+        req.args(["req", "-x509", "-newkey", "ec", "-pkeyopt"])
+            .args(["ec_paramgen_curve:prime256v1", "-nodes", "-days", "2"])
+            .args(["-subj", "/CN=lockkit-testkit-ca"])
+            .args(["-addext", "basicConstraints=critical,CA:TRUE"])
+            .args(["-addext", "keyUsage=critical,keyCertSign,cRLSign"])
+            .arg("-keyout")
+            .arg(dir.join("ca.key"))
+            .arg("-out")
+            .arg(&ca);
+        run_setup("openssl req -x509 (CA)", &mut req)?;
+        // clientAuth too: with --tls-cluster, a node presents this certificate as a
+        // client on the cluster bus, and the peer verifies it (without clientAuth
+        // the nodes never meet and `redis-cli --cluster create` waits forever).
+        let (server_cert, server_key) = issue(
+            &openssl,
+            dir,
+            "server",
+            "/CN=127.0.0.1",
+            "subjectAltName=IP:127.0.0.1\nbasicConstraints=critical,CA:FALSE\n\
+             keyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth,clientAuth\n",
+        )?;
+        let (client_cert, client_key) = issue(
+            &openssl,
+            dir,
+            "client",
+            "/CN=lockkit-testkit-client",
+            "basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\n\
+             extendedKeyUsage=clientAuth\n",
+        )?;
+        Ok(Self {
+            ca,
+            client_cert,
+            client_key,
+            server_cert,
+            server_key,
+            mutual,
+        })
+    }
+
+    /// The redis-server arguments: TLS only (`--port 0`), on `port`.
+    fn server_args(&self, port: u16) -> Vec<String> {
+        let path = |p: &Path| p.display().to_string();
+        vec![
+            "--port".into(),
+            "0".into(),
+            "--tls-port".into(),
+            port.to_string(),
+            "--tls-cert-file".into(),
+            path(&self.server_cert),
+            "--tls-key-file".into(),
+            path(&self.server_key),
+            "--tls-ca-cert-file".into(),
+            path(&self.ca),
+            "--tls-auth-clients".into(),
+            if self.mutual { "yes" } else { "no" }.into(),
+        ]
+    }
 }
 
 async fn ping(port: u16) -> bool {
@@ -43,14 +188,68 @@ impl Redis {
         Self::start_with(&[]).await
     }
 
+    /// Starts `redis-server` listening on TLS only (`--port 0 --tls-port P`), with
+    /// a throwaway CA and a server certificate for `IP:127.0.0.1` generated in its
+    /// temp dir by the `openssl` CLI; clients need not present a certificate.
+    /// [`url`](Self::url) is `rediss://127.0.0.1:P?tls_ca=<the CA file>`.
+    ///
+    /// # Errors
+    ///
+    /// As [`start`](Self::start); `NotFound` if `openssl` is not installed, `Setup`
+    /// if a certificate cannot be made.
+    pub async fn start_tls() -> Result<Self, TestkitError> {
+        Self::start_tls_with(false).await
+    }
+
+    /// As [`start_tls`](Self::start_tls), but the server requires a client
+    /// certificate signed by its CA (`--tls-auth-clients yes`). [`url`](Self::url)
+    /// carries `tls_cert` and `tls_key` for the one in [`TlsFiles`].
+    ///
+    /// # Errors
+    ///
+    /// As [`start_tls`](Self::start_tls).
+    pub async fn start_mutual_tls() -> Result<Self, TestkitError> {
+        Self::start_tls_with(true).await
+    }
+
+    async fn start_tls_with(mutual: bool) -> Result<Self, TestkitError> {
+        let dir = temp_dir()?;
+        let files = TlsFiles::generate(dir.path(), mutual)?;
+        Self::launch_tls(dir, files, &[]).await
+    }
+
+    /// A TLS-only server in `dir` with the certificates in `files` (which may live
+    /// elsewhere, shared by several servers) and `extra` arguments.
+    async fn launch_tls(
+        dir: TempDir,
+        files: TlsFiles,
+        extra: &[String],
+    ) -> Result<Self, TestkitError> {
+        let port = free_port()?;
+        let mut args = files.server_args(port);
+        args.extend(extra.iter().cloned());
+        Self::launch(dir, port, Some(files), args).await
+    }
+
     async fn start_with(extra: &[String]) -> Result<Self, TestkitError> {
-        let binary = find_binary("redis-server", "LOCKKIT_REDIS_BIN")?;
         let dir = temp_dir()?;
         let port = free_port()?;
+        let mut args = vec!["--port".to_string(), port.to_string()];
+        args.extend(extra.iter().cloned());
+        Self::launch(dir, port, None, args).await
+    }
+
+    /// Runs redis-server in `dir` with `listen` (the port arguments, and anything
+    /// else) after the common arguments, and waits until it answers.
+    async fn launch(
+        dir: TempDir,
+        port: u16,
+        tls: Option<TlsFiles>,
+        listen: Vec<String>,
+    ) -> Result<Self, TestkitError> {
+        let binary = find_binary("redis-server", "LOCKKIT_REDIS_BIN")?;
         let log = dir.path().join("redis.log");
         let args = [
-            "--port",
-            &port.to_string(),
             "--bind",
             "127.0.0.1",
             "--save",
@@ -65,7 +264,7 @@ impl Redis {
         .map(String::from)
         .to_vec();
         let mut args = args;
-        args.extend(extra.iter().cloned());
+        args.extend(listen);
         let server = Server::spawn(Spec {
             binary,
             args,
@@ -74,14 +273,48 @@ impl Redis {
             log,
             ready_timeout: Duration::from_secs(15),
         })?;
-        let mut redis = Self { server, _dir: dir };
-        redis.server.wait_ready(ping).await?;
+        let mut redis = Self {
+            server,
+            tls,
+            _dir: dir,
+        };
+        redis.wait_ready().await?;
         Ok(redis)
     }
 
-    /// `redis://127.0.0.1:PORT`.
+    /// Waits for PONG: over plain TCP, or with `redis-cli --tls` for a TLS server.
+    async fn wait_ready(&mut self) -> Result<(), TestkitError> {
+        match self.tls.clone() {
+            None => self.server.wait_ready(ping).await,
+            Some(files) => {
+                let cli = find_binary("redis-cli", "LOCKKIT_REDIS_CLI")?;
+                self.server
+                    .wait_ready(move |port| tls_ping(cli.clone(), files.clone(), port))
+                    .await
+            }
+        }
+    }
+
+    /// `redis://127.0.0.1:PORT`; for a TLS server
+    /// `rediss://127.0.0.1:PORT?tls_ca=<CA file>` (plus `&tls_cert=…&tls_key=…` when
+    /// it requires a client certificate).
     pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.server.port())
+        let port = self.server.port();
+        match &self.tls {
+            None => format!("redis://127.0.0.1:{port}"),
+            Some(f) if f.mutual => format!(
+                "rediss://127.0.0.1:{port}?tls_ca={}&tls_cert={}&tls_key={}",
+                f.ca.display(),
+                f.client_cert.display(),
+                f.client_key.display()
+            ),
+            Some(f) => format!("rediss://127.0.0.1:{port}?tls_ca={}", f.ca.display()),
+        }
+    }
+
+    /// The certificate files of a TLS server; `None` for a plain one.
+    pub fn tls_files(&self) -> Option<&TlsFiles> {
+        self.tls.as_ref()
     }
 
     /// Starts it again on the same port (no persistence: the data is gone).
@@ -91,7 +324,7 @@ impl Redis {
     /// As [`start`](Self::start).
     pub async fn restart(&mut self) -> Result<(), TestkitError> {
         self.server.respawn()?;
-        self.server.wait_ready(ping).await
+        self.wait_ready().await
     }
 }
 
@@ -140,11 +373,28 @@ impl RedisMasters {
     }
 }
 
-/// A Redis Cluster of `n` masters (no replicas), all slots assigned.
+/// A Redis Cluster of `n` masters (no replicas), all slots assigned; plain, or TLS
+/// only with one CA for every node ([`start_tls`](RedisCluster::start_tls)).
 #[derive(Debug)]
 pub struct RedisCluster {
     /// The masters, each controllable on its own.
     pub nodes: Vec<Redis>,
+    /// For a TLS cluster: the certificates, shared by all nodes, and their dir.
+    tls: Option<(TlsFiles, TempDir)>,
+}
+
+/// The arguments that make a server a cluster node (paths relative to its --dir).
+fn cluster_args() -> Vec<String> {
+    [
+        "--cluster-enabled",
+        "yes",
+        "--cluster-config-file",
+        "nodes.conf",
+        "--cluster-node-timeout",
+        "2000",
+    ]
+    .map(String::from)
+    .to_vec()
 }
 
 impl RedisCluster {
@@ -157,21 +407,62 @@ impl RedisCluster {
     pub async fn start(n: usize) -> Result<Self, TestkitError> {
         let mut nodes = Vec::with_capacity(n);
         for _ in 0..n {
-            // Relative to the node's own --dir.
-            let node = Redis::start_with(&[
-                "--cluster-enabled".into(),
-                "yes".into(),
-                "--cluster-config-file".into(),
-                "nodes.conf".into(),
-                "--cluster-node-timeout".into(),
-                "2000".into(),
-            ])
-            .await?;
-            nodes.push(node);
+            nodes.push(Redis::start_with(&cluster_args()).await?);
         }
+        Self::form(nodes, None).await
+    }
+
+    /// As [`start`](Self::start), but every node listens on TLS only, the cluster
+    /// bus runs over TLS too (`--tls-cluster yes`, on an explicitly chosen free
+    /// `--cluster-port`), and all node certificates come from one throwaway CA.
+    ///
+    /// # Errors
+    ///
+    /// As [`Redis::start_tls`]; `Setup` if the cluster cannot be formed.
+    pub async fn start_tls(n: usize) -> Result<Self, TestkitError> {
+        let certs = temp_dir()?;
+        let files = TlsFiles::generate(certs.path(), false)?;
+        let mut nodes = Vec::with_capacity(n);
+        for _ in 0..n {
+            let mut args = cluster_args();
+            args.extend(
+                [
+                    "--tls-cluster",
+                    "yes",
+                    "--tls-replication",
+                    "yes",
+                    "--cluster-port",
+                ]
+                .map(String::from),
+            );
+            args.push(free_port()?.to_string());
+            nodes.push(Redis::launch_tls(temp_dir()?, files.clone(), &args).await?);
+        }
+        Self::form(nodes, Some((files, certs))).await
+    }
+
+    /// `redis-cli` arguments to reach the nodes (TLS options for a TLS cluster).
+    fn cli_tls_args(tls: Option<&TlsFiles>) -> Vec<String> {
+        tls.map(|f| {
+            vec![
+                "--tls".to_string(),
+                "--cacert".to_string(),
+                f.ca.display().to_string(),
+            ]
+        })
+        .unwrap_or_default()
+    }
+
+    /// Joins `nodes` with `redis-cli --cluster create` and waits for
+    /// `cluster_state:ok` on each.
+    async fn form(
+        mut nodes: Vec<Redis>,
+        tls: Option<(TlsFiles, TempDir)>,
+    ) -> Result<Self, TestkitError> {
+        let tls_args = Self::cli_tls_args(tls.as_ref().map(|(f, _)| f));
         let cli = find_binary("redis-cli", "LOCKKIT_REDIS_CLI")?;
         let mut create = std::process::Command::new(&cli);
-        create.arg("--cluster").arg("create");
+        create.args(&tls_args).arg("--cluster").arg("create");
         for n in &nodes {
             create.arg(format!("127.0.0.1:{}", n.port()));
         }
@@ -179,11 +470,14 @@ impl RedisCluster {
         crate::process::run_setup("redis-cli --cluster create", &mut create)?;
         for n in &mut nodes {
             let cli = cli.clone();
+            let tls_args = tls_args.clone();
             n.server
                 .wait_ready(move |port| {
                     let cli = cli.clone();
+                    let tls_args = tls_args.clone();
                     async move {
                         let out = tokio::process::Command::new(&cli)
+                            .args(&tls_args)
                             .args(["-p", &port.to_string(), "cluster", "info"])
                             .output()
                             .await;
@@ -194,16 +488,24 @@ impl RedisCluster {
                 })
                 .await?;
         }
-        Ok(Self { nodes })
+        Ok(Self { nodes, tls })
     }
 
-    /// `redis-cluster://127.0.0.1:P1,127.0.0.1:P2,…` (seed nodes).
+    /// `redis-cluster://127.0.0.1:P1,127.0.0.1:P2,…` (seed nodes); for a TLS
+    /// cluster `rediss-cluster://…?tls_ca=<CA file>`.
     pub fn url(&self) -> String {
         let hosts: Vec<String> = self
             .nodes
             .iter()
             .map(|n| format!("127.0.0.1:{}", n.port()))
             .collect();
-        format!("redis-cluster://{}", hosts.join(","))
+        match &self.tls {
+            None => format!("redis-cluster://{}", hosts.join(",")),
+            Some((f, _)) => format!(
+                "rediss-cluster://{}?tls_ca={}",
+                hosts.join(","),
+                f.ca.display()
+            ),
+        }
     }
 }

@@ -230,3 +230,48 @@ async fn redis_cluster_assigns_every_slot() {
         assert!(responds(n.port(), REDIS_PING).await);
     }
 }
+
+/// Whether `redis-cli --tls` (with the client certificate if given) gets PONG.
+fn tls_cli_pings(r: &Redis, client_cert: bool) -> bool {
+    let files = r.tls_files().unwrap();
+    let mut cmd = std::process::Command::new("redis-cli");
+    cmd.arg("--tls").arg("--cacert").arg(&files.ca);
+    if client_cert {
+        cmd.arg("--cert").arg(&files.client_cert);
+        cmd.arg("--key").arg(&files.client_key);
+    }
+    let out = cmd
+        .args(["-h", "127.0.0.1", "-p", &r.port().to_string(), "ping"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim() == "PONG"
+}
+
+#[tokio::test]
+async fn redis_tls_serves_only_tls_with_its_own_ca_and_restarts() {
+    let mut r = Redis::start_tls().await.unwrap();
+    let port = r.port();
+    let ca = r.tls_files().unwrap().ca.clone();
+    assert!(ca.is_file());
+    assert_eq!(
+        r.url(),
+        format!("rediss://127.0.0.1:{port}?tls_ca={}", ca.display())
+    );
+    assert!(tls_cli_pings(&r, false));
+    let mut plain = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    plain.write_all(REDIS_PING).await.unwrap();
+    let mut buf = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(5), plain.read_to_end(&mut buf)).await;
+    assert!(read.is_ok(), "a plain-text PING to the TLS port hung");
+    assert!(!String::from_utf8_lossy(&buf).contains("PONG"), "{buf:?}");
+    r.restart().await.unwrap();
+    assert!(tls_cli_pings(&r, false));
+}
+
+#[tokio::test]
+async fn redis_mutual_tls_requires_the_client_certificate() {
+    let r = Redis::start_mutual_tls().await.unwrap();
+    assert!(r.url().contains("&tls_cert="), "{}", r.url());
+    assert!(tls_cli_pings(&r, true));
+    assert!(!tls_cli_pings(&r, false));
+}

@@ -45,7 +45,7 @@ impl Master {
     /// A lazily connected master: nothing is sent until the first request, so a dead
     /// master does not fail the driver's start-up.
     pub(crate) fn new(url: &str, shown: String) -> Result<Self> {
-        let client = redis::Client::open(url).map_err(|e| LockError::InvalidUrl {
+        let client = crate::tls::client(url, None).map_err(|e| LockError::InvalidUrl {
             url: shown.clone(),
             reason: redact_url(&e.to_string()),
         })?;

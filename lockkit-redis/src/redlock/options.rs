@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use lockkit_core::{LockError, redact_url};
 
+use crate::tls;
+
 /// The fixed part of the clock-drift allowance (the other part is 1 % of the TTL).
 pub(crate) const DEFAULT_DRIFT: Duration = Duration::from_millis(2);
 /// The mean delay before retrying a failed attempt.
@@ -13,6 +15,11 @@ pub(crate) const DEFAULT_RETRY: Duration = Duration::from_millis(100);
 pub(crate) const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_millis(250);
 
 const KNOWN_PARAMS: &str = "prefix, drift_ms, retry_ms, timeout_ms";
+
+/// Why `tls_*` options and `rediss://` masters are refused.
+const NO_TLS: &str = "TLS is not supported for Redlock yet (the masters are reached over plain \
+     TCP): remove the tls_* options and keep the masters on a trusted network, or use \
+     rediss:// with the single-server driver";
 
 /// Settings for [`super::RedlockDriver`]. `Debug` never shows a password.
 ///
@@ -101,6 +108,9 @@ impl RedlockOptions {
     /// a failed attempt is retried (default 100), `timeout_ms` the cap on one request
     /// to one master (default 250).
     ///
+    /// Redlock does not support TLS yet: `tls_ca`, `tls_cert` and `tls_key` are
+    /// refused with an error saying so.
+    ///
     /// # Errors
     ///
     /// [`LockError::InvalidUrl`] naming what is wrong; the password is never shown.
@@ -182,6 +192,9 @@ impl RedlockOptions {
                 "drift_ms" => options.drift = millis(url, name, value)?,
                 "retry_ms" => options.retry = millis(url, name, value)?,
                 "timeout_ms" => options.request_timeout = millis(url, name, value)?,
+                _ if tls::OPTION_NAMES.contains(&name) => {
+                    return Err(LockError::invalid_url(url, NO_TLS));
+                }
                 _ => {
                     return Err(LockError::invalid_url(
                         url,
@@ -199,7 +212,8 @@ impl RedlockOptions {
     /// # Errors
     ///
     /// [`LockError::Config`] for an empty list; [`LockError::InvalidUrl`] for a URL
-    /// that is not `redis://` or cannot be parsed, or one listed twice.
+    /// that is not `redis://` (`rediss://`: Redlock does not support TLS yet) or
+    /// cannot be parsed, or one listed twice.
     pub fn from_masters<I, S>(urls: I) -> Result<Self, LockError>
     where
         I: IntoIterator<Item = S>,
@@ -208,6 +222,9 @@ impl RedlockOptions {
         let mut masters: Vec<String> = Vec::new();
         for url in urls {
             let url = url.as_ref();
+            if url.starts_with("rediss://") {
+                return Err(LockError::invalid_url(url, NO_TLS));
+            }
             if !url.starts_with("redis://") {
                 return Err(LockError::invalid_url(
                     url,
@@ -280,5 +297,26 @@ impl RedlockOptions {
     /// The key prefix.
     pub fn key_prefix(&self) -> &str {
         &self.prefix
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tls_is_refused_with_a_clear_error() {
+        for e in [
+            RedlockOptions::from_url("redlock://:hunter2@h1:1,h2:2,h3:3?tls_ca=/ca.pem")
+                .unwrap_err(),
+            RedlockOptions::from_masters(["rediss://:hunter2@h1:1"]).unwrap_err(),
+        ] {
+            assert!(matches!(e, LockError::InvalidUrl { .. }), "{e:?}");
+            assert!(
+                e.to_string().contains("TLS is not supported for Redlock"),
+                "{e}"
+            );
+            assert!(!e.to_string().contains("hunter2"), "{e}");
+        }
     }
 }
