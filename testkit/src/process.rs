@@ -201,28 +201,56 @@ impl Drop for Server {
     }
 }
 
-/// Runs a setup command to completion; its output goes into the error on failure.
+/// How long a setup step (`initdb`, `redis-cli --cluster create`) may take.
+const SETUP_LIMIT: Duration = Duration::from_secs(120);
+
+/// Runs a setup command to completion, killing it after [`SETUP_LIMIT`]; its output
+/// goes into the error on failure.
 pub(crate) fn run_setup(step: &str, cmd: &mut Command) -> Result<(), TestkitError> {
-    let out = cmd
+    use std::io::{Read, Seek};
+    // Output goes to files, not pipes, so a chatty step cannot block on a full pipe
+    // while we wait for it with a time limit.
+    let (mut out, mut err) = (tempfile::tempfile()?, tempfile::tempfile()?);
+    let mut child = cmd
         .stdin(Stdio::null())
-        .output()
+        .stdout(out.try_clone()?)
+        .stderr(err.try_clone()?)
+        .spawn()
         .map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => TestkitError::NotFound {
                 binary: step.to_string(),
             },
             _ => TestkitError::Io(e),
         })?;
-    if out.status.success() {
-        return Ok(());
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break Some(status);
+        }
+        if started.elapsed() >= SETUP_LIMIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut text = String::new();
+    for file in [&mut out, &mut err] {
+        file.rewind()?;
+        file.read_to_string(&mut text)?;
+        text.push('\n');
     }
-    Err(TestkitError::Setup {
-        step: step.to_string(),
-        detail: format!(
-            "{}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ),
-    })
+    match status {
+        Some(s) if s.success() => Ok(()),
+        Some(_) => Err(TestkitError::Setup {
+            step: step.to_string(),
+            detail: text,
+        }),
+        None => Err(TestkitError::Setup {
+            step: step.to_string(),
+            detail: format!("did not finish within {SETUP_LIMIT:?}; killed\n{text}"),
+        }),
+    }
 }
 
 /// Whether `cmd` exits 0 within 5 s.

@@ -384,17 +384,23 @@ pub struct RedisCluster {
 }
 
 /// The arguments that make a server a cluster node (paths relative to its --dir).
-fn cluster_args() -> Vec<String> {
-    [
+/// Arguments of a cluster node. The cluster bus gets its own free port: Redis's
+/// default (the client port + 10000) overflows for client ports above 55535, which
+/// the ephemeral range (up to 60999) hands out.
+fn cluster_args() -> Result<Vec<String>, TestkitError> {
+    let mut args: Vec<String> = [
         "--cluster-enabled",
         "yes",
         "--cluster-config-file",
         "nodes.conf",
         "--cluster-node-timeout",
         "2000",
+        "--cluster-port",
     ]
     .map(String::from)
-    .to_vec()
+    .to_vec();
+    args.push(free_port()?.to_string());
+    Ok(args)
 }
 
 impl RedisCluster {
@@ -407,14 +413,13 @@ impl RedisCluster {
     pub async fn start(n: usize) -> Result<Self, TestkitError> {
         let mut nodes = Vec::with_capacity(n);
         for _ in 0..n {
-            nodes.push(Redis::start_with(&cluster_args()).await?);
+            nodes.push(Redis::start_with(&cluster_args()?).await?);
         }
         Self::form(nodes, None).await
     }
 
     /// As [`start`](Self::start), but every node listens on TLS only, the cluster
-    /// bus runs over TLS too (`--tls-cluster yes`, on an explicitly chosen free
-    /// `--cluster-port`), and all node certificates come from one throwaway CA.
+    /// bus runs over TLS too (`--tls-cluster yes`), and all node certificates come from one throwaway CA.
     ///
     /// # Errors
     ///
@@ -424,18 +429,8 @@ impl RedisCluster {
         let files = TlsFiles::generate(certs.path(), false)?;
         let mut nodes = Vec::with_capacity(n);
         for _ in 0..n {
-            let mut args = cluster_args();
-            args.extend(
-                [
-                    "--tls-cluster",
-                    "yes",
-                    "--tls-replication",
-                    "yes",
-                    "--cluster-port",
-                ]
-                .map(String::from),
-            );
-            args.push(free_port()?.to_string());
+            let mut args = cluster_args()?;
+            args.extend(["--tls-cluster", "yes", "--tls-replication", "yes"].map(String::from));
             nodes.push(Redis::launch_tls(temp_dir()?, files.clone(), &args).await?);
         }
         Self::form(nodes, Some((files, certs))).await
