@@ -1,11 +1,16 @@
 //! The conformance suite against real Redis servers from the testkit: a single
-//! instance (woken by pub/sub, and polling only), and a 3-master Redis Cluster.
+//! server (woken by pub/sub, and polling only), a 3-master Redis Cluster, and both
+//! again over TLS (`rediss://`, the URL carrying the throwaway CA, so the
+//! killed-holder child process connects with it too).
 
 #![allow(clippy::unwrap_used, clippy::panic)] // Tests fail by panicking.
 
+mod common;
+
 use std::sync::Arc;
 
-use lockkit_conformance::{UrlBackend, UrlHarness};
+use common::backend;
+use lockkit_conformance::UrlHarness;
 use lockkit_core::{LockDriver, LockError};
 use lockkit_redis::{RedisDriver, RedisOptions};
 use lockkit_testkit::{Redis, RedisCluster};
@@ -16,53 +21,29 @@ async fn connect(url: &str) -> Result<Arc<dyn LockDriver>, LockError> {
     ))
 }
 
-struct Single;
-
-#[lockkit_core::async_trait]
-impl UrlBackend for Single {
-    type Server = Redis;
-    async fn start() -> (Redis, String) {
-        let server = Redis::start().await.unwrap();
-        let url = server.url();
-        (server, url)
-    }
-    async fn connect(url: &str) -> Result<Arc<dyn LockDriver>, LockError> {
-        connect(url).await
-    }
-}
-
-/// The same server, with waiters polling instead of being woken.
-struct SinglePolling;
-
-#[lockkit_core::async_trait]
-impl UrlBackend for SinglePolling {
-    type Server = Redis;
-    async fn start() -> (Redis, String) {
-        let server = Redis::start().await.unwrap();
-        let url = format!("{}?wake=poll", server.url());
-        (server, url)
-    }
-    async fn connect(url: &str) -> Result<Arc<dyn LockDriver>, LockError> {
-        connect(url).await
-    }
-}
-
-/// Three masters, all slots assigned; the lock keys of one case spread over them.
-struct Cluster;
-
-#[lockkit_core::async_trait]
-impl UrlBackend for Cluster {
-    type Server = RedisCluster;
-    async fn start() -> (RedisCluster, String) {
-        let cluster = RedisCluster::start(3).await.unwrap();
-        let url = cluster.url();
-        (cluster, url)
-    }
-    async fn connect(url: &str) -> Result<Arc<dyn LockDriver>, LockError> {
-        connect(url).await
-    }
-}
+backend!(
+    /// One server; waiters woken by pub/sub.
+    Single: Redis = Redis::start(), |s| s.url(), connect
+);
+backend!(
+    /// The same, with waiters polling instead of being woken.
+    SinglePolling: Redis = Redis::start(), |s| format!("{}?wake=poll", s.url()), connect
+);
+backend!(
+    /// Three masters, all slots assigned; the lock keys of one case spread over them.
+    Cluster: RedisCluster = RedisCluster::start(3), |s| s.url(), connect
+);
+backend!(
+    /// A TLS-only server (`rediss://…?tls_ca=`).
+    Tls: Redis = Redis::start_tls(), |s| s.url(), connect
+);
+backend!(
+    /// Three TLS-only masters with one CA (`rediss-cluster://…?tls_ca=`).
+    TlsCluster: RedisCluster = RedisCluster::start_tls(3), |s| s.url(), connect
+);
 
 lockkit_conformance::suite!(redis, UrlHarness<Single>);
 lockkit_conformance::suite!(redis_polling, UrlHarness<SinglePolling>);
 lockkit_conformance::suite!(redis_cluster, UrlHarness<Cluster>);
+lockkit_conformance::suite!(redis_tls, UrlHarness<Tls>);
+lockkit_conformance::suite!(redis_tls_cluster, UrlHarness<TlsCluster>);

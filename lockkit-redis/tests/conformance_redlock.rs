@@ -6,6 +6,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+mod common;
+
+use common::backend;
 use lockkit_conformance::{UrlBackend, UrlHarness};
 use lockkit_core::{LockDriver, LockError};
 use lockkit_redis::{RedlockDriver, RedlockOptions};
@@ -19,21 +22,10 @@ async fn connect(url: &str) -> Result<Arc<dyn LockDriver>, LockError> {
     ))
 }
 
-/// Five healthy masters.
-struct Five;
-
-#[lockkit_core::async_trait]
-impl UrlBackend for Five {
-    type Server = RedisMasters;
-    async fn start() -> (RedisMasters, String) {
-        let masters = RedisMasters::start(5).await.unwrap();
-        let url = masters.url();
-        (masters, url)
-    }
-    async fn connect(url: &str) -> Result<Arc<dyn LockDriver>, LockError> {
-        connect(url).await
-    }
-}
+backend!(
+    /// Five healthy masters.
+    Five: RedisMasters = RedisMasters::start(5), |s| s.url(), connect
+);
 
 lockkit_conformance::suite!(redlock, UrlHarness<Five>);
 

@@ -1,14 +1,13 @@
-//! Redis over TLS (`rediss://`) against real TLS-only servers from the testkit: the
-//! whole conformance suite on a single server and on a 3-master TLS cluster, mutual
-//! TLS, and the refusals — a server certificate that does not verify, and plain TCP
-//! to the TLS port — each a typed, prompt error.
+//! Redis over TLS (`rediss://`) against real TLS-only servers from the testkit (the
+//! conformance suites over TLS are in `conformance_redis.rs`): detection of a
+//! cluster through a TLS node, mutual TLS, and the refusals — a server certificate
+//! that does not verify, and plain TCP to the TLS port — each a typed, prompt error.
 
 #![allow(clippy::unwrap_used, clippy::panic)] // Tests fail by panicking.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use lockkit_conformance::{UrlBackend, UrlHarness};
 use lockkit_core::{LockDriver, LockError, Locker};
 use lockkit_redis::{RedisDriver, RedisOptions};
 use lockkit_testkit::{Redis, RedisCluster};
@@ -18,42 +17,6 @@ async fn connect(url: &str) -> Result<Arc<dyn LockDriver>, LockError> {
         RedisDriver::connect(RedisOptions::from_url(url)?).await?,
     ))
 }
-
-/// A TLS-only server; the URL carries the CA (`?tls_ca=`), so the child process of
-/// the killed-holder case connects with it too.
-struct Tls;
-
-#[lockkit_core::async_trait]
-impl UrlBackend for Tls {
-    type Server = Redis;
-    async fn start() -> (Redis, String) {
-        let server = Redis::start_tls().await.unwrap();
-        let url = server.url();
-        (server, url)
-    }
-    async fn connect(url: &str) -> Result<Arc<dyn LockDriver>, LockError> {
-        connect(url).await
-    }
-}
-
-/// Three TLS-only masters with one CA (`rediss-cluster://…?tls_ca=`).
-struct TlsCluster;
-
-#[lockkit_core::async_trait]
-impl UrlBackend for TlsCluster {
-    type Server = RedisCluster;
-    async fn start() -> (RedisCluster, String) {
-        let cluster = RedisCluster::start_tls(3).await.unwrap();
-        let url = cluster.url();
-        (cluster, url)
-    }
-    async fn connect(url: &str) -> Result<Arc<dyn LockDriver>, LockError> {
-        connect(url).await
-    }
-}
-
-lockkit_conformance::suite!(redis_tls, UrlHarness<Tls>);
-lockkit_conformance::suite!(redis_tls_cluster, UrlHarness<TlsCluster>);
 
 #[tokio::test]
 async fn rediss_to_a_cluster_node_switches_to_the_tls_cluster() {
