@@ -185,7 +185,7 @@ impl Redis {
     /// [`TestkitError::NotFound`] if redis-server is not installed; `NotReady` with
     /// the log's tail if it does not answer PING.
     pub async fn start() -> Result<Self, TestkitError> {
-        Self::start_with(&[]).await
+        Self::start_with(&[], ClusterBus::Default).await
     }
 
     /// Starts `redis-server` listening on TLS only (`--port 0 --tls-port P`), with
@@ -215,7 +215,7 @@ impl Redis {
     async fn start_tls_with(mutual: bool) -> Result<Self, TestkitError> {
         let dir = temp_dir()?;
         let files = TlsFiles::generate(dir.path(), mutual)?;
-        Self::launch_tls(dir, files, &[]).await
+        Self::launch_tls(dir, files, &[], ClusterBus::Default).await
     }
 
     /// A TLS-only server in `dir` with the certificates in `files` (which may live
@@ -224,62 +224,85 @@ impl Redis {
         dir: TempDir,
         files: TlsFiles,
         extra: &[String],
+        bus: ClusterBus,
     ) -> Result<Self, TestkitError> {
-        let port = free_port()?;
-        let mut args = files.server_args(port);
-        args.extend(extra.iter().cloned());
-        Self::launch(dir, port, Some(files), args).await
+        Self::launch(dir, Some(files), extra, bus).await
     }
 
-    async fn start_with(extra: &[String]) -> Result<Self, TestkitError> {
-        let dir = temp_dir()?;
-        let port = free_port()?;
-        let mut args = vec!["--port".to_string(), port.to_string()];
-        args.extend(extra.iter().cloned());
-        Self::launch(dir, port, None, args).await
+    async fn start_with(extra: &[String], bus: ClusterBus) -> Result<Self, TestkitError> {
+        Self::launch(temp_dir()?, None, extra, bus).await
     }
 
-    /// Runs redis-server in `dir` with `listen` (the port arguments, and anything
-    /// else) after the common arguments, and waits until it answers.
+    /// Runs redis-server in `dir` on free ports, with `extra` after the common
+    /// arguments, and waits until it answers. A free port can be taken by another
+    /// process between our choosing it and the server binding it; then the server
+    /// exits with "Address already in use", and it is started again on new ports.
     async fn launch(
-        dir: TempDir,
-        port: u16,
+        mut dir: TempDir,
         tls: Option<TlsFiles>,
-        listen: Vec<String>,
+        extra: &[String],
+        bus: ClusterBus,
     ) -> Result<Self, TestkitError> {
+        const ATTEMPTS: usize = 5;
         let binary = find_binary("redis-server", "LOCKKIT_REDIS_BIN")?;
         let log = dir.path().join("redis.log");
-        let args = [
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            &dir.path().display().to_string(),
-            "--logfile",
-            &log.display().to_string(),
-        ]
-        .map(String::from)
-        .to_vec();
-        let mut args = args;
-        args.extend(listen);
-        let server = Server::spawn(Spec {
-            binary,
-            args,
-            uid_gid: None,
-            port,
-            log,
-            ready_timeout: Duration::from_secs(15),
-        })?;
-        let mut redis = Self {
-            server,
-            tls,
-            _dir: dir,
-        };
-        redis.wait_ready().await?;
-        Ok(redis)
+        for attempt in 1..=ATTEMPTS {
+            let port = free_port()?;
+            let mut args: Vec<String> = [
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                &dir.path().display().to_string(),
+                "--logfile",
+                &log.display().to_string(),
+            ]
+            .map(String::from)
+            .to_vec();
+            match &tls {
+                Some(files) => args.extend(files.server_args(port)),
+                None => args.extend(["--port".to_string(), port.to_string()]),
+            }
+            if bus == ClusterBus::FreePort {
+                // Redis's default (the client port + 10000) overflows for client
+                // ports above 55535, which the ephemeral range hands out.
+                args.extend(["--cluster-port".to_string(), free_port()?.to_string()]);
+            }
+            args.extend(extra.iter().cloned());
+            let server = Server::spawn(Spec {
+                binary: binary.clone(),
+                args,
+                uid_gid: None,
+                port,
+                log: log.clone(),
+                ready_timeout: Duration::from_secs(15),
+            })?;
+            let mut redis = Self {
+                server,
+                tls: tls.clone(),
+                _dir: dir,
+            };
+            match redis.wait_ready().await {
+                Ok(()) => return Ok(redis),
+                Err(TestkitError::NotReady { tail, .. })
+                    if attempt < ATTEMPTS && tail.contains("Address already in use") =>
+                {
+                    let Self { server, _dir, .. } = redis;
+                    drop(server);
+                    dir = _dir;
+                    // A cluster node wrote its identity; the next start is a new node.
+                    let _ = std::fs::remove_file(dir.path().join("nodes.conf"));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(TestkitError::Setup {
+            step: "redis-server".into(),
+            detail: format!("no free port after {ATTEMPTS} attempts"),
+        })
     }
 
     /// Waits for PONG: over plain TCP, or with `redis-cli --tls` for a TLS server.
@@ -384,23 +407,27 @@ pub struct RedisCluster {
 }
 
 /// The arguments that make a server a cluster node (paths relative to its --dir).
-/// Arguments of a cluster node. The cluster bus gets its own free port: Redis's
-/// default (the client port + 10000) overflows for client ports above 55535, which
-/// the ephemeral range (up to 60999) hands out.
-fn cluster_args() -> Result<Vec<String>, TestkitError> {
-    let mut args: Vec<String> = [
+/// Whether a node needs a cluster-bus port of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ClusterBus {
+    /// Not a cluster node (Redis would use the client port + 10000 if it were).
+    Default,
+    /// A cluster node: the bus gets its own free port.
+    FreePort,
+}
+
+/// Arguments of a cluster node (its ports are chosen by [`Redis::launch`]).
+fn cluster_args() -> Vec<String> {
+    [
         "--cluster-enabled",
         "yes",
         "--cluster-config-file",
         "nodes.conf",
         "--cluster-node-timeout",
         "2000",
-        "--cluster-port",
     ]
     .map(String::from)
-    .to_vec();
-    args.push(free_port()?.to_string());
-    Ok(args)
+    .to_vec()
 }
 
 impl RedisCluster {
@@ -413,7 +440,7 @@ impl RedisCluster {
     pub async fn start(n: usize) -> Result<Self, TestkitError> {
         let mut nodes = Vec::with_capacity(n);
         for _ in 0..n {
-            nodes.push(Redis::start_with(&cluster_args()?).await?);
+            nodes.push(Redis::start_with(&cluster_args(), ClusterBus::FreePort).await?);
         }
         Self::form(nodes, None).await
     }
@@ -429,9 +456,11 @@ impl RedisCluster {
         let files = TlsFiles::generate(certs.path(), false)?;
         let mut nodes = Vec::with_capacity(n);
         for _ in 0..n {
-            let mut args = cluster_args()?;
+            let mut args = cluster_args();
             args.extend(["--tls-cluster", "yes", "--tls-replication", "yes"].map(String::from));
-            nodes.push(Redis::launch_tls(temp_dir()?, files.clone(), &args).await?);
+            nodes.push(
+                Redis::launch_tls(temp_dir()?, files.clone(), &args, ClusterBus::FreePort).await?,
+            );
         }
         Self::form(nodes, Some((files, certs))).await
     }
