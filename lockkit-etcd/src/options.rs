@@ -55,7 +55,10 @@ impl EtcdOptions {
     /// [`LockError::InvalidUrl`] naming what is wrong (with the password redacted);
     /// [`LockError::Unsupported`] for `etcds://`.
     pub fn from_url(url: &str) -> Result<Self, LockError> {
-        let bad = |why: &str| LockError::invalid_url(url, why);
+        let bad = |why: &str| LockError::InvalidUrl {
+            url: shown(url),
+            reason: why.to_string(),
+        };
         let (scheme, rest) = url
             .split_once("://")
             .ok_or_else(|| bad("an etcd URL looks like etcd://host:port[,host:port…]"))?;
@@ -121,7 +124,7 @@ impl EtcdOptions {
             endpoints,
             user,
             prefix,
-            shown: redact_url(url),
+            shown: shown(url),
         })
     }
 
@@ -138,6 +141,26 @@ impl EtcdOptions {
     /// The user name, if the URL has credentials.
     pub fn user(&self) -> Option<&str> {
         self.user.as_ref().map(|(u, _)| u.as_str())
+    }
+}
+
+/// `url` fit to show: the password redacted, and userinfo without a `:` (which
+/// may well be a secret written in the wrong place) hidden entirely.
+fn shown(url: &str) -> String {
+    let redacted = redact_url(url);
+    let Some((scheme, rest)) = redacted.split_once("://") else {
+        // Without a scheme nothing can be told apart: hide any credentials.
+        return match redacted.rsplit_once('@') {
+            Some((_, host)) => format!("***@{host}"),
+            None => redacted,
+        };
+    };
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    match rest[..authority_end].rsplit_once('@') {
+        Some((userinfo, _)) if !userinfo.contains(':') => {
+            format!("{scheme}://***@{}", &rest[userinfo.len() + 1..])
+        }
+        _ => redacted,
     }
 }
 
