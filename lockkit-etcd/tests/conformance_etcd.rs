@@ -46,5 +46,5 @@ impl UrlBackend for Cluster {
     }
 }
 
-lockkit_conformance::suite!(etcd, UrlHarness<Single>);
-lockkit_conformance::suite!(etcd_cluster, UrlHarness<Cluster>);
+lockkit_conformance::suite!(etcd, UrlHarness<Single>, with { fifo_order });
+lockkit_conformance::suite!(etcd_cluster, UrlHarness<Cluster>, with { fifo_order });
