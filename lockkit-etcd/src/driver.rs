@@ -17,7 +17,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::NAME;
-use super::error::within;
+use super::error::{with_patience, within};
 use super::holds::{Holds, sweep};
 use super::keys;
 use super::lease::{Lease, Leases};
@@ -27,6 +27,8 @@ use super::options::EtcdOptions;
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long connecting may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long release and force_release retry transient errors.
+const PATIENCE: Duration = Duration::from_millis(750);
 /// etcd's default `--max-txn-ops`: compares per existence-check txn.
 const MAX_TXN_OPS: usize = 128;
 
@@ -323,17 +325,21 @@ impl LockDriver for EtcdDriver {
     async fn release(&self, key: &LockKey, owner: &OwnerId) -> Result<bool> {
         let inner = &self.inner;
         let name = keys::entry(&inner.prefix, key, owner);
-        let mut kv = inner.client.kv_client();
         match inner.holds.remove(&name) {
             Some(record) => {
-                let txn = Txn::new()
-                    .when([Compare::create_revision(
-                        name.as_str(),
-                        CompareOp::Equal,
-                        record.rev,
-                    )])
-                    .and_then([TxnOp::delete(name.as_str(), None)]);
-                match within(REQUEST_TIMEOUT, "release", kv.txn(txn)).await {
+                let released = with_patience(PATIENCE, || async {
+                    let txn = Txn::new()
+                        .when([Compare::create_revision(
+                            name.as_str(),
+                            CompareOp::Equal,
+                            record.rev,
+                        )])
+                        .and_then([TxnOp::delete(name.as_str(), None)]);
+                    let mut kv = inner.client.kv_client();
+                    within(REQUEST_TIMEOUT, "release", kv.txn(txn)).await
+                })
+                .await;
+                match released {
                     Ok(resp) => Ok(resp.succeeded()),
                     Err(e) => {
                         // Keep trying in the background; the caller learns it failed.
@@ -344,8 +350,11 @@ impl LockDriver for EtcdDriver {
             }
             None => {
                 // Our owner's entry by name: never another owner's.
-                let resp =
-                    within(REQUEST_TIMEOUT, "release", kv.delete(name.as_str(), None)).await?;
+                let resp = with_patience(PATIENCE, || async {
+                    let mut kv = inner.client.kv_client();
+                    within(REQUEST_TIMEOUT, "release", kv.delete(name.as_str(), None)).await
+                })
+                .await?;
                 Ok(resp.deleted() > 0)
             }
         }
@@ -354,29 +363,32 @@ impl LockDriver for EtcdDriver {
     async fn force_release(&self, key: &LockKey) -> Result<bool> {
         let inner = &self.inner;
         let queue = keys::queue(&inner.prefix, key);
-        let mut kv = inner.client.kv_client();
-        let opts = GetOptions::new()
-            .with_prefix()
-            .with_sort(SortTarget::Create, SortOrder::Ascend)
-            .with_limit(1)
-            .with_keys_only();
-        let resp = within(
-            REQUEST_TIMEOUT,
-            "force release",
-            kv.get(queue.as_str(), Some(opts)),
-        )
-        .await?;
-        let Some(first) = resp.kvs().first() else {
-            return Ok(false);
-        };
-        let txn = Txn::new()
-            .when([Compare::create_revision(
-                first.key().to_vec(),
-                CompareOp::Equal,
-                first.create_revision(),
-            )])
-            .and_then([TxnOp::delete(first.key().to_vec(), None)]);
-        let resp = within(REQUEST_TIMEOUT, "force release", kv.txn(txn)).await?;
-        Ok(resp.succeeded())
+        with_patience(PATIENCE, || async {
+            let mut kv = inner.client.kv_client();
+            let opts = GetOptions::new()
+                .with_prefix()
+                .with_sort(SortTarget::Create, SortOrder::Ascend)
+                .with_limit(1)
+                .with_keys_only();
+            let resp = within(
+                REQUEST_TIMEOUT,
+                "force release",
+                kv.get(queue.as_str(), Some(opts)),
+            )
+            .await?;
+            let Some(first) = resp.kvs().first() else {
+                return Ok(false);
+            };
+            let txn = Txn::new()
+                .when([Compare::create_revision(
+                    first.key().to_vec(),
+                    CompareOp::Equal,
+                    first.create_revision(),
+                )])
+                .and_then([TxnOp::delete(first.key().to_vec(), None)]);
+            let resp = within(REQUEST_TIMEOUT, "force release", kv.txn(txn)).await?;
+            Ok(resp.succeeded())
+        })
+        .await
     }
 }

@@ -39,3 +39,24 @@ pub(crate) async fn within<T>(
         }),
     }
 }
+
+/// Runs `f` again on retryable errors (an endpoint down, an election) for up to
+/// `patience`, with backoff. Only for idempotent requests.
+pub(crate) async fn with_patience<T, F, Fut>(patience: Duration, mut f: F) -> Result<T, LockError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, LockError>>,
+{
+    let until = tokio::time::Instant::now() + patience;
+    let mut backoff = Duration::from_millis(20);
+    loop {
+        match f().await {
+            Err(e) if e.is_retryable() && tokio::time::Instant::now() + backoff < until => {
+                tracing::debug!(error = %e, "transient etcd error; retrying");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_millis(250));
+            }
+            r => return r,
+        }
+    }
+}

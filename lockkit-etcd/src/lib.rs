@@ -59,8 +59,12 @@
 //! - Every write is a txn on create_revision: a release or expiry never deletes
 //!   another owner's entry; `force_release` deletes the current holder's entry.
 //! - etcd is linearizable: a grant acknowledged by a quorum survives a leader
-//!   failover; leases survive it too (the new leader extends them). A waiting or
-//!   renewing request that fails during an election is retried.
+//!   failover; leases survive it too (the new leader extends them). etcd-client
+//!   balances over every endpoint and keeps sending some requests to a dead one, so
+//!   transient errors are retried with backoff: by an acquire within its wait
+//!   (`try_lock`, and `release`/`force_release`, for up to 750 ms), by the watchdog
+//!   for renewals. Requests retried this way are idempotent (the entry's key names
+//!   its owner; deletes compare create_revision).
 //! - The lease expiry the guard trusts is measured from before the keep-alive round
 //!   that confirmed it, on the monotonic clock.
 

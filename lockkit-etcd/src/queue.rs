@@ -34,6 +34,9 @@ const RETRY_FIRST: Duration = Duration::from_millis(20);
 const RETRY_MAX: Duration = Duration::from_millis(500);
 /// How many times an acquire starts over because its lease vanished.
 const MAX_REQUEUES: u32 = 5;
+/// How long a `try_lock` keeps retrying transient errors (an endpoint down, an
+/// election) before it reports them; a waiting acquire retries within its wait.
+const TRANSIENT_PATIENCE: Duration = Duration::from_millis(750);
 
 /// Our entry after the enqueue txn.
 struct Entry {
@@ -76,29 +79,11 @@ impl Inner {
         let name = keys::entry(&self.prefix, &req.key, &req.owner);
         let queue = keys::queue(&self.prefix, &req.key);
         let mut requeues = 0;
+        let mut backoff = RETRY_FIRST;
         loop {
-            let lease = self.leases.for_ttl(&self.client, req.ttl).await?;
-            // At least 2/3 of the TTL left on the lease, so a watchdog renewing at
-            // ttl/3 is in time.
-            let since = Instant::now()
-                .checked_sub(req.ttl / 3)
-                .unwrap_or_else(Instant::now);
-            if let Err(e) = lease
-                .confirm(&self.client, since, &self.leases.rounds)
-                .await
-            {
-                if e.is_lost() && requeues < MAX_REQUEUES {
-                    self.leases.forget(&lease);
-                    requeues += 1;
-                    continue;
-                }
-                return Err(e);
-            }
-            let sent = Instant::now();
-            let entry = match self.enqueue(&name, &queue, &lease, req).await {
-                Ok(entry) => entry,
+            let entry = match self.enqueue_once(&name, &queue, req).await {
+                Ok(ok) => ok,
                 Err(EnqueueError::LeaseGone) if requeues < MAX_REQUEUES => {
-                    self.leases.forget(&lease);
                     requeues += 1;
                     continue;
                 }
@@ -109,8 +94,27 @@ impl Inner {
                         source: None,
                     });
                 }
+                Err(EnqueueError::Other(e)) if e.is_retryable() => {
+                    // An endpoint down or an election: the balanced channel may
+                    // pick a live member next time.
+                    let patience = match req.wait {
+                        Wait::NoWait => Some(started + TRANSIENT_PATIENCE),
+                        other => other.deadline(),
+                    };
+                    let retry = Instant::now() + backoff;
+                    if patience.is_some_and(|p| retry >= p) {
+                        return Err(e);
+                    }
+                    tracing::debug!(error = %e, "enqueue failed; retrying");
+                    backoff = (backoff * 2).min(RETRY_MAX);
+                    tokio::select! {
+                        _ = sleep_until(retry) => continue,
+                        _ = req.cancel.cancelled() => return Err(req.cancelled()),
+                    }
+                }
                 Err(EnqueueError::Other(e)) => return Err(e),
             };
+            let (entry, lease, sent) = entry;
             if entry.first == Some(entry.rev) {
                 let deadline = (sent + req.ttl).min(lease.alive_until());
                 return Ok(self.granted(req, name, entry.rev, lease, deadline));
@@ -150,6 +154,46 @@ impl Inner {
                     return Err(e);
                 }
             }
+        }
+    }
+
+    /// Gets a confirmed lease for the request's TTL and enqueues on it; returns
+    /// the entry, the lease, and when the enqueue was sent.
+    async fn enqueue_once(
+        &self,
+        name: &str,
+        queue: &str,
+        req: &AcquireRequest,
+    ) -> std::result::Result<(Entry, Arc<Lease>, Instant), EnqueueError> {
+        let lease = self
+            .leases
+            .for_ttl(&self.client, req.ttl)
+            .await
+            .map_err(EnqueueError::Other)?;
+        // At least 2/3 of the TTL left on the lease, so a watchdog renewing at
+        // ttl/3 is in time.
+        let since = Instant::now()
+            .checked_sub(req.ttl / 3)
+            .unwrap_or_else(Instant::now);
+        match lease
+            .confirm(&self.client, since, &self.leases.rounds)
+            .await
+        {
+            Ok(_) => {}
+            Err(e) if e.is_lost() => {
+                self.leases.forget(&lease);
+                return Err(EnqueueError::LeaseGone);
+            }
+            Err(e) => return Err(EnqueueError::Other(e)),
+        }
+        let sent = Instant::now();
+        match self.enqueue(name, queue, &lease, req).await {
+            Ok(entry) => Ok((entry, lease, sent)),
+            Err(EnqueueError::LeaseGone) => {
+                self.leases.forget(&lease);
+                Err(EnqueueError::LeaseGone)
+            }
+            Err(e) => Err(e),
         }
     }
 
