@@ -26,6 +26,7 @@
 //! | `postgres` | `postgres://`, `postgresql://` | [`postgres`] |
 //! | `mysql` | `mysql://`, `mariadb://` | [`mysql`] |
 //! | `redis` | `redis://`, `rediss://`, `redis-cluster://`, `redlock://` | [`redis`] (single server, Cluster, Redlock) |
+//! | `etcd` | `etcd://` | [`etcd`] (lease per TTL, revision-ordered queue) |
 //! | `mem` | `mem://`, `mem://name` | [`mem`] (process-local) |
 //!
 //! See the README for what each backend guarantees, and [`fence`] for the resource
@@ -75,6 +76,11 @@ cfg_driver! { "redis" =>
     pub use lockkit_redis as redis;
 }
 
+cfg_driver! { "etcd" =>
+    /// `etcd://`: the etcd driver.
+    pub use lockkit_etcd as etcd;
+}
+
 cfg_driver! { "sqlite" =>
     /// `sqlite://`: the SQLite lease-table driver.
     pub use lockkit_sql::sqlite;
@@ -92,6 +98,8 @@ pub const DRIVERS: &[DriverEntry] = &[
     lockkit_sql::mysql::DRIVER,
     #[cfg(feature = "redis")]
     lockkit_redis::DRIVER,
+    #[cfg(feature = "etcd")]
+    lockkit_etcd::DRIVER,
 ];
 
 /// Every driver lockkit has, with the feature that compiles it in: used to tell a
@@ -105,6 +113,7 @@ const KNOWN: &[(&str, &str)] = &[
     ("redis-cluster", "redis"),
     ("rediss-cluster", "redis"),
     ("etcd", "etcd"),
+    ("etcds", "etcd"),
     ("zk", "zk"),
     ("consul", "consul"),
     ("postgres", "postgres"),

@@ -20,12 +20,12 @@ async fn unknown_scheme_names_the_compiled_in_schemes() {
 
 #[tokio::test]
 async fn missing_feature_is_named() {
-    // etcd has no driver yet in any build: the message names the feature to enable.
+    // zk has no driver yet in any build: the message names the feature to enable.
     let r = reason(
-        "etcd://h",
-        lockkit::connect("etcd://127.0.0.1:1").await.unwrap_err(),
+        "zk://h",
+        lockkit::connect("zk://127.0.0.1:1").await.unwrap_err(),
     );
-    assert!(r.contains("`etcd` feature"), "{r}");
+    assert!(r.contains("`zk` feature"), "{r}");
 }
 
 #[tokio::test]
@@ -44,6 +44,16 @@ async fn secrets_never_appear_in_errors() {
     let shown = format!("{err} {err:?}");
     assert!(!shown.contains("hunter2"), "{shown}");
     assert!(!shown.contains("s3cret"), "{shown}");
+}
+
+#[cfg(feature = "etcd")]
+#[tokio::test]
+async fn etcd_tls_url_is_a_typed_error_without_the_password() {
+    let err = lockkit::connect("etcds://root:hunter2@127.0.0.1:1")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, LockError::Unsupported { .. }), "{err:?}");
+    assert!(!format!("{err} {err:?}").contains("hunter2"));
 }
 
 #[cfg(feature = "sqlite")]

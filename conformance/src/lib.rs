@@ -17,6 +17,14 @@
 //!   is then reported as ignored (never as passed), and a case that finds a capability
 //!   missing without being listed fails and says so.
 //!
+//!   Optional cases test behaviour only some drivers promise (`fifo_order`, for
+//!   drivers that claim `fair`). They are expanded only when the driver opts in,
+//!   so other drivers' suites neither pass nor ignore them:
+//!
+//!   ```ignore
+//!   lockkit_conformance::suite!(etcd, EtcdHarness, with { fifo_order });
+//!   ```
+//!
 //! - programmatically, [`run`] executes the same cases and returns a [`Report`]
 //!   (this is what `lockkit check URL` does).
 
@@ -39,15 +47,27 @@ pub use runner::{
 ///
 /// `$harness` is a type implementing [`TestHarness`]. The optional `skip { case:
 /// "reason", … }` list marks cases the driver cannot support as `#[ignore]` with the
-/// reason.
+/// reason. The optional `with { case, … }` list adds optional cases (behaviour only
+/// some drivers claim, such as `fifo_order` for `fair` drivers); they run, and must
+/// pass, like any other.
 #[macro_export]
 macro_rules! suite {
-    ($name:ident, $harness:ty $(, skip { $($skip:ident : $why:literal),* $(,)? })? $(,)?) => {
+    ($name:ident, $harness:ty
+        $(, skip { $($skip:ident : $why:literal),* $(,)? })?
+        $(, with { $($with:ident),* $(,)? })?
+        $(,)?) => {
         mod $name {
             #[allow(unused_imports)]
             use super::*;
 
             $crate::__suite_cases!($harness, [$($($skip : $why),*)?]);
+
+            $($(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $with() {
+                    $crate::run_test_case::<$harness>(stringify!($with), module_path!()).await;
+                }
+            )*)?
 
             /// Entry point for the child process of the killed-holder case; does
             /// nothing unless started by that case.

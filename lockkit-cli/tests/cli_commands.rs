@@ -40,6 +40,11 @@ fn check_runs_every_case_against_sqlite_and_passes() {
     let cases = r["cases"].as_array().unwrap();
     assert_eq!(cases.len(), lockkit_conformance::CASES.len());
     for case in cases {
+        if case["name"] == "fifo_order" {
+            // An optional case: SQLite does not claim `fair`, so it is skipped.
+            assert_eq!(case["outcome"]["status"], "skipped", "{case}");
+            continue;
+        }
         assert_eq!(case["outcome"]["status"], "passed", "{case}");
     }
 }

@@ -12,6 +12,7 @@ use crate::harness::Ctx;
 
 mod exclusion;
 mod expiry;
+mod fairness;
 mod fencing;
 mod input;
 mod process;
@@ -29,7 +30,8 @@ pub struct Case {
 }
 
 macro_rules! define_cases {
-    ($d:tt; $($area:ident :: $case:ident),* $(,)?) => {
+    ($d:tt; $($area:ident :: $case:ident),* $(,)?
+     ; optional: $($oarea:ident :: $ocase:ident),* $(,)?) => {
         mod wrap {
             use super::*;
             $(
@@ -37,11 +39,20 @@ macro_rules! define_cases {
                     Box::pin($area::$case(ctx))
                 }
             )*
+            $(
+                pub(super) fn $ocase(ctx: &Ctx) -> CaseFuture<'_> {
+                    Box::pin($oarea::$ocase(ctx))
+                }
+            )*
         }
 
-        /// Every case, in the order they run.
+        /// Every case, in the order they run. [`crate::run`] runs them all; the
+        /// optional ones (behaviour only some drivers claim, such as `fair`) are
+        /// reported as skipped where the capability is missing, and
+        /// [`crate::suite!`] expands them only when listed under `with { … }`.
         pub static CASES: &[Case] = &[
             $( Case { name: stringify!($case), run: wrap::$case }, )*
+            $( Case { name: stringify!($ocase), run: wrap::$ocase }, )*
         ];
 
         /// Expands every case for [`crate::suite!`].
@@ -95,6 +106,8 @@ define_cases! {$;
     process::abandoned_by_killed_process_is_freed_after_ttl,
     input::invalid_keys_are_rejected,
     input::invalid_ttls_are_rejected,
+    ; optional:
+    fairness::fifo_order,
 }
 
 /// Checks that `r` is the "held by someone else" error of a no-wait acquire.

@@ -1,0 +1,394 @@
+//! [`EtcdDriver`]: the [`LockDriver`] over one etcd cluster.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use etcd_client::{
+    Client, Compare, CompareOp, ConnectOptions, GetOptions, PutOptions, SortOrder, SortTarget, Txn,
+    TxnOp, TxnOpResponse,
+};
+use lockkit_core::{
+    AcquireRequest, Capabilities, Grant, LockDriver, LockError, LockKey, OwnerId, Renewal, Result,
+    WakeUp, async_trait,
+};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use super::NAME;
+use super::error::{with_patience, within};
+use super::holds::{Holds, sweep};
+use super::keys;
+use super::lease::{Lease, Leases};
+use super::options::EtcdOptions;
+
+/// How long a unary request may take (etcd-client's per-request timeout).
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long connecting may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long release and force_release retry transient errors.
+const PATIENCE: Duration = Duration::from_millis(750);
+/// etcd's default `--max-txn-ops`: compares per existence-check txn.
+const MAX_TXN_OPS: usize = 128;
+
+/// The etcd driver. Cheap to clone; clones share the connection, the leases and
+/// the holds.
+///
+/// See the [crate docs](crate) for the key layout, the lease mapping and what
+/// survives a failover.
+#[derive(Clone)]
+pub struct EtcdDriver {
+    inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) client: Client,
+    pub(crate) prefix: String,
+    pub(crate) leases: Leases,
+    pub(crate) holds: Arc<Holds>,
+    sweeper: JoinHandle<()>,
+    shown: String,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.sweeper.abort();
+    }
+}
+
+impl fmt::Debug for EtcdDriver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EtcdDriver")
+            .field("url", &self.inner.shown)
+            .field("prefix", &self.inner.prefix)
+            .finish_non_exhaustive()
+    }
+}
+
+impl EtcdDriver {
+    /// Connects to the cluster and checks that it answers.
+    ///
+    /// # Errors
+    ///
+    /// [`LockError::Connection`] if no endpoint answers within 5 s, or the
+    /// credentials are refused.
+    pub async fn connect(options: EtcdOptions) -> Result<Self> {
+        let mut connect = ConnectOptions::new()
+            .with_timeout(REQUEST_TIMEOUT)
+            .with_connect_timeout(CONNECT_TIMEOUT);
+        if let Some((user, password)) = &options.user {
+            connect = connect.with_user(user.clone(), password.clone());
+        }
+        let shown = options.to_string();
+        let unreachable = |message: String| LockError::Connection {
+            driver: NAME,
+            message: format!("{shown}: {message}"),
+            source: None,
+        };
+        let client = match tokio::time::timeout(
+            CONNECT_TIMEOUT,
+            Client::connect(&options.endpoints, Some(connect)),
+        )
+        .await
+        {
+            Ok(Ok(c)) => c,
+            Ok(Err(e)) => return Err(unreachable(e.to_string())),
+            Err(_) => return Err(unreachable(format!("no answer within {CONNECT_TIMEOUT:?}"))),
+        };
+        // The channel connects lazily: make one request so a wrong URL fails here.
+        let mut kv = client.kv_client();
+        let probe = GetOptions::new().with_count_only();
+        within(
+            CONNECT_TIMEOUT,
+            "connect",
+            kv.get(options.prefix.as_bytes().to_vec(), Some(probe)),
+        )
+        .await
+        .map_err(|e| unreachable(e.to_string()))?;
+        let holds = Arc::new(Holds::default());
+        let sweeper = tokio::spawn(sweep(holds.clone(), client.clone()));
+        Ok(Self {
+            inner: Arc::new(Inner {
+                client,
+                prefix: options.prefix,
+                leases: Leases::default(),
+                holds,
+                sweeper,
+                shown,
+            }),
+        })
+    }
+
+    /// The ids of the leases this driver currently uses: one per distinct TTL
+    /// (in whole seconds) of its holds and waiters.
+    pub fn lease_ids(&self) -> Vec<i64> {
+        self.inner.leases.ids()
+    }
+
+    /// How many lease keep-alive rounds this driver has sent (renewal traffic).
+    pub fn keep_alive_rounds(&self) -> u64 {
+        self.inner
+            .leases
+            .rounds
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The underlying etcd client (for inspection and benchmarks).
+    pub fn client(&self) -> &Client {
+        &self.inner.client
+    }
+}
+
+/// A retryable error for every renewal in a failed batch.
+fn batch_error(e: &LockError) -> LockError {
+    LockError::Backend {
+        driver: NAME,
+        message: e.to_string(),
+        source: None,
+    }
+}
+
+impl Inner {
+    /// Renews the holds `idx` of `renewals`, all on `lease`: one keep-alive round,
+    /// then one compare txn per [`MAX_TXN_OPS`] holds to confirm none was deleted.
+    async fn renew_on_lease(
+        &self,
+        lease: &Arc<Lease>,
+        renewals: &[Renewal],
+        idx: &[(usize, String, i64)],
+        out: &mut [Option<Result<Instant>>],
+    ) {
+        let sent = Instant::now();
+        if let Err(e) = lease.confirm(&self.client, sent, &self.leases.rounds).await {
+            if e.is_lost() {
+                self.leases.forget(lease);
+            }
+            for (i, name, _) in idx {
+                out[*i] = Some(if e.is_lost() {
+                    self.holds.remove(name);
+                    Err(LockError::lost(
+                        &renewals[*i].key,
+                        "the etcd lease of this hold expired",
+                    ))
+                } else {
+                    Err(batch_error(&e))
+                });
+            }
+            return;
+        }
+        for chunk in idx.chunks(MAX_TXN_OPS) {
+            let compares: Vec<Compare> = chunk
+                .iter()
+                .map(|(_, name, rev)| {
+                    Compare::create_revision(name.as_str(), CompareOp::Equal, *rev)
+                })
+                .collect();
+            let reads: Vec<TxnOp> = chunk
+                .iter()
+                .map(|(_, name, _)| {
+                    TxnOp::get(name.as_str(), Some(GetOptions::new().with_keys_only()))
+                })
+                .collect();
+            let txn = Txn::new().when(compares).or_else(reads);
+            let mut kv = self.client.kv_client();
+            let resp = match within(REQUEST_TIMEOUT, "renew", kv.txn(txn)).await {
+                Ok(resp) => resp,
+                Err(e) => {
+                    for (i, _, _) in chunk {
+                        out[*i] = Some(Err(batch_error(&e)));
+                    }
+                    continue;
+                }
+            };
+            let ops = resp.op_responses();
+            for (j, (i, name, rev)) in chunk.iter().enumerate() {
+                let present = resp.succeeded()
+                    || matches!(ops.get(j), Some(TxnOpResponse::Get(g))
+                        if g.kvs().first().is_some_and(|kv| kv.create_revision() == *rev));
+                let deadline = (sent + renewals[*i].ttl).min(lease.alive_until());
+                out[*i] = Some(
+                    if present && self.holds.renewed(name, *rev, lease, deadline) {
+                        Ok(deadline)
+                    } else {
+                        self.holds.remove(name);
+                        Err(LockError::lost(
+                            &renewals[*i].key,
+                            "its etcd key is gone (deleted, expired, or taken over)",
+                        ))
+                    },
+                );
+            }
+        }
+    }
+
+    async fn extend_one(&self, key: &LockKey, owner: &OwnerId, ttl: Duration) -> Result<Instant> {
+        let name = keys::entry(&self.prefix, key, owner);
+        let Some(record) = self.holds.get(&name) else {
+            return Err(LockError::lost(
+                key,
+                "this driver holds no such lock (released, expired or lost)",
+            ));
+        };
+        let lease = self.leases.for_ttl(&self.client, ttl).await?;
+        let sent = Instant::now();
+        if let Err(e) = lease.confirm(&self.client, sent, &self.leases.rounds).await {
+            if e.is_lost() {
+                self.leases.forget(&lease);
+                return Err(batch_error(&e));
+            }
+            return Err(e);
+        }
+        let mut txn = Txn::new().when([Compare::create_revision(
+            name.as_str(),
+            CompareOp::Equal,
+            record.rev,
+        )]);
+        if lease.id != record.lease.id {
+            // Move the key to the lease of the new TTL; its create_revision (the
+            // token) stays.
+            let value = owner.label().unwrap_or("").to_string();
+            txn = txn.and_then([TxnOp::put(
+                name.as_str(),
+                value,
+                Some(PutOptions::new().with_lease(lease.id)),
+            )]);
+        }
+        let mut kv = self.client.kv_client();
+        let resp = within(REQUEST_TIMEOUT, "extend", kv.txn(txn)).await?;
+        let deadline = (sent + ttl).min(lease.alive_until());
+        if resp.succeeded() && self.holds.renewed(&name, record.rev, &lease, deadline) {
+            Ok(deadline)
+        } else {
+            self.holds.remove(&name);
+            Err(LockError::lost(
+                key,
+                "its etcd key is gone (deleted, expired, or taken over)",
+            ))
+        }
+    }
+}
+
+#[async_trait]
+impl LockDriver for EtcdDriver {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::baseline()
+            .with_fair(true)
+            .with_wake_up(WakeUp::Notify)
+    }
+
+    async fn acquire(&self, req: &AcquireRequest) -> Result<Grant> {
+        self.inner.acquire(req).await
+    }
+
+    async fn extend(&self, key: &LockKey, owner: &OwnerId, ttl: Duration) -> Result<Instant> {
+        self.inner.extend_one(key, owner, ttl).await
+    }
+
+    async fn extend_many(&self, renewals: &[Renewal]) -> Vec<Result<Instant>> {
+        let inner = &self.inner;
+        let mut out: Vec<Option<Result<Instant>>> = renewals.iter().map(|_| None).collect();
+        // Holds whose lease covers the requested TTL renew together, per lease.
+        let mut by_lease: HashMap<i64, (Arc<Lease>, Vec<(usize, String, i64)>)> = HashMap::new();
+        let mut one_by_one = Vec::new();
+        for (i, r) in renewals.iter().enumerate() {
+            let name = keys::entry(&inner.prefix, &r.key, &r.owner);
+            match inner.holds.get(&name) {
+                Some(rec) if rec.lease.ttl >= r.ttl && !rec.lease.is_dead() => {
+                    by_lease
+                        .entry(rec.lease.id)
+                        .or_insert_with(|| (rec.lease.clone(), Vec::new()))
+                        .1
+                        .push((i, name, rec.rev));
+                }
+                _ => one_by_one.push(i),
+            }
+        }
+        for (lease, idx) in by_lease.values() {
+            inner.renew_on_lease(lease, renewals, idx, &mut out).await;
+        }
+        for i in one_by_one {
+            let r = &renewals[i];
+            out[i] = Some(inner.extend_one(&r.key, &r.owner, r.ttl).await);
+        }
+        out.into_iter()
+            .map(|r| {
+                r.unwrap_or_else(|| Err(LockError::Config("BUG: renewal not attempted".into())))
+            })
+            .collect()
+    }
+
+    async fn release(&self, key: &LockKey, owner: &OwnerId) -> Result<bool> {
+        let inner = &self.inner;
+        let name = keys::entry(&inner.prefix, key, owner);
+        match inner.holds.remove(&name) {
+            Some(record) => {
+                let released = with_patience(PATIENCE, || async {
+                    let txn = Txn::new()
+                        .when([Compare::create_revision(
+                            name.as_str(),
+                            CompareOp::Equal,
+                            record.rev,
+                        )])
+                        .and_then([TxnOp::delete(name.as_str(), None)]);
+                    let mut kv = inner.client.kv_client();
+                    within(REQUEST_TIMEOUT, "release", kv.txn(txn)).await
+                })
+                .await;
+                match released {
+                    Ok(resp) => Ok(resp.succeeded()),
+                    Err(e) => {
+                        // Keep trying in the background; the caller learns it failed.
+                        inner.holds.delete_later(name, record.rev);
+                        Err(e)
+                    }
+                }
+            }
+            None => {
+                // Our owner's entry by name: never another owner's.
+                let resp = with_patience(PATIENCE, || async {
+                    let mut kv = inner.client.kv_client();
+                    within(REQUEST_TIMEOUT, "release", kv.delete(name.as_str(), None)).await
+                })
+                .await?;
+                Ok(resp.deleted() > 0)
+            }
+        }
+    }
+
+    async fn force_release(&self, key: &LockKey) -> Result<bool> {
+        let inner = &self.inner;
+        let queue = keys::queue(&inner.prefix, key);
+        with_patience(PATIENCE, || async {
+            let mut kv = inner.client.kv_client();
+            let opts = GetOptions::new()
+                .with_prefix()
+                .with_sort(SortTarget::Create, SortOrder::Ascend)
+                .with_limit(1)
+                .with_keys_only();
+            let resp = within(
+                REQUEST_TIMEOUT,
+                "force release",
+                kv.get(queue.as_str(), Some(opts)),
+            )
+            .await?;
+            let Some(first) = resp.kvs().first() else {
+                return Ok(false);
+            };
+            let txn = Txn::new()
+                .when([Compare::create_revision(
+                    first.key().to_vec(),
+                    CompareOp::Equal,
+                    first.create_revision(),
+                )])
+                .and_then([TxnOp::delete(first.key().to_vec(), None)]);
+            let resp = within(REQUEST_TIMEOUT, "force release", kv.txn(txn)).await?;
+            Ok(resp.succeeded())
+        })
+        .await
+    }
+}

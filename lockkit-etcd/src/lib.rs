@@ -1,0 +1,98 @@
+//! The etcd driver for lockkit. Not for direct use; see the `lockkit` crate.
+//!
+//! URL: `etcd://[user:password@]host:port[,host:port…][?prefix=NAME]` (see
+//! [`EtcdOptions`]). `etcds://` (TLS) is recognised and refused with
+//! [`lockkit_core::LockError::Unsupported`]: this build does not compile TLS in.
+//!
+//! # Mapping
+//!
+//! Lock `K` is a queue of keys under `<prefix>/<K>/`, one per waiting or holding
+//! owner: `<prefix>/<K>/<owner id as 32 hex digits>` (in `K`, `%` is written
+//! `%25` and `/` is written `%2F`, so lock `a` never sees lock `a/b`'s entries).
+//! The value is the owner's label, for people reading etcd. Keying entries by
+//! owner lets many owners share one driver (and one lease) without colliding, and
+//! makes a repeated acquire by the holder find its own entry: same token.
+//!
+//! The holder is the entry with the smallest create_revision; the **fencing token**
+//! is the holder's create_revision, which etcd makes strictly increasing.
+//!
+//! # Acquire (as etcd's concurrency mutex)
+//!
+//! One txn puts our entry with our lease if its create_revision is 0 (otherwise
+//! refreshes its lease) and reads the queue's first entry. If that is not us, the
+//! waiter watches only its predecessor (the largest create_revision below ours)
+//! for a delete, from the revision it read: one release wakes one waiter, no herd,
+//! and waiters are served strictly in create_revision order (`fair`). After waking
+//! it confirms its lease with a keep-alive round before reading the queue again,
+//! so it never reports a grant on an expired lease (etcd issue 11456). `try_lock`,
+//! a timed-out and a cancelled acquire delete the entry they created.
+//!
+//! # Leases: one per TTL, not one per lock
+//!
+//! etcd leases have whole-second TTLs. A driver keeps **one lease per distinct TTL
+//! (rounded up to whole seconds)** and attaches every entry with that TTL to it:
+//! with the `Locker`'s default watchdog TTL that is one lease for all its locks.
+//! A lease is kept alive by a keep-alive stream the driver drives itself, one
+//! round per renewal of *all* holds on it:
+//!
+//! - `extend_many` (the watchdog, every ttl/3) sends **one keep-alive round per
+//!   lease** plus one read-only compare txn per 128 holds confirming that none was
+//!   deleted behind our back (that is how a force-released hold is noticed); no
+//!   per-lock requests. If the keep-alive answers TTL 0, every hold on that lease
+//!   is reported `Lost` (so each guard's `lost()` fires) and the next acquire
+//!   grants a new lease. If rounds fail, renewals fail retryably and each guard's
+//!   deadline — never later than the lease's own expiry, as it counts from before
+//!   the last confirmed round — runs out: `lost()` fires before the server can free
+//!   the lock.
+//! - A fixed-TTL lock (`.lease(ttl)`) is on the lease of its TTL, and `extend`
+//!   moves it to the lease of the new TTL (its create_revision, the token, stays).
+//!   Waiting acquires keep their lease alive while they wait.
+//! - Because a lease is shared and whole-second, the driver does not leave expiry
+//!   to the lease alone: it deletes each hold's key (compare-and-delete on its
+//!   create_revision) the moment its deadline passes without an extend. So a 300 ms
+//!   lock is free after 300 ms while its holder process lives; if the holder dies,
+//!   the server frees it when the lease lapses: within TTL rounded up to whole
+//!   seconds after the last renewal, plus up to ~0.5 s (etcd's expiry sweep).
+//!
+//! # Guarantees and limits
+//!
+//! - Every write is a txn on create_revision: a release or expiry never deletes
+//!   another owner's entry; `force_release` deletes the current holder's entry.
+//! - etcd is linearizable: a grant acknowledged by a quorum survives a leader
+//!   failover; leases survive it too (the new leader extends them). etcd-client
+//!   balances over every endpoint and keeps sending some requests to a dead one, so
+//!   transient errors are retried with backoff: by an acquire within its wait
+//!   (`try_lock`, and `release`/`force_release`, for up to 750 ms), by the watchdog
+//!   for renewals. Requests retried this way are idempotent (the entry's key names
+//!   its owner; deletes compare create_revision).
+//! - The lease expiry the guard trusts is measured from before the keep-alive round
+//!   that confirmed it, on the monotonic clock.
+
+mod driver;
+mod error;
+mod holds;
+mod keys;
+mod lease;
+mod options;
+mod queue;
+
+pub use driver::EtcdDriver;
+pub use options::EtcdOptions;
+
+use std::sync::Arc;
+
+use lockkit_core::{ConnectFuture, DriverEntry, LockDriver};
+
+/// The driver's name.
+const NAME: &str = "etcd";
+
+/// How the `lockkit` facade finds this driver.
+pub const DRIVER: DriverEntry = DriverEntry::new(NAME, &["etcd", "etcds"], "etcd", connect);
+
+fn connect(url: &str) -> ConnectFuture {
+    let options = EtcdOptions::from_url(url);
+    Box::pin(async move {
+        let driver = EtcdDriver::connect(options?).await?;
+        Ok(Arc::new(driver) as Arc<dyn LockDriver>)
+    })
+}
