@@ -5,6 +5,8 @@
 //! lock+release, sent without lockkit on the same server: for SQL an acquiring
 //! statement that returns the fencing counter plus a releasing `UPDATE` (SQLite and
 //! PostgreSQL an upsert with `RETURNING`, MySQL an `UPDATE` with `LAST_INSERT_ID`);
+//! for Redis `SET NX PX` then an EVALSHA compare-and-delete; for etcd one txn (put if
+//! the key's create_revision is 0) then a delete;
 //! for `mem://` an insert and a remove in a mutex-guarded map. Rounds of lockkit and floor alternate, so drift in
 //! machine load hits both alike.
 
@@ -197,6 +199,7 @@ enum Floor {
     MySql(sqlx::MySqlPool),
     Mem(Mutex<HashMap<String, u128>>),
     Redis(redis::aio::MultiplexedConnection, redis::Script),
+    Etcd(Box<etcd_client::Client>),
 }
 
 /// The compare-and-delete every hand-rolled Redis lock sends on release.
@@ -241,6 +244,17 @@ impl Floor {
             return Ok(Some((
                 Floor::Redis(conn, redis::Script::new(REDIS_DEL_IF_OWNER)),
                 "raw SET NX PX + EVALSHA compare-and-delete (two round trips), same server",
+            )));
+        }
+        if url.starts_with("etcd://") || url.starts_with("etcds://") {
+            // A client of its own (as the floor of every backend has), set up from
+            // the same URL: endpoints, credentials, TLS.
+            let driver =
+                lockkit::etcd::EtcdDriver::connect(lockkit::etcd::EtcdOptions::from_url(url)?)
+                    .await?;
+            return Ok(Some((
+                Floor::Etcd(Box::new(driver.client().clone())),
+                "raw txn (put if create_revision = 0, else get) + delete, same server",
             )));
         }
         if url.starts_with("mysql") || url.starts_with("mariadb") {
@@ -315,6 +329,19 @@ impl Floor {
                     .invoke_async(&mut conn)
                     .await
                     .map_err(rerr)?;
+                Ok(())
+            }
+            Floor::Etcd(client) => {
+                use etcd_client::{Compare, CompareOp, Txn, TxnOp};
+                let rerr = |e| LockError::backend("etcd", e);
+                let mut kv = client.kv_client();
+                let key = format!("bench/floor/{owner}");
+                let txn = Txn::new()
+                    .when([Compare::create_revision(key.as_str(), CompareOp::Equal, 0)])
+                    .and_then([TxnOp::put(key.as_str(), owner.as_str(), None)])
+                    .or_else([TxnOp::get(key.as_str(), None)]);
+                kv.txn(txn).await.map_err(rerr)?;
+                kv.delete(key, None).await.map_err(rerr)?;
                 Ok(())
             }
             Floor::Postgres(pool) => {
