@@ -22,6 +22,7 @@ use super::holds::{Holds, sweep};
 use super::keys;
 use super::lease::{Lease, Leases};
 use super::options::EtcdOptions;
+use super::tls;
 
 /// How long a unary request may take (etcd-client's per-request timeout).
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
@@ -80,11 +81,17 @@ impl EtcdDriver {
         if let Some((user, password)) = &options.user {
             connect = connect.with_user(user.clone(), password.clone());
         }
+        if let Some(tls) = &options.tls {
+            connect = connect.with_tls(tls.options());
+        }
         let shown = options.to_string();
-        let unreachable = |message: String| LockError::Connection {
-            driver: NAME,
-            message: format!("{shown}: {message}"),
-            source: None,
+        let unreachable = |message: String| {
+            let hint = tls::hint(options.tls.as_ref(), &message);
+            LockError::Connection {
+                driver: NAME,
+                message: format!("{shown}: {message}{hint}"),
+                source: None,
+            }
         };
         let client = match tokio::time::timeout(
             CONNECT_TIMEOUT,
@@ -93,7 +100,7 @@ impl EtcdDriver {
         .await
         {
             Ok(Ok(c)) => c,
-            Ok(Err(e)) => return Err(unreachable(e.to_string())),
+            Ok(Err(e)) => return Err(unreachable(error_chain(&e))),
             Err(_) => return Err(unreachable(format!("no answer within {CONNECT_TIMEOUT:?}"))),
         };
         // The channel connects lazily: make one request so a wrong URL fails here.
@@ -105,7 +112,7 @@ impl EtcdDriver {
             kv.get(options.prefix.as_bytes().to_vec(), Some(probe)),
         )
         .await
-        .map_err(|e| unreachable(e.to_string()))?;
+        .map_err(|e| unreachable(lockkit_error_chain(&e)))?;
         let holds = Arc::new(Holds::default());
         let sweeper = tokio::spawn(sweep(holds.clone(), client.clone()));
         Ok(Self {
@@ -137,6 +144,47 @@ impl EtcdDriver {
     /// The underlying etcd client (for inspection and benchmarks).
     pub fn client(&self) -> &Client {
         &self.inner.client
+    }
+}
+
+/// `e` and its causes, `: `-separated (tonic says only "transport error" at the
+/// top; the certificate problem is a few sources down). Repeats are skipped.
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = e.to_string();
+    let mut next = e.source();
+    while let Some(cause) = next {
+        let text = cause.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        next = cause.source();
+    }
+    out
+}
+
+/// As [`error_chain`], for an error already wrapped as a [`LockError`] (whose
+/// message is the top of the chain).
+fn lockkit_error_chain(e: &LockError) -> String {
+    match e {
+        LockError::Connection {
+            message,
+            source: Some(source),
+            ..
+        }
+        | LockError::Backend {
+            message,
+            source: Some(source),
+            ..
+        } => {
+            let chain = error_chain(source.as_ref());
+            if chain.contains(message.as_str()) {
+                chain
+            } else {
+                format!("{message}: {chain}")
+            }
+        }
+        e => e.to_string(),
     }
 }
 

@@ -1,8 +1,21 @@
 //! The etcd driver for lockkit. Not for direct use; see the `lockkit` crate.
 //!
-//! URL: `etcd://[user:password@]host:port[,host:port…][?prefix=NAME]` (see
-//! [`EtcdOptions`]). `etcds://` (TLS) is recognised and refused with
-//! [`lockkit_core::LockError::Unsupported`]: this build does not compile TLS in.
+//! URL: `etcd://[user:password@]host:port[,host:port…][?prefix=NAME]`, and
+//! `etcds://…[?tls_ca=PATH][&tls_cert=PATH&tls_key=PATH]` for TLS to every
+//! endpoint (rustls with ring; without `tls_ca` the server is verified against the
+//! system roots). See [`EtcdOptions::from_url`].
+//!
+//! # TLS
+//!
+//! `etcds://` speaks TLS to every endpoint through etcd-client's rustls (ring
+//! provider; the process's default rustls provider if the application installed
+//! one). The server is verified against `tls_ca` alone when given, else against
+//! the system roots; `tls_cert` + `tls_key` present a client certificate for a
+//! server started with `--client-cert-auth`. The files are read and checked when
+//! the URL is parsed ([`lockkit_core::LockError::Config`] naming the option and
+//! path); a certificate the client refuses, or a server that closes the connection
+//! for want of a client certificate, makes `connect` fail at once with a
+//! [`lockkit_core::LockError::Connection`] naming the problem.
 //!
 //! # Mapping
 //!
@@ -75,6 +88,7 @@ mod keys;
 mod lease;
 mod options;
 mod queue;
+mod tls;
 
 pub use driver::EtcdDriver;
 pub use options::EtcdOptions;
