@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use etcd_client::{
@@ -20,8 +21,10 @@ use super::NAME;
 use super::error::{with_patience, within};
 use super::holds::{Holds, sweep};
 use super::keys;
-use super::lease::{Lease, Leases};
+use super::lease::{Lease, Leases, round_limit};
 use super::options::EtcdOptions;
+use super::tls;
+use super::watch::{self, Progress};
 
 /// How long a unary request may take (etcd-client's per-request timeout).
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
@@ -47,13 +50,20 @@ pub(crate) struct Inner {
     pub(crate) prefix: String,
     pub(crate) leases: Leases,
     pub(crate) holds: Arc<Holds>,
+    /// The watch stream's progress answers: is it alive?
+    progress: Arc<Progress>,
+    /// Existence-check txns sent by renewals (the fallback when the watch
+    /// stream cannot vouch for a hold).
+    existence_checks: AtomicU64,
     sweeper: JoinHandle<()>,
+    watcher: JoinHandle<()>,
     shown: String,
 }
 
 impl Drop for Inner {
     fn drop(&mut self) {
         self.sweeper.abort();
+        self.watcher.abort();
     }
 }
 
@@ -74,17 +84,26 @@ impl EtcdDriver {
     /// [`LockError::Connection`] if no endpoint answers within 5 s, or the
     /// credentials are refused.
     pub async fn connect(options: EtcdOptions) -> Result<Self> {
+        // require_leader: a member cut off from its leader ends our streams
+        // (watches, keep-alives) instead of leaving them quiet.
         let mut connect = ConnectOptions::new()
             .with_timeout(REQUEST_TIMEOUT)
-            .with_connect_timeout(CONNECT_TIMEOUT);
+            .with_connect_timeout(CONNECT_TIMEOUT)
+            .with_require_leader(true);
         if let Some((user, password)) = &options.user {
             connect = connect.with_user(user.clone(), password.clone());
         }
+        if let Some(tls) = &options.tls {
+            connect = connect.with_tls(tls.options());
+        }
         let shown = options.to_string();
-        let unreachable = |message: String| LockError::Connection {
-            driver: NAME,
-            message: format!("{shown}: {message}"),
-            source: None,
+        let unreachable = |message: String| {
+            let hint = tls::hint(options.tls.as_ref(), &message);
+            LockError::Connection {
+                driver: NAME,
+                message: format!("{shown}: {message}{hint}"),
+                source: None,
+            }
         };
         let client = match tokio::time::timeout(
             CONNECT_TIMEOUT,
@@ -93,7 +112,7 @@ impl EtcdDriver {
         .await
         {
             Ok(Ok(c)) => c,
-            Ok(Err(e)) => return Err(unreachable(e.to_string())),
+            Ok(Err(e)) => return Err(unreachable(error_chain(&e))),
             Err(_) => return Err(unreachable(format!("no answer within {CONNECT_TIMEOUT:?}"))),
         };
         // The channel connects lazily: make one request so a wrong URL fails here.
@@ -105,16 +124,28 @@ impl EtcdDriver {
             kv.get(options.prefix.as_bytes().to_vec(), Some(probe)),
         )
         .await
-        .map_err(|e| unreachable(e.to_string()))?;
-        let holds = Arc::new(Holds::default());
+        .map_err(|e| unreachable(lockkit_error_chain(&e)))?;
+        let (watch_commands, watch_queue) = tokio::sync::mpsc::unbounded_channel();
+        let holds = Arc::new(Holds::new(watch_commands));
+        let progress = Arc::new(Progress::default());
         let sweeper = tokio::spawn(sweep(holds.clone(), client.clone()));
+        let watcher = tokio::spawn(watch::run(
+            client.clone(),
+            options.prefix.clone(),
+            holds.clone(),
+            progress.clone(),
+            watch_queue,
+        ));
         Ok(Self {
             inner: Arc::new(Inner {
                 client,
                 prefix: options.prefix,
                 leases: Leases::default(),
                 holds,
+                progress,
+                existence_checks: AtomicU64::new(0),
                 sweeper,
+                watcher,
                 shown,
             }),
         })
@@ -128,16 +159,83 @@ impl EtcdDriver {
 
     /// How many lease keep-alive rounds this driver has sent (renewal traffic).
     pub fn keep_alive_rounds(&self) -> u64 {
-        self.inner
-            .leases
-            .rounds
-            .load(std::sync::atomic::Ordering::Relaxed)
+        self.inner.leases.rounds.load(Ordering::Relaxed)
+    }
+
+    /// How many existence-check txns renewals have sent: only for holds the
+    /// watch stream could not vouch for (watch not yet acknowledged, stream
+    /// broken or silent). Zero in the steady state.
+    pub fn existence_checks(&self) -> u64 {
+        self.inner.existence_checks.load(Ordering::Relaxed)
+    }
+
+    /// How many watch-stream progress requests renewals have sent (one per
+    /// renewal round, however many holds).
+    pub fn watch_progress_rounds(&self) -> u64 {
+        self.inner.progress.rounds.load(Ordering::Relaxed)
     }
 
     /// The underlying etcd client (for inspection and benchmarks).
     pub fn client(&self) -> &Client {
         &self.inner.client
     }
+}
+
+/// `e` and its causes, `: `-separated (tonic says only "transport error" at the
+/// top; the certificate problem is a few sources down). Repeats are skipped.
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = e.to_string();
+    let mut next = e.source();
+    while let Some(cause) = next {
+        let text = cause.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        next = cause.source();
+    }
+    out
+}
+
+/// As [`error_chain`], for an error already wrapped as a [`LockError`] (whose
+/// message is the top of the chain).
+fn lockkit_error_chain(e: &LockError) -> String {
+    match e {
+        LockError::Connection {
+            message,
+            source: Some(source),
+            ..
+        }
+        | LockError::Backend {
+            message,
+            source: Some(source),
+            ..
+        } => {
+            let chain = error_chain(source.as_ref());
+            if chain.contains(message.as_str()) {
+                chain
+            } else {
+                format!("{message}: {chain}")
+            }
+        }
+        e => e.to_string(),
+    }
+}
+
+/// One renewal round: when it started, and the watch stream generation that
+/// answered its progress request (`None`: none did in time).
+#[derive(Debug, Clone, Copy)]
+struct Round {
+    sent: Instant,
+    live: Option<u64>,
+}
+
+/// The renewal answer for a hold whose key is no longer ours.
+fn gone(key: &LockKey) -> LockError {
+    LockError::lost(
+        key,
+        "its etcd key is gone (deleted, expired, or taken over)",
+    )
 }
 
 /// A retryable error for every renewal in a failed batch.
@@ -150,17 +248,21 @@ fn batch_error(e: &LockError) -> LockError {
 }
 
 impl Inner {
-    /// Renews the holds `idx` of `renewals`, all on `lease`: one keep-alive round,
-    /// then one compare txn per [`MAX_TXN_OPS`] holds to confirm none was deleted.
+    /// Finishes renewing the holds `idx` of `renewals`, all on `lease`, whose
+    /// keep-alive round of `round` ended with `confirmed`. A hold the watch
+    /// stream vouches for (its watch acknowledged on the stream generation that
+    /// answered the round's progress request) needs no request; the
+    /// rest get one compare txn per [`MAX_TXN_OPS`] holds.
     async fn renew_on_lease(
         &self,
         lease: &Arc<Lease>,
+        confirmed: Result<Instant>,
+        round: Round,
         renewals: &[Renewal],
         idx: &[(usize, String, i64)],
         out: &mut [Option<Result<Instant>>],
     ) {
-        let sent = Instant::now();
-        if let Err(e) = lease.confirm(&self.client, sent, &self.leases.rounds).await {
+        if let Err(e) = confirmed {
             if e.is_lost() {
                 self.leases.forget(lease);
             }
@@ -177,7 +279,33 @@ impl Inner {
             }
             return;
         }
-        for chunk in idx.chunks(MAX_TXN_OPS) {
+        let Round { sent, live } = round;
+        let mut unvouched = Vec::new();
+        for (i, name, rev) in idx {
+            let deadline = (sent + renewals[*i].ttl).min(lease.alive_until());
+            match self.holds.get(name).filter(|r| r.rev == *rev) {
+                Some(r) if r.gone => {
+                    self.holds.remove(name);
+                    out[*i] = Some(Err(LockError::lost(
+                        &renewals[*i].key,
+                        "its etcd key was deleted (force-released or removed by hand)",
+                    )));
+                }
+                Some(r) if live.is_some() && r.watched == live => {
+                    out[*i] = Some(if self.holds.renewed(name, *rev, lease, deadline) {
+                        Ok(deadline)
+                    } else {
+                        Err(gone(&renewals[*i].key))
+                    });
+                }
+                Some(_) => unvouched.push((*i, name.clone(), *rev)),
+                None => {
+                    out[*i] = Some(Err(gone(&renewals[*i].key)));
+                }
+            }
+        }
+        for chunk in unvouched.chunks(MAX_TXN_OPS) {
+            self.existence_checks.fetch_add(1, Ordering::Relaxed);
             let compares: Vec<Compare> = chunk
                 .iter()
                 .map(|(_, name, rev)| {
@@ -212,10 +340,7 @@ impl Inner {
                         Ok(deadline)
                     } else {
                         self.holds.remove(name);
-                        Err(LockError::lost(
-                            &renewals[*i].key,
-                            "its etcd key is gone (deleted, expired, or taken over)",
-                        ))
+                        Err(gone(&renewals[*i].key))
                     },
                 );
             }
@@ -230,6 +355,13 @@ impl Inner {
                 "this driver holds no such lock (released, expired or lost)",
             ));
         };
+        if record.gone {
+            self.holds.remove(&name);
+            return Err(LockError::lost(
+                key,
+                "its etcd key was deleted (force-released or removed by hand)",
+            ));
+        }
         let lease = self.leases.for_ttl(&self.client, ttl).await?;
         let sent = Instant::now();
         if let Err(e) = lease.confirm(&self.client, sent, &self.leases.rounds).await {
@@ -308,8 +440,48 @@ impl LockDriver for EtcdDriver {
                 _ => one_by_one.push(i),
             }
         }
-        for (lease, idx) in by_lease.values() {
-            inner.renew_on_lease(lease, renewals, idx, &mut out).await;
+        // One keep-alive round per lease, and (at the same time) one progress
+        // request on the watch stream: nothing per lock.
+        let sent = Instant::now();
+        let groups: Vec<&(Arc<Lease>, Vec<(usize, String, i64)>)> = by_lease.values().collect();
+        let limit = groups
+            .iter()
+            .map(|(l, _)| round_limit(l.ttl))
+            .max()
+            .unwrap_or(Duration::ZERO);
+        let rounds = async {
+            let mut confirmed = Vec::with_capacity(groups.len());
+            for (lease, _) in &groups {
+                confirmed.push(
+                    lease
+                        .confirm(&inner.client, sent, &inner.leases.rounds)
+                        .await,
+                );
+            }
+            confirmed
+        };
+        let vouch = async {
+            if groups.is_empty() {
+                None
+            } else {
+                inner
+                    .progress
+                    .alive_since(inner.holds.watch_commands(), sent, limit)
+                    .await
+            }
+        };
+        let (confirmed, live) = tokio::join!(rounds, vouch);
+        for ((lease, idx), confirmed) in groups.into_iter().zip(confirmed) {
+            inner
+                .renew_on_lease(
+                    lease,
+                    confirmed,
+                    Round { sent, live },
+                    renewals,
+                    idx,
+                    &mut out,
+                )
+                .await;
         }
         for i in one_by_one {
             let r = &renewals[i];

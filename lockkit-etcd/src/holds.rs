@@ -8,17 +8,21 @@
 //!
 //! The sweeper also retries deletes that failed (a cancelled waiter's queue entry,
 //! say), so an entry on a lease that other holds keep alive cannot linger.
+//!
+//! Every hold recorded here is watched (see [`super::watch`]): recording one asks
+//! the watch task for a watch on its key, forgetting one cancels it.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use etcd_client::{Client, Compare, CompareOp, Txn, TxnOp};
-use tokio::sync::Notify;
+use tokio::sync::{Notify, mpsc};
 use tokio::time::{Instant, sleep_until};
 
 use super::error::within;
 use super::lease::Lease;
+use super::watch::Cmd;
 
 /// The longest a delete may take before it is retried.
 const DELETE_LIMIT: Duration = Duration::from_secs(2);
@@ -34,6 +38,23 @@ pub(crate) struct Record {
     pub(crate) lease: Arc<Lease>,
     /// When it ends unless extended.
     pub(crate) deadline: Instant,
+    /// The watch stream generation that acknowledged this hold's watch.
+    pub(crate) watched: Option<u64>,
+    /// The watch saw its key deleted.
+    pub(crate) gone: bool,
+}
+
+impl Record {
+    /// A new hold, not yet watched.
+    pub(crate) fn new(rev: i64, lease: Arc<Lease>, deadline: Instant) -> Self {
+        Self {
+            rev,
+            lease,
+            deadline,
+            watched: None,
+            gone: false,
+        }
+    }
 }
 
 /// A key to delete if its create_revision is still `rev`.
@@ -45,21 +66,82 @@ struct Doomed {
 }
 
 /// The holds, by etcd key.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Holds {
     map: Mutex<HashMap<String, Record>>,
     doomed: Mutex<Vec<Doomed>>,
     wake: Notify,
+    watch: mpsc::UnboundedSender<Cmd>,
 }
 
 impl Holds {
+    /// Holds whose watches go to the watch task behind `watch`.
+    pub(crate) fn new(watch: mpsc::UnboundedSender<Cmd>) -> Self {
+        Self {
+            map: Mutex::default(),
+            doomed: Mutex::default(),
+            wake: Notify::new(),
+            watch,
+        }
+    }
+
+    fn unwatch(&self, name: &str, rev: i64) {
+        // The task outlives every sender but the driver's; a closed channel means
+        // the driver is going away.
+        let _ = self.watch.send(Cmd::Unwatch {
+            name: name.to_string(),
+            rev,
+        });
+    }
+
+    /// The channel to the watch task.
+    pub(crate) fn watch_commands(&self) -> &mpsc::UnboundedSender<Cmd> {
+        &self.watch
+    }
+
+    /// The watch of the hold on `name` at `rev` was acknowledged on stream
+    /// `generation` (`None`: etcd cancelled it).
+    pub(crate) fn watched(&self, name: &str, rev: i64, generation: Option<u64>) {
+        if let Some(r) = self.map().get_mut(name).filter(|r| r.rev == rev) {
+            r.watched = generation;
+        }
+    }
+
+    /// The key of the hold on `name` at `rev` was deleted.
+    pub(crate) fn vanished(&self, name: &str, rev: i64) {
+        if let Some(r) = self.map().get_mut(name).filter(|r| r.rev == rev) {
+            r.gone = true;
+        }
+    }
+
     fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Record>> {
         self.map.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Records (or refreshes) a hold.
-    pub(crate) fn insert(&self, name: String, record: Record) {
-        self.map().insert(name, record);
+    /// Records (or refreshes) a hold, and has its key watched.
+    pub(crate) fn insert(&self, name: String, mut record: Record) {
+        let mut map = self.map();
+        let watch = match map.get(&name) {
+            // The same hold again (a repeated acquire): its watch stands.
+            Some(old) if old.rev == record.rev => {
+                record.watched = old.watched;
+                record.gone = old.gone;
+                false
+            }
+            Some(old) => {
+                self.unwatch(&name, old.rev);
+                true
+            }
+            None => true,
+        };
+        if watch {
+            let _ = self.watch.send(Cmd::Watch {
+                name: name.clone(),
+                rev: record.rev,
+            });
+        }
+        map.insert(name, record);
+        drop(map);
         self.wake.notify_one();
     }
 
@@ -68,9 +150,13 @@ impl Holds {
         self.map().get(name).cloned()
     }
 
-    /// Forgets the hold on `name`, returning it.
+    /// Forgets the hold on `name` (and cancels its watch), returning it.
     pub(crate) fn remove(&self, name: &str) -> Option<Record> {
-        self.map().remove(name)
+        let old = self.map().remove(name);
+        if let Some(r) = &old {
+            self.unwatch(name, r.rev);
+        }
+        old
     }
 
     /// Moves the hold on `name` (still at `rev`) to `lease` and `deadline`. False
@@ -128,6 +214,9 @@ impl Holds {
             }
             keep
         });
+        for d in &out {
+            self.unwatch(&d.name, d.rev);
+        }
         let mut doomed = self.doomed.lock().unwrap_or_else(|e| e.into_inner());
         let (ready, later): (Vec<Doomed>, Vec<Doomed>) =
             doomed.drain(..).partition(|d| d.at <= now);

@@ -1,8 +1,21 @@
 //! The etcd driver for lockkit. Not for direct use; see the `lockkit` crate.
 //!
-//! URL: `etcd://[user:password@]host:port[,host:port…][?prefix=NAME]` (see
-//! [`EtcdOptions`]). `etcds://` (TLS) is recognised and refused with
-//! [`lockkit_core::LockError::Unsupported`]: this build does not compile TLS in.
+//! URL: `etcd://[user:password@]host:port[,host:port…][?prefix=NAME]`, and
+//! `etcds://…[?tls_ca=PATH][&tls_cert=PATH&tls_key=PATH]` for TLS to every
+//! endpoint (rustls with ring; without `tls_ca` the server is verified against the
+//! system roots). See [`EtcdOptions::from_url`].
+//!
+//! # TLS
+//!
+//! `etcds://` speaks TLS to every endpoint through etcd-client's rustls (ring
+//! provider; the process's default rustls provider if the application installed
+//! one). The server is verified against `tls_ca` alone when given, else against
+//! the system roots; `tls_cert` + `tls_key` present a client certificate for a
+//! server started with `--client-cert-auth`. The files are read and checked when
+//! the URL is parsed ([`lockkit_core::LockError::Config`] naming the option and
+//! path); a certificate the client refuses, or a server that closes the connection
+//! for want of a client certificate, makes `connect` fail at once with a
+//! [`lockkit_core::LockError::Connection`] naming the problem.
 //!
 //! # Mapping
 //!
@@ -36,14 +49,33 @@
 //! round per renewal of *all* holds on it:
 //!
 //! - `extend_many` (the watchdog, every ttl/3) sends **one keep-alive round per
-//!   lease** plus one read-only compare txn per 128 holds confirming that none was
-//!   deleted behind our back (that is how a force-released hold is noticed); no
-//!   per-lock requests. If the keep-alive answers TTL 0, every hold on that lease
-//!   is reported `Lost` (so each guard's `lost()` fires) and the next acquire
-//!   grants a new lease. If rounds fail, renewals fail retryably and each guard's
-//!   deadline — never later than the lease's own expiry, as it counts from before
-//!   the last confirmed round — runs out: `lost()` fires before the server can free
-//!   the lock.
+//!   lease** and, at the same time, **one progress request on the driver's watch
+//!   stream**, however many holds it renews: no per-lock requests. If the
+//!   keep-alive answers TTL 0, every hold on that lease is reported `Lost` (so each
+//!   guard's `lost()` fires) and the next acquire grants a new lease. If rounds
+//!   fail, renewals fail retryably and each guard's deadline — never later than
+//!   the lease's own expiry, as it counts from before the last confirmed round —
+//!   runs out: `lost()` fires before the server can free the lock.
+//! - A hold deleted behind our back (`force_release`, or by hand) is noticed by
+//!   **a watch on its key**: every granted hold gets one, all multiplexed on one
+//!   etcd watch stream per driver (client-chosen watch ids, from the revision after
+//!   the key's create_revision, deletes only; cancelled when the hold ends). A
+//!   DELETE event marks the hold gone at once; the next renewal reports it `Lost`.
+//!   One watch per held key rather than one prefix watch per driver, because a
+//!   prefix watch would carry every other client's releases to every driver.
+//!   A quiet stream proves nothing (a black-holed endpoint), so a hold counts as
+//!   vouched for only if its watch was acknowledged on the stream that answered
+//!   this round's progress request; the others (watch not yet acknowledged, stream
+//!   broken or silent) get the old check for that round: one read-only compare
+//!   txn per 128 holds. A broken stream is reopened with backoff and every watch
+//!   re-created from the hold's revision, so a delete while it was down is still
+//!   seen (after a compaction: read once, then watched from that read). The client
+//!   sets `require_leader`, so a member cut off from its leader ends our streams
+//!   rather than leaving them quiet. Limit: a delete is reported by the first
+//!   round after its event arrives — typically milliseconds, where the txn saw it
+//!   at the next round; on etcd before 3.4.24 / 3.5.8 a progress answer may
+//!   overtake events (etcd issue 15220), so a delete made just before a round may
+//!   be reported one round later.
 //! - A fixed-TTL lock (`.lease(ttl)`) is on the lease of its TTL, and `extend`
 //!   moves it to the lease of the new TTL (its create_revision, the token, stays).
 //!   Waiting acquires keep their lease alive while they wait.
@@ -75,6 +107,8 @@ mod keys;
 mod lease;
 mod options;
 mod queue;
+mod tls;
+mod watch;
 
 pub use driver::EtcdDriver;
 pub use options::EtcdOptions;

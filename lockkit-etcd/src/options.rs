@@ -4,6 +4,8 @@ use std::fmt;
 
 use lockkit_core::{LockError, redact_url};
 
+use super::tls::{Tls, TlsPaths};
+
 /// Settings for [`super::EtcdDriver`], parsed from a URL. `Debug` never shows the
 /// password.
 ///
@@ -16,6 +18,11 @@ use lockkit_core::{LockError, redact_url};
 /// assert_eq!(o.endpoints(), ["http://10.0.0.1:2379", "http://10.0.0.2:2379"]);
 /// assert_eq!(o.prefix(), "locks");
 /// assert!(!format!("{o:?}").contains("s3cret"));
+///
+/// // TLS: the files are read when the URL is parsed.
+/// let err = EtcdOptions::from_url("etcds://app:s3cret@10.0.0.1:2379?tls_ca=/no/such/ca.pem").unwrap_err();
+/// assert!(err.to_string().contains("tls_ca=/no/such/ca.pem"));
+/// assert!(!err.to_string().contains("s3cret"));
 /// # Ok::<(), lockkit_core::LockError>(())
 /// ```
 #[derive(Clone)]
@@ -23,6 +30,8 @@ pub struct EtcdOptions {
     pub(crate) endpoints: Vec<String>,
     pub(crate) user: Option<(String, String)>,
     pub(crate) prefix: String,
+    /// `etcds://`: the CA (or system roots) and client certificate.
+    pub(crate) tls: Option<Tls>,
     shown: String,
 }
 
@@ -33,6 +42,7 @@ impl fmt::Debug for EtcdOptions {
             .field("endpoints", &self.endpoints)
             .field("user", &self.user.as_ref().map(|(u, _)| u.as_str()))
             .field("prefix", &self.prefix)
+            .field("tls", &self.tls)
             .finish()
     }
 }
@@ -44,16 +54,32 @@ impl fmt::Display for EtcdOptions {
 }
 
 impl EtcdOptions {
-    /// Parses `etcd://[user:password@]host:port[,host:port…][?prefix=NAME]`.
+    /// Parses `etcd://[user:password@]host:port[,host:port…][?prefix=NAME]`, or
+    /// `etcds://…` for TLS to every endpoint.
     ///
-    /// User and password may be percent-encoded. `prefix` is the key prefix every
-    /// lock lives under (default `lockkit`; no control characters, trailing `/`
-    /// dropped). `etcds://` (TLS) is recognised but not supported by this build.
+    /// User and password may be percent-encoded. Options:
+    ///
+    /// - `prefix=NAME`: the key prefix every lock lives under (default `lockkit`;
+    ///   no control characters, trailing `/` dropped).
+    ///
+    /// TLS options (`etcds://` only; values are file paths, percent-encoded if
+    /// they hold `&`, `=` or spaces), the same as the Redis driver's `rediss://`:
+    ///
+    /// - `tls_ca=PATH`: a PEM bundle of the CA certificates to verify the servers
+    ///   against, instead of the system roots (which `etcds://` uses without it).
+    /// - `tls_cert=PATH&tls_key=PATH`: a PEM client certificate (chain) and its
+    ///   private key, for a server started with `--client-cert-auth` (mutual TLS).
+    ///   Both or neither.
+    ///
+    /// The server's certificate must name the host as written in the URL (an IP
+    /// address needs an IP subjectAltName).
     ///
     /// # Errors
     ///
-    /// [`LockError::InvalidUrl`] naming what is wrong (with the password redacted);
-    /// [`LockError::Unsupported`] for `etcds://`.
+    /// [`LockError::InvalidUrl`] naming what is wrong (with the password redacted),
+    /// also for `tls_*` options on a plain `etcd://` URL or a client certificate
+    /// without its key; [`LockError::Config`] naming the option and the path for a
+    /// TLS file that cannot be read or is not PEM.
     pub fn from_url(url: &str) -> Result<Self, LockError> {
         let bad = |why: &str| LockError::InvalidUrl {
             url: shown(url),
@@ -62,16 +88,11 @@ impl EtcdOptions {
         let (scheme, rest) = url
             .split_once("://")
             .ok_or_else(|| bad("an etcd URL looks like etcd://host:port[,host:port…]"))?;
-        match scheme {
-            "etcd" => {}
-            "etcds" => {
-                return Err(LockError::Unsupported {
-                    driver: super::NAME,
-                    capability: "TLS (etcds://): this build has no TLS; use etcd:// over a trusted network or a TLS-terminating proxy",
-                });
-            }
-            _ => return Err(bad("the scheme must be etcd")),
-        }
+        let tls_scheme = match scheme {
+            "etcd" => false,
+            "etcds" => true,
+            _ => return Err(bad("the scheme must be etcd (or etcds for TLS)")),
+        };
         let (base, query) = rest.split_once('?').unwrap_or((rest, ""));
         let base = base.strip_suffix('/').unwrap_or(base);
         if base.contains('/') {
@@ -80,7 +101,13 @@ impl EtcdOptions {
             ));
         }
         let mut prefix = "lockkit".to_string();
+        let mut tls_paths = TlsPaths::default();
         for pair in query.split('&').filter(|p| !p.is_empty()) {
+            if let Some((name, value)) = pair.split_once('=')
+                && tls_paths.take(name, value, &bad)?
+            {
+                continue;
+            }
             match pair.split_once('=') {
                 Some(("prefix", v)) => {
                     let v = percent_decode(v)
@@ -93,7 +120,12 @@ impl EtcdOptions {
                     }
                     prefix = v.to_string();
                 }
-                _ => return Err(bad("unknown option; the only option is prefix=NAME")),
+                _ => {
+                    return Err(bad(
+                        "unknown option; the options are prefix=NAME, and for etcds:// \
+                         tls_ca=PATH, tls_cert=PATH, tls_key=PATH",
+                    ));
+                }
             }
         }
         let (userinfo, hosts) = match base.rsplit_once('@') {
@@ -118,17 +150,28 @@ impl EtcdOptions {
         };
         let endpoints = hosts
             .split(',')
-            .map(|h| endpoint(h).map_err(|why| bad(&why)))
+            .map(|h| endpoint(h, tls_scheme).map_err(|why| bad(&why)))
             .collect::<Result<Vec<_>, _>>()?;
+        let tls = match (tls_scheme, tls_paths.is_empty()) {
+            (true, _) => Some(tls_paths.load(&bad)?),
+            (false, true) => None,
+            (false, false) => {
+                return Err(bad(
+                    "tls_ca, tls_cert and tls_key apply to TLS connections: use etcds:// \
+                     instead of etcd://",
+                ));
+            }
+        };
         Ok(Self {
             endpoints,
             user,
             prefix,
+            tls,
             shown: shown(url),
         })
     }
 
-    /// The endpoints, as `http://host:port`.
+    /// The endpoints, as `http://host:port` (`https://` for `etcds://`).
     pub fn endpoints(&self) -> &[String] {
         &self.endpoints
     }
@@ -141,6 +184,11 @@ impl EtcdOptions {
     /// The user name, if the URL has credentials.
     pub fn user(&self) -> Option<&str> {
         self.user.as_ref().map(|(u, _)| u.as_str())
+    }
+
+    /// Whether the URL is `etcds://` (TLS to every endpoint).
+    pub fn is_tls(&self) -> bool {
+        self.tls.is_some()
     }
 }
 
@@ -164,8 +212,8 @@ fn shown(url: &str) -> String {
     }
 }
 
-/// `host:port` → `http://host:port`, or why not.
-fn endpoint(h: &str) -> Result<String, String> {
+/// `host:port` → `http://host:port` (`https://` with `tls`), or why not.
+fn endpoint(h: &str, tls: bool) -> Result<String, String> {
     if h.is_empty() {
         return Err("an empty host in the endpoint list".into());
     }
@@ -181,13 +229,16 @@ fn endpoint(h: &str) -> Result<String, String> {
         return Err(format!("endpoint `{h}` has an invalid host"));
     }
     match port.parse::<u16>() {
-        Ok(p) if p > 0 => Ok(format!("http://{host}:{p}")),
+        Ok(p) if p > 0 => Ok(format!(
+            "{}://{host}:{p}",
+            if tls { "https" } else { "http" }
+        )),
         _ => Err(format!("endpoint `{h}` has an invalid port")),
     }
 }
 
 /// Decodes `%XX` escapes; `None` for a broken escape or invalid UTF-8.
-fn percent_decode(s: &str) -> Option<String> {
+pub(crate) fn percent_decode(s: &str) -> Option<String> {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -254,9 +305,117 @@ mod tests {
     }
 
     #[test]
-    fn tls_scheme_is_a_typed_unsupported_error() {
-        let e = EtcdOptions::from_url("etcds://root:hunter2@h1:1").unwrap_err();
-        assert!(matches!(e, LockError::Unsupported { .. }), "{e:?}");
-        assert!(!e.to_string().contains("hunter2"));
+    fn etcds_endpoints_are_https_and_without_tls_ca_use_the_system_roots() {
+        let o = EtcdOptions::from_url("etcds://u:hunter2@h1:1,h2:2?prefix=p").unwrap();
+        assert_eq!(o.endpoints(), ["https://h1:1", "https://h2:2"]);
+        assert!(o.is_tls());
+        assert!(o.tls.as_ref().is_some_and(|t| !t.has_ca()));
+        assert!(!o.tls.as_ref().is_some_and(Tls::has_client_cert));
+        let shown = format!("{o:?}");
+        assert!(shown.contains("system roots"), "{shown}");
+        assert!(!shown.contains("hunter2"), "{shown}");
+        assert!(!EtcdOptions::from_url("etcd://h:1").unwrap().is_tls());
+    }
+
+    #[test]
+    fn tls_options_on_plain_etcd_ask_for_etcds() {
+        for url in [
+            "etcd://root:hunter2@h:1?tls_ca=/etc/ssl/ca.pem",
+            "etcd://root:hunter2@h1:1,h2:2?tls_cert=/c.pem&tls_key=/k.pem",
+            "etcd://root:hunter2@h:1?prefix=p&tls_key=/k.pem",
+        ] {
+            let e = EtcdOptions::from_url(url).unwrap_err();
+            assert!(matches!(e, LockError::InvalidUrl { .. }), "{url}: {e:?}");
+            assert!(e.to_string().contains("use etcds://"), "{e}");
+            assert!(!e.to_string().contains("hunter2"), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_missing_tls_file_is_a_config_error_naming_the_option_and_path() {
+        for (option, url) in [
+            (
+                "tls_ca",
+                "etcds://root:hunter2@h:1?tls_ca=/nonexistent/lockkit/ca.pem",
+            ),
+            (
+                "tls_cert",
+                "etcds://root:hunter2@h:1?tls_cert=/nonexistent/lockkit/ca.pem&tls_key=/k",
+            ),
+            (
+                "tls_ca",
+                "etcds://root:hunter2@h:1?tls_ca=/nonexistent/lockkit%20dir/ca.pem",
+            ),
+        ] {
+            let e = EtcdOptions::from_url(url).unwrap_err();
+            assert!(matches!(e, LockError::Config(_)), "{url}: {e:?}");
+            let text = e.to_string();
+            assert!(
+                text.contains(&format!("{option}=/nonexistent/lockkit")),
+                "{text}"
+            );
+            assert!(text.contains("cannot read the file"), "{text}");
+            assert!(!text.contains("hunter2"), "{text}");
+        }
+        // The path is percent-decoded before it is read.
+        let e = EtcdOptions::from_url("etcds://h:1?tls_ca=/nonexistent/lockkit%20dir/ca.pem")
+            .unwrap_err();
+        assert!(
+            e.to_string().contains("/nonexistent/lockkit dir/ca.pem"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_tls_file_that_is_not_pem_is_a_config_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let junk = dir.path().join("junk.pem");
+        std::fs::write(&junk, "this is not a certificate\n").unwrap();
+        let junk = junk.display();
+        for (option, url) in [
+            ("tls_ca", format!("etcds://root:hunter2@h:1?tls_ca={junk}")),
+            (
+                "tls_cert",
+                format!("etcds://root:hunter2@h:1?tls_cert={junk}&tls_key={junk}"),
+            ),
+        ] {
+            let e = EtcdOptions::from_url(&url).unwrap_err();
+            assert!(matches!(e, LockError::Config(_)), "{url}: {e:?}");
+            let text = e.to_string();
+            assert!(text.contains(&format!("{option}={junk}")), "{text}");
+            assert!(text.contains("no PEM certificate"), "{text}");
+            assert!(!text.contains("hunter2"), "{text}");
+        }
+        // A file with a certificate but no key, given as the key.
+        let cert_only = dir.path().join("cert-only.pem");
+        std::fs::write(
+            &cert_only,
+            "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
+        )
+        .unwrap();
+        let e = EtcdOptions::from_url(&format!(
+            "etcds://h:1?tls_cert={junk}&tls_key={}",
+            cert_only.display()
+        ))
+        .unwrap_err();
+        // The certificate is checked first, and it is junk.
+        assert!(e.to_string().contains("tls_cert="), "{e}");
+    }
+
+    #[test]
+    fn a_client_cert_without_its_key_or_an_empty_path_is_an_invalid_url() {
+        for url in [
+            "etcds://root:hunter2@h:1?tls_cert=/c.pem",
+            "etcds://root:hunter2@h:1?tls_key=/k.pem",
+            "etcds://root:hunter2@h:1?tls_ca=",
+            "etcds://root:hunter2@h:1?tls_ca=%zz",
+        ] {
+            let e = EtcdOptions::from_url(url).unwrap_err();
+            assert!(matches!(e, LockError::InvalidUrl { .. }), "{url}: {e:?}");
+            assert!(!e.to_string().contains("hunter2"), "{e}");
+            assert!(!format!("{e:?}").contains("hunter2"), "{e:?}");
+        }
+        let e = EtcdOptions::from_url("etcds://h:1?tls_cert=/c.pem").unwrap_err();
+        assert!(e.to_string().contains("both tls_cert and tls_key"), "{e}");
     }
 }

@@ -206,14 +206,7 @@ impl Inner {
         deadline: Instant,
     ) -> Grant {
         self.holds.keep(&name);
-        self.holds.insert(
-            name,
-            Record {
-                rev,
-                lease,
-                deadline,
-            },
-        );
+        self.holds.insert(name, Record::new(rev, lease, deadline));
         Grant::new(
             req.key.clone(),
             req.owner.clone(),

@@ -1,4 +1,5 @@
-//! etcd: one node, or a 3-node cluster (heartbeat 10 ms, election 100 ms).
+//! etcd: one node, or a 3-node cluster (heartbeat 10 ms, election 100 ms); plain
+//! or with TLS on the client port (`start_tls`).
 
 use std::ops::{Deref, DerefMut};
 use std::path::PathBuf;
@@ -7,6 +8,7 @@ use std::time::Duration;
 use tempfile::TempDir;
 
 use crate::process::{Server, Spec, find_binary, probe_command, temp_dir};
+use crate::tls::{CertAuthority, query_path};
 use crate::{TestkitError, free_port};
 
 /// One etcd member on 127.0.0.1.
@@ -14,7 +16,16 @@ use crate::{TestkitError, free_port};
 pub struct Etcd {
     server: Server,
     name: String,
+    tls: Option<Tls>,
     _dir: Option<TempDir>,
+}
+
+/// TLS on the client port: the files, and whether clients must present a
+/// certificate (`--client-cert-auth`).
+#[derive(Debug, Clone)]
+struct Tls {
+    files: CertAuthority,
+    mutual: bool,
 }
 
 struct Member {
@@ -24,10 +35,14 @@ struct Member {
     dir: PathBuf,
 }
 
-fn member_args(m: &Member, cluster: &str, token: &str) -> Vec<String> {
-    let client = format!("http://127.0.0.1:{}", m.client);
+fn client_scheme(tls: Option<&Tls>) -> &'static str {
+    if tls.is_some() { "https" } else { "http" }
+}
+
+fn member_args(m: &Member, cluster: &str, token: &str, tls: Option<&Tls>) -> Vec<String> {
+    let client = format!("{}://127.0.0.1:{}", client_scheme(tls), m.client);
     let peer = format!("http://127.0.0.1:{}", m.peer);
-    vec![
+    let mut args = vec![
         format!("--name={}", m.name),
         format!("--data-dir={}", m.dir.join("data").display()),
         format!("--listen-client-urls={client}"),
@@ -41,24 +56,59 @@ fn member_args(m: &Member, cluster: &str, token: &str) -> Vec<String> {
         "--election-timeout=100".into(),
         "--logger=zap".into(),
         format!("--log-outputs={}", m.dir.join("etcd.log").display()),
-    ]
+    ];
+    if let Some(tls) = tls {
+        // Peers stay on plain HTTP: only the client port is under test.
+        args.extend([
+            format!("--cert-file={}", tls.files.server_cert.display()),
+            format!("--key-file={}", tls.files.server_key.display()),
+            format!("--client-cert-auth={}", tls.mutual),
+        ]);
+        if tls.mutual {
+            // etcd 3.4 requires a client certificate whenever it has a trusted CA
+            // (--client-cert-auth=false or not), so only the mutual server gets one.
+            args.push(format!("--trusted-ca-file={}", tls.files.ca.display()));
+        }
+    }
+    args
 }
 
-async fn healthy(port: u16) -> bool {
-    let Ok(etcdctl) = find_binary("etcdctl", "LOCKKIT_ETCDCTL_BIN") else {
+/// `etcdctl` with the endpoint and, for TLS, the CA (and client certificate).
+fn etcdctl(port: u16, tls: Option<&Tls>) -> Option<tokio::process::Command> {
+    let etcdctl = find_binary("etcdctl", "LOCKKIT_ETCDCTL_BIN").ok()?;
+    let mut cmd = tokio::process::Command::new(etcdctl);
+    cmd.env("ETCDCTL_API", "3")
+        .arg(format!(
+            "--endpoints={}://127.0.0.1:{port}",
+            client_scheme(tls)
+        ))
+        .arg("--command-timeout=1s")
+        .arg("--dial-timeout=1s");
+    if let Some(tls) = tls {
+        cmd.arg(format!("--cacert={}", tls.files.ca.display()));
+        if tls.mutual {
+            cmd.arg(format!("--cert={}", tls.files.client_cert.display()));
+            cmd.arg(format!("--key={}", tls.files.client_key.display()));
+        }
+    }
+    cmd.kill_on_drop(true);
+    Some(cmd)
+}
+
+/// Whether the member on `port` reports healthy (bounded: 5 s at most).
+async fn healthy(port: u16, tls: Option<Tls>) -> bool {
+    let Some(mut cmd) = etcdctl(port, tls.as_ref()) else {
         return false;
     };
-    let mut cmd = tokio::process::Command::new(etcdctl);
-    cmd.env("ETCDCTL_API", "3").args([
-        &format!("--endpoints=127.0.0.1:{port}"),
-        "--command-timeout=1s",
-        "endpoint",
-        "health",
-    ]);
+    cmd.args(["endpoint", "health"]);
     probe_command(cmd).await
 }
 
-fn spawn_members(members: &[Member], token: &str) -> Result<Vec<Server>, TestkitError> {
+fn spawn_members(
+    members: &[Member],
+    token: &str,
+    tls: Option<&Tls>,
+) -> Result<Vec<Server>, TestkitError> {
     let binary = find_binary("etcd", "LOCKKIT_ETCD_BIN")?;
     find_binary("etcdctl", "LOCKKIT_ETCDCTL_BIN")?;
     let cluster: Vec<String> = members
@@ -71,7 +121,7 @@ fn spawn_members(members: &[Member], token: &str) -> Result<Vec<Server>, Testkit
         .map(|m| {
             Server::spawn(Spec {
                 binary: binary.clone(),
-                args: member_args(m, &cluster, token),
+                args: member_args(m, &cluster, token, tls),
                 uid_gid: None,
                 port: m.client,
                 log: m.dir.join("etcd.log"),
@@ -89,26 +139,73 @@ impl Etcd {
     /// [`TestkitError::NotFound`] if etcd/etcdctl are missing; `NotReady` with the
     /// log's tail if it never reports healthy.
     pub async fn start() -> Result<Self, TestkitError> {
+        Self::start_with(None).await
+    }
+
+    /// Starts a single-node cluster that serves clients over TLS only, with a
+    /// throwaway CA (see [`tls_files`](Self::tls_files)); [`url`](Self::url) is
+    /// `etcds://127.0.0.1:PORT?tls_ca=CA`. Client certificates are not required.
+    ///
+    /// # Errors
+    ///
+    /// As [`start`](Self::start); `NotFound` or `Setup` from `openssl`.
+    pub async fn start_tls() -> Result<Self, TestkitError> {
+        Self::start_with(Some(false)).await
+    }
+
+    /// As [`start_tls`](Self::start_tls), but the server requires a client
+    /// certificate signed by its CA (`--client-cert-auth`); [`url`](Self::url)
+    /// carries `tls_cert` and `tls_key` for the one in
+    /// [`tls_files`](Self::tls_files).
+    ///
+    /// # Errors
+    ///
+    /// As [`start_tls`](Self::start_tls).
+    pub async fn start_mutual_tls() -> Result<Self, TestkitError> {
+        Self::start_with(Some(true)).await
+    }
+
+    async fn start_with(mutual: Option<bool>) -> Result<Self, TestkitError> {
         let dir = temp_dir()?;
+        let tls = match mutual {
+            Some(mutual) => Some(Tls {
+                files: CertAuthority::generate(dir.path())?,
+                mutual,
+            }),
+            None => None,
+        };
         let member = Member {
             name: "n1".into(),
             client: free_port()?,
             peer: free_port()?,
             dir: dir.path().to_path_buf(),
         };
-        let mut servers = spawn_members(std::slice::from_ref(&member), "lockkit-single")?;
+        let mut servers = spawn_members(
+            std::slice::from_ref(&member),
+            "lockkit-single",
+            tls.as_ref(),
+        )?;
         let mut server = servers.remove(0);
-        server.wait_ready(healthy).await?;
+        wait_healthy(&mut server, tls.as_ref()).await?;
         Ok(Self {
             server,
             name: member.name,
+            tls,
             _dir: Some(dir),
         })
     }
 
-    /// `etcd://127.0.0.1:PORT`.
+    /// `etcd://127.0.0.1:PORT`; for a TLS member
+    /// `etcds://127.0.0.1:PORT?tls_ca=CA` (plus `&tls_cert=…&tls_key=…` when it
+    /// requires a client certificate).
     pub fn url(&self) -> String {
-        format!("etcd://127.0.0.1:{}", self.server.port())
+        let host = format!("127.0.0.1:{}", self.server.port());
+        url_for(&[host], self.tls.as_ref())
+    }
+
+    /// The certificate files of a TLS member (`None` for plain TCP).
+    pub fn tls_files(&self) -> Option<&CertAuthority> {
+        self.tls.as_ref().map(|t| &t.files)
     }
 
     /// The member's name (`n1`, `m1`…).
@@ -124,7 +221,36 @@ impl Etcd {
     /// As [`start`](Self::start).
     pub async fn restart(&mut self) -> Result<(), TestkitError> {
         self.server.respawn()?;
-        self.server.wait_ready(healthy).await
+        wait_healthy(&mut self.server, self.tls.as_ref()).await
+    }
+}
+
+async fn wait_healthy(server: &mut Server, tls: Option<&Tls>) -> Result<(), TestkitError> {
+    let tls = tls.cloned();
+    server
+        .wait_ready(move |port| healthy(port, tls.clone()))
+        .await
+}
+
+/// The driver URL for `hosts`, with the TLS files as query options.
+fn url_for(hosts: &[String], tls: Option<&Tls>) -> String {
+    match tls {
+        None => format!("etcd://{}", hosts.join(",")),
+        Some(tls) => {
+            let mut url = format!(
+                "etcds://{}?tls_ca={}",
+                hosts.join(","),
+                query_path(&tls.files.ca)
+            );
+            if tls.mutual {
+                url.push_str(&format!(
+                    "&tls_cert={}&tls_key={}",
+                    query_path(&tls.files.client_cert),
+                    query_path(&tls.files.client_key)
+                ));
+            }
+            url
+        }
     }
 }
 
@@ -156,7 +282,30 @@ impl EtcdCluster {
     ///
     /// As [`Etcd::start`].
     pub async fn start(n: usize) -> Result<Self, TestkitError> {
+        Self::start_with(n, false).await
+    }
+
+    /// As [`start`](Self::start), with TLS on every member's client port (one
+    /// throwaway CA and server certificate for all; peers talk plain HTTP).
+    /// [`url`](Self::url) is `etcds://…?tls_ca=CA`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Etcd::start_tls`].
+    pub async fn start_tls(n: usize) -> Result<Self, TestkitError> {
+        Self::start_with(n, true).await
+    }
+
+    async fn start_with(n: usize, tls: bool) -> Result<Self, TestkitError> {
         let dir = temp_dir()?;
+        let tls = if tls {
+            Some(Tls {
+                files: CertAuthority::generate(dir.path())?,
+                mutual: false,
+            })
+        } else {
+            None
+        };
         let mut members = Vec::with_capacity(n);
         for i in 1..=n {
             let mdir = dir.path().join(format!("m{i}"));
@@ -168,17 +317,18 @@ impl EtcdCluster {
                 dir: mdir,
             });
         }
-        let servers = spawn_members(&members, "lockkit-cluster")?;
+        let servers = spawn_members(&members, "lockkit-cluster", tls.as_ref())?;
         let mut out = Vec::with_capacity(n);
         for (server, m) in servers.into_iter().zip(members) {
             out.push(Etcd {
                 server,
                 name: m.name,
+                tls: tls.clone(),
                 _dir: None,
             });
         }
         for m in &mut out {
-            m.server.wait_ready(healthy).await?;
+            wait_healthy(&mut m.server, m.tls.as_ref()).await?;
         }
         Ok(Self {
             members: out,
@@ -186,7 +336,8 @@ impl EtcdCluster {
         })
     }
 
-    /// `etcd://127.0.0.1:P1,127.0.0.1:P2,…` (the members still running).
+    /// `etcd://127.0.0.1:P1,127.0.0.1:P2,…` (the members still running);
+    /// `etcds://…?tls_ca=CA` for a TLS cluster.
     pub fn url(&self) -> String {
         let hosts: Vec<String> = self
             .members
@@ -194,28 +345,20 @@ impl EtcdCluster {
             .filter(|m| m.pid().is_some())
             .map(|m| format!("127.0.0.1:{}", m.port()))
             .collect();
-        format!("etcd://{}", hosts.join(","))
+        url_for(&hosts, self.members.first().and_then(|m| m.tls.as_ref()))
     }
 
     /// The index of the current leader, as the members report it.
     pub async fn leader(&self) -> Option<usize> {
-        let etcdctl = find_binary("etcdctl", "LOCKKIT_ETCDCTL_BIN").ok()?;
         for (i, m) in self.members.iter().enumerate() {
             if m.pid().is_none() {
                 continue;
             }
-            let out = tokio::process::Command::new(&etcdctl)
-                .env("ETCDCTL_API", "3")
-                .args([
-                    &format!("--endpoints=127.0.0.1:{}", m.port()),
-                    "--command-timeout=1s",
-                    "endpoint",
-                    "status",
-                    "-w",
-                    "fields",
-                ])
-                .output()
+            let mut cmd = etcdctl(m.port(), m.tls.as_ref())?;
+            cmd.args(["endpoint", "status", "-w", "fields"]);
+            let out = tokio::time::timeout(Duration::from_secs(5), cmd.output())
                 .await
+                .ok()?
                 .ok()?;
             let text = String::from_utf8_lossy(&out.stdout);
             let field = |name: &str| {

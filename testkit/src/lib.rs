@@ -19,6 +19,7 @@ mod postgres;
 mod process;
 mod proxy;
 mod redis;
+mod tls;
 mod zookeeper;
 
 pub use error::TestkitError;
@@ -30,3 +31,6 @@ pub use process::Server;
 pub use proxy::{Fault, FaultProxy};
 pub use redis::{Redis, RedisCluster, RedisMasters, TlsFiles};
 pub use zookeeper::{ZooKeeper, ZooKeeperEnsemble};
+
+// Its own group: throwaway certificates for the TLS servers above.
+pub use tls::CertAuthority;
