@@ -26,7 +26,7 @@
 //! | `postgres` | `postgres://`, `postgresql://` | [`postgres`] |
 //! | `mysql` | `mysql://`, `mariadb://` | [`mysql`] |
 //! | `redis` | `redis://`, `rediss://`, `redis-cluster://`, `redlock://` | [`redis`] (single server, Cluster, Redlock) |
-//! | `etcd` | `etcd://` | [`etcd`] (lease per TTL, revision-ordered queue) |
+//! | `etcd` | `etcd://`, `etcds://` | [`etcd`] (lease per TTL, revision-ordered queue) |
 //! | `mem` | `mem://`, `mem://name` | [`mem`] (process-local) |
 //!
 //! See the README for what each backend guarantees, and [`fence`] for the resource
@@ -77,7 +77,7 @@ cfg_driver! { "redis" =>
 }
 
 cfg_driver! { "etcd" =>
-    /// `etcd://`: the etcd driver.
+    /// `etcd://`, `etcds://`: the etcd driver.
     pub use lockkit_etcd as etcd;
 }
 

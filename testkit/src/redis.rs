@@ -7,8 +7,8 @@ use std::time::Duration;
 use tempfile::TempDir;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::process::{Server, Spec, find_binary, run_setup, temp_dir};
-use crate::{TestkitError, free_port};
+use crate::process::{Server, Spec, find_binary, temp_dir};
+use crate::{CertAuthority, TestkitError, free_port};
 
 /// A throwaway Redis server on 127.0.0.1, without persistence; plain TCP, or TLS
 /// only ([`start_tls`](Redis::start_tls)).
@@ -24,15 +24,16 @@ pub struct Redis {
 /// it (for mutual TLS).
 #[derive(Debug, Clone)]
 pub struct TlsFiles {
-    /// The CA certificate: what a client must trust.
-    pub ca: PathBuf,
-    /// A client certificate the server accepts (signed by the CA).
-    pub client_cert: PathBuf,
-    /// Its private key (PKCS#8).
-    pub client_key: PathBuf,
-    server_cert: PathBuf,
-    server_key: PathBuf,
+    certs: CertAuthority,
     mutual: bool,
+}
+
+/// The CA, server and client certificate paths.
+impl std::ops::Deref for TlsFiles {
+    type Target = CertAuthority;
+    fn deref(&self) -> &CertAuthority {
+        &self.certs
+    }
 }
 
 /// Whether the server answers `redis-cli --tls … ping` with PONG (bounded).
@@ -52,91 +53,13 @@ async fn tls_ping(cli: PathBuf, files: TlsFiles, port: u16) -> bool {
     )
 }
 
-/// An EC P-256 key and a certificate request for `subject`, signed by the CA with
-/// the extensions in `ext` (one per line).
-fn issue(
-    openssl: &Path,
-    dir: &Path,
-    name: &str,
-    subject: &str,
-    ext: &str,
-) -> Result<(PathBuf, PathBuf), TestkitError> {
-    let key = dir.join(format!("{name}.key"));
-    let csr = dir.join(format!("{name}.csr"));
-    let cert = dir.join(format!("{name}.pem"));
-    let ext_file = dir.join(format!("{name}.ext"));
-    std::fs::write(&ext_file, ext)?;
-    let mut req = std::process::Command::new(openssl);
-    req.args([
-        "req",
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:prime256v1",
-    ])
-    .args(["-nodes", "-subj", subject, "-keyout"])
-    .arg(&key)
-    .arg("-out")
-    .arg(&csr);
-    run_setup(&format!("openssl req ({name})"), &mut req)?;
-    let mut sign = std::process::Command::new(openssl);
-    sign.args(["x509", "-req", "-days", "2", "-in"])
-        .arg(&csr)
-        .arg("-CA")
-        .arg(dir.join("ca.pem"))
-        .arg("-CAkey")
-        .arg(dir.join("ca.key"))
-        .arg("-CAcreateserial")
-        .arg("-extfile")
-        .arg(&ext_file)
-        .arg("-out")
-        .arg(&cert);
-    run_setup(&format!("openssl x509 -req ({name})"), &mut sign)?;
-    Ok((cert, key))
-}
-
 impl TlsFiles {
-    /// Generates a throwaway CA, a server certificate for `IP:127.0.0.1` and a
-    /// client certificate in `dir` with the `openssl` CLI.
+    /// Generates a throwaway CA, a server certificate for `IP:127.0.0.1` (also
+    /// good for clientAuth: with `--tls-cluster`, a node presents it to its peers on
+    /// the cluster bus) and a client certificate in `dir`.
     fn generate(dir: &Path, mutual: bool) -> Result<Self, TestkitError> {
-        let openssl = find_binary("openssl", "LOCKKIT_OPENSSL_BIN")?;
-        let ca = dir.join("ca.pem");
-        let mut req = std::process::Command::new(&openssl);
-        req.args(["req", "-x509", "-newkey", "ec", "-pkeyopt"])
-            .args(["ec_paramgen_curve:prime256v1", "-nodes", "-days", "2"])
-            .args(["-subj", "/CN=lockkit-testkit-ca"])
-            .args(["-addext", "basicConstraints=critical,CA:TRUE"])
-            .args(["-addext", "keyUsage=critical,keyCertSign,cRLSign"])
-            .arg("-keyout")
-            .arg(dir.join("ca.key"))
-            .arg("-out")
-            .arg(&ca);
-        run_setup("openssl req -x509 (CA)", &mut req)?;
-        // clientAuth too: with --tls-cluster, a node presents this certificate as a
-        // client on the cluster bus, and the peer verifies it (without clientAuth
-        // the nodes never meet and `redis-cli --cluster create` waits forever).
-        let (server_cert, server_key) = issue(
-            &openssl,
-            dir,
-            "server",
-            "/CN=127.0.0.1",
-            "subjectAltName=IP:127.0.0.1\nbasicConstraints=critical,CA:FALSE\n\
-             keyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth,clientAuth\n",
-        )?;
-        let (client_cert, client_key) = issue(
-            &openssl,
-            dir,
-            "client",
-            "/CN=lockkit-testkit-client",
-            "basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\n\
-             extendedKeyUsage=clientAuth\n",
-        )?;
         Ok(Self {
-            ca,
-            client_cert,
-            client_key,
-            server_cert,
-            server_key,
+            certs: CertAuthority::generate(dir)?,
             mutual,
         })
     }
@@ -150,11 +73,11 @@ impl TlsFiles {
             "--tls-port".into(),
             port.to_string(),
             "--tls-cert-file".into(),
-            path(&self.server_cert),
+            path(&self.certs.server_cert),
             "--tls-key-file".into(),
-            path(&self.server_key),
+            path(&self.certs.server_key),
             "--tls-ca-cert-file".into(),
-            path(&self.ca),
+            path(&self.certs.ca),
             "--tls-auth-clients".into(),
             if self.mutual { "yes" } else { "no" }.into(),
         ]
