@@ -17,6 +17,8 @@ mod driver;
 mod error;
 pub mod fence;
 pub mod mem;
+#[cfg(feature = "tls")]
+pub mod tls;
 mod types;
 
 pub use batch::renew_in_batches;

@@ -4,7 +4,9 @@ use std::fmt;
 
 use lockkit_core::{LockError, redact_url};
 
-use super::tls::{Tls, TlsPaths};
+use lockkit_core::tls::{self, TlsPaths};
+
+use super::tls::Tls;
 
 /// Settings for [`super::EtcdDriver`], parsed from a URL. `Debug` never shows the
 /// password.
@@ -104,8 +106,11 @@ impl EtcdOptions {
         let mut tls_paths = TlsPaths::default();
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             if let Some((name, value)) = pair.split_once('=')
-                && tls_paths.take(name, value, &bad)?
+                && tls::OPTION_NAMES.contains(&name)
             {
+                let path = percent_decode(value)
+                    .ok_or_else(|| bad(&format!("{name} is not valid percent-encoded UTF-8")))?;
+                tls_paths.take(name, &path, &bad)?;
                 continue;
             }
             match pair.split_once('=') {
@@ -153,7 +158,7 @@ impl EtcdOptions {
             .map(|h| endpoint(h, tls_scheme).map_err(|why| bad(&why)))
             .collect::<Result<Vec<_>, _>>()?;
         let tls = match (tls_scheme, tls_paths.is_empty()) {
-            (true, _) => Some(tls_paths.load(&bad)?),
+            (true, _) => Some(Tls(tls_paths.load(&bad)?)),
             (false, true) => None,
             (false, false) => {
                 return Err(bad(

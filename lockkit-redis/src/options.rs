@@ -6,7 +6,9 @@ use std::fmt;
 use lockkit_core::{LockError, redact_url};
 use redis::TlsCertificates;
 
-use crate::tls::{self, TlsPaths};
+use lockkit_core::tls::TlsPaths;
+
+use crate::tls;
 
 /// Single server, or Redis Cluster.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -127,7 +129,7 @@ impl RedisOptions {
         let mut passthrough = Vec::new();
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
-            if tls_paths.take(url, name, value)? {
+            if tls_paths.take(name, &tls::percent_decode(value), &bad)? {
                 continue;
             }
             match pair.split_once('=') {
@@ -143,7 +145,7 @@ impl RedisOptions {
                 _ => passthrough.push(pair),
             }
         }
-        let tls = tls_paths.load(url, node_scheme == "rediss")?;
+        let tls = tls::load(tls_paths, url, node_scheme == "rediss")?;
         let query = if passthrough.is_empty() {
             String::new()
         } else {

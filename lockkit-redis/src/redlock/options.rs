@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use lockkit_core::{LockError, redact_url};
 
-use crate::tls;
+use lockkit_core::tls;
 
 /// The fixed part of the clock-drift allowance (the other part is 1 % of the TTL).
 pub(crate) const DEFAULT_DRIFT: Duration = Duration::from_millis(2);
