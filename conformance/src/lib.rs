@@ -43,6 +43,59 @@ pub use runner::{
     CASE_TIMEOUT, HolderCommand, Progress, ProgressFn, RunOptions, run, run_test_case,
 };
 
+/// Declares a [`UrlBackend`] in one statement: a unit struct `$name` whose server
+/// of type `$server` is started by the future `$start` (resolving to a `Result`; an
+/// error fails the test with its message), whose URL is `|$s| $url` (the URL every
+/// driver, and the killed-holder child process, connects with), and whose drivers
+/// come from `$connect`, an `async fn(&str) -> Result<Arc<dyn LockDriver>, LockError>`.
+///
+/// ```ignore
+/// async fn connect(url: &str) -> Result<Arc<dyn LockDriver>, LockError> {
+///     lockkit_sql::postgres::connect(PgOptions::from_url(url)?).await
+/// }
+///
+/// lockkit_conformance::url_backend!(
+///     /// Lease mode, on a throwaway server.
+///     Lease: Postgres = Postgres::start(), |s| s.url(), connect
+/// );
+/// lockkit_conformance::suite!(postgres, UrlHarness<Lease>);
+/// ```
+#[macro_export]
+macro_rules! url_backend {
+    ($(#[$doc:meta])* $name:ident: $server:ty = $start:expr, |$s:ident| $url:expr, $connect:path $(,)?) => {
+        $(#[$doc])*
+        struct $name;
+
+        #[$crate::__private::async_trait]
+        impl $crate::UrlBackend for $name {
+            type Server = $server;
+            async fn start() -> ($server, String) {
+                let $s = match $start.await {
+                    Ok(server) => server,
+                    Err(e) => panic!("cannot start the test backend: {e}"),
+                };
+                let url = $url;
+                ($s, url)
+            }
+            async fn connect(
+                url: &str,
+            ) -> Result<
+                std::sync::Arc<dyn $crate::__private::LockDriver>,
+                $crate::__private::LockError,
+            > {
+                $connect(url).await
+            }
+        }
+    };
+}
+
+/// What the macros name from this crate's dependencies.
+#[doc(hidden)]
+pub mod __private {
+    pub use async_trait::async_trait;
+    pub use lockkit_core::{LockDriver, LockError};
+}
+
 /// Expands to one `#[tokio::test]` per conformance case, in a module named `$name`.
 ///
 /// `$harness` is a type implementing [`TestHarness`]. The optional `skip { case:

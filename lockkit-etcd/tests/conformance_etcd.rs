@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use lockkit_conformance::{UrlBackend, UrlHarness};
+use lockkit_conformance::{UrlHarness, url_backend};
 use lockkit_core::{LockDriver, LockError};
 use lockkit_etcd::{EtcdDriver, EtcdOptions};
 use lockkit_testkit::{Etcd, EtcdCluster};
@@ -17,67 +17,34 @@ async fn connect(url: &str) -> Result<Arc<dyn LockDriver>, LockError> {
     ))
 }
 
-struct Single;
-
-#[lockkit_core::async_trait]
-impl UrlBackend for Single {
-    type Server = Etcd;
-    async fn start() -> (Etcd, String) {
-        let server = Etcd::start().await.unwrap();
-        let url = server.url();
-        (server, url)
-    }
-    async fn connect(url: &str) -> Result<Arc<dyn LockDriver>, LockError> {
-        connect(url).await
-    }
-}
-
-struct Cluster;
-
-#[lockkit_core::async_trait]
-impl UrlBackend for Cluster {
-    type Server = EtcdCluster;
-    async fn start() -> (EtcdCluster, String) {
-        let cluster = EtcdCluster::start(3).await.unwrap();
-        let url = cluster.url();
-        (cluster, url)
-    }
-    async fn connect(url: &str) -> Result<Arc<dyn LockDriver>, LockError> {
-        connect(url).await
-    }
-}
-
-struct TlsSingle;
-
-#[lockkit_core::async_trait]
-impl UrlBackend for TlsSingle {
-    type Server = Etcd;
-    async fn start() -> (Etcd, String) {
-        let server = Etcd::start_tls().await.unwrap();
-        let url = server.url();
+url_backend!(
+    /// One node.
+    Single: Etcd = Etcd::start(), |s| s.url(), connect
+);
+url_backend!(
+    /// Three nodes, reached through all three endpoints.
+    Cluster: EtcdCluster = EtcdCluster::start(3), |s| s.url(), connect
+);
+url_backend!(
+    /// One node over TLS (`etcds://…?tls_ca=`).
+    TlsSingle: Etcd = Etcd::start_tls(),
+    |s| {
+        let url = s.url();
         assert!(url.starts_with("etcds://"), "{url}");
-        (server, url)
-    }
-    async fn connect(url: &str) -> Result<Arc<dyn LockDriver>, LockError> {
-        connect(url).await
-    }
-}
-
-struct TlsCluster;
-
-#[lockkit_core::async_trait]
-impl UrlBackend for TlsCluster {
-    type Server = EtcdCluster;
-    async fn start() -> (EtcdCluster, String) {
-        let cluster = EtcdCluster::start_tls(3).await.unwrap();
-        let url = cluster.url();
+        url
+    },
+    connect
+);
+url_backend!(
+    /// Three nodes over TLS.
+    TlsCluster: EtcdCluster = EtcdCluster::start_tls(3),
+    |s| {
+        let url = s.url();
         assert!(url.starts_with("etcds://"), "{url}");
-        (cluster, url)
-    }
-    async fn connect(url: &str) -> Result<Arc<dyn LockDriver>, LockError> {
-        connect(url).await
-    }
-}
+        url
+    },
+    connect
+);
 
 lockkit_conformance::suite!(etcd, UrlHarness<Single>, with { fifo_order });
 lockkit_conformance::suite!(etcd_cluster, UrlHarness<Cluster>, with { fifo_order });

@@ -5,12 +5,10 @@
 
 #![allow(clippy::unwrap_used, clippy::panic)] // Tests fail by panicking.
 
-mod common;
-
 use std::sync::Arc;
 
-use common::backend;
 use lockkit_conformance::UrlHarness;
+use lockkit_conformance::url_backend;
 use lockkit_core::{LockDriver, LockError};
 use lockkit_redis::{RedisDriver, RedisOptions};
 use lockkit_testkit::{Redis, RedisCluster};
@@ -21,23 +19,23 @@ async fn connect(url: &str) -> Result<Arc<dyn LockDriver>, LockError> {
     ))
 }
 
-backend!(
+url_backend!(
     /// One server; waiters woken by pub/sub.
     Single: Redis = Redis::start(), |s| s.url(), connect
 );
-backend!(
+url_backend!(
     /// The same, with waiters polling instead of being woken.
     SinglePolling: Redis = Redis::start(), |s| format!("{}?wake=poll", s.url()), connect
 );
-backend!(
+url_backend!(
     /// Three masters, all slots assigned; the lock keys of one case spread over them.
     Cluster: RedisCluster = RedisCluster::start(3), |s| s.url(), connect
 );
-backend!(
+url_backend!(
     /// A TLS-only server (`rediss://…?tls_ca=`).
     Tls: Redis = Redis::start_tls(), |s| s.url(), connect
 );
-backend!(
+url_backend!(
     /// Three TLS-only masters with one CA (`rediss-cluster://…?tls_ca=`).
     TlsCluster: RedisCluster = RedisCluster::start_tls(3), |s| s.url(), connect
 );

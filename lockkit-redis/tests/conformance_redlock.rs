@@ -6,9 +6,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-mod common;
-
-use common::backend;
+use lockkit_conformance::url_backend;
 use lockkit_conformance::{UrlBackend, UrlHarness};
 use lockkit_core::{LockDriver, LockError};
 use lockkit_redis::{RedlockDriver, RedlockOptions};
@@ -22,7 +20,7 @@ async fn connect(url: &str) -> Result<Arc<dyn LockDriver>, LockError> {
     ))
 }
 
-backend!(
+url_backend!(
     /// Five healthy masters.
     Five: RedisMasters = RedisMasters::start(5), |s| s.url(), connect
 );

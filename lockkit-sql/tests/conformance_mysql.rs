@@ -5,48 +5,24 @@
 
 use std::sync::Arc;
 
-use lockkit_conformance::{UrlBackend, UrlHarness};
+use lockkit_conformance::{UrlHarness, url_backend};
 use lockkit_core::{LockDriver, LockError};
 use lockkit_sql::mysql::MySqlOptions;
 use lockkit_testkit::MariaDb;
-
-async fn start(query: &str) -> (MariaDb, String) {
-    let server = MariaDb::start().await.unwrap();
-    let url = format!("{}{query}", server.url());
-    (server, url)
-}
 
 async fn connect(url: &str) -> Result<Arc<dyn LockDriver>, LockError> {
     lockkit_sql::mysql::connect(MySqlOptions::from_url(url)?).await
 }
 
-/// Lease mode (the default).
-struct Lease;
+url_backend!(
+    /// Lease mode (the default).
+    Lease: MariaDb = MariaDb::start(), |s| s.url(), connect
+);
 
-#[lockkit_core::async_trait]
-impl UrlBackend for Lease {
-    type Server = MariaDb;
-    async fn start() -> (MariaDb, String) {
-        start("").await
-    }
-    async fn connect(url: &str) -> Result<Arc<dyn LockDriver>, LockError> {
-        connect(url).await
-    }
-}
-
-/// `?mode=get_lock`: session-bound `GET_LOCK` locks.
-struct GetLock;
-
-#[lockkit_core::async_trait]
-impl UrlBackend for GetLock {
-    type Server = MariaDb;
-    async fn start() -> (MariaDb, String) {
-        start("?mode=get_lock").await
-    }
-    async fn connect(url: &str) -> Result<Arc<dyn LockDriver>, LockError> {
-        connect(url).await
-    }
-}
+url_backend!(
+    /// `?mode=get_lock`: session-bound `GET_LOCK` locks.
+    GetLock: MariaDb = MariaDb::start(), |s| format!("{}?mode=get_lock", s.url()), connect
+);
 
 lockkit_conformance::suite!(mysql, UrlHarness<Lease>);
 

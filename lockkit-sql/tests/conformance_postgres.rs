@@ -5,48 +5,24 @@
 
 use std::sync::Arc;
 
-use lockkit_conformance::{UrlBackend, UrlHarness};
+use lockkit_conformance::{UrlHarness, url_backend};
 use lockkit_core::{LockDriver, LockError};
 use lockkit_sql::postgres::PgOptions;
 use lockkit_testkit::Postgres;
-
-async fn start(query: &str) -> (Postgres, String) {
-    let server = Postgres::start().await.unwrap();
-    let url = format!("{}{query}", server.url());
-    (server, url)
-}
 
 async fn connect(url: &str) -> Result<Arc<dyn LockDriver>, LockError> {
     lockkit_sql::postgres::connect(PgOptions::from_url(url)?).await
 }
 
-/// Lease mode (the default).
-struct Lease;
+url_backend!(
+    /// Lease mode (the default).
+    Lease: Postgres = Postgres::start(), |s| s.url(), connect
+);
 
-#[lockkit_core::async_trait]
-impl UrlBackend for Lease {
-    type Server = Postgres;
-    async fn start() -> (Postgres, String) {
-        start("").await
-    }
-    async fn connect(url: &str) -> Result<Arc<dyn LockDriver>, LockError> {
-        connect(url).await
-    }
-}
-
-/// `?mode=advisory`: session-bound advisory locks.
-struct Advisory;
-
-#[lockkit_core::async_trait]
-impl UrlBackend for Advisory {
-    type Server = Postgres;
-    async fn start() -> (Postgres, String) {
-        start("?mode=advisory").await
-    }
-    async fn connect(url: &str) -> Result<Arc<dyn LockDriver>, LockError> {
-        connect(url).await
-    }
-}
+url_backend!(
+    /// `?mode=advisory`: session-bound advisory locks.
+    Advisory: Postgres = Postgres::start(), |s| format!("{}?mode=advisory", s.url()), connect
+);
 
 lockkit_conformance::suite!(postgres, UrlHarness<Lease>);
 

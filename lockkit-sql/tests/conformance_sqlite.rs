@@ -5,25 +5,21 @@
 
 use std::sync::Arc;
 
-use lockkit_conformance::{UrlBackend, UrlHarness};
+use lockkit_conformance::{UrlHarness, url_backend};
 use lockkit_core::{LockDriver, LockError};
 use lockkit_sql::sqlite::{SqliteDriver, SqliteOptions};
 
-struct File;
-
-#[lockkit_core::async_trait]
-impl UrlBackend for File {
-    type Server = tempfile::TempDir;
-    async fn start() -> (tempfile::TempDir, String) {
-        let dir = tempfile::tempdir().unwrap();
-        let url = format!("sqlite://{}", dir.path().join("locks.db").display());
-        (dir, url)
-    }
-    async fn connect(url: &str) -> Result<Arc<dyn LockDriver>, LockError> {
-        Ok(Arc::new(
-            SqliteDriver::connect(SqliteOptions::from_url(url)?).await?,
-        ))
-    }
+async fn connect(url: &str) -> Result<Arc<dyn LockDriver>, LockError> {
+    Ok(Arc::new(
+        SqliteDriver::connect(SqliteOptions::from_url(url)?).await?,
+    ))
 }
+
+url_backend!(
+    /// A lock file in a temp dir.
+    File: tempfile::TempDir = async { tempfile::tempdir() },
+    |s| format!("sqlite://{}", s.path().join("locks.db").display()),
+    connect
+);
 
 lockkit_conformance::suite!(sqlite, UrlHarness<File>);
