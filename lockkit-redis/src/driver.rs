@@ -13,7 +13,7 @@ use redis::cluster_routing::Slot;
 use tokio::time::{Instant, sleep_until};
 
 use super::connection::Conn;
-use super::keys::{Names, names, wake_prefix};
+use super::keys::{Names, lock_name, names, wake_prefix};
 use super::options::{RedisOptions, WakeMode};
 use super::scripts::Scripts;
 use super::tls;
@@ -205,7 +205,7 @@ impl RedisDriver {
         let mut invocation = self.scripts.extend_many.prepare_invoke();
         invocation.arg(ttl_ms(ttl));
         for r in batch {
-            invocation.key(self.names(&r.key).lock);
+            invocation.key(lock_name(&self.prefix, &r.key));
             invocation.arg(r.owner.to_hex());
         }
         let mut conn = self.conn.clone();
@@ -308,7 +308,7 @@ impl LockDriver for RedisDriver {
         let extended: i64 = self
             .scripts
             .extend
-            .key(self.names(key).lock)
+            .key(lock_name(&self.prefix, key))
             .arg(owner.to_hex())
             .arg(ttl_ms(ttl))
             .invoke_async(&mut conn)
@@ -334,7 +334,7 @@ impl LockDriver for RedisDriver {
             let mut by_slot: HashMap<Slot, Vec<usize>> = HashMap::new();
             for (i, r) in batch.iter().enumerate() {
                 by_slot
-                    .entry(Slot::for_key(self.names(&r.key).lock))
+                    .entry(Slot::for_key(lock_name(&self.prefix, &r.key)))
                     .or_default()
                     .push(i);
             }

@@ -23,6 +23,12 @@ pub(crate) fn names(prefix: &str, key: &LockKey) -> Names {
     }
 }
 
+/// Just the lock's name (what extend and the watchdog's renewals touch), without
+/// formatting the other two.
+pub(crate) fn lock_name(prefix: &str, key: &LockKey) -> String {
+    format!("{prefix}:{{{}}}:lock", key.as_str())
+}
+
 /// The prefix of every driver's wake channel: `<prefix>:wake:`; a driver listens on
 /// that plus its own id.
 pub(crate) fn wake_prefix(prefix: &str) -> String {
@@ -45,5 +51,9 @@ mod tests {
         };
         assert_eq!(tag(&n.lock), tag(&n.fence));
         assert_eq!(tag(&n.lock), tag(&n.waiters));
+        assert_eq!(
+            lock_name("lockkit", &LockKey::new("orders:{eu}:7").unwrap()),
+            n.lock
+        );
     }
 }

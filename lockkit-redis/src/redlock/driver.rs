@@ -13,7 +13,7 @@ use super::NAME;
 use super::master::{self, Master, Reply};
 use super::options::RedlockOptions;
 use super::quorum::{answered, count, gather, quorum_unreachable, unreachable_error};
-use crate::keys::{Names, names};
+use crate::keys::{Names, lock_name, names};
 use crate::scripts::Scripts;
 
 /// Most locks renewed by one script call per master.
@@ -403,7 +403,7 @@ impl LockDriver for RedlockDriver {
         let results = renew_in_batches(NAME, renewals, MAX_BATCH, |ttl, batch| async move {
             let holds: Vec<(String, String)> = batch
                 .iter()
-                .map(|r| (self.names(&r.key).lock, r.owner.to_hex()))
+                .map(|r| (lock_name(&self.inner.prefix, &r.key), r.owner.to_hex()))
                 .collect();
             let (limit, ms) = (self.request_timeout(ttl), ttl_ms(ttl));
             let holds = &holds;
