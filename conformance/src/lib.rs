@@ -17,8 +17,10 @@
 //!   is then reported as ignored (never as passed), and a case that finds a capability
 //!   missing without being listed fails and says so.
 //!
-//!   Optional cases test behaviour only some drivers promise (`fifo_order`, for
-//!   drivers that claim `fair`). They are expanded only when the driver opts in,
+//!   Optional cases test behaviour only some drivers promise: `fifo_order` for
+//!   drivers that claim `fair`; `readers_share`, `writer_excludes_readers_and_writers`,
+//!   `read_write_order_is_fifo` and `read_hold_is_not_upgraded` for drivers that
+//!   claim `read_write`. They are expanded only when the driver opts in,
 //!   so other drivers' suites neither pass nor ignore them:
 //!
 //!   ```ignore

@@ -39,9 +39,10 @@ fn check_runs_every_case_against_sqlite_and_passes() {
     assert_eq!(code, 0, "{err}\n{r}");
     let cases = r["cases"].as_array().unwrap();
     assert_eq!(cases.len(), lockkit_conformance::CASES.len());
-    for case in cases {
-        if case["name"] == "fifo_order" {
-            // An optional case: SQLite does not claim `fair`, so it is skipped.
+    for (case, spec) in cases.iter().zip(lockkit_conformance::CASES) {
+        assert_eq!(case["name"], spec.name);
+        if spec.optional {
+            // SQLite claims neither `fair` nor `read_write`: skipped.
             assert_eq!(case["outcome"]["status"], "skipped", "{case}");
             continue;
         }

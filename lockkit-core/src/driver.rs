@@ -15,6 +15,7 @@ use async_trait::async_trait;
 use tokio::time::Instant;
 
 use crate::error::Result;
+use crate::loss::LossSignal;
 use crate::types::{FencingToken, LockKey, OwnerId};
 
 /// How long an acquire may wait for a held lock.
@@ -156,6 +157,8 @@ pub struct Grant {
     /// When the lease ends, on the monotonic clock, measured from *before* the request
     /// that set it was sent (so it is never later than the backend's own expiry).
     pub deadline: Instant,
+    /// Fires when the backend tells the driver the hold is gone (see [`LossSignal`]).
+    pub loss: Option<LossSignal>,
 }
 
 impl Grant {
@@ -166,7 +169,16 @@ impl Grant {
             owner,
             token,
             deadline,
+            loss: None,
         }
+    }
+
+    /// With a signal the driver fires the moment it learns the hold is gone (a
+    /// session that disconnected or expired, a deleted node), so that
+    /// [`crate::LockGuard::lost`] fires then rather than at the next renewal.
+    pub fn with_loss_signal(mut self, loss: LossSignal) -> Self {
+        self.loss = Some(loss);
+        self
     }
 }
 
@@ -267,6 +279,12 @@ impl Capabilities {
         self
     }
 
+    /// With (or without) a read-write lock ([`LockDriver::read_write`] returns it).
+    pub const fn with_read_write(mut self, read_write: bool) -> Self {
+        self.read_write = read_write;
+        self
+    }
+
     /// With (or without) server-side reentrancy.
     pub const fn with_reentrant_server_side(mut self, yes: bool) -> Self {
         self.reentrant_server_side = yes;
@@ -323,6 +341,12 @@ pub trait LockDriver: Send + Sync + fmt::Debug + 'static {
     /// Releases `owner`'s hold on `key`. Returns whether `owner` held it.
     async fn release(&self, key: &LockKey, owner: &OwnerId) -> Result<bool>;
 
+    /// The read-write lock of this driver, if it has one (then
+    /// [`Capabilities::read_write`] is true).
+    fn read_write(&self) -> Option<&dyn ReadWriteDriver> {
+        None
+    }
+
     /// Frees `key` whoever holds it: an operator's break-glass (Redisson's
     /// `forceUnlock`), and how the conformance suite makes a hold vanish. The holder
     /// learns at its next renewal. Returns whether there was a live holder.
@@ -335,6 +359,52 @@ pub trait LockDriver: Send + Sync + fmt::Debug + 'static {
         Err(crate::LockError::Unsupported {
             driver: self.name(),
             capability: "force_release",
+        })
+    }
+}
+
+/// A read-write lock: many readers, or one writer.
+///
+/// The write lock of a key is the driver's ordinary exclusive lock of that key
+/// ([`LockDriver::acquire`]): a writer excludes readers and other writers, and
+/// readers exclude writers but share with each other. Extend and release are
+/// [`LockDriver`]'s, keyed by `(key, owner)` as for any hold, whichever its mode.
+///
+/// Drivers that have one return it from [`LockDriver::read_write`]; applications use
+/// [`crate::Locker::read_lock`] and [`crate::Locker::write_lock`].
+#[async_trait]
+pub trait ReadWriteDriver: Send + Sync + 'static {
+    /// Takes a shared (read) hold on `req.key`, waiting as `req.wait` allows: it
+    /// is granted once no writer holds the key or queued before it.
+    ///
+    /// An owner that already holds the key returns its existing grant, refreshed,
+    /// whatever that hold's mode (a write hold covers reading).
+    ///
+    /// # Errors
+    ///
+    /// As [`LockDriver::acquire`].
+    async fn acquire_shared(&self, req: &AcquireRequest) -> Result<Grant>;
+}
+
+/// Whether a hold excludes everyone (a mutex or write lock) or only writers (a read
+/// lock).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum LockMode {
+    /// Excludes every other holder: [`crate::Locker::lock`] and
+    /// [`crate::Locker::write_lock`].
+    #[default]
+    Exclusive,
+    /// Shares with other shared holders and excludes exclusive ones:
+    /// [`crate::Locker::read_lock`].
+    Shared,
+}
+
+impl fmt::Display for LockMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            LockMode::Exclusive => "exclusive",
+            LockMode::Shared => "shared",
         })
     }
 }

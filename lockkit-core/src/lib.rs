@@ -16,6 +16,7 @@ mod client;
 mod driver;
 mod error;
 pub mod fence;
+mod loss;
 pub mod mem;
 #[cfg(feature = "tls")]
 pub mod tls;
@@ -25,9 +26,10 @@ pub use batch::renew_in_batches;
 pub use client::{DEFAULT_WATCHDOG_TTL, LockGuard, LockRequest, Locker, LostReason};
 pub use driver::{
     AcquireRequest, Cancellation, Capabilities, ConnectFuture, DriverEntry, Grant, LockDriver,
-    Renewal, Wait, WakeUp, url_scheme,
+    LockMode, ReadWriteDriver, Renewal, Wait, WakeUp, url_scheme,
 };
 pub use error::{KeyError, LockError, Result, TtlError, redact_url};
+pub use loss::LossSignal;
 pub use types::{FencingToken, LockKey, MAX_KEY_LEN, MAX_TTL, MIN_TTL, OwnerId, validate_ttl};
 
 /// Re-exported so drivers implement [`LockDriver`] with the same macro version.

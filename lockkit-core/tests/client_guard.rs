@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use lockkit_core::mem::MemDriver;
 use lockkit_core::{
-    AcquireRequest, Capabilities, Grant, LockDriver, LockError, LockKey, Locker, LostReason,
-    OwnerId, Renewal, Result, async_trait,
+    AcquireRequest, Capabilities, Grant, LockDriver, LockError, LockKey, Locker, LossSignal,
+    LostReason, OwnerId, Renewal, Result, async_trait,
 };
 use tokio::time::{Instant, timeout};
 
@@ -19,6 +19,8 @@ use tokio::time::{Instant, timeout};
 struct Probe {
     inner: MemDriver,
     grant_delay: Option<Duration>,
+    /// Attached to every grant, as a session-bound driver would.
+    loss: Option<LossSignal>,
     rounds: AtomicUsize,
     renewals: AtomicUsize,
 }
@@ -32,9 +34,12 @@ impl LockDriver for Probe {
         self.inner.capabilities()
     }
     async fn acquire(&self, req: &AcquireRequest) -> Result<Grant> {
-        let grant = self.inner.acquire(req).await?;
+        let mut grant = self.inner.acquire(req).await?;
         if let Some(d) = self.grant_delay {
             tokio::time::sleep(d).await;
+        }
+        if let Some(loss) = &self.loss {
+            grant = grant.with_loss_signal(loss.clone());
         }
         Ok(grant)
     }
@@ -171,4 +176,57 @@ async fn debug_output_shows_no_full_owner_id() {
         .unwrap();
     let shown = format!("{g:?} {owner} {owner:?} {locker:?}");
     assert!(!shown.contains(&owner.to_hex()), "{shown}");
+}
+
+#[tokio::test]
+async fn a_fired_loss_signal_makes_lost_fire_at_once() {
+    let session = LossSignal::new();
+    let probe = Probe {
+        loss: Some(session.clone()),
+        ..Probe::default()
+    };
+    let locker = Locker::new(Arc::new(probe));
+    let guard = locker.lock("session-bound").await.unwrap();
+    let lost = guard.lost();
+    assert!(!guard.is_lost());
+    let fired = Instant::now();
+    session.fire("session disconnected");
+    let reason = timeout(Duration::from_secs(5), lost).await.unwrap();
+    assert_eq!(
+        reason,
+        LostReason::SessionEnded("session disconnected".into())
+    );
+    // Far sooner than the 30 s lease or a watchdog round (10 s).
+    assert!(
+        fired.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        fired.elapsed()
+    );
+    assert!(guard.is_lost());
+    assert!(matches!(
+        guard.extend(Duration::from_secs(5)).await,
+        Err(LockError::Lost { .. })
+    ));
+}
+
+#[tokio::test]
+async fn read_write_requests_on_a_driver_without_them_are_refused() {
+    let locker = Locker::new(Arc::new(MemDriver::new()));
+    for (what, r) in [
+        ("read", locker.read_lock("rw").no_wait().await),
+        ("write", locker.write_lock("rw").no_wait().await),
+    ] {
+        assert!(
+            matches!(r, Err(LockError::Unsupported { .. })),
+            "{what}: {r:?}"
+        );
+    }
+    // The plain lock of the same key is untouched.
+    locker
+        .try_lock("rw")
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
 }

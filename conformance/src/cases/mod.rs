@@ -16,6 +16,7 @@ mod fairness;
 mod fencing;
 mod input;
 mod process;
+mod read_write;
 mod watchdog;
 
 /// A boxed case future.
@@ -26,6 +27,8 @@ pub(crate) type CaseFuture<'a> = Pin<Box<dyn Future<Output = CaseResult> + Send 
 pub struct Case {
     /// The behaviour it proves.
     pub name: &'static str,
+    /// Whether it tests behaviour only some drivers claim (skipped elsewhere).
+    pub optional: bool,
     pub(crate) run: for<'a> fn(&'a Ctx) -> CaseFuture<'a>,
 }
 
@@ -51,8 +54,8 @@ macro_rules! define_cases {
         /// reported as skipped where the capability is missing, and
         /// [`crate::suite!`] expands them only when listed under `with { … }`.
         pub static CASES: &[Case] = &[
-            $( Case { name: stringify!($case), run: wrap::$case }, )*
-            $( Case { name: stringify!($ocase), run: wrap::$ocase }, )*
+            $( Case { name: stringify!($case), optional: false, run: wrap::$case }, )*
+            $( Case { name: stringify!($ocase), optional: true, run: wrap::$ocase }, )*
         ];
 
         /// Expands every case for [`crate::suite!`].
@@ -108,6 +111,10 @@ define_cases! {$;
     input::invalid_ttls_are_rejected,
     ; optional:
     fairness::fifo_order,
+    read_write::readers_share,
+    read_write::writer_excludes_readers_and_writers,
+    read_write::read_write_order_is_fifo,
+    read_write::read_hold_is_not_upgraded,
 }
 
 /// Checks that `r` is the "held by someone else" error of a no-wait acquire.

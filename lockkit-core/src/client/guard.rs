@@ -69,6 +69,12 @@ impl LockGuard {
         self.hold().token
     }
 
+    /// Exclusive ([`crate::Locker::lock`], [`crate::Locker::write_lock`]) or shared
+    /// ([`crate::Locker::read_lock`]).
+    pub fn mode(&self) -> crate::LockMode {
+        self.hold().mode
+    }
+
     /// How many guards share this hold (reentrancy count).
     pub fn hold_count(&self) -> usize {
         self.hold().count()

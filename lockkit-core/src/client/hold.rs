@@ -7,6 +7,8 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+use crate::driver::LockMode;
+use crate::loss::LossSignal;
 use crate::types::{FencingToken, LockKey, OwnerId};
 
 /// Why a hold can no longer be trusted.
@@ -43,8 +45,12 @@ pub(crate) struct Hold {
     pub(crate) key: LockKey,
     pub(crate) owner: OwnerId,
     pub(crate) token: FencingToken,
+    /// Exclusive, or a shared (read) hold.
+    pub(crate) mode: LockMode,
     /// `Some(ttl)` when the watchdog renews this hold every `ttl / 3`.
     pub(crate) renew_ttl: Option<Duration>,
+    /// Fired by the driver when the backend drops the hold.
+    pub(crate) loss: Option<LossSignal>,
     pub(crate) state: watch::Sender<HoldState>,
     inner: Mutex<HoldInner>,
 }
@@ -58,13 +64,18 @@ struct HoldInner {
 
 impl Hold {
     pub(crate) fn new(
-        key: LockKey,
-        owner: OwnerId,
-        token: FencingToken,
-        deadline: Instant,
+        grant: crate::driver::Grant,
+        mode: LockMode,
         renew_ttl: Option<Duration>,
         acquired_at: Instant,
     ) -> Self {
+        let crate::driver::Grant {
+            key,
+            owner,
+            token,
+            deadline,
+            loss,
+        } = grant;
         let (state, _) = watch::channel(HoldState {
             deadline,
             lost: None,
@@ -74,7 +85,9 @@ impl Hold {
             key,
             owner,
             token,
+            mode,
             renew_ttl,
+            loss,
             state,
             inner: Mutex::new(HoldInner {
                 count: 1,
@@ -129,6 +142,9 @@ impl Hold {
         let st = self.state.borrow();
         if let Some(reason) = &st.lost {
             return Some(reason.clone());
+        }
+        if let Some(why) = self.loss.as_ref().and_then(LossSignal::reason) {
+            return Some(LostReason::SessionEnded(why));
         }
         (Instant::now() >= st.deadline).then_some(LostReason::Expired)
     }

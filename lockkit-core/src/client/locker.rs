@@ -14,7 +14,7 @@ use super::guard::LockGuard;
 use super::hold::Hold;
 use super::pending::PendingAcquire;
 use super::watchdog;
-use crate::driver::{AcquireRequest, Capabilities, LockDriver, Wait};
+use crate::driver::{AcquireRequest, Capabilities, LockDriver, LockMode, Wait};
 use crate::error::{LockError, Result};
 use crate::types::{LockKey, OwnerId, validate_ttl};
 
@@ -128,7 +128,45 @@ impl Locker {
             fixed: false,
             wait: WaitSpec::Forever,
             owner: None,
+            mode: LockMode::Exclusive,
+            rw_write: false,
         }
+    }
+
+    /// Starts building a request for a shared (read) hold on `key`: it waits only
+    /// for writers, and shares the key with other readers. Needs a driver with
+    /// [`Capabilities::read_write`]; the write lock of the same key is
+    /// [`write_lock`](Locker::write_lock).
+    ///
+    /// Guards, renewal, the lost signal and release work as for [`lock`](Locker::lock).
+    /// An owner that holds the key for writing may also take it for reading (the
+    /// write hold covers it); the reverse, upgrading a read hold, is refused.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo(locker: lockkit_core::Locker) -> Result<(), lockkit_core::LockError> {
+    /// use std::time::Duration;
+    /// let a = locker.read_lock("catalog").wait(Duration::from_secs(5)).await?;
+    /// let b = locker.read_lock("catalog").wait(Duration::from_secs(5)).await?; // shares
+    /// assert!(locker.write_lock("catalog").no_wait().await.is_err()); // readers hold it
+    /// # drop((a, b)); Ok(()) }
+    /// ```
+    pub fn read_lock(&self, key: impl Into<String>) -> LockRequest<'_> {
+        let mut request = self.lock(key);
+        request.mode = LockMode::Shared;
+        request
+    }
+
+    /// Starts building a request for the write hold of a read-write lock: it waits
+    /// for every reader and writer queued before it and excludes all of them. On a
+    /// driver with [`Capabilities::read_write`] this is the same lock as
+    /// [`lock`](Locker::lock) of the same key; other drivers refuse it with
+    /// [`LockError::Unsupported`].
+    pub fn write_lock(&self, key: impl Into<String>) -> LockRequest<'_> {
+        let mut request = self.lock(key);
+        request.rw_write = true;
+        request
     }
 
     /// Takes `key` if it is free right now.
@@ -172,8 +210,23 @@ impl Locker {
         };
         let owner = req.owner.unwrap_or_default();
         let renew_ttl = (!req.fixed).then_some(ttl);
+        let mode = req.mode;
+        if (mode == LockMode::Shared || req.rw_write) && !self.capabilities().read_write {
+            return Err(LockError::Unsupported {
+                driver: self.inner.driver.name(),
+                capability: "read-write locks",
+            });
+        }
 
         if let Some(hold) = self.live_hold(&key, &owner) {
+            if hold.mode == LockMode::Shared && mode == LockMode::Exclusive {
+                // Drop the count `live_hold` just took.
+                drop(LockGuard::new(hold, self.inner.clone()));
+                return Err(LockError::Unsupported {
+                    driver: self.inner.driver.name(),
+                    capability: "upgrading a read hold to a write hold (release the read hold first)",
+                });
+            }
             tracing::debug!(%key, count = hold.count(), "reentrant acquire");
             return Ok(LockGuard::new(hold, self.inner.clone()));
         }
@@ -184,7 +237,7 @@ impl Locker {
         let request = AcquireRequest::new(key.clone(), owner.clone(), ttl, wait);
         // From here on, dropping this future cancels the wait and releases whatever
         // the in-flight attempt is granted, after it lands (see `pending`).
-        let mut pending = PendingAcquire::start(driver.clone(), request, span.clone());
+        let mut pending = PendingAcquire::start(driver.clone(), request, mode, span.clone());
         let grant = match pending.join().await {
             Ok(grant) => grant,
             Err(e) => {
@@ -218,14 +271,7 @@ impl Locker {
             let hold = match holds.map.get(&slot).and_then(Weak::upgrade) {
                 Some(existing) if existing.try_reenter() => existing,
                 _ => {
-                    let hold = Arc::new(Hold::new(
-                        key,
-                        owner,
-                        grant.token,
-                        grant.deadline,
-                        renew_ttl,
-                        started,
-                    ));
+                    let hold = Arc::new(Hold::new(grant, mode, renew_ttl, started));
                     holds.map.insert(slot, Arc::downgrade(&hold));
                     hold
                 }
@@ -311,6 +357,9 @@ pub struct LockRequest<'a> {
     fixed: bool,
     wait: WaitSpec,
     owner: Option<OwnerId>,
+    mode: LockMode,
+    /// Asked for as [`Locker::write_lock`]: needs a read-write driver.
+    rw_write: bool,
 }
 
 impl LockRequest<'_> {

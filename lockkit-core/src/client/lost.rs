@@ -7,11 +7,19 @@ use tokio::time::{Instant, sleep_until};
 
 use super::hold::{Hold, LostReason};
 
-/// Resolves when `hold` can no longer be trusted: marked lost by the watchdog or a
-/// driver, or its lease deadline passed. Never resolves for a released hold.
+/// Resolves when `hold` can no longer be trusted: marked lost by the watchdog, its
+/// driver's [`crate::LossSignal`] fired, or its lease deadline passed. Never resolves for a released hold.
 pub(crate) fn lost_future(hold: &Arc<Hold>) -> impl Future<Output = LostReason> + Send + 'static {
     let mut rx = hold.state.subscribe();
+    let loss = hold.loss.clone();
     async move {
+        let backend_said = async {
+            match &loss {
+                Some(signal) => LostReason::SessionEnded(signal.fired().await),
+                None => std::future::pending().await,
+            }
+        };
+        tokio::pin!(backend_said);
         loop {
             let (deadline, lost) = {
                 let st = rx.borrow_and_update();
@@ -21,6 +29,7 @@ pub(crate) fn lost_future(hold: &Arc<Hold>) -> impl Future<Output = LostReason> 
                 return reason;
             }
             tokio::select! {
+                reason = &mut backend_said => return reason,
                 _ = sleep_until(deadline) => {
                     let st = rx.borrow();
                     if st.lost.is_none() && st.deadline <= Instant::now() {
