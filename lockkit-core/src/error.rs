@@ -205,8 +205,9 @@ pub enum TtlError {
     },
 }
 
-/// Replaces the password and any `token`/`password` query values in a URL with `***`,
-/// so the URL can be shown in errors and logs.
+/// Replaces the password (or a userinfo with no `:`, which may well be a secret
+/// written in the wrong place) and any `token`/`password` query values in a URL
+/// with `***`, so the URL can be shown in errors and logs.
 ///
 /// # Examples
 ///
@@ -215,6 +216,7 @@ pub enum TtlError {
 ///
 /// assert_eq!(redact_url("redis://user:hunter2@host:6379/0"), "redis://user:***@host:6379/0");
 /// assert_eq!(redact_url("consul://host?token=abc&dc=x"), "consul://host?token=***&dc=x");
+/// assert_eq!(redact_url("zk://s3cret@host:2181"), "zk://***@host:2181");
 /// assert_eq!(redact_url("sqlite:///tmp/x.db"), "sqlite:///tmp/x.db");
 /// ```
 pub fn redact_url(url: &str) -> String {
@@ -238,7 +240,8 @@ pub fn redact_url(url: &str) -> String {
                             out.push_str(user);
                             out.push_str(":***");
                         }
-                        None => out.push_str(userinfo),
+                        // A lone name may be a token written in the wrong place.
+                        None => out.push_str("***"),
                     }
                     out.push('@');
                     out.push_str(host);
@@ -268,4 +271,30 @@ fn is_secret_param(name: &str) -> bool {
     ["password", "pass", "token", "secret", "auth"]
         .iter()
         .any(|s| name.contains(s))
+}
+
+/// Decodes `%XX` escapes (as in URL userinfo and option values); `None` for a
+/// broken escape or a result that is not UTF-8.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(lockkit_core::percent_decode("p%40ss%3Aw").as_deref(), Some("p@ss:w"));
+/// assert_eq!(lockkit_core::percent_decode("100%"), None);
+/// ```
+pub fn percent_decode(s: &str) -> Option<String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = s.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
 }

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use lockkit_core::{LockError, redact_url};
+use lockkit_core::{LockError, percent_decode, redact_url};
 
 use lockkit_core::tls::{self, TlsPaths};
 
@@ -240,24 +240,6 @@ fn endpoint(h: &str, tls: bool) -> Result<String, String> {
         )),
         _ => Err(format!("endpoint `{h}` has an invalid port")),
     }
-}
-
-/// Decodes `%XX` escapes; `None` for a broken escape or invalid UTF-8.
-pub(crate) fn percent_decode(s: &str) -> Option<String> {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = s.get(i + 1..i + 3)?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
 }
 
 #[cfg(test)]

@@ -145,6 +145,7 @@ impl Locker {
     /// # Examples
     ///
     /// ```no_run
+    /// # #[allow(dead_code)]
     /// # async fn demo(locker: lockkit_core::Locker) -> Result<(), lockkit_core::LockError> {
     /// use std::time::Duration;
     /// let a = locker.read_lock("catalog").wait(Duration::from_secs(5)).await?;
