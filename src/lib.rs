@@ -27,6 +27,7 @@
 //! | `mysql` | `mysql://`, `mariadb://` | [`mysql`] |
 //! | `redis` | `redis://`, `rediss://`, `redis-cluster://`, `redlock://` | [`redis`] (single server, Cluster, Redlock) |
 //! | `etcd` | `etcd://`, `etcds://` | [`etcd`] (lease per TTL, revision-ordered queue) |
+//! | `zk` | `zk://`, `zookeeper://` | [`zk`] (ephemeral sequential nodes, read-write lock) |
 //! | `mem` | `mem://`, `mem://name` | [`mem`] (process-local) |
 //!
 //! See the README for what each backend guarantees, and [`fence`] for the resource
@@ -81,6 +82,11 @@ cfg_driver! { "etcd" =>
     pub use lockkit_etcd as etcd;
 }
 
+cfg_driver! { "zk" =>
+    /// `zk://`: the ZooKeeper driver (ephemeral sequential nodes, read-write lock).
+    pub use lockkit_zk as zk;
+}
+
 cfg_driver! { "sqlite" =>
     /// `sqlite://`: the SQLite lease-table driver.
     pub use lockkit_sql::sqlite;
@@ -100,6 +106,8 @@ pub const DRIVERS: &[DriverEntry] = &[
     lockkit_redis::DRIVER,
     #[cfg(feature = "etcd")]
     lockkit_etcd::DRIVER,
+    #[cfg(feature = "zk")]
+    lockkit_zk::DRIVER,
 ];
 
 /// Every driver lockkit has, with the feature that compiles it in: used to tell a
@@ -115,6 +123,7 @@ const KNOWN: &[(&str, &str)] = &[
     ("etcd", "etcd"),
     ("etcds", "etcd"),
     ("zk", "zk"),
+    ("zookeeper", "zk"),
     ("consul", "consul"),
     ("postgres", "postgres"),
     ("postgresql", "postgres"),

@@ -20,12 +20,12 @@ async fn unknown_scheme_names_the_compiled_in_schemes() {
 
 #[tokio::test]
 async fn missing_feature_is_named() {
-    // zk has no driver yet in any build: the message names the feature to enable.
+    // consul has no driver yet in any build: the message names the feature to enable.
     let r = reason(
-        "zk://h",
-        lockkit::connect("zk://127.0.0.1:1").await.unwrap_err(),
+        "consul://h",
+        lockkit::connect("consul://127.0.0.1:1").await.unwrap_err(),
     );
-    assert!(r.contains("`zk` feature"), "{r}");
+    assert!(r.contains("`consul` feature"), "{r}");
 }
 
 #[tokio::test]
@@ -50,6 +50,16 @@ async fn secrets_never_appear_in_errors() {
 #[tokio::test]
 async fn etcd_tls_url_to_a_dead_endpoint_is_a_connection_error_without_the_password() {
     let err = lockkit::connect("etcds://root:hunter2@127.0.0.1:1")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, LockError::Connection { .. }), "{err:?}");
+    assert!(!format!("{err} {err:?}").contains("hunter2"));
+}
+
+#[cfg(feature = "zk")]
+#[tokio::test]
+async fn zk_url_to_a_dead_server_is_a_connection_error_without_the_password() {
+    let err = lockkit::connect("zk://app:hunter2@127.0.0.1:1/chroot?session_timeout_ms=1000")
         .await
         .unwrap_err();
     assert!(matches!(err, LockError::Connection { .. }), "{err:?}");

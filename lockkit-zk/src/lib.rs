@@ -1,1 +1,100 @@
-//! placeholder
+//! The ZooKeeper driver for lockkit. Not for direct use; see the `lockkit` crate.
+//!
+//! URL: `zk://[user:password@]host:port[,host:port…][/chroot][?session_timeout_ms=N]`
+//! (see [`ZkOptions::from_url`]).
+//!
+//! # The recipe
+//!
+//! Lock `K` is a container node `<chroot>/lockkit/<K escaped>` whose children are
+//! the queue: one **ephemeral sequential** node per holder or waiter, named
+//! `w-<owner>-<seq>` (exclusive: [`lockkit_core::Locker::lock`] and
+//! [`lockkit_core::Locker::write_lock`]) or `r-<owner>-<seq>` (shared:
+//! [`lockkit_core::Locker::read_lock`]), where `<owner>` is the owner id's 32 hex
+//! digits.
+//!
+//! - **Acquire:** create our node, list the queue. An exclusive node holds the lock
+//!   when it is first; a shared node holds it when no exclusive node is ahead of it.
+//!   Otherwise it watches **exactly one node**: an exclusive waiter the node just
+//!   before it, a shared waiter the nearest exclusive node before it. A release
+//!   wakes only the nodes watching it (the next writer, or the readers behind a
+//!   writer), never the whole queue, and the queue is served in creation order
+//!   (`fair`): a reader that arrives after a queued writer waits for it, so
+//!   writers do not starve.
+//! - **A lost create reply** (the connection dropped while the create was in
+//!   flight) is resolved by listing the queue for a node carrying our owner id,
+//!   instead of creating a second one that would leak. Requests in the same session
+//!   are applied in order, so the list sees the create if it was applied.
+//! - **The fencing token** is our node's `czxid`: the zxid of the transaction that
+//!   created it, which ZooKeeper makes strictly increasing across the ensemble. A
+//!   repeated acquire by the holder returns the same node, so the same token.
+//! - **Release** deletes our node; `try_lock`, a timed-out and a cancelled acquire
+//!   delete the node they queued (retried in the background while the outcome is
+//!   unknown: a node left in a live session would block the queue).
+//! - **Cleanup:** each key's node is a *container* node, which the server deletes
+//!   once its last child is gone, so keys used once do not accumulate. ZooKeeper's
+//!   container manager runs every `znode.container.checkIntervalMs` (default 60 s)
+//!   and deletes at most `znode.container.maxPerMinute` (default 10,000) per minute.
+//!
+//! # Sessions and the lost signal
+//!
+//! A hold lasts as long as the driver's ZooKeeper session (there is no per-lock
+//! TTL on the server: the capability `lease_expiry` is false). The session's
+//! heartbeat keeps every node alive, so renewing costs no request: the watchdog's
+//! `extend` only checks, locally, that the session is connected and the node was
+//! not deleted.
+//!
+//! - **Disconnected:** every guard's `lost()` fires at once. The servers may expire
+//!   the session (and hand the lock to the next waiter) before the client learns
+//!   of it, so a holder that can no longer hear the servers must stop trusting its
+//!   lock; if the session survives, the node is still there and `release` deletes
+//!   it as usual.
+//! - **Expired** (or closed): every guard is lost and the nodes are gone. The next
+//!   acquire opens a new session.
+//! - **Node deleted** (`force_release`, or by hand): each granted hold has a watch
+//!   on its own node, so `lost()` fires when the deletion event arrives.
+//!
+//! The session timeout (`session_timeout_ms`, default 10 s, clamped by the server
+//! to its `minSessionTimeout`..`maxSessionTimeout`) bounds how long a crashed or
+//! partitioned holder keeps its locks; the client declares the connection lost
+//! after 2/5 of it without a reply, before the server can expire the session.
+//!
+//! # Guarantees and limits
+//!
+//! - Every change is a ZooKeeper write, ordered by the ensemble's leader and
+//!   acknowledged by a quorum: a grant survives the loss of a minority of members.
+//!   A follower cut off from the quorum stops serving, its clients see
+//!   Disconnected, and their holds are signalled lost.
+//! - A holder that is **paused** (GC, SIGSTOP) past the session timeout loses its
+//!   lock on the server before it can notice; fencing tokens checked by the
+//!   protected resource are the defence. lockkit fires `lost()` as soon as the
+//!   client sees the disconnect, which for a paused process is when it resumes.
+//! - With `user:password@`, every node gets the ACL `auth` (only that `digest`
+//!   identity may touch it): give every client of the same locks the same
+//!   credentials. Without credentials nodes are open to every client.
+//! - One session per driver: every lock of a driver is lost together when its
+//!   session is.
+
+mod driver;
+mod error;
+mod holds;
+mod nodes;
+mod options;
+mod session;
+
+pub use driver::ZkDriver;
+pub use options::{DEFAULT_SESSION_TIMEOUT, ZkOptions};
+
+use std::sync::Arc;
+
+use lockkit_core::{ConnectFuture, DriverEntry, LockDriver};
+
+/// How the `lockkit` facade finds this driver.
+pub const DRIVER: DriverEntry = DriverEntry::new("zookeeper", &["zk", "zookeeper"], "zk", connect);
+
+fn connect(url: &str) -> ConnectFuture {
+    let options = ZkOptions::from_url(url);
+    Box::pin(async move {
+        let driver = ZkDriver::connect(options?).await?;
+        Ok(Arc::new(driver) as Arc<dyn LockDriver>)
+    })
+}

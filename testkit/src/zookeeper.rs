@@ -21,6 +21,12 @@ pub struct ZooKeeper {
 
 /// Whether the server answers `srvr` with a `Mode:` line (it serves clients).
 async fn serving(port: u16) -> bool {
+    mode(port).await.is_some()
+}
+
+/// The `Mode:` the server reports to `srvr` (`standalone`, `leader`, `follower`),
+/// or `None` if it does not answer within a second.
+async fn mode(port: u16) -> Option<String> {
     let attempt = async {
         let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
             .await
@@ -28,12 +34,14 @@ async fn serving(port: u16) -> bool {
         s.write_all(b"srvr").await.ok()?;
         let mut out = String::new();
         s.read_to_string(&mut out).await.ok()?;
-        Some(out.contains("Mode:"))
+        out.lines()
+            .find_map(|l| l.strip_prefix("Mode:"))
+            .map(|m| m.trim().to_string())
     };
-    matches!(
-        tokio::time::timeout(Duration::from_millis(1000), attempt).await,
-        Ok(Some(true))
-    )
+    tokio::time::timeout(Duration::from_millis(1000), attempt)
+        .await
+        .ok()
+        .flatten()
 }
 
 fn write_config(
@@ -77,6 +85,9 @@ fn spawn(dir: &Path, port: u16, config: &Path, main_class: &str) -> Result<Serve
             "-XX:+UseSerialGC".into(),
             "-XX:TieredStopAtLevel=1".into(),
             format!("-Dzookeeper.log.dir={}", dir.display()),
+            // Empty container nodes are deleted within half a second (the
+            // server's default is a sweep a minute), so tests can watch cleanup.
+            "-Dznode.container.checkIntervalMs=500".into(),
             "-cp".into(),
             CLASSPATH.replace("/usr/share/java/zookeeper.jar", &jar),
             main_class.into(),
@@ -117,6 +128,17 @@ impl ZooKeeper {
     /// `zk://127.0.0.1:PORT`.
     pub fn url(&self) -> String {
         format!("zk://127.0.0.1:{}", self.server.port())
+    }
+
+    /// `127.0.0.1:PORT`, for a connect string.
+    pub fn address(&self) -> String {
+        format!("127.0.0.1:{}", self.server.port())
+    }
+
+    /// What the server says it is (`standalone`, `leader`, `follower`), or `None`
+    /// if it does not serve.
+    pub async fn mode(&self) -> Option<String> {
+        mode(self.server.port()).await
     }
 
     /// Starts it again on its data dir and port, and waits until it serves.
@@ -181,6 +203,16 @@ impl ZooKeeperEnsemble {
             m.server.wait_ready(serving).await?;
         }
         Ok(Self { members, _dir: dir })
+    }
+
+    /// The index of the member that is leader now, if one says so.
+    pub async fn leader(&self) -> Option<usize> {
+        for (i, m) in self.members.iter().enumerate() {
+            if m.mode().await.as_deref() == Some("leader") {
+                return Some(i);
+            }
+        }
+        None
     }
 
     /// `zk://127.0.0.1:P1,127.0.0.1:P2,…`.

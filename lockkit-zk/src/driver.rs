@@ -1,0 +1,530 @@
+//! [`ZkDriver`]: the lock recipe over ephemeral sequential nodes.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use lockkit_core::{
+    AcquireRequest, Capabilities, FencingToken, Grant, LockDriver, LockError, LockKey, LockMode,
+    LossSignal, OwnerId, ReadWriteDriver, Result, Wait, WakeUp,
+};
+use tokio::time::{Instant, sleep, sleep_until};
+use zookeeper_client::{CreateMode, Error as ZkError, EventType};
+
+use crate::error::{DRIVER, outcome_unknown, session_over, zk_error};
+use crate::holds::{Held, Holds};
+use crate::nodes::{QueueNode, blocker, holders, key_dir, node_prefix, queue};
+use crate::options::ZkOptions;
+use crate::session::{Session, Sessions};
+
+/// The ZooKeeper driver. See the [crate docs](crate) for the recipe and what it
+/// guarantees.
+#[derive(Debug)]
+pub struct ZkDriver {
+    sessions: Sessions,
+    holds: Arc<Holds>,
+}
+
+/// Our queue node while an acquire runs.
+struct Mine {
+    session: Arc<Session>,
+    name: String,
+    path: String,
+    /// The node's czxid, once known.
+    czxid: Option<i64>,
+}
+
+/// What one look at the queue found.
+enum Position {
+    Granted(Grant),
+    /// Wait for this node (full path) to go.
+    Behind(String),
+    /// Our node is gone (its session ended, or it was deleted): make another.
+    Vanished,
+}
+
+impl ZkDriver {
+    /// Connects (opens the first session and creates the root node).
+    ///
+    /// # Errors
+    ///
+    /// [`LockError::Connection`] when no server accepts a session,
+    /// [`LockError::Config`] for refused credentials.
+    pub async fn connect(options: ZkOptions) -> Result<Self> {
+        let holds = Arc::new(Holds::default());
+        let driver = Self {
+            sessions: Sessions::new(options, Arc::downgrade(&holds)),
+            holds,
+        };
+        driver.sessions.get().await?;
+        Ok(driver)
+    }
+
+    /// The options this driver was connected with.
+    pub fn options(&self) -> &ZkOptions {
+        self.sessions.options()
+    }
+
+    fn dir(&self, key: &LockKey) -> String {
+        key_dir(self.options().root(), key)
+    }
+
+    /// A request by an owner this driver already holds for: the same grant,
+    /// refreshed (or `None` when there is no live hold to re-enter).
+    fn reenter(&self, req: &AcquireRequest, mode: LockMode) -> Result<Option<Grant>> {
+        let Some(held) = self.holds.get(&req.key, &req.owner) else {
+            return Ok(None);
+        };
+        if held.loss.is_fired() || held.session.is_over() {
+            // A hold signalled lost is never handed out again; forget it and
+            // queue afresh (its node, if it survived, is ours to remove).
+            self.holds.remove(&req.key, &req.owner);
+            delete_in_background(held.session.clone(), held.path.clone());
+            return Ok(None);
+        }
+        if held.mode == LockMode::Shared && mode != LockMode::Shared {
+            return Err(LockError::Unsupported {
+                driver: DRIVER,
+                capability: "upgrading a read hold to a write hold (release the read hold first)",
+            });
+        }
+        Ok(Some(grant_of(&req.key, &req.owner, &held, req.ttl)))
+    }
+
+    async fn acquire_mode(&self, req: &AcquireRequest, mode: LockMode) -> Result<Grant> {
+        let started = Instant::now();
+        if let Some(grant) = self.reenter(req, mode)? {
+            return Ok(grant);
+        }
+        let dir = self.dir(&req.key);
+        let prefix = node_prefix(mode, &req.owner);
+        let mut mine: Option<Mine> = None;
+        // A create was sent and no reply came: the node may exist.
+        let mut unsure = false;
+        let mut failing_since: Option<Instant> = None;
+        loop {
+            let step = self.step(req, &dir, &prefix, &mut mine, &mut unsure).await;
+            let err = match step {
+                Ok(Position::Granted(grant)) => return Ok(grant),
+                Ok(Position::Vanished) => {
+                    // Our node went away under us (its session ended, or someone
+                    // deleted it): queue again, if the wait allows.
+                    mine = None;
+                    req.keep_waiting(started)?;
+                    continue;
+                }
+                Ok(Position::Behind(blocker)) => {
+                    failing_since = None;
+                    match self.wait_for(req, &mine, &blocker, started).await {
+                        Ok(()) => continue,
+                        Err(e) => e,
+                    }
+                }
+                Err(e) => e,
+            };
+            // Give up, or retry a connection problem within the wait budget.
+            let retry = err.is_retryable()
+                && !matches!(err, LockError::Backend { .. })
+                && req.wait != Wait::NoWait
+                && !req.cancel.is_cancelled()
+                && req.keep_waiting(started).is_ok()
+                && failing_since.is_none_or(|t| t.elapsed() < self.retry_budget());
+            if !retry {
+                if let Some(m) = mine.take() {
+                    delete_queued(m.session, m.path).await;
+                } else if unsure {
+                    // The create may have landed: release by owner finds it.
+                    self.delete_owned(&req.key, &req.owner).await.ok();
+                }
+                return Err(err);
+            }
+            tracing::debug!(key = %req.key, error = %err, "ZooKeeper acquire retrying");
+            let since = *failing_since.get_or_insert_with(Instant::now);
+            let backoff =
+                (since.elapsed() / 4).clamp(Duration::from_millis(20), Duration::from_secs(1));
+            let until = match req.wait.deadline() {
+                Some(d) => d.min(Instant::now() + backoff),
+                None => Instant::now() + backoff,
+            };
+            tokio::select! {
+                _ = sleep_until(until) => {}
+                _ = req.cancel.cancelled() => {}
+            }
+        }
+    }
+
+    /// How long connection errors are retried in a row before an acquire gives up.
+    fn retry_budget(&self) -> Duration {
+        (self.options().session_timeout() * 2).max(Duration::from_secs(10))
+    }
+
+    /// Makes sure our node exists, then looks at the queue once.
+    async fn step(
+        &self,
+        req: &AcquireRequest,
+        dir: &str,
+        prefix: &str,
+        mine: &mut Option<Mine>,
+        unsure: &mut bool,
+    ) -> Result<Position> {
+        let session = self.sessions.get().await?;
+        if mine.as_ref().is_some_and(|m| m.session.id != session.id) {
+            // The node died with its session.
+            *mine = None;
+            *unsure = false;
+        }
+        let drops_before = session.drops();
+        let m = match mine {
+            Some(m) => m,
+            None => {
+                let found = if *unsure {
+                    self.find_owned(&session, dir, prefix).await?
+                } else {
+                    None
+                };
+                let m = match found {
+                    Some(m) => m,
+                    None => {
+                        *unsure = true;
+                        self.create_node(&session, dir, prefix).await?
+                    }
+                };
+                *unsure = false;
+                mine.insert(m)
+            }
+        };
+        let children = match session.client.list_children(dir).await {
+            Ok(c) => c,
+            Err(ZkError::NoNode) => return Ok(Position::Vanished),
+            Err(e) => return Err(zk_error("listing the lock queue", e)),
+        };
+        let queue = queue(&children);
+        let Some(index) = queue.iter().position(|n| n.name == m.name) else {
+            return Ok(Position::Vanished);
+        };
+        if let Some(b) = blocker(&queue, index) {
+            return Ok(Position::Behind(format!("{dir}/{}", b.name)));
+        }
+        let czxid = match m.czxid {
+            Some(z) => z,
+            None => match session.client.check_stat(&m.path).await {
+                Ok(Some(stat)) => stat.czxid,
+                Ok(None) => return Ok(Position::Vanished),
+                Err(e) => return Err(zk_error("reading the lock node", e)),
+            },
+        };
+        let held = Held {
+            path: m.path.clone(),
+            token: FencingToken(czxid as u64),
+            mode: mode_of(prefix),
+            session: session.clone(),
+            loss: LossSignal::new(),
+        };
+        self.holds
+            .insert(req.key.clone(), req.owner.clone(), held.clone());
+        if session.drops() != drops_before || !session.is_connected() {
+            held.loss
+                .fire("the connection to ZooKeeper dropped while the lock was being granted");
+        }
+        self.watch_own_node(&session, &m.path);
+        *mine = None;
+        Ok(Position::Granted(grant_of(
+            &req.key, &req.owner, &held, req.ttl,
+        )))
+    }
+
+    /// Creates our ephemeral sequential node, creating the key's container node
+    /// first if it is missing.
+    async fn create_node(&self, session: &Arc<Session>, dir: &str, prefix: &str) -> Result<Mine> {
+        let acls = self.sessions.acls();
+        let node = CreateMode::EphemeralSequential.with_acls(acls);
+        let container = CreateMode::Container.with_acls(acls);
+        let path = format!("{dir}/{prefix}");
+        // Twice at most: the container may be removed by the server between our
+        // creating it and our child's create.
+        for _ in 0..3 {
+            match session.client.create(&path, &[], &node).await {
+                Ok((stat, seq)) => {
+                    let name = format!("{prefix}{seq}");
+                    return Ok(Mine {
+                        session: session.clone(),
+                        path: format!("{dir}/{name}"),
+                        name,
+                        czxid: Some(stat.czxid),
+                    });
+                }
+                Err(ZkError::NoNode) => match session.client.create(dir, &[], &container).await {
+                    Ok(_) | Err(ZkError::NodeExists) => continue,
+                    Err(ZkError::NoNode) => {
+                        // The root itself was removed by someone: put it back.
+                        let root = CreateMode::Persistent.with_acls(self.sessions.acls());
+                        session
+                            .client
+                            .mkdir(self.options().root(), &root)
+                            .await
+                            .map_err(|e| zk_error("creating the lockkit root node", e))?;
+                    }
+                    Err(e) => return Err(zk_error("creating the lock's container node", e)),
+                },
+                Err(e) => return Err(zk_error("creating the queue node", e)),
+            }
+        }
+        Err(LockError::Backend {
+            driver: DRIVER,
+            message: format!("the container node {dir} kept disappearing; try again"),
+            source: None,
+        })
+    }
+
+    /// Our node in `dir`, made by an earlier create whose reply was lost.
+    async fn find_owned(
+        &self,
+        session: &Arc<Session>,
+        dir: &str,
+        prefix: &str,
+    ) -> Result<Option<Mine>> {
+        let children = match session.client.list_children(dir).await {
+            Ok(c) => c,
+            Err(ZkError::NoNode) => return Ok(None),
+            Err(e) => return Err(zk_error("listing the lock queue", e)),
+        };
+        Ok(children
+            .into_iter()
+            .find(|c| c.starts_with(prefix) && QueueNode::parse(c).is_some())
+            .map(|name| Mine {
+                session: session.clone(),
+                path: format!("{dir}/{name}"),
+                name,
+                czxid: None,
+            }))
+    }
+
+    /// Waits until `blocker` is deleted, the wait runs out, or the caller leaves.
+    async fn wait_for(
+        &self,
+        req: &AcquireRequest,
+        mine: &Option<Mine>,
+        blocker: &str,
+        started: Instant,
+    ) -> Result<()> {
+        let until = req.keep_waiting(started)?;
+        let Some(m) = mine else { return Ok(()) };
+        let session = &m.session;
+        let (stat, watcher) = session
+            .client
+            .check_and_watch_stat(blocker)
+            .await
+            .map_err(|e| zk_error("watching the node ahead in the queue", e))?;
+        if stat.is_none() {
+            return Ok(());
+        }
+        let mut states = session.client.state_watcher();
+        // A watch is not lost while the session lives (the client sets it again
+        // after a reconnect); this re-check only bounds the damage if it were.
+        let recheck = self.options().session_timeout().max(Duration::from_secs(1));
+        let deadline = until.unwrap_or_else(|| Instant::now() + recheck);
+        tokio::select! {
+            event = watcher.changed() => {
+                tracing::trace!(key = %req.key, ?event.event_type, "node ahead changed");
+                Ok(())
+            }
+            _ = states.changed() => Ok(()),
+            _ = sleep_until(deadline.min(Instant::now() + recheck)) => {
+                req.keep_waiting(started).map(|_| ())
+            }
+            _ = req.cancel.cancelled() => Err(req.cancelled()),
+        }
+    }
+
+    /// Sets a watch on our own node, so its deletion (a break-glass
+    /// `force_release`, an operator's `delete`) signals the hold lost at once. The
+    /// request is sent in the background: it costs the acquire no round trip.
+    fn watch_own_node(&self, session: &Arc<Session>, path: &str) {
+        let client = session.client.clone();
+        let holds = Arc::downgrade(&self.holds);
+        let path = path.to_string();
+        tokio::spawn(async move {
+            let why = "the lock node was deleted (force_release, or by hand)";
+            match client.check_and_watch_stat(&path).await {
+                Ok((Some(_), watcher)) => {
+                    let event = watcher.changed().await;
+                    if event.event_type == EventType::NodeDeleted
+                        && let Some(holds) = holds.upgrade()
+                    {
+                        holds.fire_path(&path, why);
+                    }
+                }
+                Ok((None, _)) => {
+                    if let Some(holds) = holds.upgrade() {
+                        holds.fire_path(&path, why);
+                    }
+                }
+                // The session is in trouble; its state watcher signals that.
+                Err(_) => {}
+            }
+        });
+    }
+
+    /// Deletes every node of `owner` under `key` (a release without a recorded
+    /// hold: after a create whose reply was lost). Returns whether any existed.
+    async fn delete_owned(&self, key: &LockKey, owner: &OwnerId) -> Result<bool> {
+        let session = self.sessions.get().await?;
+        let dir = self.dir(key);
+        let hex = owner.to_hex();
+        let children = match session.client.list_children(&dir).await {
+            Ok(c) => c,
+            Err(ZkError::NoNode) => return Ok(false),
+            Err(e) => return Err(zk_error("listing the lock queue", e)),
+        };
+        let mut any = false;
+        for node in queue(&children).into_iter().filter(|n| n.is_owned_by(&hex)) {
+            match session
+                .client
+                .delete(&format!("{dir}/{}", node.name), None)
+                .await
+            {
+                Ok(()) => any = true,
+                Err(ZkError::NoNode) => {}
+                Err(e) => return Err(zk_error("deleting the lock node", e)),
+            }
+        }
+        Ok(any)
+    }
+}
+
+fn mode_of(prefix: &str) -> LockMode {
+    if prefix.starts_with("r-") {
+        LockMode::Shared
+    } else {
+        LockMode::Exclusive
+    }
+}
+
+fn grant_of(key: &LockKey, owner: &OwnerId, held: &Held, ttl: Duration) -> Grant {
+    // The node lives as long as the session; the deadline is the client-side
+    // lease that the watchdog keeps pushing out while the session is connected.
+    Grant::new(key.clone(), owner.clone(), held.token, Instant::now() + ttl)
+        .with_loss_signal(held.loss.clone())
+}
+
+/// Deletes a queue node we no longer want (a cancelled or timed-out wait). A node
+/// left behind in a live session would block the queue, so a delete whose outcome
+/// is unknown is retried in the background.
+async fn delete_queued(session: Arc<Session>, path: String) {
+    match session.client.delete(&path, None).await {
+        Ok(()) | Err(ZkError::NoNode) => {}
+        Err(e) if session_over(&e) => {}
+        Err(_) => delete_in_background(session, path),
+    }
+}
+
+/// Deletes `path` on a background task, retrying while the outcome is unknown and
+/// the session lives (bounded by twice the session timeout: past that an
+/// unreachable session has expired and taken the node with it).
+fn delete_in_background(session: Arc<Session>, path: String) {
+    tokio::spawn(async move {
+        let give_up = Instant::now() + session.client.session_timeout() * 2;
+        let mut backoff = Duration::from_millis(20);
+        while Instant::now() < give_up && !session.is_over() {
+            match session.client.delete(&path, None).await {
+                Ok(()) | Err(ZkError::NoNode) => return,
+                Err(e) if outcome_unknown(&e) => {}
+                Err(e) => {
+                    tracing::warn!(%path, error = %e, "could not delete a lock node");
+                    return;
+                }
+            }
+            sleep(backoff).await;
+            backoff = (backoff * 2).min(Duration::from_secs(1));
+        }
+    });
+}
+
+#[async_trait]
+impl LockDriver for ZkDriver {
+    fn name(&self) -> &'static str {
+        DRIVER
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::baseline()
+            .with_fair(true)
+            .with_read_write(true)
+            .with_lease_expiry(false)
+            .with_wake_up(WakeUp::Notify)
+    }
+
+    async fn acquire(&self, req: &AcquireRequest) -> Result<Grant> {
+        self.acquire_mode(req, LockMode::Exclusive).await
+    }
+
+    async fn extend(&self, key: &LockKey, owner: &OwnerId, ttl: Duration) -> Result<Instant> {
+        // The session's heartbeat keeps every node alive: renewing is checking, on
+        // this side, that the session is connected and the node was not deleted.
+        let Some(held) = self.holds.get(key, owner) else {
+            return Err(LockError::lost(key, "this driver holds no such lock"));
+        };
+        if let Some(why) = held.loss.reason() {
+            return Err(LockError::lost(key, why));
+        }
+        if !held.session.is_connected() {
+            return Err(LockError::lost(
+                key,
+                "the ZooKeeper session is not connected",
+            ));
+        }
+        Ok(Instant::now() + ttl)
+    }
+
+    async fn release(&self, key: &LockKey, owner: &OwnerId) -> Result<bool> {
+        let Some(held) = self.holds.remove(key, owner) else {
+            return self.delete_owned(key, owner).await;
+        };
+        match held.session.client.delete(&held.path, None).await {
+            Ok(()) => Ok(true),
+            Err(ZkError::NoNode) => Ok(false),
+            Err(e) if session_over(&e) => Ok(false),
+            Err(e) => {
+                if outcome_unknown(&e) {
+                    delete_in_background(held.session.clone(), held.path.clone());
+                }
+                Err(zk_error("deleting the lock node", e))
+            }
+        }
+    }
+
+    fn read_write(&self) -> Option<&dyn ReadWriteDriver> {
+        Some(self)
+    }
+
+    async fn force_release(&self, key: &LockKey) -> Result<bool> {
+        let session = self.sessions.get().await?;
+        let dir = self.dir(key);
+        let children = match session.client.list_children(&dir).await {
+            Ok(c) => c,
+            Err(ZkError::NoNode) => return Ok(false),
+            Err(e) => return Err(zk_error("listing the lock queue", e)),
+        };
+        let queue = queue(&children);
+        let mut any = false;
+        for node in holders(&queue) {
+            match session
+                .client
+                .delete(&format!("{dir}/{}", node.name), None)
+                .await
+            {
+                Ok(()) => any = true,
+                Err(ZkError::NoNode) => {}
+                Err(e) => return Err(zk_error("deleting the holder's node", e)),
+            }
+        }
+        Ok(any)
+    }
+}
+
+#[async_trait]
+impl ReadWriteDriver for ZkDriver {
+    async fn acquire_shared(&self, req: &AcquireRequest) -> Result<Grant> {
+        self.acquire_mode(req, LockMode::Shared).await
+    }
+}

@@ -1,0 +1,48 @@
+//! ZooKeeper errors as [`LockError`]s.
+
+use lockkit_core::LockError;
+use zookeeper_client::Error as ZkError;
+
+pub(crate) const DRIVER: &str = "zookeeper";
+
+/// Maps a ZooKeeper error; `what` says what was being done.
+pub(crate) fn zk_error(what: &str, e: ZkError) -> LockError {
+    let message = format!("{what}: {e}");
+    match e {
+        ZkError::ConnectionLoss
+        | ZkError::Timeout
+        | ZkError::NoHosts
+        | ZkError::SessionExpired
+        | ZkError::SessionMoved
+        | ZkError::ClientClosed
+        | ZkError::Throttled => LockError::Connection {
+            driver: DRIVER,
+            message,
+            source: Some(Box::new(e)),
+        },
+        ZkError::NoAuth | ZkError::AuthFailed => LockError::Config(format!(
+            "{message}; check the user:password in the URL and the ACLs of the lock nodes"
+        )),
+        _ => LockError::Backend {
+            driver: DRIVER,
+            message,
+            source: Some(Box::new(e)),
+        },
+    }
+}
+
+/// Whether a request may have been applied although no reply came back.
+pub(crate) fn outcome_unknown(e: &ZkError) -> bool {
+    matches!(
+        e,
+        ZkError::ConnectionLoss | ZkError::Timeout | ZkError::SessionMoved | ZkError::Throttled
+    )
+}
+
+/// Whether the session is over, so its ephemeral nodes are gone.
+pub(crate) fn session_over(e: &ZkError) -> bool {
+    matches!(
+        e,
+        ZkError::SessionExpired | ZkError::ClientClosed | ZkError::AuthFailed
+    )
+}

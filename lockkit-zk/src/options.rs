@@ -1,0 +1,235 @@
+//! [`ZkOptions`]: which servers, which credentials, which chroot, which session timeout.
+
+use std::fmt;
+use std::time::Duration;
+
+use lockkit_core::{LockError, percent_decode, redact_url};
+
+/// The session timeout asked for when the URL gives none (the server clamps it to
+/// its `minSessionTimeout`..`maxSessionTimeout`, by default 2..20 ticks).
+pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Settings for [`crate::ZkDriver`], parsed from a URL. `Debug` and `Display` never
+/// show the password.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use lockkit_zk::ZkOptions;
+///
+/// let o = ZkOptions::from_url("zk://app:s3cret@10.0.0.1:2181,10.0.0.2:2181/prod?session_timeout_ms=4000")?;
+/// assert_eq!(o.hosts(), "10.0.0.1:2181,10.0.0.2:2181");
+/// assert_eq!(o.root(), "/prod/lockkit");
+/// assert_eq!(o.session_timeout(), Duration::from_secs(4));
+/// assert_eq!(o.user(), Some("app"));
+/// assert!(!format!("{o:?} {o}").contains("s3cret"));
+/// # Ok::<(), lockkit_core::LockError>(())
+/// ```
+#[derive(Clone)]
+pub struct ZkOptions {
+    pub(crate) hosts: String,
+    pub(crate) root: String,
+    /// `user:password` for the `digest` scheme.
+    pub(crate) digest: Option<(String, String)>,
+    pub(crate) session_timeout: Duration,
+    shown: String,
+}
+
+impl fmt::Debug for ZkOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ZkOptions")
+            .field("url", &self.shown)
+            .field("hosts", &self.hosts)
+            .field("root", &self.root)
+            .field("user", &self.user())
+            .field("session_timeout", &self.session_timeout)
+            .finish()
+    }
+}
+
+impl fmt::Display for ZkOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.shown)
+    }
+}
+
+impl ZkOptions {
+    /// Parses `zk://[user:password@]host:port[,host:port…][/chroot][?session_timeout_ms=N]`.
+    ///
+    /// - `user:password@` (percent-encoded if need be) authenticates with ZooKeeper's
+    ///   `digest` scheme, and every node lockkit creates then carries the ACL
+    ///   `auth` (all permissions to that identity only): give every client of the
+    ///   same locks the same credentials.
+    /// - `/chroot` (any depth) is where lockkit's `lockkit` node lives; it is created
+    ///   if missing. Without it, locks live under `/lockkit`.
+    /// - `session_timeout_ms` is the session timeout to negotiate (default 10000).
+    ///   It bounds how long a crashed holder's locks outlive it, and how soon a
+    ///   holder cut off from the servers learns (2/5 of it, then `lost()` fires).
+    ///
+    /// # Errors
+    ///
+    /// [`LockError::InvalidUrl`] naming what is wrong, with the password redacted.
+    pub fn from_url(url: &str) -> Result<Self, LockError> {
+        let shown = redact_url(url);
+        let bad = |why: &str| LockError::InvalidUrl {
+            url: shown.clone(),
+            reason: why.to_string(),
+        };
+        let rest = url
+            .strip_prefix("zk://")
+            .or_else(|| url.strip_prefix("zookeeper://"))
+            .ok_or_else(|| {
+                bad("a ZooKeeper URL looks like zk://host:port[,host:port…][/chroot]")
+            })?;
+        let (base, query) = rest.split_once('?').unwrap_or((rest, ""));
+        let (authority, chroot) = match base.find('/') {
+            Some(i) => base.split_at(i),
+            None => (base, ""),
+        };
+        let chroot = chroot.trim_end_matches('/');
+        if chroot
+            .split('/')
+            .skip(1)
+            .any(|c| c.is_empty() || c == "." || c == "..")
+            || chroot.chars().any(char::is_control)
+        {
+            return Err(bad(
+                "the chroot must be an absolute path without empty, `.` or `..` parts",
+            ));
+        }
+        let mut session_timeout = DEFAULT_SESSION_TIMEOUT;
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            match pair.split_once('=') {
+                Some(("session_timeout_ms", v)) => {
+                    let ms: u64 = v
+                        .parse()
+                        .ok()
+                        .filter(|ms| (100..=3_600_000).contains(ms))
+                        .ok_or_else(|| {
+                            bad("session_timeout_ms must be a whole number from 100 to 3600000")
+                        })?;
+                    session_timeout = Duration::from_millis(ms);
+                }
+                _ => {
+                    return Err(bad(
+                        "unknown option; the only option is session_timeout_ms=N",
+                    ));
+                }
+            }
+        }
+        let (userinfo, hosts) = match authority.rsplit_once('@') {
+            Some((u, h)) => (Some(u), h),
+            None => (None, authority),
+        };
+        let digest = match userinfo {
+            None => None,
+            Some(u) => {
+                let (user, password) = u
+                    .split_once(':')
+                    .ok_or_else(|| bad("credentials are written user:password@"))?;
+                let user = percent_decode(user)
+                    .ok_or_else(|| bad("the user name is not valid percent-encoded UTF-8"))?;
+                let password = percent_decode(password)
+                    .ok_or_else(|| bad("the password is not valid percent-encoded UTF-8"))?;
+                if user.is_empty() || user.contains(':') {
+                    return Err(bad("the user name must be non-empty and contain no `:`"));
+                }
+                Some((user, password))
+            }
+        };
+        for h in hosts.split(',') {
+            check_host(h).map_err(|why| bad(&why))?;
+        }
+        Ok(Self {
+            hosts: hosts.to_string(),
+            root: format!("{chroot}/lockkit"),
+            digest,
+            session_timeout,
+            shown,
+        })
+    }
+
+    /// The servers, `host:port,host:port…`.
+    pub fn hosts(&self) -> &str {
+        &self.hosts
+    }
+
+    /// The node every lock lives under: `<chroot>/lockkit`.
+    pub fn root(&self) -> &str {
+        &self.root
+    }
+
+    /// The `digest` user, if the URL has credentials.
+    pub fn user(&self) -> Option<&str> {
+        self.digest.as_ref().map(|(u, _)| u.as_str())
+    }
+
+    /// The session timeout asked for.
+    pub fn session_timeout(&self) -> Duration {
+        self.session_timeout
+    }
+
+    /// Asks for another session timeout.
+    pub fn with_session_timeout(mut self, timeout: Duration) -> Self {
+        self.session_timeout = timeout;
+        self
+    }
+}
+
+fn check_host(h: &str) -> Result<(), String> {
+    if h.is_empty() {
+        return Err("an empty host in the server list".into());
+    }
+    let (host, port) = h.rsplit_once(':').ok_or_else(|| {
+        format!("server `{h}` has no port; write host:port (ZooKeeper listens on 2181)")
+    })?;
+    let host_ok = !host.is_empty()
+        && (host.starts_with('[') && host.ends_with(']')
+            || host
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_')));
+    if !host_ok {
+        return Err(format!("server `{h}` has an invalid host"));
+    }
+    match port.parse::<u16>() {
+        Ok(p) if p > 0 => Ok(()),
+        _ => Err(format!("server `{h}` has an invalid port")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn bad_urls_get_reasons_without_the_password() {
+        for (url, needle) in [
+            ("redis://h:1", "looks like"),
+            ("zk://h", "no port"),
+            ("zk://h:0", "invalid port"),
+            ("zk://h:1,,h:2", "empty host"),
+            ("zk://h:1/a//b", "chroot"),
+            ("zk://h:1/a/../b", "chroot"),
+            ("zk://h:1?session_timeout_ms=5", "session_timeout_ms"),
+            ("zk://h:1?x=1", "unknown option"),
+            ("zk://u:pw%zz@h:1", "percent"),
+            ("zk://s3cret@h:1", "user:password"),
+        ] {
+            let e = ZkOptions::from_url(url).unwrap_err().to_string();
+            assert!(e.contains(needle), "{url}: {e}");
+            assert!(!e.contains("s3cret") && !e.contains("pw%zz"), "{url}: {e}");
+        }
+    }
+
+    #[test]
+    fn defaults() {
+        let o = ZkOptions::from_url("zk://127.0.0.1:2181").unwrap();
+        assert_eq!(o.root(), "/lockkit");
+        assert_eq!(o.session_timeout(), DEFAULT_SESSION_TIMEOUT);
+        assert_eq!(o.user(), None);
+        let o = ZkOptions::from_url("zk://127.0.0.1:2181/").unwrap();
+        assert_eq!(o.root(), "/lockkit");
+    }
+}

@@ -1,0 +1,175 @@
+//! The driver's ZooKeeper session: one at a time, replaced when it ends.
+//!
+//! Every lock node is ephemeral, so a hold lasts exactly as long as the session
+//! that created it. A task per session follows its state: when the connection
+//! drops (`Disconnected`) every hold of that session is signalled lost at once,
+//! because the servers may expire the session before the client hears of it; when
+//! the session ends (`Expired`, `AuthFailed`, `Closed`) the nodes are gone for
+//! sure. The next acquire then opens a new session.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+
+use lockkit_core::{LockError, Result};
+use tokio::sync::Mutex;
+use zookeeper_client::{Acls, Client, CreateMode, SessionState};
+
+use crate::error::zk_error;
+use crate::holds::Holds;
+use crate::options::ZkOptions;
+
+/// One ZooKeeper session.
+#[derive(Debug)]
+pub(crate) struct Session {
+    pub(crate) client: Client,
+    pub(crate) id: i64,
+    /// How often the connection dropped or the session ended: a grant confirmed
+    /// while this number did not change was confirmed on a live connection.
+    drops: Arc<AtomicU64>,
+}
+
+impl Session {
+    pub(crate) fn drops(&self) -> u64 {
+        self.drops.load(Ordering::SeqCst)
+    }
+
+    /// Whether the session is connected right now.
+    pub(crate) fn is_connected(&self) -> bool {
+        self.client.state() == SessionState::SyncConnected
+    }
+
+    /// Whether the session is over for good.
+    pub(crate) fn is_over(&self) -> bool {
+        self.client.state().is_terminated()
+    }
+}
+
+/// Hands out the current session, opening a new one when the last has ended.
+#[derive(Debug)]
+pub(crate) struct Sessions {
+    options: ZkOptions,
+    holds: Weak<Holds>,
+    current: Mutex<Option<Arc<Session>>>,
+}
+
+impl Sessions {
+    pub(crate) fn new(options: ZkOptions, holds: Weak<Holds>) -> Self {
+        Self {
+            options,
+            holds,
+            current: Mutex::new(None),
+        }
+    }
+
+    pub(crate) fn options(&self) -> &ZkOptions {
+        &self.options
+    }
+
+    /// The ACLs of every node lockkit creates: the `digest` identity's only when
+    /// the URL has credentials, else open.
+    pub(crate) fn acls(&self) -> Acls<'static> {
+        if self.options.digest.is_some() {
+            Acls::creator_all()
+        } else {
+            Acls::anyone_all()
+        }
+    }
+
+    /// The live session, or a new one if there is none.
+    ///
+    /// # Errors
+    ///
+    /// [`LockError::Connection`] when no server accepts a session.
+    pub(crate) async fn get(&self) -> Result<Arc<Session>> {
+        let mut current = self.current.lock().await;
+        if let Some(s) = current.as_ref()
+            && !s.is_over()
+        {
+            return Ok(s.clone());
+        }
+        let session = Arc::new(self.open().await?);
+        *current = Some(session.clone());
+        Ok(session)
+    }
+
+    async fn open(&self) -> Result<Session> {
+        let o = &self.options;
+        let mut connector = Client::connector()
+            .with_session_timeout(o.session_timeout)
+            .with_fail_eagerly();
+        if let Some((user, password)) = &o.digest {
+            connector = connector.with_auth("digest", format!("{user}:{password}").as_bytes());
+        }
+        let client = connector
+            .connect(&o.hosts)
+            .await
+            .map_err(|e| connect_error(o, e))?;
+        // The root (`<chroot>/lockkit`) is persistent; each key's node is a
+        // container under it, which the server deletes once its queue is empty.
+        let root = CreateMode::Persistent.with_acls(self.acls());
+        client
+            .mkdir(&o.root, &root)
+            .await
+            .map_err(|e| zk_error(&format!("creating {}", o.root), e))?;
+        let id = client.session_id().0;
+        let drops = Arc::new(AtomicU64::new(0));
+        tokio::spawn(follow_state(
+            client.state_watcher(),
+            id,
+            drops.clone(),
+            self.holds.clone(),
+        ));
+        tracing::debug!(session = format_args!("{id:#x}"), timeout = ?client.session_timeout(), "ZooKeeper session opened");
+        Ok(Session { client, id, drops })
+    }
+}
+
+fn connect_error(o: &ZkOptions, e: zookeeper_client::Error) -> LockError {
+    match e {
+        zookeeper_client::Error::AuthFailed => LockError::Config(format!(
+            "ZooKeeper at {o} refused the digest credentials in the URL"
+        )),
+        e => LockError::Connection {
+            driver: crate::error::DRIVER,
+            message: format!("no ZooKeeper session with {}: {e}", o.hosts),
+            source: Some(Box::new(e)),
+        },
+    }
+}
+
+/// Follows one session's state until it ends, signalling its holds lost when the
+/// connection drops or the session ends.
+async fn follow_state(
+    mut states: zookeeper_client::StateWatcher,
+    session: i64,
+    drops: Arc<AtomicU64>,
+    holds: Weak<Holds>,
+) {
+    loop {
+        let state = states.changed().await;
+        let why = match state {
+            SessionState::Disconnected => {
+                "the connection to ZooKeeper dropped; the session may expire before it is back"
+            }
+            SessionState::Expired => "the ZooKeeper session expired",
+            SessionState::AuthFailed => "ZooKeeper authentication failed",
+            SessionState::Closed => "the ZooKeeper session was closed",
+            _ => {
+                tracing::debug!(
+                    session = format_args!("{session:#x}"),
+                    ?state,
+                    "ZooKeeper session state"
+                );
+                continue;
+            }
+        };
+        drops.fetch_add(1, Ordering::SeqCst);
+        tracing::warn!(session = format_args!("{session:#x}"), ?state, "{why}");
+        if let Some(holds) = holds.upgrade() {
+            holds.fire_session(session, why);
+        }
+        if state.is_terminated() {
+            return;
+        }
+    }
+}

@@ -1,0 +1,128 @@
+//! The conformance suite, mutex and read-write cases, against real ZooKeeper 3.8
+//! from the testkit: a standalone server, a 3-node ensemble, and a 3-node ensemble
+//! that loses a member while the case runs.
+//!
+//! Sessions are asked for 1 s (the testkit's servers tick every 200 ms), so a
+//! killed holder process's lock is freed about a second after the kill, as the
+//! `abandoned_by_killed_process_is_freed_after_ttl` case expects of its 1 s TTL.
+
+#![allow(clippy::unwrap_used, clippy::panic)] // Tests fail by panicking.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use lockkit_conformance::{UrlHarness, url_backend};
+use lockkit_core::{LockDriver, LockError};
+use lockkit_testkit::{TestkitError, ZooKeeper, ZooKeeperEnsemble};
+use lockkit_zk::{ZkDriver, ZkOptions};
+use tokio::sync::Mutex;
+use tokio::task::JoinHandle;
+
+async fn connect(url: &str) -> Result<Arc<dyn LockDriver>, LockError> {
+    Ok(Arc::new(
+        ZkDriver::connect(ZkOptions::from_url(url)?).await?,
+    ))
+}
+
+const SESSION: &str = "session_timeout_ms=1000";
+
+/// A 3-node ensemble whose third-ranked member (a follower the clients are not
+/// given) is killed with SIGKILL 150 ms into the case; the other two keep a quorum.
+struct LosingAMember {
+    url: String,
+    _ensemble: Arc<Mutex<ZooKeeperEnsemble>>,
+    killer: JoinHandle<()>,
+}
+
+impl Drop for LosingAMember {
+    fn drop(&mut self) {
+        self.killer.abort();
+    }
+}
+
+async fn ensemble_losing_a_member() -> Result<LosingAMember, TestkitError> {
+    let ensemble = ZooKeeperEnsemble::start(3).await?;
+    let leader = ensemble.leader().await.unwrap_or(0);
+    let victim = (leader + 2) % 3;
+    let kept: Vec<String> = (0..3)
+        .filter(|i| *i != victim)
+        .map(|i| ensemble.members[i].address())
+        .collect();
+    let url = format!("zk://{}?{SESSION}", kept.join(","));
+    let ensemble = Arc::new(Mutex::new(ensemble));
+    let killer = tokio::spawn({
+        let ensemble = ensemble.clone();
+        async move {
+            tokio::time::sleep(Duration::from_millis(150)).await;
+            ensemble.lock().await.members[victim].kill();
+        }
+    });
+    Ok(LosingAMember {
+        url,
+        _ensemble: ensemble,
+        killer,
+    })
+}
+
+url_backend!(
+    /// A standalone server.
+    Standalone: ZooKeeper = ZooKeeper::start(), |s| format!("{}?{SESSION}", s.url()), connect
+);
+url_backend!(
+    /// Three members, reached through all three.
+    Ensemble: ZooKeeperEnsemble = ZooKeeperEnsemble::start(3),
+    |s| format!("{}?{SESSION}", s.url()),
+    connect
+);
+url_backend!(
+    /// Three members, one killed 150 ms into the case.
+    EnsembleLosingAMember: LosingAMember = ensemble_losing_a_member(),
+    |s| s.url.clone(),
+    connect
+);
+
+lockkit_conformance::suite!(
+    zk,
+    UrlHarness<Standalone>,
+    skip {
+        expired_lease_is_reacquirable: "session-bound: a hold lasts as long as its session, there is no per-lock lease to expire",
+        release_never_deletes_a_newer_holders_lock: "needs lease expiry; tests/faults.rs proves it with a node deleted behind the holder's back",
+    },
+    with {
+        fifo_order,
+        readers_share,
+        writer_excludes_readers_and_writers,
+        read_write_order_is_fifo,
+        read_hold_is_not_upgraded,
+    }
+);
+lockkit_conformance::suite!(
+    zk_ensemble,
+    UrlHarness<Ensemble>,
+    skip {
+        expired_lease_is_reacquirable: "session-bound: a hold lasts as long as its session, there is no per-lock lease to expire",
+        release_never_deletes_a_newer_holders_lock: "needs lease expiry; tests/faults.rs proves it with a node deleted behind the holder's back",
+    },
+    with {
+        fifo_order,
+        readers_share,
+        writer_excludes_readers_and_writers,
+        read_write_order_is_fifo,
+        read_hold_is_not_upgraded,
+    }
+);
+lockkit_conformance::suite!(
+    zk_ensemble_losing_a_member,
+    UrlHarness<EnsembleLosingAMember>,
+    skip {
+        expired_lease_is_reacquirable: "session-bound: a hold lasts as long as its session, there is no per-lock lease to expire",
+        release_never_deletes_a_newer_holders_lock: "needs lease expiry; tests/faults.rs proves it with a node deleted behind the holder's back",
+    },
+    with {
+        fifo_order,
+        readers_share,
+        writer_excludes_readers_and_writers,
+        read_write_order_is_fifo,
+        read_hold_is_not_upgraded,
+    }
+);
