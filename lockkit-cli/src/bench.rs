@@ -6,7 +6,9 @@
 //! statement that returns the fencing counter plus a releasing `UPDATE` (SQLite and
 //! PostgreSQL an upsert with `RETURNING`, MySQL an `UPDATE` with `LAST_INSERT_ID`);
 //! for Redis `SET NX PX` then an EVALSHA compare-and-delete; for etcd one txn (put if
-//! the key's create_revision is 0) then a delete;
+//! the key's create_revision is 0) then a delete; for ZooKeeper an EPHEMERAL_SEQUENTIAL
+//! create under a fixed parent, a getChildren of the parent and a delete (three round
+//! trips, on a session of its own);
 //! for `mem://` an insert and a remove in a mutex-guarded map. Rounds of lockkit and floor alternate, so drift in
 //! machine load hits both alike.
 
@@ -200,6 +202,22 @@ enum Floor {
     Mem(Mutex<HashMap<String, u128>>),
     Redis(redis::aio::MultiplexedConnection, redis::Script),
     Etcd(Box<etcd_client::Client>),
+    Zk(zookeeper_client::Client),
+}
+
+/// The persistent parent of the ZooKeeper floor's lock nodes (created once, left in place).
+const ZK_FLOOR_PARENT: &str = "/lockkit-bench-floor";
+/// Prefix of the floor's EPHEMERAL_SEQUENTIAL nodes; the server appends the sequence.
+const ZK_FLOOR_PREFIX: &str = "/lockkit-bench-floor/lock-";
+
+/// The ZooKeeper connect string (`host:port[,host:port…]`) in a `zk://` URL. The floor
+/// needs only the servers: credentials before an `@`, a chroot path and query options
+/// are dropped (the floor works at the root, under [`ZK_FLOOR_PARENT`]).
+fn zk_hosts(url: &str) -> Option<&str> {
+    let rest = url.strip_prefix("zk://")?;
+    let rest = rest.split(['?', '/']).next().unwrap_or(rest);
+    let rest = rest.rsplit_once('@').map_or(rest, |(_, hosts)| hosts);
+    (!rest.is_empty()).then_some(rest)
 }
 
 /// The compare-and-delete every hand-rolled Redis lock sends on release.
@@ -255,6 +273,23 @@ impl Floor {
             return Ok(Some((
                 Floor::Etcd(Box::new(driver.client().clone())),
                 "raw txn (put if create_revision = 0, else get) + delete, same server",
+            )));
+        }
+        if url.starts_with("zk://") {
+            let hosts = zk_hosts(url)
+                .ok_or_else(|| LockError::Config(format!("no host:port in {}", redact_url(url))))?;
+            let client = zookeeper_client::Client::connect(hosts)
+                .await
+                .map_err(|e| LockError::connection("zookeeper", e))?;
+            let parent = zookeeper_client::CreateMode::Persistent
+                .with_acls(zookeeper_client::Acls::anyone_all());
+            match client.create(ZK_FLOOR_PARENT, &[], &parent).await {
+                Ok(_) | Err(zookeeper_client::Error::NodeExists) => {}
+                Err(e) => return Err(LockError::backend("zookeeper", e)),
+            }
+            return Ok(Some((
+                Floor::Zk(client),
+                "raw create(ephemeral sequential) + getChildren + delete via zookeeper-client, same server",
             )));
         }
         if url.starts_with("mysql") || url.starts_with("mariadb") {
@@ -342,6 +377,27 @@ impl Floor {
                     .or_else([TxnOp::get(key.as_str(), None)]);
                 kv.txn(txn).await.map_err(rerr)?;
                 kv.delete(key, None).await.map_err(rerr)?;
+                Ok(())
+            }
+            Floor::Zk(client) => {
+                let zerr = |e| LockError::backend("zookeeper", e);
+                let node = zookeeper_client::CreateMode::EphemeralSequential
+                    .with_acls(zookeeper_client::Acls::anyone_all());
+                let (_, seq) = client
+                    .create(ZK_FLOOR_PREFIX, &[], &node)
+                    .await
+                    .map_err(zerr)?;
+                // A hand-rolled lock holds it when its node sorts first among the
+                // children (sequence numbers are zero-padded to a fixed width). The
+                // floor only lists them: a stale node of an earlier, crashed run (until
+                // its session expires) must not stop the measurement.
+                let children = client.list_children(ZK_FLOOR_PARENT).await.map_err(zerr)?;
+                let ours = format!("lock-{seq}");
+                let _first = children.iter().min().is_some_and(|c| *c == ours);
+                client
+                    .delete(&format!("{ZK_FLOOR_PREFIX}{seq}"), None)
+                    .await
+                    .map_err(zerr)?;
                 Ok(())
             }
             Floor::Postgres(pool) => {
@@ -563,4 +619,55 @@ pub(crate) async fn run(args: Args) -> Result<ExitCode, LockError> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::panic)] // Tests fail by panicking.
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zk_hosts_keeps_only_the_servers() {
+        assert_eq!(zk_hosts("zk://127.0.0.1:2181"), Some("127.0.0.1:2181"));
+        assert_eq!(
+            zk_hosts("zk://a:1,b:2,c:3/chroot/x?session_timeout=5s"),
+            Some("a:1,b:2,c:3")
+        );
+        assert_eq!(zk_hosts("zk://u:p@a:1?x=y"), Some("a:1"));
+        assert_eq!(zk_hosts("zk://"), None);
+        assert_eq!(zk_hosts("zk:///chroot"), None);
+        assert_eq!(zk_hosts("etcd://a:1"), None);
+    }
+
+    /// The ZooKeeper floor against a running server:
+    /// `LOCKKIT_BENCH_ZK=zk://127.0.0.1:PORT cargo test -p lockkit-cli -- --ignored zk_floor`.
+    #[tokio::test]
+    #[ignore = "needs a ZooKeeper server in LOCKKIT_BENCH_ZK"]
+    async fn zk_floor_leaves_no_lock_node_behind() {
+        let url = std::env::var("LOCKKIT_BENCH_ZK").unwrap();
+        let (floor, description) = Floor::new(&url).await.unwrap().unwrap();
+        assert!(
+            description.contains("ephemeral sequential"),
+            "{description}"
+        );
+        for i in 0..50 {
+            floor.lock_release(i).await.unwrap();
+        }
+        let Floor::Zk(client) = &floor else {
+            panic!("not the ZooKeeper floor")
+        };
+        assert_eq!(
+            client.list_children(ZK_FLOOR_PARENT).await.unwrap(),
+            Vec::<String>::new()
+        );
+        // A second floor (another session) finds the parent in place.
+        Floor::new(&url)
+            .await
+            .unwrap()
+            .unwrap()
+            .0
+            .lock_release(0)
+            .await
+            .unwrap();
+    }
 }
