@@ -106,11 +106,19 @@ impl Sessions {
             .map_err(|e| connect_error(o, e))?;
         // The root (`<chroot>/lockkit`) is persistent; each key's node is a
         // container under it, which the server deletes once its queue is empty.
-        let root = CreateMode::Persistent.with_acls(self.acls());
-        client
-            .mkdir(&o.root, &root)
+        // Look first: creating under a node another identity owns is refused
+        // even when the node exists.
+        let exists = client
+            .check_stat(&o.root)
             .await
-            .map_err(|e| zk_error(&format!("creating {}", o.root), e))?;
+            .map_err(|e| zk_error(&format!("looking up {}", o.root), e))?;
+        if exists.is_none() {
+            let root = CreateMode::Persistent.with_acls(self.acls());
+            client
+                .mkdir(&o.root, &root)
+                .await
+                .map_err(|e| zk_error(&format!("creating {}", o.root), e))?;
+        }
         let id = client.session_id().0;
         let drops = Arc::new(AtomicU64::new(0));
         tokio::spawn(follow_state(
@@ -164,7 +172,12 @@ async fn follow_state(
             }
         };
         drops.fetch_add(1, Ordering::SeqCst);
-        tracing::warn!(session = format_args!("{session:#x}"), ?state, "{why}");
+        if state == SessionState::Closed {
+            // The driver was dropped: the normal end.
+            tracing::debug!(session = format_args!("{session:#x}"), "{why}");
+        } else {
+            tracing::warn!(session = format_args!("{session:#x}"), ?state, "{why}");
+        }
         if let Some(holds) = holds.upgrade() {
             holds.fire_session(session, why);
         }
