@@ -272,29 +272,3 @@ fn is_secret_param(name: &str) -> bool {
         .iter()
         .any(|s| name.contains(s))
 }
-
-/// Decodes `%XX` escapes (as in URL userinfo and option values); `None` for a
-/// broken escape or a result that is not UTF-8.
-///
-/// # Examples
-///
-/// ```
-/// assert_eq!(lockkit_core::percent_decode("p%40ss%3Aw").as_deref(), Some("p@ss:w"));
-/// assert_eq!(lockkit_core::percent_decode("100%"), None);
-/// ```
-pub fn percent_decode(s: &str) -> Option<String> {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = s.get(i + 1..i + 3)?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
-}

@@ -21,6 +21,7 @@ pub mod mem;
 #[cfg(feature = "tls")]
 pub mod tls;
 mod types;
+pub mod url;
 
 pub use batch::renew_in_batches;
 pub use client::{DEFAULT_WATCHDOG_TTL, LockGuard, LockRequest, Locker, LostReason};
@@ -28,7 +29,7 @@ pub use driver::{
     AcquireRequest, Cancellation, Capabilities, ConnectFuture, DriverEntry, Grant, LockDriver,
     LockMode, ReadWriteDriver, Renewal, Wait, WakeUp, url_scheme,
 };
-pub use error::{KeyError, LockError, Result, TtlError, percent_decode, redact_url};
+pub use error::{KeyError, LockError, Result, TtlError, redact_url};
 pub use loss::LossSignal;
 pub use types::{FencingToken, LockKey, MAX_KEY_LEN, MAX_TTL, MIN_TTL, OwnerId, validate_ttl};
 

@@ -2,7 +2,8 @@
 
 use std::fmt;
 
-use lockkit_core::{LockError, percent_decode, redact_url};
+use lockkit_core::url::{credentials, host_port, percent_decode, split_userinfo};
+use lockkit_core::{LockError, redact_url};
 
 use lockkit_core::tls::{self, TlsPaths};
 
@@ -133,26 +134,8 @@ impl EtcdOptions {
                 }
             }
         }
-        let (userinfo, hosts) = match base.rsplit_once('@') {
-            Some((u, h)) => (Some(u), h),
-            None => (None, base),
-        };
-        let user = match userinfo {
-            None => None,
-            Some(u) => {
-                let (name, password) = u
-                    .split_once(':')
-                    .ok_or_else(|| bad("credentials are written user:password@"))?;
-                let name = percent_decode(name)
-                    .ok_or_else(|| bad("the user name is not valid percent-encoded UTF-8"))?;
-                let password = percent_decode(password)
-                    .ok_or_else(|| bad("the password is not valid percent-encoded UTF-8"))?;
-                if name.is_empty() {
-                    return Err(bad("the user name is empty"));
-                }
-                Some((name, password))
-            }
-        };
+        let (userinfo, hosts) = split_userinfo(base);
+        let user = userinfo.map(credentials).transpose().map_err(bad)?;
         let endpoints = hosts
             .split(',')
             .map(|h| endpoint(h, tls_scheme).map_err(|why| bad(&why)))
@@ -219,27 +202,8 @@ fn shown(url: &str) -> String {
 
 /// `host:port` → `http://host:port` (`https://` with `tls`), or why not.
 fn endpoint(h: &str, tls: bool) -> Result<String, String> {
-    if h.is_empty() {
-        return Err("an empty host in the endpoint list".into());
-    }
-    let (host, port) = h.rsplit_once(':').ok_or_else(|| {
-        format!("endpoint `{h}` has no port; write host:port (etcd listens on 2379)")
-    })?;
-    let host_ok = !host.is_empty()
-        && (host.starts_with('[') && host.ends_with(']')
-            || host
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_')));
-    if !host_ok {
-        return Err(format!("endpoint `{h}` has an invalid host"));
-    }
-    match port.parse::<u16>() {
-        Ok(p) if p > 0 => Ok(format!(
-            "{}://{host}:{p}",
-            if tls { "https" } else { "http" }
-        )),
-        _ => Err(format!("endpoint `{h}` has an invalid port")),
-    }
+    host_port(h, "etcd listens on 2379")?;
+    Ok(format!("{}://{h}", if tls { "https" } else { "http" }))
 }
 
 #[cfg(test)]

@@ -368,16 +368,33 @@ impl ZkDriver {
     /// Deletes every node of `owner` under `key` (a release without a recorded
     /// hold: after a create whose reply was lost). Returns whether any existed.
     async fn delete_owned(&self, key: &LockKey, owner: &OwnerId) -> Result<bool> {
+        let hex = owner.to_hex();
+        self.delete_where(key, |queue| {
+            queue
+                .iter()
+                .filter(|n| n.is_owned_by(&hex))
+                .cloned()
+                .collect()
+        })
+        .await
+    }
+
+    /// Lists `key`'s queue and deletes the nodes `pick` chooses from it (in
+    /// sequence order). Returns whether any of them existed.
+    async fn delete_where(
+        &self,
+        key: &LockKey,
+        pick: impl FnOnce(&[QueueNode]) -> Vec<QueueNode>,
+    ) -> Result<bool> {
         let session = self.sessions.get().await?;
         let dir = self.dir(key);
-        let hex = owner.to_hex();
         let children = match session.client.list_children(&dir).await {
             Ok(c) => c,
             Err(ZkError::NoNode) => return Ok(false),
             Err(e) => return Err(zk_error("listing the lock queue", e)),
         };
         let mut any = false;
-        for node in queue(&children).into_iter().filter(|n| n.is_owned_by(&hex)) {
+        for node in pick(&queue(&children)) {
             match session
                 .client
                 .delete(&format!("{dir}/{}", node.name), None)
@@ -385,7 +402,7 @@ impl ZkDriver {
             {
                 Ok(()) => any = true,
                 Err(ZkError::NoNode) => {}
-                Err(e) => return Err(zk_error("deleting the lock node", e)),
+                Err(e) => return Err(zk_error("deleting a lock node", e)),
             }
         }
         Ok(any)
@@ -498,27 +515,8 @@ impl LockDriver for ZkDriver {
     }
 
     async fn force_release(&self, key: &LockKey) -> Result<bool> {
-        let session = self.sessions.get().await?;
-        let dir = self.dir(key);
-        let children = match session.client.list_children(&dir).await {
-            Ok(c) => c,
-            Err(ZkError::NoNode) => return Ok(false),
-            Err(e) => return Err(zk_error("listing the lock queue", e)),
-        };
-        let queue = queue(&children);
-        let mut any = false;
-        for node in holders(&queue) {
-            match session
-                .client
-                .delete(&format!("{dir}/{}", node.name), None)
-                .await
-            {
-                Ok(()) => any = true,
-                Err(ZkError::NoNode) => {}
-                Err(e) => return Err(zk_error("deleting the holder's node", e)),
-            }
-        }
-        Ok(any)
+        self.delete_where(key, |queue| holders(queue).to_vec())
+            .await
     }
 }
 

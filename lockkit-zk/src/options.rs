@@ -3,7 +3,8 @@
 use std::fmt;
 use std::time::Duration;
 
-use lockkit_core::{LockError, percent_decode, redact_url};
+use lockkit_core::url::{credentials, host_port, split_userinfo};
+use lockkit_core::{LockError, redact_url};
 
 /// The session timeout asked for when the URL gives none (the server clamps it to
 /// its `minSessionTimeout`..`maxSessionTimeout`, by default 2..20 ticks).
@@ -118,28 +119,19 @@ impl ZkOptions {
                 }
             }
         }
-        let (userinfo, hosts) = match authority.rsplit_once('@') {
-            Some((u, h)) => (Some(u), h),
-            None => (None, authority),
-        };
+        let (userinfo, hosts) = split_userinfo(authority);
         let digest = match userinfo {
             None => None,
             Some(u) => {
-                let (user, password) = u
-                    .split_once(':')
-                    .ok_or_else(|| bad("credentials are written user:password@"))?;
-                let user = percent_decode(user)
-                    .ok_or_else(|| bad("the user name is not valid percent-encoded UTF-8"))?;
-                let password = percent_decode(password)
-                    .ok_or_else(|| bad("the password is not valid percent-encoded UTF-8"))?;
-                if user.is_empty() || user.contains(':') {
-                    return Err(bad("the user name must be non-empty and contain no `:`"));
+                let (user, password) = credentials(u).map_err(bad)?;
+                if user.contains(':') {
+                    return Err(bad("the user name must contain no `:`"));
                 }
                 Some((user, password))
             }
         };
         for h in hosts.split(',') {
-            check_host(h).map_err(|why| bad(&why))?;
+            host_port(h, "ZooKeeper listens on 2181").map_err(|why| bad(&why))?;
         }
         Ok(Self {
             hosts: hosts.to_string(),
@@ -174,27 +166,6 @@ impl ZkOptions {
     pub fn with_session_timeout(mut self, timeout: Duration) -> Self {
         self.session_timeout = timeout;
         self
-    }
-}
-
-fn check_host(h: &str) -> Result<(), String> {
-    if h.is_empty() {
-        return Err("an empty host in the server list".into());
-    }
-    let (host, port) = h.rsplit_once(':').ok_or_else(|| {
-        format!("server `{h}` has no port; write host:port (ZooKeeper listens on 2181)")
-    })?;
-    let host_ok = !host.is_empty()
-        && (host.starts_with('[') && host.ends_with(']')
-            || host
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_')));
-    if !host_ok {
-        return Err(format!("server `{h}` has an invalid host"));
-    }
-    match port.parse::<u16>() {
-        Ok(p) if p > 0 => Ok(()),
-        _ => Err(format!("server `{h}` has an invalid port")),
     }
 }
 

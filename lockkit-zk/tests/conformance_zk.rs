@@ -81,48 +81,28 @@ url_backend!(
     connect
 );
 
-lockkit_conformance::suite!(
-    zk,
-    UrlHarness<Standalone>,
-    skip {
-        expired_lease_is_reacquirable: "session-bound: a hold lasts as long as its session, there is no per-lock lease to expire",
-        release_never_deletes_a_newer_holders_lock: "needs lease expiry; tests/faults.rs proves it with a node deleted behind the holder's back",
-    },
-    with {
-        fifo_order,
-        readers_share,
-        writer_excludes_readers_and_writers,
-        read_write_order_is_fifo,
-        read_hold_is_not_upgraded,
-    }
-);
-lockkit_conformance::suite!(
-    zk_ensemble,
-    UrlHarness<Ensemble>,
-    skip {
-        expired_lease_is_reacquirable: "session-bound: a hold lasts as long as its session, there is no per-lock lease to expire",
-        release_never_deletes_a_newer_holders_lock: "needs lease expiry; tests/faults.rs proves it with a node deleted behind the holder's back",
-    },
-    with {
-        fifo_order,
-        readers_share,
-        writer_excludes_readers_and_writers,
-        read_write_order_is_fifo,
-        read_hold_is_not_upgraded,
-    }
-);
-lockkit_conformance::suite!(
-    zk_ensemble_losing_a_member,
-    UrlHarness<EnsembleLosingAMember>,
-    skip {
-        expired_lease_is_reacquirable: "session-bound: a hold lasts as long as its session, there is no per-lock lease to expire",
-        release_never_deletes_a_newer_holders_lock: "needs lease expiry; tests/faults.rs proves it with a node deleted behind the holder's back",
-    },
-    with {
-        fifo_order,
-        readers_share,
-        writer_excludes_readers_and_writers,
-        read_write_order_is_fifo,
-        read_hold_is_not_upgraded,
-    }
-);
+/// The whole suite with every optional case the driver claims (`fair`,
+/// `read_write`); the two lease-expiry cases do not apply to session-bound holds.
+macro_rules! zk_suite {
+    ($name:ident, $backend:ty) => {
+        lockkit_conformance::suite!(
+            $name,
+            UrlHarness<$backend>,
+            skip {
+                expired_lease_is_reacquirable: "session-bound: a hold lasts as long as its session, there is no per-lock lease to expire",
+                release_never_deletes_a_newer_holders_lock: "needs lease expiry; tests/faults.rs proves it with a node deleted behind the holder's back",
+            },
+            with {
+                fifo_order,
+                readers_share,
+                writer_excludes_readers_and_writers,
+                read_write_order_is_fifo,
+                read_hold_is_not_upgraded,
+            }
+        );
+    };
+}
+
+zk_suite!(zk, Standalone);
+zk_suite!(zk_ensemble, Ensemble);
+zk_suite!(zk_ensemble_losing_a_member, EnsembleLosingAMember);

@@ -1,0 +1,93 @@
+//! Pieces of URL parsing every driver needs: percent-decoding, `user:password@`
+//! and `host:port` lists.
+
+/// Decodes `%XX` escapes (as in URL userinfo and option values); `None` for a
+/// broken escape or a result that is not UTF-8.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(lockkit_core::url::percent_decode("p%40ss%3Aw").as_deref(), Some("p@ss:w"));
+/// assert_eq!(lockkit_core::url::percent_decode("100%"), None);
+/// ```
+pub fn percent_decode(s: &str) -> Option<String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = s.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// Splits an authority (`[userinfo@]hosts`) at its last `@`.
+pub fn split_userinfo(authority: &str) -> (Option<&str>, &str) {
+    match authority.rsplit_once('@') {
+        Some((u, h)) => (Some(u), h),
+        None => (None, authority),
+    }
+}
+
+/// `user:password` (each percent-encoded if need be) → the decoded pair, or why
+/// not (the message never contains either part).
+///
+/// # Examples
+///
+/// ```
+/// use lockkit_core::url::credentials;
+///
+/// assert_eq!(credentials("app:p%40ss"), Ok(("app".into(), "p@ss".into())));
+/// assert!(credentials("s3cret").is_err());
+/// ```
+pub fn credentials(userinfo: &str) -> Result<(String, String), &'static str> {
+    let (user, password) = userinfo
+        .split_once(':')
+        .ok_or("credentials are written user:password@")?;
+    let user = percent_decode(user).ok_or("the user name is not valid percent-encoded UTF-8")?;
+    let password =
+        percent_decode(password).ok_or("the password is not valid percent-encoded UTF-8")?;
+    if user.is_empty() {
+        return Err("the user name is empty");
+    }
+    Ok((user, password))
+}
+
+/// Checks one `host:port` of a server list (a name, an IPv4 address or a
+/// bracketed IPv6 address, and a port from 1 to 65535) and returns the port;
+/// `what` names the server kind in the message (`"etcd listens on 2379"`).
+///
+/// # Examples
+///
+/// ```
+/// use lockkit_core::url::host_port;
+///
+/// assert_eq!(host_port("10.0.0.1:2181", "ZooKeeper listens on 2181"), Ok(2181));
+/// assert!(host_port("10.0.0.1", "ZooKeeper listens on 2181").unwrap_err().contains("2181"));
+/// ```
+pub fn host_port(h: &str, what: &str) -> Result<u16, String> {
+    if h.is_empty() {
+        return Err("an empty host in the server list".into());
+    }
+    let (host, port) = h
+        .rsplit_once(':')
+        .ok_or_else(|| format!("server `{h}` has no port; write host:port ({what})"))?;
+    let host_ok = !host.is_empty()
+        && (host.starts_with('[') && host.ends_with(']')
+            || host
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_')));
+    if !host_ok {
+        return Err(format!("server `{h}` has an invalid host"));
+    }
+    match port.parse::<u16>() {
+        Ok(p) if p > 0 => Ok(p),
+        _ => Err(format!("server `{h}` has an invalid port")),
+    }
+}
