@@ -6,7 +6,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use lockkit_core::{
     AcquireRequest, Capabilities, FencingToken, Grant, LockDriver, LockError, LockKey, LockMode,
-    LossSignal, OwnerId, ReadWriteDriver, Result, Wait, WakeUp,
+    LossSignal, OwnerId, ReadWriteDriver, Renewal, Result, Wait, WakeUp,
 };
 use tokio::time::{Instant, sleep, sleep_until};
 use zookeeper_client::{CreateMode, Error as ZkError, EventType};
@@ -63,6 +63,24 @@ impl ZkDriver {
     /// The options this driver was connected with.
     pub fn options(&self) -> &ZkOptions {
         self.sessions.options()
+    }
+
+    /// Our hold on `key`, if it is live as far as this side knows: granted, not
+    /// signalled lost, and its session connected.
+    fn live_hold(&self, key: &LockKey, owner: &OwnerId) -> Result<Held> {
+        let Some(held) = self.holds.get(key, owner) else {
+            return Err(LockError::lost(key, "this driver holds no such lock"));
+        };
+        if let Some(why) = held.loss.reason() {
+            return Err(LockError::lost(key, why));
+        }
+        if !held.session.is_connected() {
+            return Err(LockError::lost(
+                key,
+                "the ZooKeeper session is not connected",
+            ));
+        }
+        Ok(held)
     }
 
     fn dir(&self, key: &LockKey) -> String {
@@ -476,21 +494,41 @@ impl LockDriver for ZkDriver {
     }
 
     async fn extend(&self, key: &LockKey, owner: &OwnerId, ttl: Duration) -> Result<Instant> {
-        // The session's heartbeat keeps every node alive: renewing is checking, on
-        // this side, that the session is connected and the node was not deleted.
-        let Some(held) = self.holds.get(key, owner) else {
-            return Err(LockError::lost(key, "this driver holds no such lock"));
+        // An explicit extend answers "do I still hold it?" with the ensemble's
+        // latest word: sync our server with the leader, then read our node. (The
+        // watchdog's renewals, `extend_many`, check locally and cost nothing.)
+        let sent_at = Instant::now();
+        let held = self.live_hold(key, owner)?;
+        let read = async {
+            held.session.client.sync(&held.path).await?;
+            held.session.client.check_stat(&held.path).await
         };
-        if let Some(why) = held.loss.reason() {
-            return Err(LockError::lost(key, why));
+        match read.await {
+            Ok(Some(stat)) if stat.czxid as u64 == held.token.get() => {}
+            Ok(_) => {
+                held.loss.fire("the lock node is gone");
+                return Err(LockError::lost(key, "the lock node is gone"));
+            }
+            Err(e) if session_over(&e) => {
+                held.loss.fire("the ZooKeeper session ended");
+                return Err(LockError::lost(key, "the ZooKeeper session ended"));
+            }
+            Err(e) => return Err(zk_error("checking the lock node", e)),
         }
-        if !held.session.is_connected() {
-            return Err(LockError::lost(
-                key,
-                "the ZooKeeper session is not connected",
-            ));
-        }
-        Ok(Instant::now() + ttl)
+        self.live_hold(key, owner)?;
+        Ok(sent_at + ttl)
+    }
+
+    async fn extend_many(&self, renewals: &[Renewal]) -> Vec<Result<Instant>> {
+        // The session's heartbeat keeps every node alive: a renewal round is a
+        // local check that the session is connected and no node was deleted.
+        renewals
+            .iter()
+            .map(|r| {
+                self.live_hold(&r.key, &r.owner)
+                    .map(|_| Instant::now() + r.ttl)
+            })
+            .collect()
     }
 
     async fn release(&self, key: &LockKey, owner: &OwnerId) -> Result<bool> {

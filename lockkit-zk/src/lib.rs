@@ -40,8 +40,10 @@
 //! A hold lasts as long as the driver's ZooKeeper session (there is no per-lock
 //! TTL on the server: the capability `lease_expiry` is false). The session's
 //! heartbeat keeps every node alive, so renewing costs no request: the watchdog's
-//! `extend` only checks, locally, that the session is connected and the node was
-//! not deleted.
+//! rounds (`extend_many`) only check, locally, that the session is connected and
+//! the node was not deleted. An explicit `guard.extend()` asks the ensemble: a
+//! `sync` and a read of our node, so it reports `Lost` for a node deleted a moment
+//! ago through another member.
 //!
 //! - **Disconnected:** every guard's `lost()` fires at once. The servers may expire
 //!   the session (and hand the lock to the next waiter) before the client learns
