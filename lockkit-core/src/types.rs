@@ -67,6 +67,35 @@ impl LockKey {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// The key as one path segment, for backends that keep locks in a tree (a
+    /// ZooKeeper node, a Consul KV key): every byte outside `A-Z a-z 0-9 - _ : .`
+    /// written `%XX`, and `.` or `..` (not a name in a tree) followed by `%00`.
+    /// Distinct keys give distinct segments.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lockkit_core::LockKey;
+    ///
+    /// assert_eq!(LockKey::new("inventory/sku 42")?.to_segment(), "inventory%2Fsku%2042");
+    /// assert_eq!(LockKey::new("..")?.to_segment(), "..%00");
+    /// # Ok::<(), lockkit_core::LockError>(())
+    /// ```
+    pub fn to_segment(&self) -> String {
+        let mut out = String::with_capacity(self.0.len());
+        for b in self.0.bytes() {
+            if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b':' | b'.') {
+                out.push(b as char);
+            } else {
+                out.push_str(&format!("%{b:02X}"));
+            }
+        }
+        if out == "." || out == ".." {
+            out.push_str("%00");
+        }
+        out
+    }
 }
 
 impl fmt::Debug for LockKey {

@@ -10,24 +10,10 @@
 
 use lockkit_core::{LockKey, LockMode, OwnerId};
 
-/// The container node of `key` under `root`.
+/// The container node of `key` under `root` (the key as one node name, see
+/// [`LockKey::to_segment`]).
 pub(crate) fn key_dir(root: &str, key: &LockKey) -> String {
-    let mut out = String::with_capacity(root.len() + 1 + key.as_str().len());
-    out.push_str(root);
-    out.push('/');
-    // Escape everything but a safe set, so the key is one node name: no `/`, no
-    // `.`/`..`, none of the code points ZooKeeper refuses.
-    for b in key.as_str().bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b':' | b'.') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    if matches!(&out[root.len() + 1..], "." | "..") {
-        out.push_str("%00");
-    }
-    out
+    format!("{root}/{}", key.to_segment())
 }
 
 /// The name prefix (before the sequence number) of `owner`'s node in `mode`.
