@@ -28,6 +28,7 @@
 //! | `redis` | `redis://`, `rediss://`, `redis-cluster://`, `redlock://` | [`redis`] (single server, Cluster, Redlock) |
 //! | `etcd` | `etcd://`, `etcds://` | [`etcd`] (lease per TTL, revision-ordered queue) |
 //! | `zk` | `zk://`, `zookeeper://` | [`zk`] (ephemeral sequential nodes, read-write lock) |
+//! | `consul` | `consul://`, `consuls://` | [`consul`] (session + KV acquire; tested against a stand-in) |
 //! | `mem` | `mem://`, `mem://name` | [`mem`] (process-local) |
 //!
 //! See the README for what each backend guarantees, and [`fence`] for the resource
@@ -82,6 +83,11 @@ cfg_driver! { "etcd" =>
     pub use lockkit_etcd as etcd;
 }
 
+cfg_driver! { "consul" =>
+    /// `consul://`, `consuls://`: the Consul driver (session + KV acquire).
+    pub use lockkit_consul as consul;
+}
+
 cfg_driver! { "zk" =>
     /// `zk://`: the ZooKeeper driver (ephemeral sequential nodes, read-write lock).
     pub use lockkit_zk as zk;
@@ -108,6 +114,8 @@ pub const DRIVERS: &[DriverEntry] = &[
     lockkit_etcd::DRIVER,
     #[cfg(feature = "zk")]
     lockkit_zk::DRIVER,
+    #[cfg(feature = "consul")]
+    lockkit_consul::DRIVER,
 ];
 
 /// Every driver lockkit has, with the feature that compiles it in: used to tell a
@@ -125,6 +133,7 @@ const KNOWN: &[(&str, &str)] = &[
     ("zk", "zk"),
     ("zookeeper", "zk"),
     ("consul", "consul"),
+    ("consuls", "consul"),
     ("postgres", "postgres"),
     ("postgresql", "postgres"),
     ("mysql", "mysql"),

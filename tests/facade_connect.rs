@@ -18,14 +18,16 @@ async fn unknown_scheme_names_the_compiled_in_schemes() {
     assert!(r.contains("sqlite"), "{r}");
 }
 
+/// Runs in the default build (`ci/test` runs this file with default features too).
+#[cfg(not(feature = "zk"))]
 #[tokio::test]
 async fn missing_feature_is_named() {
-    // consul has no driver yet in any build: the message names the feature to enable.
+    // The default build has no zk driver: the message names the feature to enable.
     let r = reason(
-        "consul://h",
-        lockkit::connect("consul://127.0.0.1:1").await.unwrap_err(),
+        "zk://h",
+        lockkit::connect("zk://127.0.0.1:1").await.unwrap_err(),
     );
-    assert!(r.contains("`consul` feature"), "{r}");
+    assert!(r.contains("`zk` feature"), "{r}");
 }
 
 #[tokio::test]
@@ -64,6 +66,16 @@ async fn zk_url_to_a_dead_server_is_a_connection_error_without_the_password() {
         .unwrap_err();
     assert!(matches!(err, LockError::Connection { .. }), "{err:?}");
     assert!(!format!("{err} {err:?}").contains("hunter2"));
+}
+
+#[cfg(feature = "consul")]
+#[tokio::test]
+async fn consul_url_to_a_dead_agent_is_a_connection_error_without_the_token() {
+    let err = lockkit::connect("consul://s3cret-token@127.0.0.1:1?lock_delay_ms=0")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, LockError::Connection { .. }), "{err:?}");
+    assert!(!format!("{err} {err:?}").contains("s3cret"));
 }
 
 #[cfg(feature = "sqlite")]

@@ -1,0 +1,350 @@
+//! The slice of Consul's HTTP API the driver uses, typed.
+
+use std::time::Duration;
+
+use base64::Engine;
+use lockkit_core::{LockError, Result};
+use reqwest::{Method, RequestBuilder, StatusCode};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::options::ConsulOptions;
+
+pub(crate) const DRIVER: &str = "consul";
+
+/// One KV entry, as `GET /v1/kv/<key>` and `/v1/txn` return it.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub(crate) struct KvEntry {
+    pub(crate) modify_index: u64,
+    #[serde(default)]
+    pub(crate) session: Option<String>,
+    /// Base64, as Consul sends it.
+    #[serde(default)]
+    value: Option<String>,
+}
+
+impl KvEntry {
+    /// The decoded value, if any.
+    pub(crate) fn value(&self) -> Option<Vec<u8>> {
+        let v = self.value.as_deref()?;
+        base64::engine::general_purpose::STANDARD.decode(v).ok()
+    }
+}
+
+/// One operation of a `/v1/txn` request.
+#[derive(Debug, Serialize)]
+pub(crate) struct TxnOp {
+    #[serde(rename = "KV")]
+    kv: serde_json::Value,
+}
+
+impl TxnOp {
+    /// Acquire `key` with `session`, writing `value`.
+    pub(crate) fn lock(key: &str, value: &[u8], session: &str) -> Self {
+        let value = base64::engine::general_purpose::STANDARD.encode(value);
+        Self {
+            kv: json!({"Verb": "lock", "Key": key, "Value": value, "Session": session}),
+        }
+    }
+
+    /// Fail unless `key` is locked by `session`.
+    pub(crate) fn check_session(key: &str, session: &str) -> Self {
+        Self {
+            kv: json!({"Verb": "check-session", "Key": key, "Session": session}),
+        }
+    }
+}
+
+/// What a transaction did.
+#[derive(Debug)]
+pub(crate) enum TxnOutcome {
+    /// Applied; the entries of the operations that return one, in order.
+    Applied(Vec<Option<KvEntry>>),
+    /// Rolled back: the operations that failed, with Consul's reason.
+    RolledBack(Vec<(usize, String)>),
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct TxnReply {
+    #[serde(default)]
+    results: Option<Vec<TxnResult>>,
+    #[serde(default)]
+    errors: Option<Vec<TxnError>>,
+}
+
+#[derive(Deserialize)]
+struct TxnResult {
+    #[serde(rename = "KV", default)]
+    kv: Option<KvEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct TxnError {
+    op_index: usize,
+    what: String,
+}
+
+/// A client of one Consul agent. `Debug` never shows the token.
+#[derive(Clone)]
+pub(crate) struct Api {
+    http: reqwest::Client,
+    base: String,
+    token: Option<String>,
+    datacenter: Option<String>,
+}
+
+impl std::fmt::Debug for Api {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Api")
+            .field("base", &self.base)
+            .field("token", &self.token.as_ref().map(|_| "***"))
+            .field("datacenter", &self.datacenter)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Api {
+    pub(crate) fn new(options: &ConsulOptions) -> Result<Self> {
+        let mut builder = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(5))
+            .pool_idle_timeout(Duration::from_secs(30));
+        if let Some(tls) = &options.tls {
+            builder = crate::tls::configure(builder, tls)?;
+        }
+        let http = builder
+            .build()
+            .map_err(|e| LockError::Config(format!("cannot build the HTTP client: {e}")))?;
+        Ok(Self {
+            http,
+            base: options.base.clone(),
+            token: options.token.clone(),
+            datacenter: options.datacenter.clone(),
+        })
+    }
+
+    fn request(&self, method: Method, path: &str) -> RequestBuilder {
+        let mut r = self.http.request(method, format!("{}{path}", self.base));
+        if let Some(token) = &self.token {
+            r = r.header("X-Consul-Token", token);
+        }
+        if let Some(dc) = &self.datacenter {
+            r = r.query(&[("dc", dc)]);
+        }
+        r
+    }
+
+    /// Sends `r` and returns the status, the `X-Consul-Index` and the body.
+    async fn send(&self, r: RequestBuilder, what: &str) -> Result<(StatusCode, u64, String)> {
+        let response = r.send().await.map_err(|e| LockError::Connection {
+            driver: DRIVER,
+            message: format!("{what}: {}", e.without_url()),
+            source: None,
+        })?;
+        let status = response.status();
+        let index = response
+            .headers()
+            .get("X-Consul-Index")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        let body = response.text().await.map_err(|e| LockError::Connection {
+            driver: DRIVER,
+            message: format!("{what}: reading the reply: {}", e.without_url()),
+            source: None,
+        })?;
+        match status {
+            StatusCode::FORBIDDEN | StatusCode::UNAUTHORIZED => Err(LockError::Config(format!(
+                "{what}: Consul refused the ACL token ({}); check the token in the URL or CONSUL_HTTP_TOKEN",
+                body.trim()
+            ))),
+            s if s.is_server_error() && !body.contains("invalid session") => {
+                Err(backend(what, status, &body))
+            }
+            _ => Ok((status, index, body)),
+        }
+    }
+
+    /// `GET /v1/status/leader`: is the agent there and does it know a leader?
+    pub(crate) async fn leader(&self) -> Result<()> {
+        let (status, _, body) = self
+            .send(
+                self.request(Method::GET, "/v1/status/leader"),
+                "asking for the leader",
+            )
+            .await?;
+        if status.is_success() && body.trim() != "\"\"" {
+            Ok(())
+        } else {
+            Err(LockError::Connection {
+                driver: DRIVER,
+                message: format!("the Consul agent knows no leader ({status})"),
+                source: None,
+            })
+        }
+    }
+
+    /// Creates a session; returns its id.
+    pub(crate) async fn session_create(
+        &self,
+        ttl: Duration,
+        lock_delay: Duration,
+    ) -> Result<String> {
+        let body = json!({
+            "Name": "lockkit",
+            "TTL": format!("{}ms", ttl.as_millis()),
+            "Behavior": "delete",
+            "LockDelay": format!("{}ms", lock_delay.as_millis()),
+        });
+        let what = "creating a session";
+        let (status, _, text) = self
+            .send(
+                self.request(Method::PUT, "/v1/session/create").json(&body),
+                what,
+            )
+            .await?;
+        if !status.is_success() {
+            return Err(config_or_backend(what, status, &text));
+        }
+        #[derive(Deserialize)]
+        struct Created {
+            #[serde(rename = "ID")]
+            id: String,
+        }
+        let created: Created =
+            serde_json::from_str(&text).map_err(|e| backend(what, status, &e.to_string()))?;
+        Ok(created.id)
+    }
+
+    /// Renews a session; `false` when Consul no longer has it.
+    pub(crate) async fn session_renew(&self, id: &str) -> Result<bool> {
+        let what = "renewing the session";
+        let (status, _, text) = self
+            .send(
+                self.request(Method::PUT, &format!("/v1/session/renew/{id}")),
+                what,
+            )
+            .await?;
+        match status {
+            s if s.is_success() => Ok(true),
+            StatusCode::NOT_FOUND => Ok(false),
+            s => Err(backend(what, s, &text)),
+        }
+    }
+
+    /// Destroys a session (its locks are deleted, then the lock-delay applies).
+    pub(crate) async fn session_destroy(&self, id: &str) -> Result<()> {
+        let what = "destroying the session";
+        let (status, _, text) = self
+            .send(
+                self.request(Method::PUT, &format!("/v1/session/destroy/{id}")),
+                what,
+            )
+            .await?;
+        if status.is_success() {
+            Ok(())
+        } else {
+            Err(backend(what, status, &text))
+        }
+    }
+
+    /// Reads `key`; with `block = Some((index, wait))`, a blocking query that returns
+    /// once the key's index passes `index`, or after `wait`. Returns the entry (if
+    /// any) and the index to block on next.
+    pub(crate) async fn kv_get(
+        &self,
+        key: &str,
+        block: Option<(u64, Duration)>,
+    ) -> Result<(Option<KvEntry>, u64)> {
+        let mut r = self.request(Method::GET, &kv_path(key));
+        if let Some((index, wait)) = block {
+            r = r
+                .query(&[
+                    ("index", index.to_string()),
+                    ("wait", format!("{}ms", wait.as_millis())),
+                ])
+                .timeout(wait + wait / 16 + Duration::from_secs(5));
+        } else {
+            r = r.timeout(Duration::from_secs(10));
+        }
+        let what = "reading the lock key";
+        let (status, index, text) = self.send(r, what).await?;
+        match status {
+            StatusCode::NOT_FOUND => Ok((None, index)),
+            s if s.is_success() => {
+                let mut entries: Vec<KvEntry> =
+                    serde_json::from_str(&text).map_err(|e| backend(what, s, &e.to_string()))?;
+                Ok((entries.pop(), index))
+            }
+            s => Err(backend(what, s, &text)),
+        }
+    }
+
+    /// Deletes `key`, only if its ModifyIndex is still `cas` when given.
+    pub(crate) async fn kv_delete(&self, key: &str, cas: Option<u64>) -> Result<bool> {
+        let mut r = self
+            .request(Method::DELETE, &kv_path(key))
+            .timeout(Duration::from_secs(10));
+        if let Some(cas) = cas {
+            r = r.query(&[("cas", cas)]);
+        }
+        let what = "deleting the lock key";
+        let (status, _, text) = self.send(r, what).await?;
+        if status.is_success() {
+            Ok(text.trim() == "true")
+        } else {
+            Err(backend(what, status, &text))
+        }
+    }
+
+    /// Runs a transaction (at most 64 operations).
+    pub(crate) async fn txn(&self, ops: &[TxnOp]) -> Result<TxnOutcome> {
+        let what = "running a KV transaction";
+        let r = self
+            .request(Method::PUT, "/v1/txn")
+            .json(ops)
+            .timeout(Duration::from_secs(10));
+        let (status, _, text) = self.send(r, what).await?;
+        if !(status.is_success() || status == StatusCode::CONFLICT) {
+            return Err(backend(what, status, &text));
+        }
+        let reply: TxnReply =
+            serde_json::from_str(&text).map_err(|e| backend(what, status, &e.to_string()))?;
+        match reply.errors {
+            Some(errors) if !errors.is_empty() => Ok(TxnOutcome::RolledBack(
+                errors.into_iter().map(|e| (e.op_index, e.what)).collect(),
+            )),
+            _ => Ok(TxnOutcome::Applied(
+                reply
+                    .results
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|r| r.kv)
+                    .collect(),
+            )),
+        }
+    }
+}
+
+/// The URL path of a KV key (already made of safe characters, see `keys`).
+fn kv_path(key: &str) -> String {
+    format!("/v1/kv/{}", key.replace('%', "%25"))
+}
+
+fn backend(what: &str, status: StatusCode, body: &str) -> LockError {
+    LockError::Backend {
+        driver: DRIVER,
+        message: format!("{what}: Consul answered {status}: {}", body.trim()),
+        source: None,
+    }
+}
+
+fn config_or_backend(what: &str, status: StatusCode, body: &str) -> LockError {
+    if status == StatusCode::BAD_REQUEST {
+        LockError::Config(format!("{what}: Consul refused it: {}", body.trim()))
+    } else {
+        backend(what, status, body)
+    }
+}

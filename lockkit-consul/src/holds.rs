@@ -1,0 +1,107 @@
+//! The holds this driver has been granted, and which owner of this driver is
+//! taking which key right now.
+//!
+//! Consul knows sessions, not owners: a key acquired by our session would be
+//! acquired again, successfully, for any other owner sharing this driver. So an
+//! owner *claims* a key here before asking Consul, and another owner of the same
+//! driver finds it claimed and waits, as for a lock held elsewhere.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use lockkit_core::{FencingToken, LockKey, LossSignal, OwnerId};
+use tokio::sync::Notify;
+
+use crate::session::Session;
+
+/// One granted hold.
+#[derive(Debug, Clone)]
+pub(crate) struct Held {
+    /// The KV key.
+    pub(crate) kv_key: String,
+    /// The ModifyIndex of the acquiring write.
+    pub(crate) token: FencingToken,
+    pub(crate) session: Arc<Session>,
+    /// Fired when the session is invalidated or the key is found gone.
+    pub(crate) loss: LossSignal,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    held: HashMap<(LockKey, OwnerId), Held>,
+    /// Which owner of this driver has the key (taking or holding it).
+    claims: HashMap<LockKey, OwnerId>,
+}
+
+/// Holds by `(key, owner)`, and claims by key.
+#[derive(Debug, Default)]
+pub(crate) struct Holds {
+    inner: Mutex<Inner>,
+    /// Notified whenever a claim is dropped.
+    pub(crate) unclaimed: Notify,
+}
+
+impl Holds {
+    fn inner(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Claims `key` for `owner`; false if another owner of this driver has it.
+    pub(crate) fn claim(&self, key: &LockKey, owner: &OwnerId) -> bool {
+        let mut inner = self.inner();
+        match inner.claims.get(key) {
+            Some(o) => o == owner,
+            None => {
+                inner.claims.insert(key.clone(), owner.clone());
+                true
+            }
+        }
+    }
+
+    /// Drops `owner`'s claim on `key` unless it holds the key.
+    pub(crate) fn unclaim(&self, key: &LockKey, owner: &OwnerId) {
+        let mut inner = self.inner();
+        if inner.claims.get(key) == Some(owner)
+            && !inner.held.contains_key(&(key.clone(), owner.clone()))
+        {
+            inner.claims.remove(key);
+            drop(inner);
+            self.unclaimed.notify_waiters();
+        }
+    }
+
+    pub(crate) fn insert(&self, key: LockKey, owner: OwnerId, held: Held) {
+        self.inner().held.insert((key, owner), held);
+    }
+
+    pub(crate) fn get(&self, key: &LockKey, owner: &OwnerId) -> Option<Held> {
+        self.inner()
+            .held
+            .get(&(key.clone(), owner.clone()))
+            .cloned()
+    }
+
+    /// Forgets the hold and its claim.
+    pub(crate) fn remove(&self, key: &LockKey, owner: &OwnerId) -> Option<Held> {
+        let mut inner = self.inner();
+        let held = inner.held.remove(&(key.clone(), owner.clone()));
+        if inner.claims.get(key) == Some(owner) {
+            inner.claims.remove(key);
+        }
+        drop(inner);
+        self.unclaimed.notify_waiters();
+        held
+    }
+
+    /// Signals every hold of `session` lost.
+    pub(crate) fn fire_session(&self, session: &str, why: &str) {
+        for held in self
+            .inner()
+            .held
+            .values()
+            .filter(|h| h.session.id == session)
+        {
+            held.loss.fire(why);
+        }
+    }
+}
