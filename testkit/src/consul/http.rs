@@ -1213,6 +1213,60 @@ mod tests {
         assert_eq!(seconds_if_small(2_000_000), 2_000_000);
     }
 
+    /// Blocks on `key` (missing or not) from its current index for `wait`.
+    fn block_on_key(
+        shared: &std::sync::Arc<Shared>,
+        key: &'static str,
+        wait: Duration,
+    ) -> tokio::task::JoinHandle<(Duration, u64)> {
+        let min_index = shared.read(|s| s.kv.key_index(key));
+        let q = QueryOpts {
+            min_index,
+            wait,
+            consistency: "leader",
+        };
+        let sh = shared.clone();
+        tokio::spawn(async move {
+            let start = Instant::now();
+            let (index, _) = blocking(&sh, &q, |s| {
+                (s.kv.key_index(key), s.kv.key_version(key), ())
+            })
+            .await;
+            (start.elapsed(), index)
+        })
+    }
+
+    fn set(shared: &Shared, key: &str) {
+        shared.write(|s| {
+            let idx = s.next_index();
+            s.kv.set(idx, super::super::state::Entry::new(key, 0, None));
+        });
+    }
+
+    // The runtime is single-threaded: after `yield_now` the spawned query has run
+    // up to its wait, so the writes below come while it blocks.
+    #[tokio::test]
+    async fn a_blocked_key_read_wakes_for_its_key_only() {
+        let shared = std::sync::Arc::new(Shared::new(None, 1.0));
+        let wait = Duration::from_millis(250);
+        let missing = block_on_key(&shared, "k", wait);
+        tokio::task::yield_now().await;
+        set(&shared, "other");
+        let (took, index) = missing.await.unwrap();
+        assert!(took >= wait, "woken by another key: {took:?}");
+        assert_eq!(index, shared.read(|s| s.kv.key_index("k")));
+
+        let woken = block_on_key(&shared, "k", Duration::from_secs(5));
+        tokio::task::yield_now().await;
+        set(&shared, "k");
+        let (took, index) = woken.await.unwrap();
+        assert!(
+            took < Duration::from_secs(1),
+            "not woken by its key: {took:?}"
+        );
+        assert_eq!(index, shared.read(|s| s.index()));
+    }
+
     #[test]
     fn query_values_decode() {
         assert_eq!(percent_decode("a%2Fb+c", true), Some(b"a/b c".to_vec()));
