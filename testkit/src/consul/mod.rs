@@ -57,6 +57,10 @@
 
 mod duration;
 mod http;
+mod kv;
+mod query;
+mod server;
+mod session;
 mod state;
 mod txn;
 mod wire;
@@ -69,7 +73,7 @@ use tokio::task::{AbortHandle, JoinHandle};
 
 use crate::TestkitError;
 
-use self::http::Shared;
+use self::server::Shared;
 
 /// How to run a [`ConsulStandIn`].
 #[derive(Debug, Clone, PartialEq)]
@@ -153,7 +157,7 @@ impl ConsulStandIn {
         let (sh, conns) = (shared.clone(), connections.clone());
         let accept = tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
-                let task = tokio::spawn(http::serve(sh.clone(), stream));
+                let task = tokio::spawn(server::serve(sh.clone(), stream));
                 let mut conns = conns.lock().unwrap_or_else(|e| e.into_inner());
                 conns.retain(|t| !t.is_finished());
                 conns.push(task.abort_handle());

@@ -19,11 +19,18 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Map, Value};
 
+use hyper::StatusCode;
+
 use super::duration::go_quote;
+use super::http::{Handled, Req, bad_request, json, text};
+use super::kv::KV_MAX_VALUE;
+use super::query::{Caller, denial, parse_query, resolve};
+use super::server::Shared;
 use super::state::{Entry, Store};
+use super::wire::{EntryJson, ReadMetaJson, TxnErrorJson, TxnReplyJson, TxnResultJson};
 
 /// Consul's `maxTxnOps`: 128 in current releases (older ones allowed 64).
-pub(crate) const MAX_OPS: usize = 128;
+const MAX_OPS: usize = 128;
 
 /// One KV operation of a transaction, as the client sent it.
 #[derive(Debug, Clone, Default)]
@@ -300,4 +307,93 @@ pub(crate) fn run(
         results.clear();
     }
     Outcome { results, errors }
+}
+
+/// `PUT /v1/txn`: sizes and parsing checked as Consul's agent does (413, 400),
+/// then the operations run; 200 with results, or 409 with every error.
+pub(super) fn handle(shared: &Shared, req: &Req) -> Handled {
+    if req.body.len() > KV_MAX_VALUE {
+        return Err(text(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("Request body too large, max size: {KV_MAX_VALUE} bytes"),
+        ));
+    }
+    let ops = parse(&req.body).map_err(|e| bad_request(format!("Failed to parse body: {e}")))?;
+    if ops.len() > MAX_OPS {
+        return Err(text(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "Transaction contains too many operations ({} > {MAX_OPS})",
+                ops.len()
+            ),
+        ));
+    }
+    if let Some(op) = ops
+        .iter()
+        .find(|op| op.value.as_ref().is_some_and(|v| v.len() > KV_MAX_VALUE))
+    {
+        return Err(text(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "Value for key {} is too large ({} > {KV_MAX_VALUE} bytes)",
+                go_quote(&op.key),
+                op.value.as_ref().map_or(0, Vec::len)
+            ),
+        ));
+    }
+    let read_only = !ops.iter().any(|op| is_write(&op.verb));
+    let q = if read_only {
+        Some(parse_query(req)?)
+    } else {
+        None
+    };
+    let caller = resolve(shared, req)?;
+    let denied = |op: &Op| match (caller, op.verb.as_str()) {
+        (Caller::Trusted, _) | (_, "get" | "get-or-empty" | "get-tree") => None,
+        (_, "check-index" | "check-session") => Some(denial("key:read", &op.key)),
+        _ => Some(denial("key:write", &op.key)),
+    };
+    let anonymous = caller == Caller::Anonymous;
+    let outcome = shared.write(|s| run(s, &ops, &denied, anonymous, Instant::now()));
+    let failed = !outcome.errors.is_empty();
+    let body = TxnReplyJson {
+        results: (!failed).then(|| {
+            outcome
+                .results
+                .iter()
+                .map(|(e, with_value)| TxnResultJson {
+                    kv: EntryJson::new(e, *with_value),
+                })
+                .collect()
+        }),
+        errors: failed.then(|| {
+            outcome
+                .errors
+                .iter()
+                .map(|(i, what)| TxnErrorJson {
+                    op_index: *i,
+                    what: what.clone(),
+                })
+                .collect()
+        }),
+        read_meta: q.as_ref().map(|q| ReadMetaJson {
+            index: 0,
+            last_contact: 0,
+            known_leader: true,
+            consistency_level: q.consistency,
+            not_modified: false,
+            backend: 0,
+            results_filtered_by_acls: false,
+        }),
+    };
+    let mut reply = json(&body);
+    if failed {
+        reply = reply.status(StatusCode::CONFLICT);
+    }
+    if read_only {
+        reply = reply
+            .header("X-Consul-LastContact", "0")
+            .header("X-Consul-KnownLeader", "true");
+    }
+    Ok(reply)
 }
