@@ -9,8 +9,13 @@
 //! Binaries come from Debian packages that `ci/setup` installs; a missing one is
 //! reported as "X not found — run ci/setup".
 //!
+//! One exception runs in-process: [`ConsulStandIn`], a test double that follows
+//! Consul's documented HTTP API for sessions, KV, transactions and blocking
+//! queries (no Consul agent can be installed where lockkit is built).
+//!
 //! Nothing here talks to anything but 127.0.0.1.
 
+mod consul;
 mod error;
 mod etcd;
 mod mariadb;
@@ -22,6 +27,7 @@ mod redis;
 mod tls;
 mod zookeeper;
 
+pub use consul::{ConsulStandIn, StandInOptions};
 pub use error::TestkitError;
 pub use etcd::{Etcd, EtcdCluster};
 pub use mariadb::MariaDb;
