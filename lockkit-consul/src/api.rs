@@ -48,6 +48,20 @@ impl TxnOp {
         }
     }
 
+    /// Fail unless `key` exists with ModifyIndex `index`.
+    pub(crate) fn check_index(key: &str, index: u64) -> Self {
+        Self {
+            kv: json!({"Verb": "check-index", "Key": key, "Index": index}),
+        }
+    }
+
+    /// Delete `key`.
+    pub(crate) fn delete(key: &str) -> Self {
+        Self {
+            kv: json!({"Verb": "delete", "Key": key}),
+        }
+    }
+
     /// Fail unless `key` is locked by `session`.
     pub(crate) fn check_session(key: &str, session: &str) -> Self {
         Self {
@@ -108,6 +122,10 @@ impl std::fmt::Debug for Api {
 
 impl Api {
     pub(crate) fn new(options: &ConsulOptions) -> Result<Self> {
+        // reqwest is built without a crypto provider of its own (even plain HTTP
+        // clients need one): ring is ours, unless the application installed a
+        // process default first.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let mut builder = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
             .pool_idle_timeout(Duration::from_secs(30));
@@ -160,9 +178,6 @@ impl Api {
                 "{what}: Consul refused the ACL token ({}); check the token in the URL or CONSUL_HTTP_TOKEN",
                 body.trim()
             ))),
-            s if s.is_server_error() && !body.contains("invalid session") => {
-                Err(backend(what, status, &body))
-            }
             _ => Ok((status, index, body)),
         }
     }
@@ -282,21 +297,12 @@ impl Api {
         }
     }
 
-    /// Deletes `key`, only if its ModifyIndex is still `cas` when given.
-    pub(crate) async fn kv_delete(&self, key: &str, cas: Option<u64>) -> Result<bool> {
-        let mut r = self
-            .request(Method::DELETE, &kv_path(key))
-            .timeout(Duration::from_secs(10));
-        if let Some(cas) = cas {
-            r = r.query(&[("cas", cas)]);
-        }
-        let what = "deleting the lock key";
-        let (status, _, text) = self.send(r, what).await?;
-        if status.is_success() {
-            Ok(text.trim() == "true")
-        } else {
-            Err(backend(what, status, &text))
-        }
+    /// Deletes `key` if its ModifyIndex is still `index` (a plain `DELETE ?cas=`
+    /// also succeeds on a missing key, so this is a transaction). Returns whether it
+    /// was deleted.
+    pub(crate) async fn delete_at(&self, key: &str, index: u64) -> Result<bool> {
+        let ops = [TxnOp::check_index(key, index), TxnOp::delete(key)];
+        Ok(matches!(self.txn(&ops).await?, TxnOutcome::Applied(_)))
     }
 
     /// Runs a transaction (at most 64 operations).
@@ -328,9 +334,10 @@ impl Api {
     }
 }
 
-/// The URL path of a KV key (already made of safe characters, see `keys`).
+/// The URL path of a KV key (made of URL-safe characters, see
+/// [`crate::ConsulDriver::kv_key`]).
 fn kv_path(key: &str) -> String {
-    format!("/v1/kv/{}", key.replace('%', "%25"))
+    format!("/v1/kv/{key}")
 }
 
 fn backend(what: &str, status: StatusCode, body: &str) -> LockError {
@@ -342,7 +349,16 @@ fn backend(what: &str, status: StatusCode, body: &str) -> LockError {
 }
 
 fn config_or_backend(what: &str, status: StatusCode, body: &str) -> LockError {
-    if status == StatusCode::BAD_REQUEST {
+    // Consul answers 500 for session settings it refuses (a TTL out of range).
+    let refused_setting = [
+        "Invalid Session TTL",
+        "Session TTL",
+        "Invalid Behavior",
+        "LockDelay",
+    ]
+    .iter()
+    .any(|m| body.contains(m));
+    if status == StatusCode::BAD_REQUEST || refused_setting {
         LockError::Config(format!("{what}: Consul refused it: {}", body.trim()))
     } else {
         backend(what, status, body)

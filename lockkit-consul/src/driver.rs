@@ -65,8 +65,28 @@ impl ConsulDriver {
         self.sessions.api()
     }
 
-    fn kv_key(&self, key: &LockKey) -> String {
-        format!("{}/{}", self.prefix, key.to_segment())
+    /// The KV key lock `key` lives at: `<prefix>/<key>`, with every byte of the key
+    /// outside `A-Z a-z 0-9 - .` written `_XX` (hex), so any lock name is one key
+    /// segment of the characters every Consul version accepts.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo(d: lockkit_consul::ConsulDriver) -> Result<(), lockkit_core::LockError> {
+    /// let key = lockkit_core::LockKey::new("inventory/sku_42")?;
+    /// assert_eq!(d.kv_key(&key), "lockkit/inventory_2Fsku_5F42");
+    /// # Ok(()) }
+    /// ```
+    pub fn kv_key(&self, key: &LockKey) -> String {
+        let mut out = format!("{}/", self.prefix);
+        for b in key.as_str().bytes() {
+            if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.') {
+                out.push(b as char);
+            } else {
+                out.push_str(&format!("_{b:02X}"));
+            }
+        }
+        out
     }
 
     /// Our live hold, as far as this side knows.
@@ -161,6 +181,11 @@ impl ConsulDriver {
         let mut delay_backoff = Duration::from_millis(50);
         loop {
             let session = self.sessions.get().await?;
+            // Listen for another owner of this driver letting go of the key before
+            // looking at it, so that a release in between is not missed.
+            let unclaimed = self.holds.unclaimed.notified();
+            tokio::pin!(unclaimed);
+            unclaimed.as_mut().enable();
             let refused = match self.try_once(req, &kv_key, &session).await? {
                 Ok(grant) => return Ok(grant),
                 Err(r) => r,
@@ -182,7 +207,6 @@ impl ConsulDriver {
                     let wait = deadline
                         .saturating_duration_since(Instant::now())
                         .clamp(Duration::from_millis(1), MAX_BLOCK);
-                    let unclaimed = self.holds.unclaimed.notified();
                     tokio::select! {
                         r = self.api().kv_get(&kv_key, Some((index, wait))) => { r?; }
                         _ = unclaimed => {}
@@ -207,7 +231,7 @@ impl ConsulDriver {
                 if e.session.as_deref() == Some(session.id.as_str())
                     && e.value().as_deref() == Some(owner.to_hex().as_bytes()) =>
             {
-                self.api().kv_delete(&kv_key, Some(e.modify_index)).await
+                self.api().delete_at(&kv_key, e.modify_index).await
             }
             _ => Ok(false),
         }
@@ -345,23 +369,21 @@ impl LockDriver for ConsulDriver {
     }
 
     async fn release(&self, key: &LockKey, owner: &OwnerId) -> Result<bool> {
-        let Some(held) = self.holds.remove(key, owner) else {
+        let Some(held) = self.holds.take(key, owner) else {
             return self.release_unrecorded(key, owner).await;
         };
-        // Deleting with cas on the acquiring write's index: only our hold, and it
-        // wakes every blocking query on the key.
-        self.api()
-            .kv_delete(&held.kv_key, Some(held.token.get()))
-            .await
+        // Deleting at the acquiring write's index: only our hold, and it wakes
+        // every blocking query on the key.
+        let deleted = self.api().delete_at(&held.kv_key, held.token.get()).await;
+        self.holds.unclaim(key, owner);
+        deleted
     }
 
     async fn force_release(&self, key: &LockKey) -> Result<bool> {
         let kv_key = self.kv_key(key);
         let (entry, _) = self.api().kv_get(&kv_key, None).await?;
         match entry {
-            Some(e) if e.session.is_some() => {
-                self.api().kv_delete(&kv_key, Some(e.modify_index)).await
-            }
+            Some(e) if e.session.is_some() => self.api().delete_at(&kv_key, e.modify_index).await,
             _ => Ok(false),
         }
     }

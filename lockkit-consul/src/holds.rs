@@ -81,6 +81,13 @@ impl Holds {
             .cloned()
     }
 
+    /// Forgets the hold but keeps the claim: for a release, which drops the claim
+    /// with [`unclaim`](Self::unclaim) once the key is deleted (before that, another
+    /// owner of this driver would re-acquire the key our session still holds).
+    pub(crate) fn take(&self, key: &LockKey, owner: &OwnerId) -> Option<Held> {
+        self.inner().held.remove(&(key.clone(), owner.clone()))
+    }
+
     /// Forgets the hold and its claim.
     pub(crate) fn remove(&self, key: &LockKey, owner: &OwnerId) -> Option<Held> {
         let mut inner = self.inner();

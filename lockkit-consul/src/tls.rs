@@ -11,9 +11,6 @@ pub(crate) fn configure(
     builder: ClientBuilder,
     tls: &TlsFiles,
 ) -> Result<ClientBuilder, LockError> {
-    // reqwest is built without a provider of its own; ring is ours (ignored if the
-    // application installed a default first).
-    let _ = rustls::crypto::ring::default_provider().install_default();
     let mut builder = builder.https_only(true);
     if let Some(ca) = &tls.ca {
         let certs = Certificate::from_pem_bundle(&ca.pem)

@@ -51,9 +51,11 @@
 //! `X-Consul-Effective-Consistency` header); tombstone reaping; the key-name
 //! character checks of Consul 1.21.5+ (see hashicorp/consul#22822); HTTP/2, TLS.
 //!
-//! [`StandInOptions::with_ttl_scale`] exists only here: it shortens every
-//! session TTL so a test sees invalidation in milliseconds while clients still
-//! send TTLs Consul accepts.
+//! [`StandInOptions::with_ttl_scale`] and [`StandInOptions::with_min_session_ttl`]
+//! exist only here: the first shortens every session TTL so a test sees
+//! invalidation in milliseconds while clients still send TTLs Consul accepts; the
+//! second accepts TTLs under Consul's 10 s minimum, so client and stand-in agree
+//! on a short TTL.
 
 mod duration;
 mod http;
@@ -84,6 +86,8 @@ pub struct StandInOptions {
     /// Every session TTL is multiplied by this (1.0: real time). Test acceleration
     /// only: `0.01` makes a `"10s"` session expire 100–200 ms after its last renewal.
     pub ttl_scale: f64,
+    /// The shortest session TTL accepted (Consul: 10 s). Test acceleration only.
+    pub min_session_ttl: std::time::Duration,
 }
 
 impl Default for StandInOptions {
@@ -91,6 +95,7 @@ impl Default for StandInOptions {
         Self {
             acl_token: None,
             ttl_scale: 1.0,
+            min_session_ttl: std::time::Duration::from_secs(10),
         }
     }
 }
@@ -101,6 +106,14 @@ impl StandInOptions {
     /// caller and is refused with 403.
     pub fn with_acl_token(mut self, token: impl Into<String>) -> Self {
         self.acl_token = Some(token.into());
+        self
+    }
+
+    /// Accepts session TTLs down to `ttl` instead of Consul's 10 s (a test
+    /// acceleration: clients and the stand-in then agree on a short TTL, where
+    /// [`with_ttl_scale`](Self::with_ttl_scale) shortens it behind the client's back).
+    pub fn with_min_session_ttl(mut self, ttl: std::time::Duration) -> Self {
+        self.min_session_ttl = ttl;
         self
     }
 
@@ -151,7 +164,9 @@ impl ConsulStandIn {
         }
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
-        let shared = Arc::new(Shared::new(options.acl_token, options.ttl_scale));
+        let mut shared = Shared::new(options.acl_token, options.ttl_scale);
+        shared.min_ttl_ns = i64::try_from(options.min_session_ttl.as_nanos()).unwrap_or(i64::MAX);
+        let shared = Arc::new(shared);
         let connections: Arc<Mutex<Vec<AbortHandle>>> = Arc::default();
 
         let (sh, conns) = (shared.clone(), connections.clone());

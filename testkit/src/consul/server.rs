@@ -33,6 +33,8 @@ pub(crate) struct Shared {
     /// True while the stand-in holds every reply.
     paused: watch::Sender<bool>,
     pub(super) acl_token: Option<String>,
+    /// The shortest session TTL accepted, in nanoseconds (Consul: 10 s).
+    pub(super) min_ttl_ns: i64,
 }
 
 impl Shared {
@@ -46,6 +48,7 @@ impl Shared {
             timers: Notify::new(),
             paused,
             acl_token,
+            min_ttl_ns: super::session::TTL_MIN_NS,
         }
     }
 

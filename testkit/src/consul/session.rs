@@ -16,7 +16,7 @@ use super::state::{Behavior, NODE, SERF_HEALTH, Session, SessionSpec};
 use super::wire::SessionJson;
 
 /// Session TTL bounds (Consul's `session_ttl_min` default, `SessionTTLMax`).
-const TTL_MIN_NS: i64 = 10_000_000_000;
+pub(super) const TTL_MIN_NS: i64 = 10_000_000_000;
 const TTL_MAX_NS: i64 = 86_400_000_000_000;
 /// A `LockDelay` below this many nanoseconds is taken as seconds (Consul's
 /// `lockDelayMinThreshold`: clients send `5` meaning 5 s).
@@ -155,7 +155,7 @@ pub(super) fn session_create(shared: &Shared, req: &Req) -> Handled {
     if !create.ttl.is_empty() {
         ttl_ns = parse_go_duration(&create.ttl)
             .map_err(|e| server_error(format!("Session TTL '{}' invalid: {e}", create.ttl)))?;
-        if ttl_ns != 0 && !(TTL_MIN_NS..=TTL_MAX_NS).contains(&ttl_ns) {
+        if ttl_ns != 0 && !(shared.min_ttl_ns..=TTL_MAX_NS).contains(&ttl_ns) {
             return Err(server_error(format!(
                 "Invalid Session TTL '{ttl_ns}', must be between [10s=24h0m0s]"
             )));

@@ -1,0 +1,98 @@
+//! The conformance suite against the testkit's Consul stand-in (no Consul agent can
+//! be installed here; the stand-in follows the documented HTTP semantics), and
+//! against a real agent when `CONSUL_HTTP_ADDR` is set.
+//!
+//! The stand-in is told to accept session TTLs below Consul's 10 s minimum, so
+//! that the killed-holder case (a 1 s lease) sees the session invalidated within
+//! its limits: sessions of 600 ms, no lock-delay.
+
+#![allow(clippy::unwrap_used, clippy::panic)] // Tests fail by panicking.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use lockkit_conformance::{Outcome, RunOptions, TestHarness, UrlHarness, url_backend};
+use lockkit_consul::{ConsulDriver, ConsulOptions};
+use lockkit_core::{LockDriver, LockError};
+use lockkit_testkit::{ConsulStandIn, StandInOptions};
+
+async fn connect(url: &str) -> Result<Arc<dyn LockDriver>, LockError> {
+    Ok(Arc::new(
+        ConsulDriver::connect(ConsulOptions::from_url(url)?).await?,
+    ))
+}
+
+async fn stand_in() -> Result<ConsulStandIn, lockkit_testkit::TestkitError> {
+    ConsulStandIn::start_with(
+        StandInOptions::default().with_min_session_ttl(Duration::from_millis(100)),
+    )
+    .await
+}
+
+url_backend!(
+    /// The stand-in, sessions of 600 ms, no lock-delay.
+    StandIn: ConsulStandIn = stand_in(),
+    |s| format!("{}?session_ttl_ms=600&lock_delay_ms=0", s.url()),
+    connect
+);
+
+lockkit_conformance::suite!(
+    consul_stand_in,
+    UrlHarness<StandIn>,
+    skip {
+        expired_lease_is_reacquirable: "session-bound: a hold lasts as long as its session, there is no per-lock lease to expire",
+        release_never_deletes_a_newer_holders_lock: "needs per-lock lease expiry; tests/faults.rs proves it with the key deleted behind the holder's back",
+    }
+);
+
+/// A real agent, from `CONSUL_HTTP_ADDR` (`host:port`, or an `http://` URL) and
+/// `CONSUL_HTTP_TOKEN`: sessions of 10 s (Consul's minimum), no lock-delay.
+struct Agent;
+
+#[lockkit_core::async_trait]
+impl lockkit_conformance::UrlBackend for Agent {
+    type Server = ();
+    async fn start() -> ((), String) {
+        let addr = std::env::var("CONSUL_HTTP_ADDR").unwrap_or_default();
+        let host = addr
+            .trim_start_matches("http://")
+            .trim_end_matches('/')
+            .to_string();
+        (
+            (),
+            format!(
+                "consul://{host}?session_ttl_ms=10000&lock_delay_ms=0&prefix=lockkit-conformance"
+            ),
+        )
+    }
+    async fn connect(url: &str) -> Result<Arc<dyn LockDriver>, LockError> {
+        connect(url).await
+    }
+}
+
+/// The whole suite against a real Consul agent, when `CONSUL_HTTP_ADDR` is set;
+/// otherwise skipped, saying so. (Run this way, without a holder process, the
+/// killed-holder case reports itself skipped; with 10 s sessions it could not meet
+/// its 1 s lease anyway.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conformance_against_a_real_agent_when_consul_http_addr_is_set() {
+    if std::env::var("CONSUL_HTTP_ADDR").is_err() {
+        eprintln!(
+            "skipped: CONSUL_HTTP_ADDR is not set, so there is no real Consul agent to test against"
+        );
+        return;
+    }
+    let harness = <UrlHarness<Agent> as TestHarness>::start().await;
+    let report = lockkit_conformance::run(Arc::new(harness), RunOptions::default()).await;
+    let mut failed = Vec::new();
+    for case in &report.cases {
+        eprintln!("{:<50} {:?}", case.name, case.outcome);
+        if matches!(case.outcome, Outcome::Failed(_)) {
+            failed.push(case.name);
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "failed against the real agent: {failed:?}"
+    );
+}

@@ -1,0 +1,199 @@
+//! Consul faults against the testkit's stand-in (see conformance_consul.rs for
+//! why a stand-in): a session invalidated under its holder and the lock-delay that
+//! follows, a key deleted behind its holder, and ACL tokens.
+
+#![allow(clippy::unwrap_used, clippy::panic)] // Tests fail by panicking.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use lockkit_consul::{ConsulDriver, ConsulOptions};
+use lockkit_core::{LockDriver, LockError, LockKey, Locker};
+use lockkit_testkit::{ConsulStandIn, StandInOptions};
+use tokio::time::{Instant, timeout};
+
+async fn driver(url: &str) -> Arc<ConsulDriver> {
+    Arc::new(
+        ConsulDriver::connect(ConsulOptions::from_url(url).unwrap())
+            .await
+            .unwrap(),
+    )
+}
+
+/// The session holding lock `key` of driver `d`.
+async fn holder_session(consul: &ConsulStandIn, d: &ConsulDriver, key: &str) -> String {
+    let kv_key = d.kv_key(&LockKey::new(key).unwrap());
+    let url = format!("http://{}/v1/kv/{kv_key}", consul.addr());
+    let entries: serde_json::Value = reqwest::get(url).await.unwrap().json().await.unwrap();
+    entries[0]["Session"].as_str().unwrap().to_string()
+}
+
+/// Destroy the holder's session (an invalidation, as when its TTL lapses): its
+/// `lost()` fires at the next renewal, the key is deleted (behavior `delete`), and
+/// for the session's lock-delay (1.5 s) nobody can take the lock — a `try_lock` is
+/// refused and a waiter is granted only once the delay has passed, with a greater
+/// token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_session_is_invalidated_nobody_acquires_until_the_lock_delay_has_passed() {
+    const LOCK_DELAY: Duration = Duration::from_millis(1500);
+    let consul = ConsulStandIn::start().await.unwrap();
+    let holder_driver = driver(&format!(
+        "{}?session_ttl_ms=10000&lock_delay_ms=1500",
+        consul.url()
+    ))
+    .await;
+    let holder = Locker::new(holder_driver.clone());
+    let other = Locker::new(driver(&format!("{}?lock_delay_ms=0", consul.url())).await);
+    let g = holder
+        .lock("delayed")
+        .ttl(Duration::from_millis(600))
+        .no_wait()
+        .await
+        .unwrap();
+    let lost = g.lost();
+    let session = holder_session(&consul, &holder_driver, "delayed").await;
+
+    let client = reqwest::Client::new();
+    let invalidated = Instant::now();
+    let destroyed = client
+        .put(format!(
+            "http://{}/v1/session/destroy/{session}",
+            consul.addr()
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert!(destroyed.status().is_success());
+
+    match other.try_lock("delayed").await {
+        Err(LockError::Contended { .. }) => {}
+        r => panic!("a try_lock during the lock-delay was not refused: {r:?}"),
+    }
+    let waiter = tokio::spawn(async move {
+        let g = other
+            .lock("delayed")
+            .ttl(Duration::from_secs(5))
+            .wait(Duration::from_secs(15))
+            .await
+            .unwrap();
+        (g, Instant::now())
+    });
+    let reason = timeout(Duration::from_secs(3), lost)
+        .await
+        .expect("lost() did not fire within 3 s of the invalidation");
+    let lost_after = invalidated.elapsed();
+    let (next, granted_at) = waiter.await.unwrap();
+    let granted_after = granted_at - invalidated;
+    eprintln!(
+        "lost() {lost_after:?} after the invalidation ({reason}); waiter granted {granted_after:?} after it (lock-delay {LOCK_DELAY:?})"
+    );
+    assert!(
+        granted_after >= LOCK_DELAY,
+        "granted {granted_after:?} after the invalidation, inside the lock-delay"
+    );
+    // The waiter polls a delay with backoff capped at 1 s.
+    assert!(
+        granted_after <= LOCK_DELAY + Duration::from_millis(1500),
+        "granted only {granted_after:?} after the invalidation"
+    );
+    assert!(next.token() > g.token());
+    assert!(matches!(g.release().await, Err(LockError::Lost { .. })));
+    next.release().await.unwrap();
+}
+
+/// Delete the holder's key behind its back (break-glass): the next watchdog round
+/// reports it lost, another client takes the lock, and the old holder's release
+/// reports `Lost` without touching the new holder's key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn release_after_the_key_was_deleted_never_touches_the_new_holder() {
+    let consul = ConsulStandIn::start().await.unwrap();
+    let url = format!("{}?lock_delay_ms=0", consul.url());
+    let (a, b, admin) = (
+        Locker::new(driver(&url).await),
+        Locker::new(driver(&url).await),
+        driver(&url).await,
+    );
+    let old = a
+        .lock("broken")
+        .ttl(Duration::from_millis(600))
+        .no_wait()
+        .await
+        .unwrap();
+    let lost = old.lost();
+    assert!(
+        admin
+            .force_release(&LockKey::new("broken").unwrap())
+            .await
+            .unwrap()
+    );
+    timeout(Duration::from_secs(2), lost)
+        .await
+        .expect("lost() did not fire within 2 s of the delete");
+    let new = b.lock("broken").no_wait().await.unwrap();
+    let old_token = old.token();
+    assert!(matches!(old.release().await, Err(LockError::Lost { .. })));
+    match a.try_lock("broken").await {
+        Err(LockError::Contended { .. }) => {}
+        other => panic!("the new holder's lock is gone after the old release: {other:?}"),
+    }
+    assert!(new.token() > old_token);
+    new.release().await.unwrap();
+}
+
+/// Two owners sharing one driver (one session) still exclude each other: Consul
+/// would let the session acquire its own key again, lockkit does not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn owners_sharing_a_session_exclude_each_other() {
+    let consul = ConsulStandIn::start().await.unwrap();
+    let shared = Locker::new(driver(&format!("{}?lock_delay_ms=0", consul.url())).await);
+    let g = shared.try_lock("shared-session").await.unwrap();
+    match shared.try_lock("shared-session").await {
+        Err(LockError::Contended { .. }) => {}
+        r => panic!("a second owner on the same session got the lock: {r:?}"),
+    }
+    let s2 = shared.clone();
+    let waiter = tokio::spawn(async move {
+        s2.lock("shared-session")
+            .wait(Duration::from_secs(10))
+            .await
+            .unwrap()
+    });
+    let token = g.token();
+    g.release().await.unwrap();
+    let next = timeout(Duration::from_secs(5), waiter)
+        .await
+        .expect("the second owner was not granted within 5 s of the release")
+        .unwrap();
+    assert!(next.token() > token);
+    next.release().await.unwrap();
+}
+
+/// With an ACL token required, a driver without it gets a typed `Config` error
+/// naming the token (never showing one), and one with it works; the token comes
+/// from the URL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_acl_token_is_a_config_error_and_the_token_is_never_shown() {
+    let consul =
+        ConsulStandIn::start_with(StandInOptions::default().with_acl_token("s3cret-token"))
+            .await
+            .unwrap();
+    let err = ConsulDriver::connect(
+        ConsulOptions::from_url(&format!("{}?lock_delay_ms=0", consul.url())).unwrap(),
+    )
+    .await
+    .unwrap_err();
+    let shown = format!("{err} {err:?}");
+    assert!(matches!(err, LockError::Config(_)), "{shown}");
+    assert!(shown.contains("ACL token"), "{shown}");
+    let url = format!("consul://s3cret-token@{}?lock_delay_ms=0", consul.addr());
+    let d = driver(&url).await;
+    assert!(!format!("{d:?}").contains("s3cret"));
+    let locker = Locker::new(d);
+    locker
+        .try_lock("acl")
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+}
