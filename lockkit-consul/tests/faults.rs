@@ -197,3 +197,33 @@ async fn a_missing_acl_token_is_a_config_error_and_the_token_is_never_shown() {
         .await
         .unwrap();
 }
+
+/// `consuls://` reads the CA and client certificate when the URL is parsed, and
+/// speaks TLS: against the plain-HTTP stand-in the handshake fails, as a typed
+/// `Connection` error. (The stand-in has no TLS listener, so a full HTTPS session
+/// is not exercised here.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consuls_speaks_tls_with_the_given_ca_and_client_certificate() {
+    let consul = ConsulStandIn::start().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let ca = lockkit_testkit::CertAuthority::generate(dir.path()).unwrap();
+    let url = format!(
+        "consuls://s3cret@{}?tls_ca={}&tls_cert={}&tls_key={}",
+        consul.addr(),
+        ca.ca.display(),
+        ca.client_cert.display(),
+        ca.client_key.display()
+    );
+    let options = ConsulOptions::from_url(&url).unwrap();
+    assert_eq!(options.base_url(), format!("https://{}", consul.addr()));
+    let err = ConsulDriver::connect(options).await.unwrap_err();
+    let shown = format!("{err} {err:?}");
+    assert!(matches!(err, LockError::Connection { .. }), "{shown}");
+    assert!(!shown.contains("s3cret"), "{shown}");
+    let missing = ConsulOptions::from_url(&format!(
+        "consuls://{}?tls_ca=/no/such/ca.pem",
+        consul.addr()
+    ))
+    .unwrap_err();
+    assert!(matches!(missing, LockError::Config(_)), "{missing}");
+}
