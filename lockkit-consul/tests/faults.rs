@@ -53,7 +53,7 @@ async fn after_a_session_is_invalidated_nobody_acquires_until_the_lock_delay_has
     let lost = g.lost();
     let session = holder_session(&consul, &holder_driver, "delayed").await;
 
-    let client = reqwest::Client::new();
+    let client = reqwest::Client::new(); // the driver installed ring already
     let invalidated = Instant::now();
     let destroyed = client
         .put(format!(

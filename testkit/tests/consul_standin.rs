@@ -42,7 +42,7 @@ struct Client {
 impl Client {
     fn new(consul: &ConsulStandIn) -> Self {
         Self {
-            http: reqwest::Client::new(),
+            http: http_client(),
             base: format!("http://{}", consul.addr()),
             token: None,
         }
@@ -714,7 +714,7 @@ async fn an_acl_token_is_required_when_configured() {
 
     assert!(good.kv_put("k", "v").await);
     assert_eq!(anonymous.get("/v1/kv/k?token=s3cret").await.status, 200);
-    let bearer = reqwest::Client::new()
+    let bearer = http_client()
         .get(format!("http://{}/v1/kv/k", consul.addr()))
         .bearer_auth("s3cret")
         .send()
@@ -800,10 +800,17 @@ async fn pause_holds_replies_until_resume_and_drop_closes() {
 
     let url = format!("http://{}/v1/status/leader", consul.addr());
     drop(consul);
-    let after = reqwest::Client::new()
+    let after = http_client()
         .get(url)
         .timeout(Duration::from_secs(2))
         .send()
         .await;
     assert!(after.is_err(), "answered after drop");
+}
+
+/// A reqwest client. Built with every workspace feature, reqwest has rustls
+/// without a crypto provider (lockkit-consul brings ring): install ring first.
+fn http_client() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::new()
 }
