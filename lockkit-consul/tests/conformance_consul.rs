@@ -41,7 +41,7 @@ lockkit_conformance::suite!(
     UrlHarness<StandIn>,
     skip {
         expired_lease_is_reacquirable: "session-bound: a hold lasts as long as its session, there is no per-lock lease to expire",
-        release_never_deletes_a_newer_holders_lock: "needs per-lock lease expiry; tests/faults.rs proves it with the key deleted behind the holder's back",
+        release_never_deletes_a_newer_holders_lock: "needs per-lock lease expiry; release_after_the_hold_vanished_never_touches_the_new_holder proves the same with the key deleted",
     }
 );
 

@@ -90,7 +90,7 @@ macro_rules! zk_suite {
             UrlHarness<$backend>,
             skip {
                 expired_lease_is_reacquirable: "session-bound: a hold lasts as long as its session, there is no per-lock lease to expire",
-                release_never_deletes_a_newer_holders_lock: "needs lease expiry; tests/faults.rs proves it with a node deleted behind the holder's back",
+                release_never_deletes_a_newer_holders_lock: "needs lease expiry; release_after_the_hold_vanished_never_touches_the_new_holder proves the same with the node deleted",
             },
             with {
                 fifo_order,

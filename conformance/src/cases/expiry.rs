@@ -79,6 +79,49 @@ pub(crate) async fn release_never_deletes_a_newer_holders_lock(ctx: &Ctx) -> Cas
     Ok(())
 }
 
+/// A's hold vanishes behind its back (deleted, or its session ended); B takes the
+/// lock; A's late release reports `Lost` and leaves B's hold in place, and B's
+/// token is greater. The same promise as the case above, for every driver,
+/// including those whose holds have no lease to expire.
+pub(crate) async fn release_after_the_hold_vanished_never_touches_the_new_holder(
+    ctx: &Ctx,
+) -> CaseResult {
+    let (a, b, c) = (
+        ctx.locker().await?,
+        ctx.locker().await?,
+        ctx.locker().await?,
+    );
+    let key = ctx.key("vanished");
+    let old = a
+        .lock(key.as_str())
+        .ttl(Duration::from_millis(600))
+        .no_wait()
+        .await?;
+    let old_token = old.token();
+    ctx.vanish(old.key()).await?;
+    let new = b
+        .lock(key.as_str())
+        .ttl(Duration::from_secs(10))
+        .wait(Duration::from_secs(10))
+        .await?;
+    match old.release().await {
+        Err(LockError::Lost { .. }) => {}
+        Ok(()) => fail!("releasing a vanished hold reported success"),
+        Err(e) => fail!("expected Lost from the stale release, got: {e}"),
+    }
+    expect_contended(c.try_lock(key.as_str()).await, "after the stale release")?;
+    ensure!(
+        new.token() > old_token,
+        "the new holder's token {} is not greater than the vanished hold's {old_token}",
+        new.token()
+    );
+    if let Err(e) = new.extend(Duration::from_secs(10)).await {
+        fail!("the new holder could not extend after the stale release: {e}");
+    }
+    new.release().await?;
+    Ok(())
+}
+
 /// `extend` keeps a fixed lease alive past its original TTL; once the hold vanishes,
 /// `extend` fails with `Lost`.
 pub(crate) async fn extend_keeps_the_lock_and_fails_after_loss(ctx: &Ctx) -> CaseResult {

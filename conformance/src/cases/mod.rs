@@ -101,6 +101,7 @@ define_cases! {$;
     exclusion::cancelled_acquire_leaves_nothing_behind,
     expiry::expired_lease_is_reacquirable,
     expiry::release_never_deletes_a_newer_holders_lock,
+    expiry::release_after_the_hold_vanished_never_touches_the_new_holder,
     expiry::extend_keeps_the_lock_and_fails_after_loss,
     fencing::fencing_tokens_increase_across_holders,
     fencing::reentrant_acquire_returns_same_token,
