@@ -189,3 +189,42 @@ async fn consuls_speaks_tls_with_the_given_ca_and_client_certificate() {
     .unwrap_err();
     assert!(matches!(missing, LockError::Config(_)), "{missing}");
 }
+
+/// Holding 100 locks under the watchdog (600 ms TTL, a round every 200 ms) for 2 s
+/// costs one session renewal per round, and one `check-session` transaction per
+/// 64 locks — not a request per lock per round — and every lock stays held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hundred_held_locks_cost_one_session_renewal_per_round() {
+    const LOCKS: usize = 100;
+    let consul = ConsulStandIn::start().await.unwrap();
+    let locker = Locker::new(driver(&format!("{}?lock_delay_ms=0", consul.url())).await);
+    let mut guards = Vec::new();
+    for i in 0..LOCKS {
+        let g = locker
+            .lock(format!("many/{i}"))
+            .ttl(Duration::from_millis(600))
+            .no_wait()
+            .await
+            .unwrap();
+        guards.push(g);
+    }
+    let (renews0, txns0) = (
+        consul.requests("PUT", "/v1/session/renew/"),
+        consul.requests("PUT", "/v1/txn"),
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let renews = consul.requests("PUT", "/v1/session/renew/") - renews0;
+    let txns = consul.requests("PUT", "/v1/txn") - txns0;
+    eprintln!("{LOCKS} locks held 2 s: {renews} session renewals, {txns} transactions");
+    assert!(guards.iter().all(|g| !g.is_lost()));
+    // About 10 rounds: allow for the keep-alive and scheduling slack, far below
+    // the 1,000 a per-lock renewal would send.
+    assert!((5..=25).contains(&renews), "{renews} renewals");
+    assert!(
+        txns <= renews * 2 + 4,
+        "{txns} transactions for {renews} rounds"
+    );
+    for g in guards {
+        g.release().await.unwrap();
+    }
+}

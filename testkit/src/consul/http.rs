@@ -347,6 +347,11 @@ pub(super) async fn route(shared: &Shared, req: &Req) -> Reply {
         )
         .header("Allow", allow);
     }
+    if let Ok(mut served) = shared.served.lock() {
+        *served
+            .entry(format!("{} {pattern}", req.method))
+            .or_default() += 1;
+    }
     let rest = &path[pattern.len().min(path.len())..];
     let handled = match endpoint {
         Endpoint::Kv => match req.method {

@@ -223,6 +223,17 @@ impl ConsulStandIn {
         self.shared.read(|s| s.index())
     }
 
+    /// How many requests it has served for `method` on `route`, the route as
+    /// Consul's router names it (`"PUT", "/v1/session/renew/"`, `"PUT", "/v1/txn"`,
+    /// `"GET", "/v1/kv/"`): for tests that count what a client sends.
+    pub fn requests(&self, method: &str, route: &str) -> u64 {
+        self.shared
+            .served
+            .lock()
+            .map(|s| s.get(&format!("{method} {route}")).copied().unwrap_or(0))
+            .unwrap_or(0)
+    }
+
     /// How many sessions exist (not yet destroyed or invalidated).
     pub fn session_count(&self) -> usize {
         self.shared.read(|s| s.session_count())

@@ -35,6 +35,8 @@ pub(crate) struct Shared {
     pub(super) acl_token: Option<String>,
     /// The shortest session TTL accepted, in nanoseconds (Consul: 10 s).
     pub(super) min_ttl_ns: i64,
+    /// Requests served, by `"METHOD route"`.
+    pub(super) served: Mutex<std::collections::HashMap<String, u64>>,
 }
 
 impl Shared {
@@ -49,6 +51,7 @@ impl Shared {
             paused,
             acl_token,
             min_ttl_ns: super::session::TTL_MIN_NS,
+            served: Mutex::default(),
         }
     }
 
