@@ -5,6 +5,7 @@ mod bench;
 mod check;
 mod demo;
 mod hold;
+mod run;
 
 use std::process::ExitCode;
 
@@ -26,6 +27,9 @@ enum Command {
     Check(check::Args),
     /// Measures uncontended lock+release latency against the backend's raw floor.
     Bench(bench::Args),
+    /// Runs a command while holding a lock (like flock(1)); the command gets the
+    /// fencing token in LOCKKIT_FENCING_TOKEN and is signalled if the lock is lost.
+    Run(run::Args),
     /// Child-process entry of `check` (takes a lock and waits to be killed).
     #[command(name = "__hold", hide = true)]
     Hold,
@@ -55,6 +59,7 @@ fn main() -> ExitCode {
             Command::Demo(args) => demo::run(args).await,
             Command::Check(args) => check::run(args).await,
             Command::Bench(args) => bench::run(args).await,
+            Command::Run(args) => run::run(args).await,
             Command::Hold => hold::run().await,
         }
     });
