@@ -143,9 +143,11 @@ async fn without_lock(pool: &SqlitePool, a: &Args) -> Result<Phase, LockError> {
     finish(pool, a, sold.load(Ordering::SeqCst), 0, started).await
 }
 
-/// Orders through lockkit with fenced writes; worker 0 stalls past its lease once.
+/// Orders through lockkit with fenced writes; the first worker to get the lock
+/// stalls past its lease once, while the whole stock is still there.
 async fn with_lockkit(pool: &SqlitePool, url: &str, a: &Args) -> Result<Phase, LockError> {
     let sold = Arc::new(AtomicU64::new(0));
+    let stall_pending = Arc::new(std::sync::atomic::AtomicBool::new(true));
     let rejected = Arc::new(AtomicU64::new(0));
     let progress = bar("with lockkit", a.stock, a.json);
     let started = Instant::now();
@@ -153,23 +155,26 @@ async fn with_lockkit(pool: &SqlitePool, url: &str, a: &Args) -> Result<Phase, L
     for worker in 0..a.workers {
         // Each worker is its own "service instance" with its own connection.
         let locker: Locker = lockkit::connect(url).await?;
-        let (pool, sold, rejected, progress) = (
+        let (pool, sold, rejected, progress, stall_pending) = (
             pool.clone(),
             sold.clone(),
             rejected.clone(),
             progress.clone(),
+            stall_pending.clone(),
         );
         tasks.push(tokio::spawn(async move {
-            let mut orders = 0u32;
             loop {
-                orders += 1;
-                let stall = worker == 0 && orders == 3;
+                // The first grant of the run stalls (decided after the grant, so it
+                // happens exactly once, before anything is sold); a worker that asked
+                // for the short lease but was not first just works within it.
+                let wants_stall = stall_pending.load(Ordering::SeqCst);
                 let request = locker.lock(LOCK).wait(Duration::from_secs(60));
-                let guard = if stall {
+                let guard = if wants_stall {
                     request.lease(Duration::from_millis(150)).await?
                 } else {
                     request.ttl(Duration::from_secs(5)).await?
                 };
+                let stall = wants_stall && stall_pending.swap(false, Ordering::SeqCst);
                 let stock = read_stock(&pool).await?;
                 if stock <= 0 {
                     guard.release().await?;
@@ -177,7 +182,7 @@ async fn with_lockkit(pool: &SqlitePool, url: &str, a: &Args) -> Result<Phase, L
                 }
                 if stall {
                     // A GC pause / SIGSTOP: the lease runs out, someone else sells.
-                    progress.set_message("(worker 0 stalled past its lease)");
+                    progress.set_message(format!("(worker {worker} stalled past its lease)"));
                     tokio::time::sleep(Duration::from_millis(600)).await;
                 } else {
                     tokio::time::sleep(Duration::from_millis(2)).await;
