@@ -6,9 +6,17 @@
 //! between, and the server fails with "Address already in use". So ports are drawn
 //! at random from *below* the ephemeral range, which the kernel never assigns on its
 //! own, and checked by binding them.
+//!
+//! Test processes run in parallel, and each server takes a moment to bind the port
+//! it was given: two processes drawing the same port in that window would both
+//! pass the bind check. So a drawn port is also *reserved*, across processes, by
+//! creating `<tmp>/lockkit-ports/<port>` exclusively; a reservation is honoured for
+//! ten minutes, far longer than any server takes to start.
 
 use std::net::TcpListener;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use crate::TestkitError;
 
@@ -41,8 +49,43 @@ fn next_random() -> u64 {
     x
 }
 
-/// A port on 127.0.0.1 that was free a moment ago, outside the ephemeral range
-/// where possible (see the module docs); `bind(0)` as the last resort.
+/// How long a reservation keeps other test processes off a port.
+const RESERVED_FOR: Duration = Duration::from_secs(600);
+
+fn reservations() -> PathBuf {
+    std::env::temp_dir().join("lockkit-ports")
+}
+
+/// Reserves `port` for this process; false if another process holds a fresh
+/// reservation for it.
+fn reserve(port: u16) -> bool {
+    let dir = reservations();
+    if std::fs::create_dir_all(&dir).is_err() {
+        // No reservations possible: fall back to the bind check alone.
+        return true;
+    }
+    let path = dir.join(port.to_string());
+    let create = || {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .is_ok()
+    };
+    if create() {
+        return true;
+    }
+    let stale = std::fs::metadata(&path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .is_some_and(|age| age > RESERVED_FOR);
+    stale && std::fs::remove_file(&path).is_ok() && create()
+}
+
+/// A port on 127.0.0.1 that was free a moment ago and is reserved against other
+/// test processes, outside the ephemeral range where possible (see the module
+/// docs); `bind(0)` as the last resort.
 ///
 /// # Errors
 ///
@@ -53,7 +96,7 @@ pub fn free_port() -> Result<u16, TestkitError> {
         let span = u64::from(high - LOWEST);
         for _ in 0..200 {
             let port = LOWEST + (next_random() % span) as u16;
-            if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            if TcpListener::bind(("127.0.0.1", port)).is_ok() && reserve(port) {
                 return Ok(port);
             }
         }
@@ -75,6 +118,16 @@ mod tests {
                 assert!((LOWEST..high).contains(&port), "{port}");
             }
             drop(TcpListener::bind(("127.0.0.1", port)).unwrap());
+        }
+    }
+
+    #[test]
+    fn a_reserved_port_is_not_handed_out_again() {
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..200 {
+            let port = free_port().unwrap();
+            assert!(seen.insert(port), "port {port} handed out twice");
+            assert!(!reserve(port), "port {port} could be reserved again");
         }
     }
 }
