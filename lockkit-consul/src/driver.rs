@@ -17,6 +17,8 @@ use crate::session::{Session, Sessions};
 
 /// How many operations Consul takes in one transaction.
 const TXN_MAX_OPS: usize = 64;
+/// Why a hold whose `check-session` failed is lost.
+const NOT_OURS: &str = "the lock key is no longer held by our session";
 /// The longest single blocking query.
 const MAX_BLOCK: Duration = Duration::from_secs(300);
 
@@ -221,7 +223,8 @@ impl ConsulDriver {
     /// Deletes the key if our session holds it for `owner` (after an acquire whose
     /// reply was lost, nothing is recorded).
     async fn release_unrecorded(&self, key: &LockKey, owner: &OwnerId) -> Result<bool> {
-        let Ok(session) = self.sessions.get().await else {
+        // Only the session in use can hold it; do not create one to find out.
+        let Some(session) = self.sessions.current().await else {
             return Ok(false);
         };
         let kv_key = self.kv_key(key);
@@ -326,21 +329,12 @@ impl LockDriver for ConsulDriver {
             match self.api().txn(&ops).await {
                 Ok(TxnOutcome::Applied(_)) => {}
                 Ok(TxnOutcome::RolledBack(errors)) => {
-                    // A rolled-back transaction names the failing checks; the
-                    // others were not decided, so check those again one by one.
+                    // Consul reports every failing operation of a rolled-back
+                    // transaction, so the others are still ours.
                     for (op, _) in &errors {
                         if let Some((i, h)) = batch.get(*op) {
-                            h.loss.fire("the lock key is no longer held by our session");
-                            out[*i] = Err(LockError::lost(
-                                &renewals[*i].key,
-                                "the lock key is no longer held by our session",
-                            ));
-                        }
-                    }
-                    for (op, (i, _)) in batch.iter().enumerate() {
-                        if out[*i].is_ok() && !errors.iter().any(|(e, _)| *e == op) {
-                            let r = &renewals[*i];
-                            out[*i] = self.extend(&r.key, &r.owner, r.ttl).await;
+                            h.loss.fire(NOT_OURS);
+                            out[*i] = Err(LockError::lost(&renewals[*i].key, NOT_OURS));
                         }
                     }
                 }

@@ -9,8 +9,9 @@
 //!
 //! - **One session per driver** (`PUT /v1/session/create`): TTL `session_ttl_ms`
 //!   (default 15 s), behavior `delete`, lock-delay `lock_delay_ms` (default 15 s).
-//!   A keep-alive task renews it every TTL/3, and each watchdog round renews it
-//!   once more: **one renewal per session, whatever the number of locks**.
+//!   Each watchdog round renews it once, and a keep-alive task renews it whenever
+//!   TTL/3 has passed without a renewal (locks with long TTLs, or none held):
+//!   **one renewal per session, whatever the number of locks**.
 //! - **Lock `K`** is the KV key `<prefix>/<K as one segment>`. Acquire is one
 //!   transaction (`PUT /v1/txn`, verb `lock`) with our session, value = the owner
 //!   id; it returns the entry, so the grant and its token take one round trip.

@@ -121,7 +121,9 @@ impl ZkDriver {
         let mut unsure = false;
         let mut failing_since: Option<Instant> = None;
         loop {
-            let step = self.step(req, &dir, &prefix, &mut mine, &mut unsure).await;
+            let step = self
+                .step(req, mode, &dir, &prefix, &mut mine, &mut unsure)
+                .await;
             let err = match step {
                 Ok(Position::Granted(grant)) => return Ok(grant),
                 Ok(Position::Vanished) => {
@@ -180,6 +182,7 @@ impl ZkDriver {
     async fn step(
         &self,
         req: &AcquireRequest,
+        mode: LockMode,
         dir: &str,
         prefix: &str,
         mine: &mut Option<Mine>,
@@ -234,7 +237,7 @@ impl ZkDriver {
         let held = Held {
             path: m.path.clone(),
             token: FencingToken(czxid as u64),
-            mode: mode_of(prefix),
+            mode,
             session: session.clone(),
             loss: LossSignal::new(),
         };
@@ -424,14 +427,6 @@ impl ZkDriver {
             }
         }
         Ok(any)
-    }
-}
-
-fn mode_of(prefix: &str) -> LockMode {
-    if prefix.starts_with("r-") {
-        LockMode::Shared
-    } else {
-        LockMode::Exclusive
     }
 }
 
