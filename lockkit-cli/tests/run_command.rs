@@ -125,3 +125,21 @@ fn a_lost_lock_signals_the_command_and_exits_3() {
     );
     assert!(err.contains("lost"), "{err}");
 }
+
+/// Processes starting at once on a new SQLite file race to switch it to WAL and
+/// create the table; SQLite refuses the losers at once with SQLITE_BUSY (its busy
+/// handler is skipped where waiting could deadlock). Every one must still open it.
+#[test]
+fn runs_starting_together_on_a_new_sqlite_file_all_open_it() {
+    for round in 0..3 {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("new.db").display());
+        let runs: Vec<_> = (0..6)
+            .map(|_| lockkit_run(&url, "k", &[], "sleep 0.05"))
+            .collect();
+        for run in runs {
+            let (code, _, err) = finished(run);
+            assert_eq!(code, 0, "round {round}: {err}");
+        }
+    }
+}

@@ -84,6 +84,51 @@ fn db_error(e: sqlx::Error) -> LockError {
     error::db_error(NAME, e)
 }
 
+/// Where opening the database failed.
+enum OpenError {
+    /// Opening the file (and its pragmas, such as the switch to WAL).
+    Connect(sqlx::Error),
+    /// Creating the lease table.
+    Table(sqlx::Error),
+}
+
+impl OpenError {
+    fn cause(&self) -> &sqlx::Error {
+        match self {
+            OpenError::Connect(e) | OpenError::Table(e) => e,
+        }
+    }
+}
+
+/// Opens a pool on the database and creates the lease table if it is missing.
+async fn open(
+    pool: &SqlitePoolOptions,
+    connect: &SqliteConnectOptions,
+    table: &str,
+) -> std::result::Result<SqlitePool, OpenError> {
+    let pool = pool
+        .clone()
+        .connect_with(connect.clone())
+        .await
+        .map_err(OpenError::Connect)?;
+    sqlx::query(AssertSqlSafe(sql::create_table(table)))
+        .execute(&pool)
+        .await
+        .map_err(OpenError::Table)?;
+    Ok(pool)
+}
+
+/// SQLITE_BUSY or SQLITE_LOCKED, with any extended code: another connection holds
+/// a lock we need.
+fn is_busy(e: &sqlx::Error) -> bool {
+    let sqlx::Error::Database(db) = e else {
+        return false;
+    };
+    db.code()
+        .and_then(|c| c.parse::<i32>().ok())
+        .is_some_and(|c| matches!(c & 0xff, 5 | 6))
+}
+
 /// Longest pause between attempts of a waiter: bounds hand-off latency across
 /// processes (waiters in the releasing process are woken at once).
 const POLL_CAP: std::time::Duration = std::time::Duration::from_millis(50);
@@ -116,21 +161,34 @@ impl SqliteDriver {
                 .idle_timeout(None)
                 .max_lifetime(None);
         }
-        let pool = pool.connect_with(connect).await.map_err(|e| {
-            let place = options
-                .path()
-                .map_or_else(|| ":memory:".to_string(), |p| p.display().to_string());
-            LockError::Connection {
-                driver: NAME,
-                message: format!("cannot open SQLite database `{place}`: {e}"),
-                source: Some(Box::new(e)),
-            }
-        })?;
+        // Processes that open a new database file at the same moment race to switch
+        // it to WAL and create the table; SQLite answers the loser SQLITE_BUSY at
+        // once (its busy handler is skipped where waiting could deadlock). That is
+        // transient: retry within the busy timeout.
         let table = options.table_name();
-        sqlx::query(AssertSqlSafe(sql::create_table(table)))
-            .execute(&pool)
-            .await
-            .map_err(db_error)?;
+        let deadline = Instant::now() + options.busy_timeout_value();
+        let mut pause = Duration::from_millis(5);
+        let pool = loop {
+            let opened = open(&pool, &connect, table).await;
+            match opened {
+                Err(e) if is_busy(e.cause()) && Instant::now() + pause < deadline => {
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_millis(100));
+                }
+                Err(OpenError::Table(e)) => return Err(db_error(e)),
+                Err(OpenError::Connect(e)) => {
+                    let place = options
+                        .path()
+                        .map_or_else(|| ":memory:".to_string(), |p| p.display().to_string());
+                    return Err(LockError::Connection {
+                        driver: NAME,
+                        message: format!("cannot open SQLite database `{place}`: {e}"),
+                        source: Some(Box::new(e)),
+                    });
+                }
+                Ok(pool) => break pool,
+            }
+        };
         Ok(Self {
             pool,
             statements: Arc::new(Statements {

@@ -1,0 +1,324 @@
+//! `lockkit bench URL…`: lockkit against the backend's raw floor, measured in the
+//! same run on the same backend.
+//!
+//! For each backend it measures:
+//! - uncontended lock+release latency (p50, p90, p99, max; HdrHistogram), rounds of
+//!   lockkit and of the floor alternating so drift in machine load hits both alike;
+//! - contended hand-off latency: release by one client → grant to a waiter on
+//!   another connection (and optionally down a queue of `--waiters`);
+//! - contended throughput: `--clients` clients on one key for `--duration`;
+//! - throughput across many keys: the same clients spread over `--keys` keys.
+//!
+//! Throughput is measured for lockkit and then for the floor ([`floor`]), whose
+//! clients spin on the raw commands: the most grants per second those commands
+//! can give, with no waiting, fairness or renewal.
+
+mod floor;
+mod measure;
+mod queue;
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use lockkit::{LockError, redact_url};
+use serde::Serialize;
+
+use crate::duration::{as_millis, parse_duration};
+use crate::progress::Bars;
+use floor::Floor;
+pub(crate) use measure::{Latency, Throughput};
+use measure::{histogram, summary, time_one};
+pub(crate) use queue::Queue;
+
+/// What to measure (shared by `bench` and `compare`).
+#[derive(Debug, Clone, clap::Args, Serialize)]
+pub(crate) struct Settings {
+    /// Measured uncontended lock+release pairs, for each of lockkit and the floor.
+    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(10..=10_000_000))]
+    pub(crate) iterations: u64,
+    /// Contended hand-offs to measure (release by one client → grant to a waiting
+    /// one on another connection).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(0..=100_000))]
+    pub(crate) handoffs: u64,
+    /// Also measure a queue of this many waiters (each on its own connection, each
+    /// taking the lock once): hand-off latency, and server commands per hand-off
+    /// (Redis, from INFO commandstats).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=1000))]
+    pub(crate) waiters: u64,
+    /// Clients of the throughput runs, each on its own connection.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u64).range(1..=256))]
+    pub(crate) clients: u64,
+    /// Keys the many-keys throughput run spreads its clients over.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    pub(crate) keys: u64,
+    /// How long each throughput run lasts (lockkit's and the floor's), e.g. 3s or
+    /// 500ms; 0 skips the throughput runs.
+    #[arg(long, default_value = "3s", value_parser = parse_duration)]
+    #[serde(rename = "duration_ms", serialize_with = "as_millis")]
+    pub(crate) duration: Duration,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// One or more backends, e.g. sqlite:///tmp/locks.db redis://127.0.0.1:6379
+    /// (also read from LOCKKIT_URL).
+    #[arg(env = "LOCKKIT_URL", required = true, num_args = 1..)]
+    urls: Vec<String>,
+    #[command(flatten)]
+    settings: Settings,
+    /// Print the results as JSON on stdout instead of tables.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Lockkit and the floor doing the same work with the same clients.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Compared {
+    pub(crate) lockkit: Throughput,
+    pub(crate) floor: Option<Throughput>,
+    pub(crate) ratio_lockkit_over_floor: Option<f64>,
+}
+
+/// Everything `bench` measured on one backend.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct BenchReport {
+    /// The URL, without credentials.
+    pub(crate) backend: String,
+    pub(crate) driver: String,
+    pub(crate) iterations: u64,
+    pub(crate) lockkit: Latency,
+    pub(crate) floor: Option<Latency>,
+    pub(crate) floor_description: &'static str,
+    pub(crate) p50_ratio_lockkit_over_floor: Option<f64>,
+    pub(crate) handoff: Option<Latency>,
+    pub(crate) queue: Option<Queue>,
+    /// `clients` clients on one key.
+    pub(crate) contended: Option<Compared>,
+    /// `clients` clients over `keys` keys.
+    pub(crate) many_keys: Option<Compared>,
+}
+
+#[derive(Debug, Serialize)]
+struct BenchOutput<'a> {
+    settings: &'a Settings,
+    backends: Vec<BenchReport>,
+}
+
+fn ratio(lockkit: f64, floor: f64) -> f64 {
+    lockkit / floor.max(1e-9)
+}
+
+/// Uncontended lock+release, lockkit and floor alternating.
+async fn uncontended(
+    url: &str,
+    iterations: u64,
+    bars: Bars,
+) -> Result<(Latency, Option<(Latency, &'static str)>), LockError> {
+    let locker = lockkit::connect(url).await?;
+    let floor = Floor::connect(url).await?;
+    let key = "bench/lockkit";
+    let floor_key = "bench/floor";
+    if let Some((f, _)) = &floor {
+        f.prepare(&[floor_key.to_owned()]).await?;
+    }
+    let (mut lk, mut fl) = (histogram()?, histogram()?);
+    let (mut lk_total, mut fl_total) = (Duration::ZERO, Duration::ZERO);
+    let lock_release = || async {
+        let g = locker.try_lock(key).await?;
+        g.release().await
+    };
+    let owner = |i: u64| format!("{i:032x}");
+    // Warm-up: connections, prepared statements, scripts.
+    for i in 0..100 {
+        lock_release().await?;
+        if let Some((f, _)) = &floor {
+            f.lock_release(floor_key, &owner(i)).await?;
+        }
+    }
+    let bar = bars.bar(iterations, "uncontended lock+release");
+    for i in 0..iterations {
+        lk_total += time_one(&mut lk, lock_release).await?;
+        if let Some((f, _)) = &floor {
+            let owner = owner(i);
+            fl_total += time_one(&mut fl, || f.lock_release(floor_key, &owner)).await?;
+        }
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    if let Some((f, _)) = &floor {
+        f.clean_up(&[floor_key.to_owned()]).await;
+    }
+    Ok((
+        summary(&lk, lk_total),
+        floor.map(|(_, description)| (summary(&fl, fl_total), description)),
+    ))
+}
+
+/// Lockkit's and the floor's throughput with `settings.clients` clients over `keys`.
+async fn compared(
+    url: &str,
+    settings: &Settings,
+    keys: &[String],
+    label: &str,
+    bars: Bars,
+) -> Result<Compared, LockError> {
+    let ms = settings.duration.as_millis() as u64;
+    let bar = bars.bar(ms, format!("{label}, lockkit"));
+    let lockkit =
+        measure::lockkit_throughput(url, settings.clients, keys, settings.duration, &bar).await?;
+    bar.finish_and_clear();
+    let bar = bars.bar(ms, format!("{label}, floor"));
+    let floor =
+        measure::floor_throughput(url, settings.clients, keys, settings.duration, &bar).await?;
+    bar.finish_and_clear();
+    let ratio_lockkit_over_floor = floor
+        .as_ref()
+        .map(|f| ratio(lockkit.grants_per_second, f.grants_per_second));
+    Ok(Compared {
+        lockkit,
+        floor,
+        ratio_lockkit_over_floor,
+    })
+}
+
+/// Every measurement of `settings` on the backend at `url`.
+pub(crate) async fn measure(
+    url: &str,
+    settings: &Settings,
+    bars: Bars,
+) -> Result<BenchReport, LockError> {
+    let driver = lockkit::connect_driver(url).await?.name().to_owned();
+    let (lockkit, floor) = uncontended(url, settings.iterations, bars).await?;
+    let bar = bars.bar(settings.handoffs, "hand-off");
+    let handoff = measure::handoffs(url, settings.handoffs, &bar).await?;
+    bar.finish_and_clear();
+    let queue = queue::queue(url, settings.waiters).await?;
+    let (contended, many_keys) = if settings.duration.is_zero() {
+        (None, None)
+    } else {
+        let one = ["bench/contended".to_owned()];
+        let many: Vec<String> = (0..settings.keys)
+            .map(|i| format!("bench/keys/{i}"))
+            .collect();
+        (
+            Some(compared(url, settings, &one, "one key", bars).await?),
+            Some(compared(url, settings, &many, "many keys", bars).await?),
+        )
+    };
+    Ok(BenchReport {
+        backend: redact_url(url),
+        driver,
+        iterations: settings.iterations,
+        p50_ratio_lockkit_over_floor: floor
+            .as_ref()
+            .map(|(f, _)| ratio(lockkit.p50_us as f64, f.p50_us as f64)),
+        lockkit,
+        floor_description: floor
+            .as_ref()
+            .map_or("no floor for this backend yet", |(_, d)| d),
+        floor: floor.map(|(f, _)| f),
+        handoff,
+        queue,
+        contended,
+        many_keys,
+    })
+}
+
+fn print_latency_row(name: &str, l: &Latency) {
+    println!(
+        "  {name:10} {:>8} {:>8} {:>8} {:>8} {:>10.0}",
+        l.p50_us, l.p90_us, l.p99_us, l.max_us, l.ops_per_second
+    );
+}
+
+fn print_throughput(label: &str, c: &Compared) {
+    let l = &c.lockkit;
+    print!(
+        "  {label:10} lockkit {:>9.0} grants/s ({} clients, {} keys)",
+        l.grants_per_second, l.clients, l.keys
+    );
+    match (&c.floor, c.ratio_lockkit_over_floor) {
+        (Some(f), Some(r)) => println!(
+            ", floor {:.0} grants/s of {:.0} attempts/s, lockkit/floor = {r:.2}",
+            f.grants_per_second,
+            f.attempts as f64 / f.seconds.max(1e-9)
+        ),
+        _ => println!(),
+    }
+}
+
+fn print_report(report: &BenchReport, settings: &Settings) {
+    println!(
+        "{} ({}): uncontended lock+release, {} iterations",
+        report.backend, report.driver, report.iterations
+    );
+    println!(
+        "  {:10} {:>8} {:>8} {:>8} {:>8} {:>10}",
+        "", "p50 µs", "p90 µs", "p99 µs", "max µs", "ops/s"
+    );
+    print_latency_row("lockkit", &report.lockkit);
+    if let Some(f) = &report.floor {
+        print_latency_row("floor", f);
+    }
+    println!("  floor: {}", report.floor_description);
+    if let Some(r) = report.p50_ratio_lockkit_over_floor {
+        println!("  p50 lockkit/floor = {r:.2}");
+    }
+    if let Some(h) = &report.handoff {
+        println!(
+            "contended hand-off (release → grant on another connection, {} times)",
+            settings.handoffs
+        );
+        print_latency_row("handoff", h);
+    }
+    if let Some(q) = &report.queue {
+        println!("queue of {} waiters, each on its own connection", q.waiters);
+        print_latency_row("handoff", &q.handoff);
+        if let (Some(c), Some(all)) = (q.commands_per_handoff, q.all_commands_per_handoff) {
+            println!(
+                "  requests per hand-off: {c:.2} (server commands incl. inside scripts: {all:.1})"
+            );
+        }
+    }
+    if report.contended.is_some() || report.many_keys.is_some() {
+        println!(
+            "throughput over {:?} (floor: clients spin on the raw commands)",
+            settings.duration
+        );
+    }
+    if let Some(c) = &report.contended {
+        print_throughput("one key", c);
+    }
+    if let Some(c) = &report.many_keys {
+        print_throughput("many keys", c);
+    }
+}
+
+pub(crate) async fn run(args: Args) -> Result<ExitCode, LockError> {
+    let bars = Bars::new(args.json);
+    let mut backends = Vec::new();
+    for url in &args.urls {
+        let report = match measure(url, &args.settings, bars).await {
+            Ok(report) => report,
+            Err(e) => {
+                crate::print_error(&format!("benchmarking {}", redact_url(url)), &e);
+                return Ok(ExitCode::from(2));
+            }
+        };
+        if !args.json {
+            print_report(&report, &args.settings);
+        }
+        backends.push(report);
+    }
+    if args.json {
+        let output = BenchOutput {
+            settings: &args.settings,
+            backends,
+        };
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&output).unwrap_or_default()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
