@@ -4,7 +4,9 @@
 //! `LOCKKIT_HOLDER_URL`, `LOCKKIT_HOLDER_KEY` and `LOCKKIT_HOLDER_TTL_MS` set. The
 //! child connects, takes the lock with the watchdog, prints
 //! `LOCKKIT-HOLDER ACQUIRED <token>` on stdout and waits (at most a minute) to be
-//! killed.
+//! killed. If it learns that the lock was lost first (for instance after being
+//! stopped with SIGSTOP past its lease and resumed), it prints
+//! `LOCKKIT-HOLDER LOST <reason>` and exits.
 
 use std::future::Future;
 use std::io::Write;
@@ -21,6 +23,9 @@ pub const ENV_KEY: &str = "LOCKKIT_HOLDER_KEY";
 pub const ENV_TTL_MS: &str = "LOCKKIT_HOLDER_TTL_MS";
 /// What the child prints once it holds the lock, followed by the token.
 pub const ACQUIRED: &str = "LOCKKIT-HOLDER ACQUIRED";
+
+/// What the child prints when its lock is lost, followed by the reason.
+pub const LOST: &str = "LOCKKIT-HOLDER LOST";
 
 /// How long a child waits to be killed before it exits on its own.
 pub const CHILD_LIFETIME: Duration = Duration::from_secs(60);
@@ -54,8 +59,15 @@ where
         let _ = writeln!(out, "\n{ACQUIRED} {}", guard.token());
         let _ = out.flush();
         drop(out);
-        tokio::time::sleep(CHILD_LIFETIME).await;
-        guard.release().await
+        tokio::select! {
+            () = tokio::time::sleep(CHILD_LIFETIME) => guard.release().await,
+            reason = guard.lost() => {
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(out, "\n{LOST} {reason}");
+                let _ = out.flush();
+                Ok(())
+            }
+        }
     }
     .await;
     if let Err(e) = result {

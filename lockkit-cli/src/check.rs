@@ -3,9 +3,10 @@
 use std::process::{Command, ExitCode};
 use std::sync::Arc;
 
-use indicatif::{ProgressBar, ProgressStyle};
 use lockkit::{LockDriver, LockError, LockKey, redact_url};
-use lockkit_conformance::{Harness, Outcome, Progress, RunOptions};
+use lockkit_conformance::{Harness, Outcome, Progress, Report, RunOptions};
+
+use crate::progress::Bars;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -41,31 +42,34 @@ impl Harness for UrlHarness {
     }
 }
 
-pub(crate) async fn run(args: Args) -> Result<ExitCode, LockError> {
-    let admin = lockkit::connect_driver(&args.url).await?;
-    let driver_name = admin.name();
+/// The command that starts a holder child process: this binary's `__hold`.
+pub(crate) fn holder_command() -> Command {
+    let mut cmd = Command::new(std::env::current_exe().unwrap_or_default());
+    cmd.arg("__hold");
+    cmd
+}
+
+/// Runs the suite (cases whose name contains `filter`) against `url`, with a
+/// progress bar that names the running case.
+pub(crate) async fn conformance(
+    url: &str,
+    filter: Option<String>,
+    bars: Bars,
+) -> Result<Report, LockError> {
+    let admin = lockkit::connect_driver(url).await?;
     let harness = Arc::new(UrlHarness {
-        url: args.url.clone(),
+        url: url.to_owned(),
         admin,
     });
-    let total = lockkit_conformance::CASES.len() as u64;
-    let bar = if args.json {
-        ProgressBar::hidden()
-    } else {
-        ProgressBar::new(total)
-    };
-    bar.set_style(
-        ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
+    let total = lockkit_conformance::CASES
+        .iter()
+        .filter(|c| filter.as_ref().is_none_or(|f| c.name.contains(f.as_str())))
+        .count() as u64;
+    let bar = bars.bar(total, "conformance");
     let progress_bar = bar.clone();
     let options = RunOptions::new()
-        .holder(Arc::new(|| {
-            let mut cmd = Command::new(std::env::current_exe().unwrap_or_default());
-            cmd.arg("__hold");
-            cmd
-        }))
-        .filter(args.filter.clone())
+        .holder(Arc::new(holder_command))
+        .filter(filter)
         .progress(move |p| match p {
             Progress::Started(_, _, name) => progress_bar.set_message(name),
             Progress::Finished(_) => progress_bar.inc(1),
@@ -73,22 +77,36 @@ pub(crate) async fn run(args: Args) -> Result<ExitCode, LockError> {
         });
     let report = lockkit_conformance::run(harness, options).await;
     bar.finish_and_clear();
+    Ok(report)
+}
 
+/// `pass`, `FAIL` or `skip`, and the reason.
+pub(crate) fn status(outcome: &Outcome) -> (&'static str, &str) {
+    match outcome {
+        Outcome::Passed => ("pass", ""),
+        Outcome::Failed(r) => ("FAIL", r.as_str()),
+        Outcome::Skipped(r) => ("skip", r.as_str()),
+    }
+}
+
+pub(crate) async fn run(args: Args) -> Result<ExitCode, LockError> {
+    let report = conformance(&args.url, args.filter.clone(), Bars::new(args.json)).await?;
     if args.json {
         println!(
             "{}",
             serde_json::to_string_pretty(&report).unwrap_or_default()
         );
     } else {
-        println!("conformance of {} ({driver_name})", redact_url(&args.url));
+        println!(
+            "conformance of {} ({})",
+            redact_url(&args.url),
+            report.driver
+        );
+        let width = report.cases.iter().map(|c| c.name.len()).max().unwrap_or(0);
         for case in &report.cases {
-            let (status, reason) = match &case.outcome {
-                Outcome::Passed => ("pass", ""),
-                Outcome::Failed(r) => ("FAIL", r.as_str()),
-                Outcome::Skipped(r) => ("skip", r.as_str()),
-            };
+            let (status, reason) = status(&case.outcome);
             println!(
-                "  {status:4}  {:50} {:>6} ms  {reason}",
+                "  {status:4}  {:width$} {:>6} ms  {reason}",
                 case.name, case.duration_ms
             );
         }

@@ -3,13 +3,19 @@
 
 mod bench;
 mod check;
+mod compare;
 mod demo;
+mod duration;
 mod hold;
+mod probe;
+mod progress;
+mod report_html;
 mod run;
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use lockkit::LockError;
 
 /// Distributed locks with one contract: try backends from the shell.
 #[derive(Debug, Parser)]
@@ -25,8 +31,11 @@ enum Command {
     Demo(demo::Args),
     /// Runs the conformance suite against a live backend.
     Check(check::Args),
-    /// Measures uncontended lock+release latency against the backend's raw floor.
+    /// Measures latency, hand-off and throughput against the backend's raw floor.
     Bench(bench::Args),
+    /// Check, bench and fault probes on several backends side by side: a table,
+    /// an HTML report and JSON.
+    Compare(compare::Args),
     /// Runs a command while holding a lock (like flock(1)); the command gets the
     /// fencing token in LOCKKIT_FENCING_TOKEN and is signalled if the lock is lost.
     Run(run::Args),
@@ -59,6 +68,7 @@ fn main() -> ExitCode {
             Command::Demo(args) => demo::run(args).await,
             Command::Check(args) => check::run(args).await,
             Command::Bench(args) => bench::run(args).await,
+            Command::Compare(args) => compare::run(args).await,
             Command::Run(args) => run::run(args).await,
             Command::Hold => hold::run().await,
         }
@@ -66,8 +76,37 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e}");
+            print_error("", &e);
             ExitCode::from(2)
         }
+    }
+}
+
+/// Prints `e` on stderr, after what was being done (`doing`, may be empty), with
+/// what to do about it where the message does not say already.
+pub(crate) fn print_error(doing: &str, e: &LockError) {
+    let doing = if doing.is_empty() {
+        String::new()
+    } else {
+        format!("{doing}: ")
+    };
+    eprintln!("error: {doing}{e}");
+    if let Some(hint) = hint(e) {
+        eprintln!("  hint: {hint}");
+    }
+}
+
+/// What to do about an error whose message is about the backend, not the input.
+fn hint(e: &LockError) -> Option<&'static str> {
+    match e {
+        LockError::Connection { .. } => Some(
+            "check that the server is running and that the URL's host, port, credentials \
+             and TLS settings are right (LOCKKIT_LOG=debug shows each attempt)",
+        ),
+        LockError::Backend { .. } => Some(
+            "the server refused or failed a request; its message is above \
+             (LOCKKIT_LOG=debug shows the requests)",
+        ),
+        _ => None,
     }
 }

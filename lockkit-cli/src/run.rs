@@ -11,6 +11,8 @@ use std::process::{ExitCode, Stdio};
 use std::time::Duration;
 
 use lockkit::LockError;
+
+use crate::duration::parse_duration;
 use rustix::process::{Pid, Signal, kill_process};
 
 /// Exit status when the lock could not be taken within `--wait`.
@@ -43,26 +45,6 @@ pub(crate) struct Args {
     /// The command and its arguments (after `--`).
     #[arg(required = true, last = true)]
     command: Vec<String>,
-}
-
-/// `500ms`, `30s`, `2m`, `1h`, or a bare number of seconds.
-fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let (number, unit) = match s.find(|c: char| !c.is_ascii_digit() && c != '.') {
-        Some(i) => s.split_at(i),
-        None => (s, "s"),
-    };
-    let n: f64 = number
-        .parse()
-        .map_err(|_| format!("`{s}` is not a duration; write e.g. 500ms, 30s, 2m"))?;
-    let secs = match unit {
-        "ms" => n / 1000.0,
-        "s" => n,
-        "m" => n * 60.0,
-        "h" => n * 3600.0,
-        _ => return Err(format!("unknown unit in `{s}`; use ms, s, m or h")),
-    };
-    Duration::try_from_secs_f64(secs).map_err(|_| format!("`{s}` is out of range"))
 }
 
 fn parse_signal(s: &str) -> Result<Signal, String> {

@@ -69,31 +69,70 @@ fn check_reports_process_local_case_as_skipped_on_mem() {
 }
 
 #[test]
-fn bench_reports_lockkit_and_floor_percentiles() {
-    let (code, r, err) = lockkit(&[
+fn bench_reports_latency_handoff_and_throughput_against_the_floor_for_each_url() {
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = format!("sqlite://{}", dir.path().join("b.db").display());
+    let (code, out, err) = lockkit(&[
         "bench",
         "mem://",
+        &sqlite,
         "--iterations",
         "50",
         "--handoffs",
         "5",
         "--waiters",
         "4",
+        "--clients",
+        "3",
+        "--keys",
+        "20",
+        "--duration",
+        "300ms",
         "--json",
     ]);
     assert_eq!(code, 0, "{err}");
-    for side in ["lockkit", "floor"] {
-        let p50 = r[side]["p50_us"].as_u64().unwrap();
-        let p99 = r[side]["p99_us"].as_u64().unwrap();
-        assert!(p50 >= 1 && p99 >= p50, "{r}");
+    assert_eq!(out["settings"]["duration_ms"].as_u64(), Some(300), "{out}");
+    let backends = out["backends"].as_array().unwrap();
+    assert_eq!(backends.len(), 2, "{out}");
+    assert_eq!(backends[0]["driver"], "mem", "{out}");
+    assert_eq!(backends[1]["driver"], "sqlite", "{out}");
+    for r in backends {
+        for side in ["lockkit", "floor"] {
+            let p50 = r[side]["p50_us"].as_u64().unwrap();
+            let p99 = r[side]["p99_us"].as_u64().unwrap();
+            assert!(p50 >= 1 && p99 >= p50, "{r}");
+            assert_eq!(r[side]["samples"].as_u64(), Some(50), "{r}");
+            // The plotted distribution runs from p0 to p100, in order.
+            let cdf = r[side]["cdf"].as_array().unwrap();
+            assert_eq!(cdf.first().unwrap()[0].as_f64(), Some(0.0), "{r}");
+            assert_eq!(cdf.last().unwrap()[0].as_f64(), Some(100.0), "{r}");
+            assert!(
+                cdf.windows(2).all(|w| w[0][1].as_u64() <= w[1][1].as_u64()),
+                "{r}"
+            );
+        }
+        assert!(r["p50_ratio_lockkit_over_floor"].as_f64().unwrap() > 0.0);
+        assert!(r["handoff"]["p50_us"].as_u64().unwrap() >= 1, "{r}");
+        assert_eq!(r["queue"]["waiters"].as_u64(), Some(4), "{r}");
+        assert!(
+            r["queue"]["handoff"]["max_us"].as_u64().unwrap() >= 1,
+            "{r}"
+        );
+        for (run, keys) in [("contended", 1), ("many_keys", 20)] {
+            for side in ["lockkit", "floor"] {
+                let t = &r[run][side];
+                assert_eq!(t["clients"].as_u64(), Some(3), "{r}");
+                assert_eq!(t["keys"].as_u64(), Some(keys), "{r}");
+                assert!(t["grants"].as_u64().unwrap() >= 1, "{r}");
+                assert!(t["attempts"].as_u64() >= t["grants"].as_u64(), "{r}");
+                assert!(t["seconds"].as_f64().unwrap() >= 0.3, "{r}");
+            }
+            assert!(
+                r[run]["ratio_lockkit_over_floor"].as_f64().unwrap() > 0.0,
+                "{r}"
+            );
+        }
     }
-    assert!(r["p50_ratio_lockkit_over_floor"].as_f64().unwrap() > 0.0);
-    assert!(r["handoff"]["p50_us"].as_u64().unwrap() >= 1, "{r}");
-    assert_eq!(r["queue"]["waiters"].as_u64(), Some(4), "{r}");
-    assert!(
-        r["queue"]["handoff"]["max_us"].as_u64().unwrap() >= 1,
-        "{r}"
-    );
 }
 
 #[test]
@@ -105,6 +144,24 @@ fn bad_url_exits_2_with_an_actionable_message() {
     let (code, _, err) = lockkit(&["bench", "sqlite:///no/such/dir/x.db"]);
     assert_eq!(code, 2);
     assert!(err.contains("does not exist"), "{err}");
+    // Which backend failed, and what to do about an unreachable server.
+    let (code, _, err) = lockkit(&[
+        "bench",
+        "mem://",
+        "redis://127.0.0.1:1",
+        "--iterations",
+        "10",
+        "--handoffs",
+        "0",
+        "--duration",
+        "0",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("benchmarking redis://127.0.0.1:1"), "{err}");
+    assert!(
+        err.contains("hint: check that the server is running"),
+        "{err}"
+    );
 }
 
 #[test]

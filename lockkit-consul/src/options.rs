@@ -175,6 +175,12 @@ impl ConsulOptions {
         self.token.is_some()
     }
 
+    /// The ACL token, for a client of your own (a benchmark's raw floor, say). Send
+    /// it as the `X-Consul-Token` header; never log it.
+    pub fn token(&self) -> Option<&str> {
+        self.token.as_deref()
+    }
+
     /// The session TTL asked for.
     pub fn session_ttl(&self) -> Duration {
         self.session_ttl

@@ -1,0 +1,351 @@
+//! `lockkit compare URL URL…`: the conformance check, the benchmarks and the fault
+//! probes on each backend, side by side.
+//!
+//! Backends run one after the other (so they do not disturb each other's
+//! measurements). The result is a table on stdout, one self-contained HTML file
+//! with SVG plots ([`crate::report_html`]), and JSON.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use lockkit::{LockError, redact_url};
+use lockkit_conformance::{Outcome, Report};
+use serde::Serialize;
+
+use crate::bench::{self, BenchReport, Settings};
+use crate::duration::{as_millis, parse_duration};
+use crate::probe::{self, ProbeReport};
+use crate::progress::Bars;
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// The backends, e.g. sqlite:///tmp/locks.db postgres://u:pw@127.0.0.1/db
+    /// redis://127.0.0.1:6379 (also read from LOCKKIT_URL, for one backend).
+    #[arg(env = "LOCKKIT_URL", required = true, num_args = 1..)]
+    urls: Vec<String>,
+    #[command(flatten)]
+    settings: Settings,
+    /// The lease of the probes' holder process (its watchdog TTL).
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    lease: Duration,
+    /// Run only conformance cases whose name contains this text.
+    #[arg(long)]
+    filter: Option<String>,
+    /// Skip the conformance check.
+    #[arg(long)]
+    no_check: bool,
+    /// Where to write the HTML report.
+    #[arg(long, default_value = "lockkit-compare.html")]
+    html: PathBuf,
+    /// Where to write the JSON report.
+    #[arg(long, default_value = "lockkit-compare.json")]
+    json: PathBuf,
+}
+
+/// Everything `compare` found on one backend.
+#[derive(Debug, Serialize)]
+pub(crate) struct BackendReport {
+    /// The URL, without credentials.
+    pub(crate) url: String,
+    /// The driver's name, once connected.
+    pub(crate) driver: Option<String>,
+    /// What stopped this backend's run early, if anything.
+    pub(crate) error: Option<String>,
+    pub(crate) check: Option<Report>,
+    pub(crate) bench: Option<BenchReport>,
+    pub(crate) probes: Vec<ProbeReport>,
+}
+
+impl BackendReport {
+    /// The column name: the driver, or the URL's scheme before it connected.
+    pub(crate) fn name(&self) -> &str {
+        self.driver
+            .as_deref()
+            .unwrap_or_else(|| self.url.split(':').next().unwrap_or(&self.url))
+    }
+
+    /// Whether anything failed: an error, a conformance case or a probe.
+    pub(crate) fn failed(&self) -> bool {
+        self.error.is_some()
+            || self.check.as_ref().is_some_and(|c| !c.ok())
+            || self
+                .probes
+                .iter()
+                .any(|p| matches!(p.outcome, Outcome::Failed(_)))
+    }
+}
+
+/// The machine the run was on.
+#[derive(Debug, Serialize)]
+pub(crate) struct Machine {
+    pub(crate) os: &'static str,
+    pub(crate) arch: &'static str,
+    pub(crate) cpus: usize,
+}
+
+/// The whole comparison.
+#[derive(Debug, Serialize)]
+pub(crate) struct CompareReport {
+    pub(crate) lockkit_version: &'static str,
+    /// When the run started, in seconds since the Unix epoch.
+    pub(crate) started_unix_s: u64,
+    pub(crate) machine: Machine,
+    pub(crate) settings: Settings,
+    #[serde(rename = "probe_lease_ms", serialize_with = "as_millis")]
+    pub(crate) lease: Duration,
+    pub(crate) backends: Vec<BackendReport>,
+}
+
+/// Runs everything on one backend; stops at the first error (recorded, not returned).
+async fn backend(url: &str, args: &Args, bars: Bars) -> BackendReport {
+    let mut report = BackendReport {
+        url: redact_url(url),
+        driver: None,
+        error: None,
+        check: None,
+        bench: None,
+        probes: Vec::new(),
+    };
+    let result: Result<(), LockError> = async {
+        report.driver = Some(lockkit::connect_driver(url).await?.name().to_owned());
+        if !args.no_check {
+            report.check = Some(crate::check::conformance(url, args.filter.clone(), bars).await?);
+        }
+        report.bench = Some(bench::measure(url, &args.settings, bars).await?);
+        let bar = bars.bar(2, "fault probes");
+        let run = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis());
+        bar.set_message("stalled holder");
+        report
+            .probes
+            .push(probe::stalled_holder(url, &format!("compare/{run}/stalled"), args.lease).await?);
+        bar.inc(1);
+        bar.set_message("killed holder");
+        report
+            .probes
+            .push(probe::killed_holder(url, &format!("compare/{run}/killed"), args.lease).await?);
+        bar.finish_and_clear();
+        Ok(())
+    }
+    .await;
+    if let Err(e) = result {
+        crate::print_error(&format!("on {}", report.url), &e);
+        report.error = Some(e.to_string());
+    }
+    report
+}
+
+/// A cell of the terminal table.
+fn cell<T>(value: Option<T>, f: impl FnOnce(T) -> String) -> String {
+    value.map_or_else(|| "-".to_owned(), f)
+}
+
+fn ms(us: u64) -> String {
+    if us >= 10_000 {
+        format!("{:.0} ms", us as f64 / 1000.0)
+    } else {
+        format!("{:.2} ms", us as f64 / 1000.0)
+    }
+}
+
+fn probe_cell(p: Option<&ProbeReport>) -> String {
+    match p {
+        None => "-".to_owned(),
+        Some(p) => match (&p.outcome, p.freed_after_ms) {
+            (Outcome::Passed, Some(freed)) => format!("ok, {freed} ms"),
+            (Outcome::Skipped(_), _) => "skipped".to_owned(),
+            (Outcome::Failed(_), _) | (Outcome::Passed, None) => "FAILED".to_owned(),
+        },
+    }
+}
+
+/// The rows of the side-by-side table: a label, then one cell per backend.
+pub(crate) fn table(report: &CompareReport) -> Vec<(String, Vec<String>)> {
+    let b = &report.backends;
+    let row = |label: &str, f: &dyn Fn(&BackendReport) -> String| {
+        (label.to_owned(), b.iter().map(f).collect::<Vec<_>>())
+    };
+    let probe = |r: &BackendReport, name: &str| r.probes.iter().find(|p| p.name == name).cloned();
+    vec![
+        row("url", &|r| r.url.clone()),
+        row("conformance pass/fail/skip", &|r| {
+            if r.error.is_some() && r.check.is_none() {
+                return "ERROR".to_owned();
+            }
+            cell(r.check.as_ref(), |c| {
+                let (p, f, s) = c.counts();
+                format!("{p}/{f}/{s}")
+            })
+        }),
+        row("lock+release p50", &|r| {
+            cell(r.bench.as_ref(), |x| ms(x.lockkit.p50_us))
+        }),
+        row("lock+release p99", &|r| {
+            cell(r.bench.as_ref(), |x| ms(x.lockkit.p99_us))
+        }),
+        row("  p50 lockkit/floor", &|r| {
+            cell(
+                r.bench
+                    .as_ref()
+                    .and_then(|x| x.p50_ratio_lockkit_over_floor),
+                |v| format!("{v:.2}×"),
+            )
+        }),
+        row("hand-off p50", &|r| {
+            cell(r.bench.as_ref().and_then(|x| x.handoff.as_ref()), |h| {
+                ms(h.p50_us)
+            })
+        }),
+        row("hand-off p99", &|r| {
+            cell(r.bench.as_ref().and_then(|x| x.handoff.as_ref()), |h| {
+                ms(h.p99_us)
+            })
+        }),
+        row("one key grants/s", &|r| {
+            cell(r.bench.as_ref().and_then(|x| x.contended.as_ref()), |c| {
+                format!("{:.0}", c.lockkit.grants_per_second)
+            })
+        }),
+        row("  lockkit/floor", &|r| {
+            cell(
+                r.bench
+                    .as_ref()
+                    .and_then(|x| x.contended.as_ref())
+                    .and_then(|c| c.ratio_lockkit_over_floor),
+                |v| format!("{v:.2}×"),
+            )
+        }),
+        row("many keys grants/s", &|r| {
+            cell(r.bench.as_ref().and_then(|x| x.many_keys.as_ref()), |c| {
+                format!("{:.0}", c.lockkit.grants_per_second)
+            })
+        }),
+        row("  lockkit/floor", &|r| {
+            cell(
+                r.bench
+                    .as_ref()
+                    .and_then(|x| x.many_keys.as_ref())
+                    .and_then(|c| c.ratio_lockkit_over_floor),
+                |v| format!("{v:.2}×"),
+            )
+        }),
+        row("stalled holder: freed after", &|r| {
+            probe_cell(probe(r, "stalled_holder").as_ref())
+        }),
+        row("  stale write rejected", &|r| {
+            cell(
+                probe(r, "stalled_holder").and_then(|p| p.stale_write_rejected),
+                |v| if v { "yes" } else { "NO" }.to_owned(),
+            )
+        }),
+        row("  holder told lost after", &|r| {
+            cell(
+                probe(r, "stalled_holder").and_then(|p| p.holder_told_lost_after_ms),
+                |v| format!("{v} ms"),
+            )
+        }),
+        row("killed holder: freed after", &|r| {
+            probe_cell(probe(r, "killed_holder").as_ref())
+        }),
+    ]
+}
+
+fn print_table(report: &CompareReport) {
+    let rows = table(report);
+    let label_width = rows
+        .iter()
+        .map(|(l, _)| l.chars().count())
+        .max()
+        .unwrap_or(0);
+    let names: Vec<&str> = report.backends.iter().map(BackendReport::name).collect();
+    // Each column is as wide as its widest cell, the url row excepted (it is
+    // printed last, one per line, so the table stays narrow).
+    let widths: Vec<usize> = (0..names.len())
+        .map(|i| {
+            rows.iter()
+                .skip(1)
+                .map(|(_, cells)| cells[i].chars().count())
+                .chain([names[i].chars().count()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    print!("{:label_width$}", "");
+    for (name, w) in names.iter().zip(&widths) {
+        print!("  {name:>w$}");
+    }
+    println!();
+    for (label, cells) in rows.iter().skip(1) {
+        print!("{label:label_width$}");
+        for (c, w) in cells.iter().zip(&widths) {
+            print!("  {c:>w$}");
+        }
+        println!();
+    }
+    for b in &report.backends {
+        println!("{}: {}", b.name(), b.url);
+        if let Some(e) = &b.error {
+            println!("  error: {e}");
+        }
+        for case in b.check.iter().flat_map(|c| &c.cases) {
+            if let Outcome::Failed(reason) = &case.outcome {
+                println!("  conformance FAIL {}: {reason}", case.name);
+            }
+        }
+        for p in &b.probes {
+            if let Outcome::Failed(reason) = &p.outcome {
+                println!("  probe FAIL {}: {reason}", p.name);
+            }
+        }
+    }
+}
+
+fn write_file(path: &PathBuf, contents: &str) -> Result<(), LockError> {
+    std::fs::write(path, contents).map_err(|e| {
+        LockError::Config(format!(
+            "cannot write {}: {e}; choose another path with --html or --json",
+            path.display()
+        ))
+    })
+}
+
+pub(crate) async fn run(args: Args) -> Result<ExitCode, LockError> {
+    let started_unix_s = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let bars = Bars::new(false);
+    let mut backends = Vec::new();
+    for url in &args.urls {
+        eprintln!("{}", redact_url(url));
+        backends.push(backend(url, &args, bars).await);
+    }
+    let report = CompareReport {
+        lockkit_version: env!("CARGO_PKG_VERSION"),
+        started_unix_s,
+        machine: Machine {
+            os: std::env::consts::OS,
+            arch: std::env::consts::ARCH,
+            cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        },
+        settings: args.settings.clone(),
+        lease: args.lease,
+        backends,
+    };
+    print_table(&report);
+    let json = serde_json::to_string_pretty(&report)
+        .map_err(|e| LockError::Config(format!("cannot encode the report as JSON: {e}")))?;
+    write_file(&args.json, &json)?;
+    write_file(&args.html, &crate::report_html::render(&report))?;
+    println!(
+        "report: {} (HTML), {} (JSON)",
+        args.html.display(),
+        args.json.display()
+    );
+    Ok(if report.backends.iter().any(BackendReport::failed) {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}

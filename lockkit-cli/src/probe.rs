@@ -1,0 +1,259 @@
+//! Fault probes of `compare`: a holder process stalled past its lease, and a
+//! holder process killed.
+//!
+//! Both start a holder child (`lockkit __hold`, the conformance suite's holder
+//! process) that takes the lock with the watchdog, and a waiter in this process.
+//!
+//! - **Stalled holder:** the child is stopped with SIGSTOP, so its watchdog cannot
+//!   renew. The waiter must get the lock once the lease (or the session) runs out,
+//!   with a greater fencing token; a fenced resource that the waiter has written
+//!   must reject the holder's stale token; after SIGCONT the holder must learn that
+//!   it lost the lock.
+//! - **Killed holder:** the child is killed with SIGKILL and never releases. The
+//!   waiter must get the lock once the lease (or the session) runs out, with a
+//!   greater token.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use lockkit::fence::FencedCell;
+use lockkit::{FencingToken, LockError, Locker};
+use lockkit_conformance::{Outcome, holder};
+use rustix::process::{Pid, Signal, kill_process};
+use serde::Serialize;
+use tokio::io::{AsyncBufReadExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdout};
+use tokio::time::timeout;
+
+/// What one probe observed.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct ProbeReport {
+    /// `stalled_holder` or `killed_holder`.
+    pub(crate) name: &'static str,
+    pub(crate) outcome: Outcome,
+    /// The holder's lease (its watchdog TTL).
+    pub(crate) lease_ms: u64,
+    pub(crate) holder_token: Option<u64>,
+    pub(crate) waiter_token: Option<u64>,
+    /// From SIGSTOP (or SIGKILL) of the holder to the waiter's grant.
+    pub(crate) freed_after_ms: Option<u64>,
+    /// Stalled holder: whether the fenced resource refused the holder's token after
+    /// the waiter had written.
+    pub(crate) stale_write_rejected: Option<bool>,
+    /// Stalled holder: from SIGCONT to the holder reporting its lock lost.
+    pub(crate) holder_told_lost_after_ms: Option<u64>,
+}
+
+impl ProbeReport {
+    fn new(name: &'static str, lease: Duration) -> Self {
+        Self {
+            name,
+            outcome: Outcome::Passed,
+            lease_ms: lease.as_millis() as u64,
+            holder_token: None,
+            waiter_token: None,
+            freed_after_ms: None,
+            stale_write_rejected: None,
+            holder_told_lost_after_ms: None,
+        }
+    }
+
+    fn finish(mut self, result: Result<(), String>) -> Self {
+        if let Err(reason) = result {
+            self.outcome = Outcome::Failed(reason);
+        }
+        self
+    }
+}
+
+/// A holder child process and the lines it prints.
+struct HolderProcess {
+    child: Child,
+    lines: Lines<BufReader<ChildStdout>>,
+    pid: Pid,
+}
+
+impl HolderProcess {
+    /// Starts the child and waits (at most 30 s) until it holds `key`; returns its token.
+    async fn start(url: &str, key: &str, lease: Duration) -> Result<(Self, u64), String> {
+        let mut cmd = tokio::process::Command::from(crate::check::holder_command());
+        cmd.env(holder::ENV_URL, url)
+            .env(holder::ENV_KEY, key)
+            .env(holder::ENV_TTL_MS, lease.as_millis().to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true);
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("could not start the holder process: {e}"))?;
+        let pid = child
+            .id()
+            .and_then(|id| Pid::from_raw(id as i32))
+            .ok_or("the holder process has no pid")?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or("the holder's stdout was not captured")?;
+        let mut process = Self {
+            child,
+            lines: BufReader::new(stdout).lines(),
+            pid,
+        };
+        let token = match timeout(Duration::from_secs(30), process.line(holder::ACQUIRED)).await {
+            Ok(Some(rest)) => rest
+                .trim()
+                .parse::<u64>()
+                .map_err(|_| format!("the holder printed a token that is not a number: {rest}"))?,
+            Ok(None) => return Err("the holder process exited without taking the lock".into()),
+            Err(_) => return Err("the holder process did not take the lock within 30 s".into()),
+        };
+        Ok((process, token))
+    }
+
+    /// The rest of the next line that starts with `prefix`; `None` at end of output.
+    async fn line(&mut self, prefix: &str) -> Option<String> {
+        while let Ok(Some(line)) = self.lines.next_line().await {
+            if let Some(rest) = line.strip_prefix(prefix) {
+                return Some(rest.to_owned());
+            }
+        }
+        None
+    }
+
+    fn signal(&self, signal: Signal) -> Result<(), String> {
+        kill_process(self.pid, signal).map_err(|e| format!("could not signal the holder: {e}"))
+    }
+
+    async fn kill(mut self) {
+        // SIGKILL also ends a stopped process.
+        let _ = self.child.kill().await;
+    }
+}
+
+/// How long the waiter may wait: the lease, a session timeout or lock-delay the
+/// backend adds (Consul's default is 15 s), and slack for a loaded machine.
+fn waiter_budget(lease: Duration) -> Duration {
+    lease * 3 + Duration::from_secs(40)
+}
+
+async fn waiter_lock(
+    waiter: &Locker,
+    key: &str,
+    lease: Duration,
+) -> Result<lockkit::LockGuard, String> {
+    waiter
+        .lock(key)
+        .lease(Duration::from_secs(30))
+        .wait(waiter_budget(lease))
+        .await
+        .map_err(|e| format!("the waiter did not get the lock: {e}"))
+}
+
+fn not_cross_process(name: &'static str, lease: Duration) -> ProbeReport {
+    let mut report = ProbeReport::new(name, lease);
+    report.outcome = Outcome::Skipped("holds are process-local (no other process can hold)".into());
+    report
+}
+
+/// The stalled-holder probe on `url`, lock `key`.
+pub(crate) async fn stalled_holder(
+    url: &str,
+    key: &str,
+    lease: Duration,
+) -> Result<ProbeReport, LockError> {
+    let waiter = lockkit::connect(url).await?;
+    if !waiter.capabilities().cross_process {
+        return Ok(not_cross_process("stalled_holder", lease));
+    }
+    let mut report = ProbeReport::new("stalled_holder", lease);
+    let result = async {
+        let (mut holder, holder_token) = HolderProcess::start(url, key, lease).await?;
+        report.holder_token = Some(holder_token);
+        // The resource the lock protects; the holder wrote to it while it held.
+        let resource = FencedCell::new(0u64);
+        resource
+            .write(FencingToken(holder_token), |v| *v += 1)
+            .map_err(|e| format!("the holder's first write was refused: {e}"))?;
+        holder.signal(Signal::STOP)?;
+        let stopped = Instant::now();
+        let granted = waiter_lock(&waiter, key, lease).await;
+        let freed_after = stopped.elapsed();
+        let guard = match granted {
+            Ok(g) => g,
+            Err(e) => {
+                let _ = holder.signal(Signal::CONT);
+                holder.kill().await;
+                return Err(e);
+            }
+        };
+        report.freed_after_ms = Some(freed_after.as_millis() as u64);
+        report.waiter_token = Some(guard.token().get());
+        let write = resource.write(guard.token(), |v| *v += 1);
+        // The holder wakes up and writes with the token it still has.
+        holder.signal(Signal::CONT)?;
+        let resumed = Instant::now();
+        let stale = resource.write(FencingToken(holder_token), |v| *v += 1);
+        report.stale_write_rejected = Some(stale.is_err());
+        let told = timeout(waiter_budget(lease), holder.line(holder::LOST)).await;
+        if let Ok(Some(_)) = told {
+            report.holder_told_lost_after_ms = Some(resumed.elapsed().as_millis() as u64);
+        }
+        holder.kill().await;
+        let released = guard.release().await;
+        if guard_token_not_greater(holder_token, report.waiter_token) {
+            return Err(format!(
+                "the waiter's token {:?} is not greater than the stalled holder's {holder_token}",
+                report.waiter_token
+            ));
+        }
+        write.map_err(|e| format!("the waiter's write was refused: {e}"))?;
+        if stale.is_ok() {
+            return Err("the resource accepted the stalled holder's stale write".into());
+        }
+        match told {
+            Ok(Some(_)) => {}
+            Ok(None) => return Err("the resumed holder exited without reporting the loss".into()),
+            Err(_) => return Err("the resumed holder never learned that it lost the lock".into()),
+        }
+        released.map_err(|e| format!("the waiter's release failed: {e}"))
+    }
+    .await;
+    Ok(report.finish(result))
+}
+
+fn guard_token_not_greater(holder: u64, waiter: Option<u64>) -> bool {
+    waiter.is_none_or(|w| w <= holder)
+}
+
+/// The killed-holder probe on `url`, lock `key`.
+pub(crate) async fn killed_holder(
+    url: &str,
+    key: &str,
+    lease: Duration,
+) -> Result<ProbeReport, LockError> {
+    let waiter = lockkit::connect(url).await?;
+    if !waiter.capabilities().cross_process {
+        return Ok(not_cross_process("killed_holder", lease));
+    }
+    let mut report = ProbeReport::new("killed_holder", lease);
+    let result = async {
+        let (holder, holder_token) = HolderProcess::start(url, key, lease).await?;
+        report.holder_token = Some(holder_token);
+        let killed = Instant::now();
+        holder.kill().await;
+        let guard = waiter_lock(&waiter, key, lease).await?;
+        report.freed_after_ms = Some(killed.elapsed().as_millis() as u64);
+        report.waiter_token = Some(guard.token().get());
+        let released = guard.release().await;
+        if guard_token_not_greater(holder_token, report.waiter_token) {
+            return Err(format!(
+                "the waiter's token {:?} is not greater than the killed holder's {holder_token}",
+                report.waiter_token
+            ));
+        }
+        released.map_err(|e| format!("the waiter's release failed: {e}"))
+    }
+    .await;
+    Ok(report.finish(result))
+}
