@@ -1,4 +1,5 @@
-//! `lockkit`: the inventory demo, the conformance check and benchmarks, from a shell.
+//! `lockkit`: the inventory demo, the conformance check, benchmarks against the raw
+//! floor, a side-by-side comparison of backends, and commands run under a lock.
 #![allow(clippy::print_stdout)] // A command-line tool prints its results.
 
 mod bench;
