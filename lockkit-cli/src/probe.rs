@@ -150,10 +150,21 @@ async fn waiter_lock(
         .map_err(|e| format!("the waiter did not get the lock: {e}"))
 }
 
-fn not_cross_process(name: &'static str, lease: Duration) -> ProbeReport {
+/// The waiter and an empty report, or the report of a skipped probe when holds are
+/// process-local (no holder process could hold the lock).
+async fn begin(
+    url: &str,
+    name: &'static str,
+    lease: Duration,
+) -> Result<Result<(Locker, ProbeReport), ProbeReport>, LockError> {
+    let waiter = lockkit::connect(url).await?;
     let mut report = ProbeReport::new(name, lease);
-    report.outcome = Outcome::Skipped("holds are process-local (no other process can hold)".into());
-    report
+    if !waiter.capabilities().cross_process {
+        report.outcome =
+            Outcome::Skipped("holds are process-local (no other process can hold)".into());
+        return Ok(Err(report));
+    }
+    Ok(Ok((waiter, report)))
 }
 
 /// The stalled-holder probe on `url`, lock `key`.
@@ -162,11 +173,10 @@ pub(crate) async fn stalled_holder(
     key: &str,
     lease: Duration,
 ) -> Result<ProbeReport, LockError> {
-    let waiter = lockkit::connect(url).await?;
-    if !waiter.capabilities().cross_process {
-        return Ok(not_cross_process("stalled_holder", lease));
-    }
-    let mut report = ProbeReport::new("stalled_holder", lease);
+    let (waiter, mut report) = match begin(url, "stalled_holder", lease).await? {
+        Ok(started) => started,
+        Err(skipped) => return Ok(skipped),
+    };
     let result = async {
         let (mut holder, holder_token) = HolderProcess::start(url, key, lease).await?;
         report.holder_token = Some(holder_token);
@@ -201,6 +211,14 @@ pub(crate) async fn stalled_holder(
         }
         holder.kill().await;
         let released = guard.release().await;
+        // The watchdog renews every third of the lease: when the holder stopped, at
+        // least two thirds of it were left. Half is the bound, for clock slack.
+        if freed_after < lease / 2 {
+            return Err(format!(
+                "the waiter got the lock {freed_after:?} after the holder stalled, before \
+                 the holder's lease ({lease:?}, renewed every third) could have run out"
+            ));
+        }
         if guard_token_not_greater(holder_token, report.waiter_token) {
             return Err(format!(
                 "the waiter's token {:?} is not greater than the stalled holder's {holder_token}",
@@ -232,11 +250,10 @@ pub(crate) async fn killed_holder(
     key: &str,
     lease: Duration,
 ) -> Result<ProbeReport, LockError> {
-    let waiter = lockkit::connect(url).await?;
-    if !waiter.capabilities().cross_process {
-        return Ok(not_cross_process("killed_holder", lease));
-    }
-    let mut report = ProbeReport::new("killed_holder", lease);
+    let (waiter, mut report) = match begin(url, "killed_holder", lease).await? {
+        Ok(started) => started,
+        Err(skipped) => return Ok(skipped),
+    };
     let result = async {
         let (holder, holder_token) = HolderProcess::start(url, key, lease).await?;
         report.holder_token = Some(holder_token);

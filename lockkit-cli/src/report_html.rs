@@ -121,6 +121,21 @@ impl LogAxis {
     }
 }
 
+/// A vertical grid line and a label at each decade of `x`.
+fn x_grid(out: &mut String, f: &Frame, x: &LogAxis, label: fn(f64) -> String) {
+    for t in x.ticks() {
+        let px = f.left + x.at(t);
+        let _ = write!(
+            out,
+            r##"<line x1="{px:.1}" y1="{}" x2="{px:.1}" y2="{}" stroke="#ddd"/><text x="{px:.1}" y="{}" font-size="11" text-anchor="middle" fill="#444">{}</text>"##,
+            f.top,
+            f.top + f.inner_height(),
+            f.top + f.inner_height() + 16.0,
+            label(t)
+        );
+    }
+}
+
 fn micros_label(us: f64) -> String {
     match us {
         v if v >= 1e6 => format!("{} s", v / 1e6),
@@ -166,17 +181,7 @@ fn cdf_plot(
     let x = LogAxis::new(lo, hi, f.inner_width());
     let y = |p: f64| f.top + f.inner_height() * (1.0 - p / 100.0);
     f.open(out, title);
-    for t in x.ticks() {
-        let px = f.left + x.at(t);
-        let _ = write!(
-            out,
-            r##"<line x1="{px:.1}" y1="{}" x2="{px:.1}" y2="{}" stroke="#ddd"/><text x="{px:.1}" y="{}" font-size="11" text-anchor="middle" fill="#444">{}</text>"##,
-            f.top,
-            f.top + f.inner_height(),
-            f.top + f.inner_height() + 16.0,
-            micros_label(t)
-        );
-    }
+    x_grid(out, &f, &x, micros_label);
     for p in [0.0, 25.0, 50.0, 75.0, 90.0, 99.0] {
         let py = y(p);
         let _ = write!(
@@ -228,17 +233,7 @@ fn bar_plot(out: &mut String, title: &str, axis: &str, bars: &[(String, usize, f
     let lo = bars.iter().map(|b| b.2).fold(hi, f64::min).max(1.0);
     let x = LogAxis::new(lo / 10.0, hi, f.inner_width());
     f.open(out, title);
-    for t in x.ticks() {
-        let px = f.left + x.at(t);
-        let _ = write!(
-            out,
-            r##"<line x1="{px:.1}" y1="{}" x2="{px:.1}" y2="{}" stroke="#ddd"/><text x="{px:.1}" y="{}" font-size="11" text-anchor="middle" fill="#444">{}</text>"##,
-            f.top,
-            f.top + f.inner_height(),
-            f.top + f.inner_height() + 16.0,
-            count_label(t)
-        );
-    }
+    x_grid(out, &f, &x, count_label);
     for (n, (label, i, value, faded)) in bars.iter().enumerate() {
         let top = f.top + row * n as f64 + 2.0;
         let opacity = if *faded { r#" fill-opacity="0.4""# } else { "" };
