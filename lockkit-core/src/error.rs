@@ -215,6 +215,8 @@ pub enum TtlError {
 /// use lockkit_core::redact_url;
 ///
 /// assert_eq!(redact_url("redis://user:hunter2@host:6379/0"), "redis://user:***@host:6379/0");
+/// // Unescaped `@` or `/` in a password: still hidden whole.
+/// assert_eq!(redact_url("redis://user:p@ss/w@host"), "redis://user:***@host");
 /// assert_eq!(redact_url("consul://host?token=abc&dc=x"), "consul://host?token=***&dc=x");
 /// assert_eq!(redact_url("zk://s3cret@host:2181"), "zk://***@host:2181");
 /// assert_eq!(redact_url("sqlite:///tmp/x.db"), "sqlite:///tmp/x.db");
@@ -229,26 +231,24 @@ pub fn redact_url(url: &str) -> String {
         Some((scheme, rest)) => {
             out.push_str(scheme);
             out.push_str("://");
-            let (authority, path) = match rest.find('/') {
-                Some(i) => rest.split_at(i),
-                None => (rest, ""),
-            };
-            match authority.rsplit_once('@') {
-                Some((userinfo, host)) => {
+            // The last `@` ends the userinfo, so that a password with an unescaped
+            // `@` or `/` in it is hidden whole.
+            match rest.rsplit_once('@') {
+                Some((userinfo, host_and_path)) => {
                     match userinfo.split_once(':') {
-                        Some((user, _password)) => {
+                        // A name with `@` or `/` in it may be part of a secret.
+                        Some((user, _password)) if !user.contains(['@', '/']) => {
                             out.push_str(user);
                             out.push_str(":***");
                         }
                         // A lone name may be a token written in the wrong place.
-                        None => out.push_str("***"),
+                        _ => out.push_str("***"),
                     }
                     out.push('@');
-                    out.push_str(host);
+                    out.push_str(host_and_path);
                 }
-                None => out.push_str(authority),
+                None => out.push_str(rest),
             }
-            out.push_str(path);
         }
         None => out.push_str(base),
     }
