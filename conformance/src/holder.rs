@@ -10,10 +10,13 @@
 
 use std::future::Future;
 use std::io::Write;
+use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
 use lockkit_core::{LockDriver, LockError, Locker};
+use tokio::io::{AsyncBufReadExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdout};
 
 /// The URL the child connects to.
 pub const ENV_URL: &str = "LOCKKIT_HOLDER_URL";
@@ -29,6 +32,79 @@ pub const LOST: &str = "LOCKKIT-HOLDER LOST";
 
 /// How long a child waits to be killed before it exits on its own.
 pub const CHILD_LIFETIME: Duration = Duration::from_secs(60);
+
+/// How long [`HolderProcess::start`] waits for the child to take the lock.
+pub const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A holder child process, seen from the parent: started, holding, and the lines
+/// it prints. Dropping it kills the child.
+#[derive(Debug)]
+pub struct HolderProcess {
+    child: Child,
+    lines: Lines<BufReader<ChildStdout>>,
+}
+
+impl HolderProcess {
+    /// Starts `command` as a holder of `key` at `url` with the watchdog TTL `ttl`,
+    /// and waits (at most [`ACQUIRE_TIMEOUT`]) until it holds the lock. Returns the
+    /// process and its fencing token, or what went wrong. The command's stderr is
+    /// left as the caller set it.
+    pub async fn start(
+        command: std::process::Command,
+        url: &str,
+        key: &str,
+        ttl: Duration,
+    ) -> Result<(Self, u64), String> {
+        let mut cmd = tokio::process::Command::from(command);
+        cmd.env(ENV_URL, url)
+            .env(ENV_KEY, key)
+            .env(ENV_TTL_MS, ttl.as_millis().to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .kill_on_drop(true);
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("could not start the holder process: {e}"))?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or("the holder's stdout was not captured")?;
+        let mut process = Self {
+            child,
+            lines: BufReader::new(stdout).lines(),
+        };
+        let token = match tokio::time::timeout(ACQUIRE_TIMEOUT, process.line(ACQUIRED)).await {
+            Ok(Some(rest)) => rest
+                .trim()
+                .parse::<u64>()
+                .map_err(|_| format!("the holder printed a token that is not a number: {rest}"))?,
+            Ok(None) => return Err("the holder process exited without taking the lock".into()),
+            Err(_) => return Err("the holder process did not take the lock within 30 s".into()),
+        };
+        Ok((process, token))
+    }
+
+    /// The rest of the next line that contains `marker` (a test harness may print its
+    /// own prefix on the same line); `None` once the child's output ends.
+    pub async fn line(&mut self, marker: &str) -> Option<String> {
+        while let Ok(Some(line)) = self.lines.next_line().await {
+            if let Some(at) = line.find(marker) {
+                return Some(line[at + marker.len()..].to_owned());
+            }
+        }
+        None
+    }
+
+    /// The child's process id, while it runs.
+    pub fn id(&self) -> Option<u32> {
+        self.child.id()
+    }
+
+    /// Kills the child with SIGKILL (which also ends a stopped process) and reaps it.
+    pub async fn kill(mut self) {
+        let _ = self.child.kill().await;
+    }
+}
 
 /// The child's body. Returns at once when the environment is not set (so the entry
 /// test is harmless when run by hand).

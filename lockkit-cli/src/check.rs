@@ -81,7 +81,7 @@ pub(crate) async fn conformance(
 }
 
 /// `pass`, `FAIL` or `skip`, and the reason.
-pub(crate) fn status(outcome: &Outcome) -> (&'static str, &str) {
+fn status(outcome: &Outcome) -> (&'static str, &str) {
     match outcome {
         Outcome::Passed => ("pass", ""),
         Outcome::Failed(r) => ("FAIL", r.as_str()),

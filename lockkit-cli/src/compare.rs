@@ -108,11 +108,14 @@ async fn backend(url: &str, args: &Args, bars: Bars) -> BackendReport {
         probes: Vec::new(),
     };
     let result: Result<(), LockError> = async {
-        report.driver = Some(lockkit::connect_driver(url).await?.name().to_owned());
         if !args.no_check {
-            report.check = Some(crate::check::conformance(url, args.filter.clone(), bars).await?);
+            let check = crate::check::conformance(url, args.filter.clone(), bars).await?;
+            report.driver = Some(check.driver.clone());
+            report.check = Some(check);
         }
-        report.bench = Some(bench::measure(url, &args.settings, bars).await?);
+        let bench = bench::measure(url, &args.settings, bars).await?;
+        report.driver = Some(bench.driver.clone());
+        report.bench = Some(bench);
         let bar = bars.bar(2, "fault probes");
         let run = SystemTime::now()
             .duration_since(UNIX_EPOCH)

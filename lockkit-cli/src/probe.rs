@@ -18,11 +18,10 @@ use std::time::{Duration, Instant};
 
 use lockkit::fence::FencedCell;
 use lockkit::{FencingToken, LockError, Locker};
-use lockkit_conformance::{Outcome, holder};
+use lockkit_conformance::Outcome;
+use lockkit_conformance::holder::{self, HolderProcess};
 use rustix::process::{Pid, Signal, kill_process};
 use serde::Serialize;
-use tokio::io::{AsyncBufReadExt, BufReader, Lines};
-use tokio::process::{Child, ChildStdout};
 use tokio::time::timeout;
 
 /// What one probe observed.
@@ -66,69 +65,23 @@ impl ProbeReport {
     }
 }
 
-/// A holder child process and the lines it prints.
-struct HolderProcess {
-    child: Child,
-    lines: Lines<BufReader<ChildStdout>>,
-    pid: Pid,
+/// Starts a holder child (`lockkit __hold`, its stderr discarded) of `key`.
+async fn start_holder(
+    url: &str,
+    key: &str,
+    lease: Duration,
+) -> Result<(HolderProcess, u64), String> {
+    let mut command = crate::check::holder_command();
+    command.stderr(Stdio::null());
+    HolderProcess::start(command, url, key, lease).await
 }
 
-impl HolderProcess {
-    /// Starts the child and waits (at most 30 s) until it holds `key`; returns its token.
-    async fn start(url: &str, key: &str, lease: Duration) -> Result<(Self, u64), String> {
-        let mut cmd = tokio::process::Command::from(crate::check::holder_command());
-        cmd.env(holder::ENV_URL, url)
-            .env(holder::ENV_KEY, key)
-            .env(holder::ENV_TTL_MS, lease.as_millis().to_string())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .kill_on_drop(true);
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| format!("could not start the holder process: {e}"))?;
-        let pid = child
-            .id()
-            .and_then(|id| Pid::from_raw(id as i32))
-            .ok_or("the holder process has no pid")?;
-        let stdout = child
-            .stdout
-            .take()
-            .ok_or("the holder's stdout was not captured")?;
-        let mut process = Self {
-            child,
-            lines: BufReader::new(stdout).lines(),
-            pid,
-        };
-        let token = match timeout(Duration::from_secs(30), process.line(holder::ACQUIRED)).await {
-            Ok(Some(rest)) => rest
-                .trim()
-                .parse::<u64>()
-                .map_err(|_| format!("the holder printed a token that is not a number: {rest}"))?,
-            Ok(None) => return Err("the holder process exited without taking the lock".into()),
-            Err(_) => return Err("the holder process did not take the lock within 30 s".into()),
-        };
-        Ok((process, token))
-    }
-
-    /// The rest of the next line that starts with `prefix`; `None` at end of output.
-    async fn line(&mut self, prefix: &str) -> Option<String> {
-        while let Ok(Some(line)) = self.lines.next_line().await {
-            if let Some(rest) = line.strip_prefix(prefix) {
-                return Some(rest.to_owned());
-            }
-        }
-        None
-    }
-
-    fn signal(&self, signal: Signal) -> Result<(), String> {
-        kill_process(self.pid, signal).map_err(|e| format!("could not signal the holder: {e}"))
-    }
-
-    async fn kill(mut self) {
-        // SIGKILL also ends a stopped process.
-        let _ = self.child.kill().await;
-    }
+fn signal(holder: &HolderProcess, signal: Signal) -> Result<(), String> {
+    let pid = holder
+        .id()
+        .and_then(|id| Pid::from_raw(id as i32))
+        .ok_or("the holder process has exited")?;
+    kill_process(pid, signal).map_err(|e| format!("could not signal the holder: {e}"))
 }
 
 /// How long the waiter may wait: the lease, a session timeout or lock-delay the
@@ -178,21 +131,21 @@ pub(crate) async fn stalled_holder(
         Err(skipped) => return Ok(skipped),
     };
     let result = async {
-        let (mut holder, holder_token) = HolderProcess::start(url, key, lease).await?;
+        let (mut holder, holder_token) = start_holder(url, key, lease).await?;
         report.holder_token = Some(holder_token);
         // The resource the lock protects; the holder wrote to it while it held.
         let resource = FencedCell::new(0u64);
         resource
             .write(FencingToken(holder_token), |v| *v += 1)
             .map_err(|e| format!("the holder's first write was refused: {e}"))?;
-        holder.signal(Signal::STOP)?;
+        signal(&holder, Signal::STOP)?;
         let stopped = Instant::now();
         let granted = waiter_lock(&waiter, key, lease).await;
         let freed_after = stopped.elapsed();
         let guard = match granted {
             Ok(g) => g,
             Err(e) => {
-                let _ = holder.signal(Signal::CONT);
+                let _ = signal(&holder, Signal::CONT);
                 holder.kill().await;
                 return Err(e);
             }
@@ -201,7 +154,7 @@ pub(crate) async fn stalled_holder(
         report.waiter_token = Some(guard.token().get());
         let write = resource.write(guard.token(), |v| *v += 1);
         // The holder wakes up and writes with the token it still has.
-        holder.signal(Signal::CONT)?;
+        signal(&holder, Signal::CONT)?;
         let resumed = Instant::now();
         let stale = resource.write(FencingToken(holder_token), |v| *v += 1);
         report.stale_write_rejected = Some(stale.is_err());
@@ -255,7 +208,7 @@ pub(crate) async fn killed_holder(
         Err(skipped) => return Ok(skipped),
     };
     let result = async {
-        let (holder, holder_token) = HolderProcess::start(url, key, lease).await?;
+        let (holder, holder_token) = start_holder(url, key, lease).await?;
         report.holder_token = Some(holder_token);
         let killed = Instant::now();
         holder.kill().await;

@@ -1,15 +1,13 @@
 //! A holder process killed with SIGKILL.
 
-use std::process::Stdio;
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::time::{Instant, timeout};
+use tokio::time::Instant;
 
 use super::{expect_contended, reference_op, tolerance};
 use crate::check::{CaseError, CaseResult, ensure, fail};
 use crate::harness::Ctx;
-use crate::holder;
+use crate::holder::HolderProcess;
 
 /// A child process takes the lock (with the watchdog) and is killed with SIGKILL;
 /// the lock is refused while it lives and renews, and is free within one TTL of the
@@ -27,38 +25,9 @@ pub(crate) async fn abandoned_by_killed_process_is_freed_after_ttl(ctx: &Ctx) ->
     let reference = reference_op(ctx, &b).await?;
     let key = ctx.key("abandoned");
     let ttl = Duration::from_millis(1000);
-    let mut cmd = tokio::process::Command::from(command());
-    cmd.env(holder::ENV_URL, url)
-        .env(holder::ENV_KEY, &key)
-        .env(holder::ENV_TTL_MS, ttl.as_millis().to_string())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true);
-    let mut child = match cmd.spawn() {
-        Ok(c) => c,
-        Err(e) => fail!("could not start the holder process: {e}"),
-    };
-    let Some(stdout) = child.stdout.take() else {
-        fail!("the holder's stdout was not captured");
-    };
-    let mut lines = BufReader::new(stdout).lines();
-    let read_token = async {
-        while let Ok(Some(line)) = lines.next_line().await {
-            // A test harness may print its own prefix on the same line.
-            if let Some(at) = line.find(holder::ACQUIRED) {
-                return line[at + holder::ACQUIRED.len()..]
-                    .trim()
-                    .parse::<u64>()
-                    .ok();
-            }
-        }
-        None
-    };
-    let child_token = match timeout(Duration::from_secs(30), read_token).await {
-        Ok(Some(t)) => t,
-        Ok(None) => fail!("the holder process exited without taking the lock"),
-        Err(_) => fail!("the holder process did not take the lock within 30 s"),
+    let (child, child_token) = match HolderProcess::start(command(), &url, &key, ttl).await {
+        Ok(started) => started,
+        Err(e) => fail!("{e}"),
     };
     expect_contended(b.try_lock(key.as_str()).await, "while the holder lives")?;
     // Past one TTL the child must still hold: its watchdog renews.
@@ -68,11 +37,8 @@ pub(crate) async fn abandoned_by_killed_process_is_freed_after_ttl(ctx: &Ctx) ->
         "1.5×TTL in, while the holder renews",
     )?;
 
-    if let Err(e) = child.start_kill() {
-        fail!("could not kill the holder: {e}");
-    }
     let killed = Instant::now();
-    let _ = child.wait().await;
+    child.kill().await;
     let g = b
         .lock(key.as_str())
         .lease(Duration::from_secs(10))

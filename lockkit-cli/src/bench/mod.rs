@@ -108,12 +108,12 @@ fn ratio(lockkit: f64, floor: f64) -> f64 {
     lockkit / floor.max(1e-9)
 }
 
-/// Uncontended lock+release, lockkit and floor alternating.
+/// Uncontended lock+release, lockkit and floor alternating; and the driver's name.
 async fn uncontended(
     url: &str,
     iterations: u64,
     bars: Bars,
-) -> Result<(Latency, Option<(Latency, &'static str)>), LockError> {
+) -> Result<(&'static str, Latency, Option<(Latency, &'static str)>), LockError> {
     let locker = lockkit::connect(url).await?;
     let floor = Floor::connect(url).await?;
     let key = "bench/lockkit";
@@ -149,6 +149,7 @@ async fn uncontended(
         f.clean_up(&[floor_key.to_owned()]).await;
     }
     Ok((
+        locker.driver().name(),
         summary(&lk, lk_total),
         floor.map(|(_, description)| (summary(&fl, fl_total), description)),
     ))
@@ -187,8 +188,7 @@ pub(crate) async fn measure(
     settings: &Settings,
     bars: Bars,
 ) -> Result<BenchReport, LockError> {
-    let driver = lockkit::connect_driver(url).await?.name().to_owned();
-    let (lockkit, floor) = uncontended(url, settings.iterations, bars).await?;
+    let (driver, lockkit, floor) = uncontended(url, settings.iterations, bars).await?;
     let bar = bars.bar(settings.handoffs, "hand-off");
     let handoff = measure::handoffs(url, settings.handoffs, &bar).await?;
     bar.finish_and_clear();
@@ -207,7 +207,7 @@ pub(crate) async fn measure(
     };
     Ok(BenchReport {
         backend: redact_url(url),
-        driver,
+        driver: driver.to_owned(),
         iterations: settings.iterations,
         p50_ratio_lockkit_over_floor: floor
             .as_ref()
