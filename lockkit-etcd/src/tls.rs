@@ -63,9 +63,18 @@ impl Tls {
 /// was closed at once, that the server may want TLS.
 pub(crate) fn hint(tls: Option<&Tls>, message: &str) -> String {
     let m = message.to_ascii_lowercase();
-    let closed = ["connection closed", "connection reset", "broken pipe"]
-        .iter()
-        .any(|c| m.contains(c));
+    // As displayed ("connection reset") or as an io::ErrorKind's Debug inside a
+    // tonic error ("Kind(ConnectionReset)"), which is what a reset during the first
+    // request shows.
+    let closed = [
+        "connection closed",
+        "connection reset",
+        "connectionreset",
+        "broken pipe",
+        "brokenpipe",
+    ]
+    .iter()
+    .any(|c| m.contains(c));
     match tls {
         Some(tls)
             if m.contains("certificate")
@@ -96,5 +105,23 @@ pub(crate) fn hint(tls: Option<&Tls>, message: &str) -> String {
             " (the server closed the connection: if it serves TLS, use etcds://)".into()
         }
         _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::hint;
+
+    #[test]
+    fn a_plain_url_whose_connection_is_reset_or_closed_is_told_to_try_etcds() {
+        for message in [
+            "grpc request error: transport error: connection closed before message completed",
+            "transport error, source: tonic::transport::Error(Transport, hyper::Error(Io, Kind(ConnectionReset)))",
+            "error trying to connect: Connection reset by peer (os error 104)",
+            "hyper::Error(Io, Kind(BrokenPipe))",
+        ] {
+            assert!(hint(None, message).contains("use etcds://"), "{message}");
+        }
+        assert_eq!(hint(None, "connection refused"), "");
     }
 }
