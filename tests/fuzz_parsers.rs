@@ -78,6 +78,7 @@ fn url_piece() -> impl Strategy<Value = String> {
             "busy_timeout_ms",
             "session_timeout_ms",
             "wake",
+            "fence_seed",
             "poll",
             "quorum",
             "drift_factor",

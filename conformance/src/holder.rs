@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lockkit_core::{LockDriver, LockError, Locker};
+use rustix::process::{Pid, Signal, kill_process};
 use tokio::io::{AsyncBufReadExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdout};
 
@@ -98,6 +99,33 @@ impl HolderProcess {
     /// The child's process id, while it runs.
     pub fn id(&self) -> Option<u32> {
         self.child.id()
+    }
+
+    /// Freezes the child with SIGSTOP: its watchdog stops renewing, as in a long GC
+    /// pause.
+    ///
+    /// # Errors
+    ///
+    /// What went wrong, if the child has exited or cannot be signalled.
+    pub fn stop(&self) -> Result<(), String> {
+        self.signal(Signal::STOP)
+    }
+
+    /// Thaws a child frozen by [`HolderProcess::stop`] (SIGCONT).
+    ///
+    /// # Errors
+    ///
+    /// As [`HolderProcess::stop`].
+    pub fn resume(&self) -> Result<(), String> {
+        self.signal(Signal::CONT)
+    }
+
+    fn signal(&self, signal: Signal) -> Result<(), String> {
+        let pid = self
+            .id()
+            .and_then(|id| Pid::from_raw(id.try_into().ok()?))
+            .ok_or("the holder process has exited")?;
+        kill_process(pid, signal).map_err(|e| format!("could not signal the holder: {e}"))
     }
 
     /// Kills the child with SIGKILL (which also ends a stopped process) and reaps it.

@@ -33,6 +33,7 @@
 mod cases;
 mod check;
 mod harness;
+pub mod history;
 pub mod holder;
 mod report;
 mod runner;

@@ -20,7 +20,6 @@ use lockkit::fence::FencedCell;
 use lockkit::{FencingToken, LockError, Locker};
 use lockkit_conformance::Outcome;
 use lockkit_conformance::holder::{self, HolderProcess};
-use rustix::process::{Pid, Signal, kill_process};
 use serde::Serialize;
 use tokio::time::timeout;
 
@@ -74,14 +73,6 @@ async fn start_holder(
     let mut command = crate::check::holder_command();
     command.stderr(Stdio::null());
     HolderProcess::start(command, url, key, lease).await
-}
-
-fn signal(holder: &HolderProcess, signal: Signal) -> Result<(), String> {
-    let pid = holder
-        .id()
-        .and_then(|id| Pid::from_raw(id as i32))
-        .ok_or("the holder process has exited")?;
-    kill_process(pid, signal).map_err(|e| format!("could not signal the holder: {e}"))
 }
 
 /// How long the waiter may wait: the lease, a session timeout or lock-delay the
@@ -138,14 +129,14 @@ pub(crate) async fn stalled_holder(
         resource
             .write(FencingToken(holder_token), |v| *v += 1)
             .map_err(|e| format!("the holder's first write was refused: {e}"))?;
-        signal(&holder, Signal::STOP)?;
+        holder.stop()?;
         let stopped = Instant::now();
         let granted = waiter_lock(&waiter, key, lease).await;
         let freed_after = stopped.elapsed();
         let guard = match granted {
             Ok(g) => g,
             Err(e) => {
-                let _ = signal(&holder, Signal::CONT);
+                let _ = holder.resume();
                 holder.kill().await;
                 return Err(e);
             }
@@ -154,7 +145,7 @@ pub(crate) async fn stalled_holder(
         report.waiter_token = Some(guard.token().get());
         let write = resource.write(guard.token(), |v| *v += 1);
         // The holder wakes up and writes with the token it still has.
-        signal(&holder, Signal::CONT)?;
+        holder.resume()?;
         let resumed = Instant::now();
         let stale = resource.write(FencingToken(holder_token), |v| *v += 1);
         report.stale_write_rejected = Some(stale.is_err());

@@ -4,7 +4,8 @@
 -- release wakes it and only it.
 -- KEYS[1] lock, KEYS[2] fencing counter, KEYS[3] waiters.
 -- ARGV[1] owner, ARGV[2] ttl ms, ARGV[3] waiter entry ('' when not waiting),
--- ARGV[4] waiter entry lifetime ms.
+-- ARGV[4] waiter entry lifetime ms, ARGV[5] 'clock' to start a missing counter from
+-- the server's clock in microseconds (fence_seed=clock), '' to start it from 0.
 -- Returns {1, token} when held by us, {0, pttl} when held by another owner.
 local current = redis.call('GET', KEYS[1])
 if current then
@@ -21,8 +22,17 @@ if current then
   end
   return {0, redis.call('PTTL', KEYS[1])}
 end
+if ARGV[5] == 'clock' and redis.call('EXISTS', KEYS[2]) == 0 then
+  -- A missing counter (first use, or lost in a restart without persistence)
+  -- starts above every token handed out before, as long as the key saw fewer than
+  -- a million grants a second. Built as a string: Lua would print the number
+  -- with 14 significant digits.
+  local t = redis.call('TIME')
+  redis.call('SET', KEYS[2], t[1] .. string.format('%06d', tonumber(t[2])))
+end
 local token = redis.call('INCR', KEYS[2])
-redis.call('SET', KEYS[1], ARGV[1] .. ':' .. token, 'PX', ARGV[2])
+-- The counter's own text: exact, whatever its size.
+redis.call('SET', KEYS[1], ARGV[1] .. ':' .. redis.call('GET', KEYS[2]), 'PX', ARGV[2])
 if ARGV[3] ~= '' then
   redis.call('ZREM', KEYS[3], ARGV[3])
 end

@@ -14,7 +14,7 @@ use tokio::time::{Instant, sleep_until};
 
 use super::connection::Conn;
 use super::keys::{Names, lock_name, names, wake_prefix};
-use super::options::{RedisOptions, WakeMode};
+use super::options::{FenceSeed, RedisOptions, WakeMode};
 use super::scripts::Scripts;
 use super::tls;
 use super::wait::{Subscriptions, Waiter};
@@ -84,6 +84,7 @@ pub struct RedisDriver {
     subs: Option<Arc<Subscriptions>>,
     prefix: Arc<str>,
     wake_prefix: Arc<str>,
+    fence_seed: FenceSeed,
 }
 
 enum Attempt {
@@ -135,6 +136,7 @@ impl RedisDriver {
             conn,
             scripts,
             subs,
+            fence_seed: options.fence_seed,
             prefix: options.prefix.into(),
             wake_prefix: wake_prefix.into(),
         })
@@ -167,6 +169,7 @@ impl RedisDriver {
             .arg(ttl_ms(req.ttl))
             .arg(waiter.map_or("", |w| w.entry.as_str()))
             .arg(ttl_ms(ENTRY_LIFETIME))
+            .arg(self.fence_seed.script_arg())
             .invoke_async(&mut conn)
             .await?;
         if held == 1 {

@@ -87,7 +87,7 @@ mod tls;
 mod wait;
 
 pub use driver::RedisDriver;
-pub use options::{RedisOptions, WakeMode};
+pub use options::{FenceSeed, RedisOptions, WakeMode};
 pub use redlock::{RedlockDriver, RedlockOptions};
 
 use std::sync::Arc;

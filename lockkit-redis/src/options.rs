@@ -33,6 +33,43 @@ pub enum WakeMode {
     Poll,
 }
 
+/// Where a key's fencing counter starts when Redis has none for it: on the key's
+/// first lock, and again after a restart that lost the data (no `appendonly yes` +
+/// `appendfsync always`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum FenceSeed {
+    /// From 0: the first token is 1, and after a restart that lost the counter,
+    /// tokens start again from 1 (`?fence_seed=counter`, the default).
+    #[default]
+    Counter,
+    /// From the Redis server's clock in microseconds (`?fence_seed=clock`): after a
+    /// restart that lost the counter, tokens still go up, as long as the key was
+    /// granted fewer than a million times a second on average since its counter was
+    /// created and the server's clock has not stepped back. Tokens are ~2^51
+    /// (they fit a signed 64-bit column).
+    Clock,
+}
+
+impl FenceSeed {
+    /// Parses `counter` or `clock`.
+    pub(crate) fn parse(value: &str) -> Option<Self> {
+        match value {
+            "counter" => Some(Self::Counter),
+            "clock" => Some(Self::Clock),
+            _ => None,
+        }
+    }
+
+    /// The acquire script's argument.
+    pub(crate) fn script_arg(self) -> &'static str {
+        match self {
+            Self::Counter => "",
+            Self::Clock => "clock",
+        }
+    }
+}
+
 /// Settings for [`super::RedisDriver`]. `Debug` never shows the password.
 ///
 /// # Examples
@@ -60,6 +97,7 @@ pub struct RedisOptions {
     pub(crate) topology: Topology,
     pub(crate) prefix: String,
     pub(crate) wake: WakeMode,
+    pub(crate) fence_seed: FenceSeed,
     /// From `tls_ca`/`tls_cert`/`tls_key`; `None` for plain TCP, or TLS verified
     /// against the system roots.
     pub(crate) tls: Option<TlsCertificates>,
@@ -73,6 +111,7 @@ impl fmt::Debug for RedisOptions {
             .field("topology", &self.topology)
             .field("prefix", &self.prefix)
             .field("wake", &self.wake)
+            .field("fence_seed", &self.fence_seed)
             .field("tls", &self.tls)
             .finish()
     }
@@ -87,7 +126,8 @@ impl RedisOptions {
     ///   `rediss-cluster://…`: a Redis Cluster, through these seed nodes.
     ///
     /// Query options: `prefix=NAME` (key prefix, default `lockkit`; no braces),
-    /// `wake=notify|poll` (see [`WakeMode`]).
+    /// `wake=notify|poll` (see [`WakeMode`]), `fence_seed=counter|clock` (see
+    /// [`FenceSeed`]).
     ///
     /// TLS options (`rediss://` and `rediss-cluster://` only; values are file paths,
     /// `%XX`-escapes decoded, and the files are read now):
@@ -125,6 +165,7 @@ impl RedisOptions {
         let (base, query) = rest.split_once('?').unwrap_or((rest, ""));
         let mut prefix = "lockkit".to_string();
         let mut wake = WakeMode::Notify;
+        let mut fence_seed = FenceSeed::Counter;
         let mut tls_paths = TlsPaths::default();
         let mut passthrough = Vec::new();
         for pair in query.split('&').filter(|p| !p.is_empty()) {
@@ -142,6 +183,10 @@ impl RedisOptions {
                 Some(("wake", "notify")) => wake = WakeMode::Notify,
                 Some(("wake", "poll")) => wake = WakeMode::Poll,
                 Some(("wake", _)) => return Err(bad("wake must be notify or poll")),
+                Some(("fence_seed", v)) => {
+                    fence_seed = FenceSeed::parse(v)
+                        .ok_or_else(|| bad("fence_seed must be counter or clock"))?;
+                }
                 _ => passthrough.push(pair),
             }
         }
@@ -187,6 +232,7 @@ impl RedisOptions {
             topology,
             prefix,
             wake,
+            fence_seed,
             tls,
             shown: redact_url(url),
         })
@@ -206,6 +252,12 @@ impl RedisOptions {
     /// How waiters are woken.
     pub fn wake(&self) -> WakeMode {
         self.wake
+    }
+
+    /// Where a missing fencing counter starts (`?fence_seed=`; default
+    /// [`FenceSeed::Counter`]).
+    pub fn fence_seed(&self) -> FenceSeed {
+        self.fence_seed
     }
 
     /// Wakes waiters as `wake` says.
@@ -366,5 +418,19 @@ mod tests {
         let o = RedisOptions::from_url("redis://h:1?wake=poll").unwrap();
         assert_eq!(o.wake(), WakeMode::Poll);
         assert_eq!(o.nodes, ["redis://h:1"]);
+    }
+
+    #[test]
+    fn fence_seed_is_parsed_and_a_bad_one_names_the_choices() {
+        let o = RedisOptions::from_url("redis://h:1?fence_seed=clock").unwrap();
+        assert_eq!(o.fence_seed(), FenceSeed::Clock);
+        assert_eq!(o.nodes, ["redis://h:1"]);
+        let o = RedisOptions::from_url("redis://h:1").unwrap();
+        assert_eq!(o.fence_seed(), FenceSeed::Counter);
+        let e = RedisOptions::from_url("redis://:pw@h:1?fence_seed=time").unwrap_err();
+        assert!(e.to_string().contains("counter or clock"), "{e}");
+        assert!(!e.to_string().contains("pw"), "{e}");
+        let e = crate::RedlockOptions::from_url("redlock://a:1,b:1,c:1?fence_seed=x").unwrap_err();
+        assert!(e.to_string().contains("counter or clock"), "{e}");
     }
 }

@@ -111,6 +111,18 @@ impl Redis {
         Self::start_with(&[], ClusterBus::Default).await
     }
 
+    /// Starts `redis-server` with an append-only file fsync'ed on every write
+    /// (`--appendonly yes --appendfsync always`): a [`restart`](Self::restart)
+    /// keeps the locks and the fencing counters.
+    ///
+    /// # Errors
+    ///
+    /// As [`start`](Self::start).
+    pub async fn start_persistent() -> Result<Self, TestkitError> {
+        let aof = ["--appendonly", "yes", "--appendfsync", "always"].map(String::from);
+        Self::start_with(&aof, ClusterBus::Default).await
+    }
+
     /// Starts `redis-server` listening on TLS only (`--port 0 --tls-port P`), with
     /// a throwaway CA and a server certificate for `IP:127.0.0.1` generated in its
     /// temp dir by the `openssl` CLI; clients need not present a certificate.
@@ -263,7 +275,8 @@ impl Redis {
         self.tls.as_ref()
     }
 
-    /// Starts it again on the same port (no persistence: the data is gone).
+    /// Starts it again on the same port. Unless it was started with
+    /// [`start_persistent`](Self::start_persistent), the data is gone.
     ///
     /// # Errors
     ///

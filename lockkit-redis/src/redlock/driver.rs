@@ -14,6 +14,7 @@ use super::master::{self, Master, Reply};
 use super::options::RedlockOptions;
 use super::quorum::{answered, count, gather, quorum_unreachable, unreachable_error};
 use crate::keys::{Names, lock_name, names};
+use crate::options::FenceSeed;
 use crate::scripts::Scripts;
 
 /// Most locks renewed by one script call per master.
@@ -130,6 +131,7 @@ struct Inner {
     drift: Duration,
     retry: Duration,
     request_timeout: Duration,
+    fence_seed: FenceSeed,
 }
 
 impl std::fmt::Debug for RedlockDriver {
@@ -194,6 +196,7 @@ impl RedlockDriver {
                 drift: options.drift,
                 retry: options.retry,
                 request_timeout: options.request_timeout,
+                fence_seed: options.fence_seed,
             }),
         })
     }
@@ -244,6 +247,7 @@ impl RedlockDriver {
 
     async fn attempt(&self, req: &AcquireRequest, n: &Names) -> Attempt {
         let (q, s) = (self.inner.quorum, &self.inner.scripts);
+        let seed = self.inner.fence_seed;
         let owner = req.owner.to_hex();
         let owner = owner.as_str();
         let (limit, ms) = (self.request_timeout(req.ttl), ttl_ms(req.ttl));
@@ -253,7 +257,7 @@ impl RedlockDriver {
             self.inner
                 .masters
                 .iter()
-                .map(|m| m.timed(limit, |c| master::acquire(s, c, n, owner, ms))),
+                .map(|m| m.timed(limit, |c| master::acquire(s, c, n, owner, ms, seed))),
             |_| false,
         )
         .await;

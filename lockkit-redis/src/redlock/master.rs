@@ -11,6 +11,7 @@ use redis::RedisResult;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
 use crate::keys::Names;
+use crate::options::FenceSeed;
 use crate::scripts::Scripts;
 
 /// Redlock waiters never join a lock's `waiters` set, so a release has nobody to
@@ -100,6 +101,7 @@ pub(crate) async fn acquire(
     n: &Names,
     owner: &str,
     ttl_ms: u64,
+    seed: FenceSeed,
 ) -> RedisResult<(i64, i64)> {
     // Redlock waiters poll (with a random delay), so they never join `waiters`.
     s.acquire
@@ -110,6 +112,7 @@ pub(crate) async fn acquire(
         .arg(ttl_ms)
         .arg("")
         .arg(0)
+        .arg(seed.script_arg())
         .invoke_async(&mut conn)
         .await
 }

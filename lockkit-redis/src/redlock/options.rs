@@ -7,6 +7,8 @@ use lockkit_core::{LockError, redact_url};
 
 use lockkit_core::tls;
 
+use crate::options::FenceSeed;
+
 /// The fixed part of the clock-drift allowance (the other part is 1 % of the TTL).
 pub(crate) const DEFAULT_DRIFT: Duration = Duration::from_millis(2);
 /// The mean delay before retrying a failed attempt.
@@ -14,7 +16,7 @@ pub(crate) const DEFAULT_RETRY: Duration = Duration::from_millis(100);
 /// The longest a single request to one master may take.
 pub(crate) const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_millis(250);
 
-const KNOWN_PARAMS: &str = "prefix, drift_ms, retry_ms, timeout_ms";
+const KNOWN_PARAMS: &str = "prefix, drift_ms, retry_ms, timeout_ms, fence_seed";
 
 /// Why `tls_*` options and `rediss://` masters are refused.
 const NO_TLS: &str = "TLS is not supported for Redlock yet (the masters are reached over plain \
@@ -54,6 +56,7 @@ pub struct RedlockOptions {
     pub(crate) drift: Duration,
     pub(crate) retry: Duration,
     pub(crate) request_timeout: Duration,
+    pub(crate) fence_seed: FenceSeed,
 }
 
 impl fmt::Debug for RedlockOptions {
@@ -61,6 +64,7 @@ impl fmt::Debug for RedlockOptions {
         f.debug_struct("RedlockOptions")
             .field("masters", &self.shown)
             .field("prefix", &self.prefix)
+            .field("fence_seed", &self.fence_seed)
             .field("drift", &self.drift)
             .field("retry", &self.retry)
             .field("request_timeout", &self.request_timeout)
@@ -97,10 +101,12 @@ impl RedlockOptions {
             drift: DEFAULT_DRIFT,
             retry: DEFAULT_RETRY,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            fence_seed: FenceSeed::Counter,
         }
     }
 
-    /// Parses `redlock://[user:password@]host1:port1,host2:port2,…[/db][?prefix=NAME&drift_ms=N&retry_ms=N&timeout_ms=N]`.
+    /// Parses `redlock://[user:password@]host1:port1,host2:port2,…[/db][?prefix=NAME&drift_ms=N&retry_ms=N&timeout_ms=N&fence_seed=counter|clock]`
+    /// (`fence_seed`: see [`crate::FenceSeed`]; each master seeds its own counter).
     ///
     /// The credentials and the database apply to every master; a host without a port
     /// uses 6379. `drift_ms` is the fixed part of the clock-drift allowance (default
@@ -192,6 +198,11 @@ impl RedlockOptions {
                 "drift_ms" => options.drift = millis(url, name, value)?,
                 "retry_ms" => options.retry = millis(url, name, value)?,
                 "timeout_ms" => options.request_timeout = millis(url, name, value)?,
+                "fence_seed" => {
+                    options.fence_seed = FenceSeed::parse(value).ok_or_else(|| {
+                        LockError::invalid_url(url, "fence_seed must be counter or clock")
+                    })?;
+                }
                 _ if tls::OPTION_NAMES.contains(&name) => {
                     return Err(LockError::invalid_url(url, NO_TLS));
                 }

@@ -1,0 +1,32 @@
+//! Recorded histories of lock use, and the checker that judges them.
+//!
+//! This is the evidence behind lockkit's safety claims. Several clients (tasks, each
+//! with its own driver and connections, as if from separate processes) run the loop
+//! an application runs: acquire, a fenced write to a shared resource, hold a while,
+//! a second fenced write, release. A [`Recorder`] keeps every operation with its
+//! invoke and complete times on the monotonic clock; the [`FencedResource`] orders
+//! every write it sees. A nemesis (a paused or killed holder, a paused, killed or
+//! partitioned server) runs meanwhile. [`check`] then decides, from the history
+//! alone:
+//!
+//! - **(a) stale writes**: a write whose grant is older than a grant that has
+//!   already written to the resource. Rejected is fencing doing its job; accepted is
+//!   a safety violation.
+//! - **(b) token order**: across grants, in the order they were granted, tokens
+//!   strictly increase.
+//! - **(c) mutual exclusion**: the intervals in which clients *knew* they held the
+//!   lock never overlap (see [`check`] for why this check is sound and complete).
+//!
+//! Workers write without checking [`LockGuard::is_lost`](lockkit_core::LockGuard)
+//! first, like an application stalled between its check and its write: fencing
+//! must catch them.
+
+mod checker;
+mod record;
+mod resource;
+mod workload;
+
+pub use checker::{Verdict, check};
+pub use record::{Failure, GrantId, GrantRecord, History, Recorder, WriteRecord};
+pub use resource::FencedResource;
+pub use workload::{Running, Workload};

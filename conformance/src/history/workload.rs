@@ -1,0 +1,159 @@
+//! The workers: acquire, fenced write, hold, fenced write, release — recorded.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use lockkit_core::{LockGuard, Locker};
+use tokio::task::JoinHandle;
+use tokio::time::{Instant, sleep, sleep_until};
+
+use super::record::Recorder;
+use super::resource::FencedResource;
+
+/// How the workers use the lock.
+#[derive(Debug, Clone)]
+pub struct Workload {
+    /// The one key every worker locks.
+    pub key: String,
+    /// The watchdog TTL of each hold.
+    pub ttl: Duration,
+    /// How long an acquire waits before it gives up (and is recorded as failed).
+    pub wait: Duration,
+    /// How long a worker holds the lock between its two writes.
+    pub hold: Duration,
+    /// The pause after a release before the next acquire (gives queued waiters
+    /// on unfair backends their turn).
+    pub think: Duration,
+    /// The pause after a failed acquire or release (servers may be down).
+    pub backoff: Duration,
+    /// The longest the workers run if [`Running::stop`] is not called first.
+    pub run_for: Duration,
+}
+
+impl Workload {
+    /// A workload on `key` for at most `run_for`, with a 1 s TTL, 3 s waits, 5 ms
+    /// holds, 5 ms think time and 50 ms back-off.
+    pub fn new(key: impl Into<String>, run_for: Duration) -> Self {
+        Self {
+            key: key.into(),
+            ttl: Duration::from_secs(1),
+            wait: Duration::from_secs(3),
+            hold: Duration::from_millis(5),
+            think: Duration::from_millis(5),
+            backoff: Duration::from_millis(50),
+            run_for,
+        }
+    }
+
+    /// Starts one worker per locker (each should have its own driver and
+    /// connections); worker `i` is client `i` in the history.
+    pub fn start(
+        &self,
+        lockers: Vec<Locker>,
+        recorder: &Recorder,
+        resource: &FencedResource,
+    ) -> Running {
+        let until = Instant::now() + self.run_for;
+        let stop = Arc::new(AtomicBool::new(false));
+        let tasks = lockers
+            .into_iter()
+            .enumerate()
+            .map(|(client, locker)| {
+                let worker = Worker {
+                    client,
+                    locker,
+                    workload: self.clone(),
+                    recorder: recorder.clone(),
+                    resource: resource.clone(),
+                    stop: stop.clone(),
+                };
+                tokio::spawn(worker.run(until))
+            })
+            .collect();
+        Running { tasks, stop }
+    }
+}
+
+/// Workers at work.
+#[derive(Debug)]
+pub struct Running {
+    tasks: Vec<JoinHandle<()>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Running {
+    /// Tells every worker to stop after its current round, and waits until they
+    /// have (each within one acquire wait and one hold).
+    pub async fn stop(self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for t in self.tasks {
+            let _ = t.await;
+        }
+    }
+}
+
+struct Worker {
+    client: usize,
+    locker: Locker,
+    workload: Workload,
+    recorder: Recorder,
+    resource: FencedResource,
+    stop: Arc<AtomicBool>,
+}
+
+impl Worker {
+    async fn run(self, until: Instant) {
+        while Instant::now() < until && !self.stop.load(Ordering::Relaxed) {
+            let invoked = Instant::now();
+            let acquired = self
+                .locker
+                .lock(self.workload.key.clone())
+                .ttl(self.workload.ttl)
+                .wait(self.workload.wait)
+                .await;
+            match acquired {
+                Ok(guard) => self.hold(guard, invoked).await,
+                Err(e) => {
+                    self.recorder
+                        .failure(self.client, "acquire", invoked, e.to_string());
+                    sleep(self.workload.backoff).await;
+                }
+            }
+        }
+    }
+
+    async fn hold(&self, guard: LockGuard, invoked: Instant) {
+        let granted = Instant::now();
+        let token = guard.token().get();
+        let grant = self.recorder.grant(self.client, token, invoked, granted);
+        self.resource.write(grant, token);
+        // Hold, noting when (if) we are told the lock is lost; keep going either way,
+        // as an application stalled between its check and its write would.
+        let hold_end = Instant::now() + self.workload.hold;
+        let lost_at = tokio::select! {
+            _ = guard.lost() => Some(Instant::now()),
+            () = sleep_until(hold_end) => None,
+        };
+        sleep_until(hold_end).await;
+        self.resource.write(grant, token);
+        let releasing = Instant::now();
+        let known_until = [Some(releasing), lost_at, Some(guard.deadline())]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or(releasing);
+        self.recorder.held_until(grant, known_until);
+        match guard.release().await {
+            Ok(()) => {
+                self.recorder.released();
+                sleep(self.workload.think).await;
+            }
+            Err(e) => {
+                self.recorder
+                    .failure(self.client, "release", releasing, e.to_string());
+                sleep(self.workload.backoff).await;
+            }
+        }
+    }
+}
