@@ -596,7 +596,7 @@ fn render_reliability_md() {
     }
     md.push('\n');
     for (i, why) in notes.iter().enumerate() {
-        md.push_str(&format!("[{}] Documented weakness: {why}.\n", i + 1));
+        md.push_str(&format!("[{}] Documented weakness: {why}.\n\n", i + 1));
     }
     md.push_str(FOOTER);
     std::fs::write(&out, md).unwrap();
@@ -646,8 +646,12 @@ not Consul.\n\n";
 const FOOTER: &str = "\n\
 **Redis without persistence.** Restarted without `appendonly yes` + `appendfsync \
 always`, Redis forgets the lock and its fencing counter: the next grant gets token 1 \
-(the regression above), a second client is granted the lock while the first still \
-believes it holds it, and the resource — which remembers the higher token — refuses \
-the new holder and accepts the old one. Mitigation: run the lock's Redis with \
+(the token regression in the *no persistence* row), and a client that held the lock \
+at the restart still believes it does while another is granted it (until its next \
+renewal fails), so the resource, which remembers the higher token, refuses the new \
+holder and accepts the old one. Mitigations lockkit offers: run the lock's Redis with \
 `appendonly yes` and `appendfsync always` (the *appendfsync always* row: the same \
-restart, no violation); see the README's Redis section.\n";
+restart, nothing lost), and/or connect with `?fence_seed=clock`, which starts a \
+missing counter from the server's clock in microseconds, so tokens keep rising across \
+the restart and fencing refuses the old holder (the *fence_seed=clock* row); the lock \
+itself is still lost. See the README's Redis section.\n";
