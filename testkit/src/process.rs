@@ -155,9 +155,19 @@ impl Server {
         }
     }
 
-    /// Freezes every process of the server (SIGSTOP).
+    /// Freezes every process of the server (SIGSTOP), and returns once the kernel
+    /// shows each of them stopped (at most 5 s): `kill` only queues the signal, and
+    /// a thread in the middle of a system call (a JVM writing a reply) finishes it
+    /// first.
     pub fn pause(&self) {
         self.signal(Signal::STOP);
+        let Some(group) = self.group() else {
+            return;
+        };
+        let until = Instant::now() + Duration::from_secs(5);
+        while !group_stopped(group.as_raw_nonzero().get()) && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
 
     /// Thaws it (SIGCONT).
@@ -263,6 +273,53 @@ pub(crate) async fn probe_command(mut cmd: tokio::process::Command) -> bool {
         tokio::time::timeout(Duration::from_secs(5), cmd.status()).await,
         Ok(Ok(status)) if status.success()
     )
+}
+
+/// Whether every thread of every process in process group `group` is stopped
+/// (state `T`), read from `/proc/<pid>/task/<tid>/stat`.
+fn group_stopped(group: i32) -> bool {
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return true;
+    };
+    for entry in procs.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Some((_, pgrp)) = stat_state_and_group(&format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        if pgrp != group {
+            continue;
+        }
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            continue;
+        };
+        for task in tasks.flatten() {
+            let path = task.path().join("stat");
+            if let Some((state, _)) = stat_state_and_group(&path.display().to_string())
+                && !matches!(state, 'T' | 't' | 'Z' | 'X')
+            {
+                return false;
+            }
+        }
+    }
+    true
+}
+
+/// The state letter and process group from a `stat` file (fields 3 and 5, after the
+/// command name in parentheses, which may itself contain spaces).
+fn stat_state_and_group(path: &str) -> Option<(char, i32)> {
+    let stat = std::fs::read_to_string(path).ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let _ppid = fields.next()?;
+    let pgrp = fields.next()?.parse().ok()?;
+    Some((state, pgrp))
 }
 
 #[cfg(test)]
