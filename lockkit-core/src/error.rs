@@ -205,6 +205,23 @@ pub enum TtlError {
     },
 }
 
+/// A user name as `Debug` and logs may show it: `***` if it contains `@` or `/`,
+/// which a user name parsed out of a URL does only when a password with an
+/// unescaped `@` was split in the wrong place (the same rule as [`redact_url`]).
+///
+/// ```
+/// use lockkit_core::shown_user;
+/// assert_eq!(shown_user("root"), "root");
+/// assert_eq!(shown_user("s3cret@["), "***");
+/// ```
+pub fn shown_user(user: &str) -> &str {
+    if user.contains(['@', '/']) {
+        "***"
+    } else {
+        user
+    }
+}
+
 /// Replaces the password (or a userinfo with no `:`, which may well be a secret
 /// written in the wrong place) and any `token`/`password` query values in a URL
 /// with `***`, so the URL can be shown in errors and logs.
@@ -237,7 +254,7 @@ pub fn redact_url(url: &str) -> String {
                 Some((userinfo, host_and_path)) => {
                     match userinfo.split_once(':') {
                         // A name with `@` or `/` in it may be part of a secret.
-                        Some((user, _password)) if !user.contains(['@', '/']) => {
+                        Some((user, _password)) if shown_user(user) == user => {
                             out.push_str(user);
                             out.push_str(":***");
                         }

@@ -29,7 +29,7 @@ pub use driver::{
     AcquireRequest, Cancellation, Capabilities, ConnectFuture, DriverEntry, Grant, LockDriver,
     LockMode, ReadWriteDriver, Renewal, Wait, WakeUp, url_scheme,
 };
-pub use error::{KeyError, LockError, Result, TtlError, redact_url};
+pub use error::{KeyError, LockError, Result, TtlError, redact_url, shown_user};
 pub use loss::LossSignal;
 pub use types::{FencingToken, LockKey, MAX_KEY_LEN, MAX_TTL, MIN_TTL, OwnerId, validate_ttl};
 

@@ -43,7 +43,10 @@ impl fmt::Debug for EtcdOptions {
         f.debug_struct("EtcdOptions")
             .field("url", &self.shown)
             .field("endpoints", &self.endpoints)
-            .field("user", &self.user.as_ref().map(|(u, _)| u.as_str()))
+            .field(
+                "user",
+                &self.user.as_ref().map(|(u, _)| lockkit_core::shown_user(u)),
+            )
             .field("prefix", &self.prefix)
             .field("tls", &self.tls)
             .finish()

@@ -43,7 +43,7 @@ impl fmt::Debug for ZkOptions {
             .field("url", &self.shown)
             .field("hosts", &self.hosts)
             .field("root", &self.root)
-            .field("user", &self.user())
+            .field("user", &self.user().map(lockkit_core::shown_user))
             .field("session_timeout", &self.session_timeout)
             .finish()
     }
