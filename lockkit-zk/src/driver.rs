@@ -448,12 +448,18 @@ async fn delete_queued(session: Arc<Session>, path: String) {
     }
 }
 
+/// How long a background delete keeps trying at least. A session can outlive
+/// twice its timeout while the ensemble elects a leader (the new leader gives every
+/// session a fresh timeout), and its nodes with it.
+const BACKGROUND_DELETE_PATIENCE: Duration = Duration::from_secs(60);
+
 /// Deletes `path` on a background task, retrying while the outcome is unknown and
-/// the session lives (bounded by twice the session timeout: past that an
-/// unreachable session has expired and taken the node with it).
+/// the session lives (at most [`BACKGROUND_DELETE_PATIENCE`] or twice the session
+/// timeout, whichever is longer).
 fn delete_in_background(session: Arc<Session>, path: String) {
     tokio::spawn(async move {
-        let give_up = Instant::now() + session.client.session_timeout() * 2;
+        let patience = BACKGROUND_DELETE_PATIENCE.max(session.client.session_timeout() * 2);
+        let give_up = Instant::now() + patience;
         let mut backoff = Duration::from_millis(20);
         while Instant::now() < give_up && !session.is_over() {
             match session.client.delete(&path, None).await {

@@ -15,7 +15,8 @@ pub(crate) fn zk_error(what: &str, e: ZkError) -> LockError {
         | ZkError::SessionExpired
         | ZkError::SessionMoved
         | ZkError::ClientClosed
-        | ZkError::Throttled => LockError::Connection {
+        | ZkError::Throttled
+        | ZkError::Custom(_) => LockError::Connection {
             driver: DRIVER,
             message,
             source: Some(Box::new(e)),
@@ -31,11 +32,17 @@ pub(crate) fn zk_error(what: &str, e: ZkError) -> LockError {
     }
 }
 
-/// Whether a request may have been applied although no reply came back.
+/// Whether a request may have been applied although no reply came back. The
+/// client reports a socket error on the connection a request went out on
+/// ("Connection reset by peer" when a member dies) as a `Custom` error.
 pub(crate) fn outcome_unknown(e: &ZkError) -> bool {
     matches!(
         e,
-        ZkError::ConnectionLoss | ZkError::Timeout | ZkError::SessionMoved | ZkError::Throttled
+        ZkError::ConnectionLoss
+            | ZkError::Timeout
+            | ZkError::SessionMoved
+            | ZkError::Throttled
+            | ZkError::Custom(_)
     )
 }
 
