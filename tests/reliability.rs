@@ -72,7 +72,7 @@ impl Trial {
             backend,
             fault,
             key: format!("reliability/{}", fault.replace(' ', "-")),
-            hold: Workload::new("", RUN_LIMIT).hold,
+            hold: history::DEFAULT_HOLD,
             resource: FencedResource::new(recorder.clone()),
             recorder,
         }
@@ -101,7 +101,7 @@ impl Trial {
     /// Polls the history (every 10 ms, at most [`RECOVERY_LIMIT`]) until `done`.
     async fn wait_until(&self, what: &str, done: impl Fn(&History) -> bool) {
         let limit = Instant::now() + RECOVERY_LIMIT;
-        while !done(&self.recorder.history()) {
+        while !self.recorder.inspect(&done) {
             assert!(
                 Instant::now() < limit,
                 "{} / {}: no {what} within {RECOVERY_LIMIT:?}; failures: {:?}",

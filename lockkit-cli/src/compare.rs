@@ -13,7 +13,7 @@ use lockkit::{LockError, redact_url};
 use lockkit_conformance::{Outcome, Report};
 use serde::Serialize;
 
-use crate::bench::{self, BenchReport, Settings};
+use crate::bench::{self, BenchReport, Compared, Settings};
 use crate::duration::{as_millis, parse_duration};
 use crate::probe::{self, ProbeReport};
 use crate::progress::Bars;
@@ -164,6 +164,26 @@ fn probe_cell(p: Option<&ProbeReport>) -> String {
     }
 }
 
+fn contended(r: &BackendReport) -> Option<&Compared> {
+    r.bench.as_ref().and_then(|b| b.contended.as_ref())
+}
+
+fn many_keys(r: &BackendReport) -> Option<&Compared> {
+    r.bench.as_ref().and_then(|b| b.many_keys.as_ref())
+}
+
+/// A throughput run's lockkit grants per second.
+fn grants(run: Option<&Compared>) -> String {
+    cell(run, |c| format!("{:.0}", c.lockkit.grants_per_second))
+}
+
+/// A throughput run's lockkit/floor ratio.
+fn ratio(run: Option<&Compared>) -> String {
+    cell(run.and_then(|c| c.ratio_lockkit_over_floor), |v| {
+        format!("{v:.2}×")
+    })
+}
+
 /// The rows of the side-by-side table: a label, then one cell per backend.
 pub(crate) fn table(report: &CompareReport) -> Vec<(String, Vec<String>)> {
     let b = &report.backends;
@@ -206,34 +226,10 @@ pub(crate) fn table(report: &CompareReport) -> Vec<(String, Vec<String>)> {
                 ms(h.p99_us)
             })
         }),
-        row("one key grants/s", &|r| {
-            cell(r.bench.as_ref().and_then(|x| x.contended.as_ref()), |c| {
-                format!("{:.0}", c.lockkit.grants_per_second)
-            })
-        }),
-        row("  lockkit/floor", &|r| {
-            cell(
-                r.bench
-                    .as_ref()
-                    .and_then(|x| x.contended.as_ref())
-                    .and_then(|c| c.ratio_lockkit_over_floor),
-                |v| format!("{v:.2}×"),
-            )
-        }),
-        row("many keys grants/s", &|r| {
-            cell(r.bench.as_ref().and_then(|x| x.many_keys.as_ref()), |c| {
-                format!("{:.0}", c.lockkit.grants_per_second)
-            })
-        }),
-        row("  lockkit/floor", &|r| {
-            cell(
-                r.bench
-                    .as_ref()
-                    .and_then(|x| x.many_keys.as_ref())
-                    .and_then(|c| c.ratio_lockkit_over_floor),
-                |v| format!("{v:.2}×"),
-            )
-        }),
+        row("one key grants/s", &|r| grants(contended(r))),
+        row("  lockkit/floor", &|r| ratio(contended(r))),
+        row("many keys grants/s", &|r| grants(many_keys(r))),
+        row("  lockkit/floor", &|r| ratio(many_keys(r))),
         row("stalled holder: freed after", &|r| {
             probe_cell(probe(r, "stalled_holder").as_ref())
         }),

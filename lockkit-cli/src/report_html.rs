@@ -352,27 +352,18 @@ fn reasons(out: &mut String, backends: &[BackendReport]) {
             }
         }
         for p in &b.probes {
-            match &p.outcome {
-                Outcome::Failed(r) => {
-                    let _ = write!(
-                        items,
-                        "<li><b>{}</b> probe {} failed: {}</li>",
-                        esc(b.name()),
-                        esc(p.name),
-                        esc(r)
-                    );
-                }
-                Outcome::Skipped(r) => {
-                    let _ = write!(
-                        items,
-                        "<li><b>{}</b> probe {} skipped: {}</li>",
-                        esc(b.name()),
-                        esc(p.name),
-                        esc(r)
-                    );
-                }
-                Outcome::Passed => {}
-            }
+            let (verb, reason) = match &p.outcome {
+                Outcome::Failed(r) => ("failed", r),
+                Outcome::Skipped(r) => ("skipped", r),
+                Outcome::Passed => continue,
+            };
+            let _ = write!(
+                items,
+                "<li><b>{}</b> probe {} {verb}: {}</li>",
+                esc(b.name()),
+                esc(p.name),
+                esc(reason)
+            );
         }
     }
     if !items.is_empty() {

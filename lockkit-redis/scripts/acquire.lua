@@ -31,8 +31,9 @@ if ARGV[5] == 'clock' and redis.call('EXISTS', KEYS[2]) == 0 then
   redis.call('SET', KEYS[2], t[1] .. string.format('%06d', tonumber(t[2])))
 end
 local token = redis.call('INCR', KEYS[2])
--- The counter's own text: exact, whatever its size.
-redis.call('SET', KEYS[1], ARGV[1] .. ':' .. redis.call('GET', KEYS[2]), 'PX', ARGV[2])
+-- '%d', not `..`: concatenating a number keeps only 14 significant digits, and a
+-- clock-seeded token has 16.
+redis.call('SET', KEYS[1], ARGV[1] .. ':' .. string.format('%d', token), 'PX', ARGV[2])
 if ARGV[3] ~= '' then
   redis.call('ZREM', KEYS[3], ARGV[3])
 end

@@ -52,12 +52,12 @@ pub enum FenceSeed {
 }
 
 impl FenceSeed {
-    /// Parses `counter` or `clock`.
-    pub(crate) fn parse(value: &str) -> Option<Self> {
+    /// Parses `counter` or `clock`; the error says so.
+    pub(crate) fn parse(value: &str) -> Result<Self, &'static str> {
         match value {
-            "counter" => Some(Self::Counter),
-            "clock" => Some(Self::Clock),
-            _ => None,
+            "counter" => Ok(Self::Counter),
+            "clock" => Ok(Self::Clock),
+            _ => Err("fence_seed must be counter or clock"),
         }
     }
 
@@ -183,10 +183,7 @@ impl RedisOptions {
                 Some(("wake", "notify")) => wake = WakeMode::Notify,
                 Some(("wake", "poll")) => wake = WakeMode::Poll,
                 Some(("wake", _)) => return Err(bad("wake must be notify or poll")),
-                Some(("fence_seed", v)) => {
-                    fence_seed = FenceSeed::parse(v)
-                        .ok_or_else(|| bad("fence_seed must be counter or clock"))?;
-                }
+                Some(("fence_seed", v)) => fence_seed = FenceSeed::parse(v).map_err(bad)?,
                 _ => passthrough.push(pair),
             }
         }

@@ -122,9 +122,10 @@ pub fn check(history: &History) -> Verdict {
             (false, false) => verdict.current_rejected += 1,
             (false, true) => {
                 // Accepted from the newest writer: was a newer grant already given?
-                let newer_granted = order[r + 1..]
-                    .iter()
-                    .any(|&i| history.grants[i].granted < w.applied);
+                // Grants are in `granted` order, so the next one tells.
+                let newer_granted = order
+                    .get(r + 1)
+                    .is_some_and(|&i| history.grants[i].granted < w.applied);
                 if newer_granted {
                     verdict.late_accepted += 1;
                 }

@@ -29,4 +29,4 @@ mod workload;
 pub use checker::{Verdict, check};
 pub use record::{Failure, GrantId, GrantRecord, History, Recorder, WriteRecord};
 pub use resource::FencedResource;
-pub use workload::{Running, Workload};
+pub use workload::{DEFAULT_HOLD, Running, Workload};

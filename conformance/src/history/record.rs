@@ -163,4 +163,9 @@ impl Recorder {
     pub fn history(&self) -> History {
         self.lock().clone()
     }
+
+    /// Answers `f` about the history so far without copying it (for polling).
+    pub fn inspect<R>(&self, f: impl FnOnce(&History) -> R) -> R {
+        f(&self.lock())
+    }
 }

@@ -11,6 +11,9 @@ use tokio::time::{Instant, sleep, sleep_until};
 use super::record::Recorder;
 use super::resource::FencedResource;
 
+/// How long a worker holds the lock between its two writes, unless set otherwise.
+pub const DEFAULT_HOLD: Duration = Duration::from_millis(5);
+
 /// How the workers use the lock.
 #[derive(Debug, Clone)]
 pub struct Workload {
@@ -39,7 +42,7 @@ impl Workload {
             key: key.into(),
             ttl: Duration::from_secs(1),
             wait: Duration::from_secs(3),
-            hold: Duration::from_millis(5),
+            hold: DEFAULT_HOLD,
             think: Duration::from_millis(5),
             backoff: Duration::from_millis(50),
             run_for,

@@ -199,9 +199,8 @@ impl RedlockOptions {
                 "retry_ms" => options.retry = millis(url, name, value)?,
                 "timeout_ms" => options.request_timeout = millis(url, name, value)?,
                 "fence_seed" => {
-                    options.fence_seed = FenceSeed::parse(value).ok_or_else(|| {
-                        LockError::invalid_url(url, "fence_seed must be counter or clock")
-                    })?;
+                    options.fence_seed =
+                        FenceSeed::parse(value).map_err(|e| LockError::invalid_url(url, e))?;
                 }
                 _ if tls::OPTION_NAMES.contains(&name) => {
                     return Err(LockError::invalid_url(url, NO_TLS));
