@@ -281,6 +281,71 @@ async fn reentrant_driver_acquire_keeps_the_written_back_token() {
     assert!(driver.release(&key, &owner).await.unwrap());
 }
 
+/// EVALSHA calls each master has run so far.
+async fn script_calls(masters: &RedisMasters) -> Vec<u64> {
+    let mut calls = Vec::new();
+    for node in &masters.nodes {
+        let client = redis::Client::open(node.url()).unwrap();
+        let mut c = client.get_multiplexed_async_connection().await.unwrap();
+        let info: String = redis::cmd("INFO")
+            .arg("commandstats")
+            .query_async(&mut c)
+            .await
+            .unwrap();
+        calls.push(
+            info.lines()
+                .find_map(|l| l.strip_prefix("cmdstat_evalsha:calls="))
+                .and_then(|v| v.split(',').next()?.parse().ok())
+                .unwrap_or(0),
+        );
+    }
+    calls
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn masters_that_agree_on_the_token_skip_the_raise_round() {
+    let masters = RedisMasters::start(5).await.unwrap();
+    let key = "orders:8";
+    let l = locker(&masters.url()).await;
+    // Loads the scripts (a first EVALSHA answers NOSCRIPT).
+    l.try_lock(key).await.unwrap().release().await.unwrap();
+    // Counters in step: each lock+release is one acquire and one release script
+    // call per master.
+    let before = script_calls(&masters).await;
+    let mut tokens = Vec::new();
+    for _ in 0..10 {
+        let g = l.try_lock(key).await.unwrap();
+        tokens.push(g.token().get());
+        g.release().await.unwrap();
+    }
+    let after = script_calls(&masters).await;
+    let per_master: Vec<u64> = after.iter().zip(&before).map(|(a, b)| a - b).collect();
+    assert_eq!(per_master, vec![20; 5], "script calls per master");
+    assert_eq!(tokens, (2..=11).collect::<Vec<u64>>());
+    // One master ahead: the masters disagree, so the quorum's maximum is written
+    // back to every master (a third call) and the next grants agree again.
+    let skewed = redis::Client::open(masters.nodes[2].url()).unwrap();
+    let mut conn = skewed.get_multiplexed_async_connection().await.unwrap();
+    let _: () = redis::cmd("SET")
+        .arg(format!("lockkit:{{{key}}}:fence"))
+        .arg(50)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let mut per_pair = Vec::new();
+    for expected in [51, 52] {
+        let before = script_calls(&masters).await;
+        let g = l.try_lock(key).await.unwrap();
+        assert_eq!(g.token().get(), expected);
+        g.release().await.unwrap();
+        let after = script_calls(&masters).await;
+        per_pair.push(after.iter().zip(&before).map(|(a, b)| a - b).min());
+    }
+    // At least 3: the raise script's first call may also load it (NOSCRIPT).
+    assert!(per_pair[0] >= Some(3), "no raise round: {per_pair:?}");
+    assert_eq!(per_pair[1], Some(2), "agreeing again, no raise round");
+}
+
 #[test]
 fn bad_urls_are_typed_errors_that_never_show_the_password() {
     let bad = [

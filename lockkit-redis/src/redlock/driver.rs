@@ -81,7 +81,8 @@ fn ttl_ms(ttl: Duration) -> u64 {
 /// quorum**, and before the grant is returned it is written back to every master by
 /// `raise_fence.lua` — the counter is raised to at least the token, and our lock
 /// value is rewritten as `<owner>:<token>` (TTL kept) — which must succeed on a
-/// quorum, or the attempt counts as failed. Why this is enough: any two quorums of
+/// quorum, or the attempt counts as failed. That round is skipped when every master
+/// granted with the same token: each already holds exactly what it would write. Why this is enough: any two quorums of
 /// the same N masters intersect. The next holder's granting quorum therefore
 /// contains a master whose counter is already ≥ this token, its `INCR` yields a
 /// larger one, and the maximum is larger too. A repeated acquire by the holder finds
@@ -272,26 +273,40 @@ impl RedlockDriver {
             .unwrap_or(0);
         let mut unreachable =
             quorum_unreachable(&replies, q).then(|| unreachable_error(&replies, q));
+        // Every master granted with the same token: each already holds owner:token
+        // and a counter at the token, so the raise round would change nothing (any
+        // later quorum meets them, and its INCR goes past the token).
+        let unanimous = replies
+            .iter()
+            .all(|r| matches!(r, Reply::Answered((1, t)) if u64::try_from(*t) == Ok(token)));
         if granted >= q && Instant::now() < deadline {
-            // Sent to every master, but awaited only from those that answered the
-            // acquire round: a master that just timed out is not waited for twice.
-            let awaited: Vec<bool> = replies
-                .iter()
-                .map(|r| matches!(r, Reply::Answered(_)))
-                .collect();
-            let raised = gather(
-                self.inner
-                    .masters
+            let raised = if unanimous {
+                None
+            } else {
+                // Sent to every master, but awaited only from those that answered the
+                // acquire round: a master that just timed out is not waited for twice.
+                let awaited: Vec<bool> = replies
                     .iter()
-                    .map(|m| m.timed(limit, |c| master::raise_fence(s, c, n, owner, token))),
-                |r| {
-                    r.iter()
-                        .zip(&awaited)
-                        .all(|(r, a)| !a || !matches!(r, Reply::Pending))
-                },
-            )
-            .await;
-            if count(&raised, |v| *v == 1) >= q && Instant::now() < deadline {
+                    .map(|r| matches!(r, Reply::Answered(_)))
+                    .collect();
+                Some(
+                    gather(
+                        self.inner.masters.iter().map(|m| {
+                            m.timed(limit, |c| master::raise_fence(s, c, n, owner, token))
+                        }),
+                        |r| {
+                            r.iter()
+                                .zip(&awaited)
+                                .all(|(r, a)| !a || !matches!(r, Reply::Pending))
+                        },
+                    )
+                    .await,
+                )
+            };
+            let agreed = raised
+                .as_ref()
+                .is_none_or(|raised| count(raised, |v| *v == 1) >= q);
+            if agreed && Instant::now() < deadline {
                 let grant = Grant::new(
                     req.key.clone(),
                     req.owner.clone(),
@@ -300,7 +315,7 @@ impl RedlockDriver {
                 );
                 return Attempt::Granted(grant);
             }
-            if quorum_unreachable(&raised, q) {
+            if let Some(raised) = raised.filter(|r| quorum_unreachable(r, q)) {
                 unreachable = Some(unreachable_error(&raised, q));
             }
         }
