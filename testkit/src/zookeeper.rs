@@ -1,4 +1,5 @@
-//! ZooKeeper: standalone, or a 3-node ensemble (tickTime 200 ms).
+//! ZooKeeper: standalone, or a 3-node ensemble (tickTime 200 ms; no cap on
+//! connections from one address, since every client here is on 127.0.0.1).
 
 use std::ops::{Deref, DerefMut};
 use std::path::{Path, PathBuf};
@@ -55,7 +56,7 @@ fn write_config(
     let mut cfg = format!(
         "tickTime=200\nminSessionTimeout=400\nmaxSessionTimeout=60000\ninitLimit=50\nsyncLimit=25\n\
          dataDir={}\nclientPort={port}\nclientPortAddress=127.0.0.1\nadmin.enableServer=false\n\
-         4lw.commands.whitelist=*\n",
+         4lw.commands.whitelist=*\nmaxClientCnxns=0\n",
         data.display()
     );
     for (i, (q, e)) in ensemble.iter().enumerate() {
