@@ -1,0 +1,236 @@
+#!/usr/bin/env python3
+"""The Python peers of `ci/benchmarks`, each used as its documentation shows.
+
+Usage:
+  python_peers.py PEER ADDRESSES uncontended ITERATIONS
+  python_peers.py PEER ADDRESSES handoff WAITERS ROUNDS
+
+PEER is one of the names in PEERS below; ADDRESSES is HOST:PORT, or a comma-separated
+list of them (pottery's Redlock masters; a ZooKeeper connect string). The runner
+(lockkit-cli/benches/peers) starts this program and speaks the peer protocol described
+in bench/peers/README.md: raw timings in nanoseconds on stdout, one JSON line per
+measurement, so every library's figures go through the same percentile code.
+"""
+
+import json
+import sys
+import threading
+import time
+
+WARMUP = 200
+WAIT_SECONDS = 30
+# After the go: time for every waiter to make its first attempt and block (a benchmark
+# settle, not a correctness bet: a late waiter only makes its own hand-off look faster).
+SETTLE_SECONDS = 0.3
+
+
+def host_port(address):
+    host, port = address.rsplit(":", 1)
+    return host, int(port)
+
+
+class RedisPy:
+    """redis-py's Lock: SET NX PX; a blocked acquire polls every 0.1 s (its default)."""
+
+    def connect(self, addresses):
+        import redis
+
+        host, port = host_port(addresses[0])
+        return redis.Redis(host=host, port=port)
+
+    def lock(self, conn, key):
+        return conn.lock(key, timeout=10)
+
+    def acquire(self, lock):
+        return lock.acquire(blocking=True, blocking_timeout=WAIT_SECONDS)
+
+    def release(self, lock):
+        lock.release()
+
+    def close(self, conn):
+        conn.close()
+
+
+class PythonRedisLock(RedisPy):
+    """python-redis-lock: SET NX EX; a blocked acquire waits on BLPOP of a signal list
+    that the release pushes to."""
+
+    def lock(self, conn, key):
+        import redis_lock
+
+        return redis_lock.Lock(conn, key, expire=10)
+
+    def acquire(self, lock):
+        # It refuses a wait longer than the lock's expiry.
+        return lock.acquire(blocking=True, timeout=10)
+
+
+class Pottery:
+    """pottery's Redlock over every address given (one master, or five); a blocked
+    acquire retries after a short random sleep."""
+
+    def connect(self, addresses):
+        import redis
+
+        return [redis.Redis(host=h, port=p) for h, p in map(host_port, addresses)]
+
+    def lock(self, conns, key):
+        from pottery import Redlock
+
+        return Redlock(key=key, masters=set(conns), auto_release_time=10)
+
+    def acquire(self, lock):
+        return lock.acquire(blocking=True, timeout=WAIT_SECONDS)
+
+    def release(self, lock):
+        lock.release()
+
+    def close(self, conns):
+        for c in conns:
+            c.close()
+
+
+class Kazoo:
+    """kazoo's Lock recipe: an ephemeral sequential node; a waiter watches its
+    predecessor. One client (one ZooKeeper session, 10 s default timeout) each."""
+
+    def connect(self, addresses):
+        from kazoo.client import KazooClient
+
+        c = KazooClient(hosts=",".join(addresses))
+        c.start(timeout=15)
+        return c
+
+    def lock(self, client, key):
+        return client.Lock("/lockkit-peers/kazoo/" + key.replace(":", "-"))
+
+    def acquire(self, lock):
+        return lock.acquire(timeout=WAIT_SECONDS)
+
+    def release(self, lock):
+        lock.release()
+
+    def close(self, client):
+        client.stop()
+        client.close()
+
+
+class Etcd3:
+    """python-etcd3's Lock: a lease and a create-if-absent transaction; a waiter
+    watches the key and retries when it is deleted."""
+
+    def connect(self, addresses):
+        import etcd3
+
+        host, port = host_port(addresses[0])
+        return etcd3.client(host=host, port=port)
+
+    def lock(self, client, key):
+        return client.lock("lockkit-peers-etcd3-" + key, ttl=10)
+
+    def acquire(self, lock):
+        return lock.acquire(timeout=WAIT_SECONDS)
+
+    def release(self, lock):
+        lock.release()
+
+    def close(self, client):
+        client.close()
+
+
+PEERS = {
+    "redis-py": RedisPy,
+    "python-redis-lock": PythonRedisLock,
+    "pottery": Pottery,
+    "kazoo": Kazoo,
+    "etcd3": Etcd3,
+}
+
+
+def emit(nanos):
+    print(json.dumps({"ns": nanos}), flush=True)
+
+
+def must(acquired, what):
+    if not acquired:
+        raise RuntimeError(f"{what} timed out")
+
+
+def uncontended(peer, addresses, iterations):
+    """One client, one key: acquire + release timed as a pair."""
+    conn = peer.connect(addresses)
+    for _ in range(WARMUP):
+        lock = peer.lock(conn, "u")
+        must(peer.acquire(lock), "warm-up acquire")
+        peer.release(lock)
+    times = []
+    for _ in range(iterations):
+        t = time.perf_counter_ns()
+        lock = peer.lock(conn, "u")
+        must(peer.acquire(lock), "uncontended acquire")
+        peer.release(lock)
+        times.append(time.perf_counter_ns() - t)
+    peer.close(conn)
+    emit(times)
+
+
+def handoff(peer, addresses, waiters, rounds):
+    """Rounds of: a holder holds; on `go` the waiters queue; the holder releases and
+    each waiter, granted in turn, releases at once. A hand-off is the time from one
+    release returning to the next acquire returning in another thread."""
+    holder_conn = peer.connect(addresses)
+    conns = [peer.connect(addresses) for _ in range(waiters)]
+    key = f"h{waiters}"
+    for _ in range(rounds):
+        holder = peer.lock(holder_conn, key)
+        must(peer.acquire(holder), "holder acquire")
+        print("ready", flush=True)
+        if sys.stdin.readline().strip() != "go":
+            return 2
+        events, errors, guard = [], [], threading.Lock()
+
+        def waiter(conn):
+            try:
+                mine = peer.lock(conn, key)
+                must(peer.acquire(mine), "waiter acquire")
+                granted = time.perf_counter_ns()
+                peer.release(mine)
+                released = time.perf_counter_ns()
+                with guard:
+                    events.append((granted, released))
+            except Exception as e:  # reported by the main thread
+                errors.append(e)
+
+        threads = [threading.Thread(target=waiter, args=(c,)) for c in conns]
+        for t in threads:
+            t.start()
+        time.sleep(SETTLE_SECONDS)
+        peer.release(holder)
+        previous = time.perf_counter_ns()
+        for t in threads:
+            t.join()
+        if errors:
+            raise errors[0]
+        gaps = []
+        for granted, released in sorted(events):
+            gaps.append(max(0, granted - previous))
+            previous = released
+        emit(gaps)
+    for c in conns + [holder_conn]:
+        peer.close(c)
+    return 0
+
+
+def main(argv):
+    usage_ok = len(argv) >= 5 and argv[1] in PEERS
+    if usage_ok and argv[3] == "uncontended" and len(argv) == 5:
+        uncontended(PEERS[argv[1]](), argv[2].split(","), int(argv[4]))
+        return 0
+    if usage_ok and argv[3] == "handoff" and len(argv) == 6:
+        return handoff(PEERS[argv[1]](), argv[2].split(","), int(argv[4]), int(argv[5]))
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

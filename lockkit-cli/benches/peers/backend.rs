@@ -1,0 +1,155 @@
+//! What the runner asks a backend directly: how many requests it has served (to count
+//! commands per hand-off) and how long its cheapest request takes (one round trip).
+
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+pub(crate) type Failure = Box<dyn std::error::Error + Send + Sync>;
+
+/// A backend under test, by kind and address(es).
+#[derive(Debug, Clone)]
+pub(crate) enum Backend {
+    /// One or more independent Redis masters (`host:port` each).
+    Redis(Vec<String>),
+    /// One etcd member's client address.
+    Etcd(String),
+    /// One ZooKeeper server.
+    ZooKeeper(String),
+}
+
+impl Backend {
+    /// How the backend counts, for the table: what one unit of
+    /// [`commands`](Self::commands) is.
+    pub(crate) fn counted(&self) -> &'static str {
+        match self {
+            Self::Redis(_) => {
+                "Redis commands run (INFO commandstats, summed over the masters; commands run \
+                 inside Lua scripts count too)"
+            }
+            Self::Etcd(_) => {
+                "gRPC messages received (grpc_server_msg_received_total: each unary request, \
+                 each watch or keep-alive stream message)"
+            }
+            Self::ZooKeeper(_) => "packets received (mntr zk_packets_received)",
+        }
+    }
+
+    /// Requests served between two [`commands`](Self::commands) snapshots, less
+    /// those the first snapshot sent itself.
+    pub(crate) fn commands_between(&self, before: u64, after: u64) -> u64 {
+        // Redis counts an INFO once it has run: the one per master that took `before`
+        // shows in `after`.
+        let own = match self {
+            Self::Redis(masters) => masters.len() as u64,
+            _ => 0,
+        };
+        after.saturating_sub(before + own)
+    }
+
+    /// Requests served so far (see [`commands_between`](Self::commands_between)).
+    pub(crate) async fn commands(&self) -> Result<Option<u64>, Failure> {
+        match self {
+            Self::Redis(masters) => {
+                let mut total = 0;
+                for address in masters {
+                    total += redis_calls(address).await?;
+                }
+                Ok(Some(total))
+            }
+            Self::Etcd(address) => {
+                let metrics = http_get(address, "/metrics").await?;
+                Ok(Some(
+                    metrics
+                        .lines()
+                        .filter(|l| l.starts_with("grpc_server_msg_received_total{"))
+                        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+                        .sum::<f64>() as u64,
+                ))
+            }
+            Self::ZooKeeper(address) => {
+                let mntr = four_letter_word(address, "mntr").await?;
+                Ok(mntr
+                    .lines()
+                    .find_map(|l| l.strip_prefix("zk_packets_received")?.trim().parse().ok()))
+            }
+        }
+    }
+
+    /// The p50 of `n` of the backend's cheapest requests on one connection: Redis
+    /// PING, an etcd linearizable get of a missing key, a ZooKeeper exists of `/`.
+    pub(crate) async fn round_trip(&self, n: usize) -> Result<Option<Duration>, Failure> {
+        let mut samples = Vec::with_capacity(n);
+        match self {
+            Self::Redis(masters) => {
+                let client = redis::Client::open(format!("redis://{}", masters[0]))?;
+                let mut conn = client.get_multiplexed_async_connection().await?;
+                for _ in 0..n + n / 10 {
+                    let t = Instant::now();
+                    let _: String = redis::cmd("PING").query_async(&mut conn).await?;
+                    samples.push(t.elapsed());
+                }
+            }
+            Self::Etcd(address) => {
+                let mut client = etcd_client::Client::connect([address.as_str()], None).await?;
+                for _ in 0..n + n / 10 {
+                    let t = Instant::now();
+                    client.get("lockkit-bench-round-trip", None).await?;
+                    samples.push(t.elapsed());
+                }
+            }
+            Self::ZooKeeper(address) => {
+                let client = zookeeper_client::Client::connect(address).await?;
+                for _ in 0..n + n / 10 {
+                    let t = Instant::now();
+                    client.check_stat("/").await?;
+                    samples.push(t.elapsed());
+                }
+            }
+        }
+        // The first tenth warms the connection up.
+        let mut samples = samples.split_off(n / 10);
+        samples.sort();
+        Ok(samples.get(samples.len() / 2).copied())
+    }
+}
+
+/// Calls of every command the Redis server at `address` has run.
+async fn redis_calls(address: &str) -> Result<u64, Failure> {
+    let client = redis::Client::open(format!("redis://{address}"))?;
+    let mut conn = client.get_multiplexed_async_connection().await?;
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(&mut conn)
+        .await?;
+    Ok(info
+        .lines()
+        .filter(|l| l.starts_with("cmdstat_"))
+        .filter_map(|l| {
+            l.split([':', ','])
+                .find_map(|kv| kv.strip_prefix("calls="))?
+                .parse::<u64>()
+                .ok()
+        })
+        .sum())
+}
+
+/// The reply to a plain HTTP/1.0 GET (the body and headers; enough for /metrics).
+async fn http_get(address: &str, path: &str) -> Result<String, Failure> {
+    let mut s = TcpStream::connect(address).await?;
+    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: {address}\r\n\r\n").as_bytes())
+        .await?;
+    let mut reply = String::new();
+    tokio::time::timeout(Duration::from_secs(10), s.read_to_string(&mut reply)).await??;
+    Ok(reply)
+}
+
+/// A ZooKeeper four-letter word's reply.
+pub(crate) async fn four_letter_word(address: &str, word: &str) -> Result<String, Failure> {
+    let mut s = TcpStream::connect(address).await?;
+    s.write_all(word.as_bytes()).await?;
+    let mut reply = String::new();
+    tokio::time::timeout(Duration::from_secs(10), s.read_to_string(&mut reply)).await??;
+    Ok(reply)
+}

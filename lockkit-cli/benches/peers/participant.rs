@@ -1,0 +1,171 @@
+//! The Rust sides of the peer protocol (bench/peers/README.md): lockkit itself and
+//! rslock, each run as a child process of the runner (`peers participant NAME …`) like
+//! the Python and Java peers, so every library is timed in a process of its own.
+
+use std::io::{BufRead, Write};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Acquires wait at most this long.
+const WAIT: Duration = Duration::from_secs(30);
+/// Warm-up pairs before the uncontended measurement.
+const WARMUP: usize = 200;
+/// After the go: time for every waiter to make its first attempt and block (a
+/// benchmark settle: a late waiter only makes its own hand-off look faster).
+const SETTLE: Duration = Duration::from_millis(300);
+/// rslock's lease, as in its README.
+const RSLOCK_TTL: Duration = Duration::from_secs(10);
+
+type Failure = Box<dyn std::error::Error + Send + Sync>;
+
+/// One client of a library: its own connection(s).
+#[derive(Clone)]
+enum Client {
+    Lockkit(lockkit::Locker),
+    Rslock(rslock::LockManager),
+}
+
+/// A held lock.
+enum Held {
+    Lockkit(lockkit::LockGuard),
+    Rslock(rslock::Lock),
+}
+
+impl Client {
+    /// `lockkit URL` or `rslock HOST:PORT[,HOST:PORT…]` (one master, or Redlock's N).
+    async fn connect(library: &str, target: &str) -> Result<Self, Failure> {
+        match library {
+            "lockkit" => Ok(Self::Lockkit(lockkit::connect(target).await?)),
+            "rslock" => {
+                let uris: Vec<String> = target.split(',').map(|a| format!("redis://{a}")).collect();
+                let clients = uris
+                    .iter()
+                    .map(|u| redis::Client::open(u.as_str()))
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok(Self::Rslock(rslock::LockManager::from_clients(clients)))
+            }
+            other => Err(format!("no Rust participant named {other}").into()),
+        }
+    }
+
+    async fn acquire(&self, key: &str) -> Result<Held, Failure> {
+        match self {
+            Self::Lockkit(locker) => Ok(Held::Lockkit(locker.lock(key).wait(WAIT).await?)),
+            // rslock's blocking acquire: retries until it holds (its default retry
+            // count and delay).
+            Self::Rslock(manager) => Ok(Held::Rslock(
+                tokio::time::timeout(WAIT, manager.acquire_no_guard(key, RSLOCK_TTL)).await??,
+            )),
+        }
+    }
+}
+
+impl Held {
+    async fn release(self) -> Result<(), Failure> {
+        match self {
+            Self::Lockkit(guard) => Ok(guard.release().await?),
+            Self::Rslock(lock) => {
+                lock.release().await;
+                Ok(())
+            }
+        }
+    }
+}
+
+/// One measurement on stdout: raw nanoseconds, as the runner reads them.
+fn emit(ns: &[u128]) -> Result<(), Failure> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{}", serde_json::json!({ "ns": ns }))?;
+    Ok(out.flush()?)
+}
+
+/// One client, one key: acquire + release timed as a pair.
+async fn uncontended(client: &Client, iterations: usize) -> Result<(), Failure> {
+    let key = "peers/rust/u";
+    for _ in 0..WARMUP {
+        client.acquire(key).await?.release().await?;
+    }
+    let mut ns = Vec::with_capacity(iterations);
+    for _ in 0..iterations {
+        let t = Instant::now();
+        client.acquire(key).await?.release().await?;
+        ns.push(t.elapsed().as_nanos());
+    }
+    emit(&ns)
+}
+
+/// Rounds of: a holder holds; on `go` the waiters queue; the holder releases and each
+/// waiter, granted in turn, releases at once. A hand-off is the time from one release
+/// returning to the next acquire returning in another task.
+async fn handoff(
+    library: &str,
+    target: &str,
+    waiters: usize,
+    rounds: usize,
+) -> Result<(), Failure> {
+    let key = format!("peers/rust/h{waiters}");
+    let holder = Client::connect(library, target).await?;
+    let mut clients = Vec::with_capacity(waiters);
+    for _ in 0..waiters {
+        clients.push(Client::connect(library, target).await?);
+    }
+    let mut stdin = std::io::stdin().lock();
+    for _ in 0..rounds {
+        let held = holder.acquire(&key).await?;
+        println!("ready");
+        std::io::stdout().flush()?;
+        let mut line = String::new();
+        stdin.read_line(&mut line)?;
+        if line.trim() != "go" {
+            return Err(format!("expected go, read {line:?}").into());
+        }
+        let events = Arc::new(Mutex::new(Vec::with_capacity(waiters)));
+        let mut tasks = Vec::with_capacity(waiters);
+        for client in &clients {
+            let (client, key, events) = (client.clone(), key.clone(), events.clone());
+            tasks.push(tokio::spawn(async move {
+                let mine = client.acquire(&key).await?;
+                let granted = Instant::now();
+                mine.release().await?;
+                let released = Instant::now();
+                events
+                    .lock()
+                    .map_err(|_| "a waiter panicked")?
+                    .push((granted, released));
+                Ok::<_, Failure>(())
+            }));
+        }
+        tokio::time::sleep(SETTLE).await;
+        held.release().await?;
+        let mut previous = Instant::now();
+        for task in tasks {
+            task.await??;
+        }
+        let mut events = std::mem::take(&mut *events.lock().map_err(|_| "a waiter panicked")?);
+        events.sort();
+        let mut gaps = Vec::with_capacity(waiters);
+        for (granted, released) in events {
+            gaps.push(granted.saturating_duration_since(previous).as_nanos());
+            previous = released;
+        }
+        emit(&gaps)?;
+    }
+    Ok(())
+}
+
+/// `participant LIBRARY TARGET uncontended N` or `… handoff WAITERS ROUNDS`.
+pub(crate) async fn run(args: &[String]) -> Result<(), Failure> {
+    let number = |i: usize| -> Result<usize, Failure> {
+        Ok(args.get(i).ok_or("missing argument")?.parse::<usize>()?)
+    };
+    match args {
+        [library, target, mode, ..] if mode == "uncontended" => {
+            let client = Client::connect(library, target).await?;
+            uncontended(&client, number(3)?).await
+        }
+        [library, target, mode, ..] if mode == "handoff" => {
+            handoff(library, target, number(3)?, number(4)?).await
+        }
+        _ => Err("usage: participant LIBRARY TARGET uncontended N | handoff WAITERS ROUNDS".into()),
+    }
+}

@@ -1,0 +1,167 @@
+//! Runs one library's participant program and reads its measurements, the runner's
+//! side of the peer protocol (bench/peers/README.md).
+
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdout, Command};
+
+use crate::backend::{Backend, Failure};
+
+/// No line from a participant for this long fails it (and kills it).
+const LINE_TIMEOUT: Duration = Duration::from_secs(180);
+
+/// A participant program: the command line before its `TARGET MODE …` arguments.
+#[derive(Debug, Clone)]
+pub(crate) struct Program {
+    /// What the tables call it.
+    pub(crate) library: String,
+    pub(crate) argv: Vec<String>,
+    /// Its `TARGET`: a lockkit URL, or the addresses the library connects to.
+    pub(crate) target: String,
+}
+
+/// The hand-offs of one waiter count, and what the backend served meanwhile.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Handoffs {
+    pub(crate) gaps_ns: Vec<u64>,
+    /// Requests served during the rounds (from the go to the last release).
+    pub(crate) commands: Option<u64>,
+}
+
+/// A running participant, killed when dropped.
+struct Running {
+    child: Child,
+    lines: Lines<BufReader<ChildStdout>>,
+    /// The last line it wrote on stderr (its error, when it fails).
+    last_error: Arc<Mutex<String>>,
+}
+
+impl Running {
+    fn start(program: &Program, args: &[String]) -> Result<Self, Failure> {
+        let (first, rest) = program.argv.split_first().ok_or("an empty command line")?;
+        let mut child = Command::new(first)
+            .args(rest)
+            .arg(&program.target)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| format!("cannot start {first}: {e}"))?;
+        let stdout = child.stdout.take().ok_or("no stdout")?;
+        let stderr = child.stderr.take().ok_or("no stderr")?;
+        let last_error = Arc::new(Mutex::new(String::new()));
+        let last = last_error.clone();
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                if let (false, Ok(mut last)) = (line.trim().is_empty(), last.lock()) {
+                    *last = line;
+                }
+            }
+        });
+        Ok(Self {
+            child,
+            lines: BufReader::new(stdout).lines(),
+            last_error,
+        })
+    }
+
+    /// Why it stopped answering: its last stderr line, once it has exited.
+    async fn exit_reason(&mut self) -> String {
+        let status = tokio::time::timeout(Duration::from_secs(5), self.child.wait()).await;
+        // Let the stderr reader catch up with the last lines.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let last = self
+            .last_error
+            .lock()
+            .map(|l| l.clone())
+            .unwrap_or_default();
+        match status {
+            Ok(Ok(status)) if !last.is_empty() => format!("{last} ({status})"),
+            Ok(Ok(status)) => format!("it exited with {status}"),
+            _ => "it closed its stdout".to_owned(),
+        }
+    }
+
+    async fn line(&mut self) -> Result<String, Failure> {
+        match tokio::time::timeout(LINE_TIMEOUT, self.lines.next_line()).await {
+            Ok(Ok(Some(line))) => Ok(line),
+            Ok(Ok(None)) => Err(self.exit_reason().await.into()),
+            Ok(Err(e)) => Err(e.into()),
+            Err(_) => Err(format!("no answer in {LINE_TIMEOUT:?}").into()),
+        }
+    }
+
+    /// The next measurement line: `{"ns": [...]}`.
+    async fn samples(&mut self) -> Result<Vec<u64>, Failure> {
+        let line = self.line().await?;
+        #[derive(serde::Deserialize)]
+        struct Samples {
+            ns: Vec<u64>,
+        }
+        let s: Samples = serde_json::from_str(&line)
+            .map_err(|e| format!("not a measurement ({e}): {line:.200}"))?;
+        Ok(s.ns)
+    }
+
+    async fn finish(mut self) -> Result<(), Failure> {
+        drop(self.child.stdin.take());
+        let status = tokio::time::timeout(LINE_TIMEOUT, self.child.wait()).await??;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(format!("it exited with {status}").into())
+        }
+    }
+}
+
+impl Program {
+    /// `iterations` uncontended acquire+release pairs, each timed.
+    pub(crate) async fn uncontended(&self, iterations: u64) -> Result<Vec<u64>, Failure> {
+        let mut running = Running::start(self, &["uncontended".into(), iterations.to_string()])?;
+        let ns = running.samples().await?;
+        running.finish().await?;
+        Ok(ns)
+    }
+
+    /// `rounds` rounds of a holder and `waiters` queued waiters; the backend's request
+    /// counter is read around each round.
+    pub(crate) async fn handoffs(
+        &self,
+        backend: &Backend,
+        waiters: u64,
+        rounds: u64,
+    ) -> Result<Handoffs, Failure> {
+        let mut running = Running::start(
+            self,
+            &["handoff".into(), waiters.to_string(), rounds.to_string()],
+        )?;
+        let mut out = Handoffs {
+            commands: Some(0),
+            ..Handoffs::default()
+        };
+        for _ in 0..rounds {
+            let line = running.line().await?;
+            if line != "ready" {
+                return Err(format!("expected ready, read {line:.200}").into());
+            }
+            let before = backend.commands().await?;
+            let stdin = running.child.stdin.as_mut().ok_or("no stdin")?;
+            stdin.write_all(b"go\n").await?;
+            stdin.flush().await?;
+            out.gaps_ns.extend(running.samples().await?);
+            let after = backend.commands().await?;
+            out.commands = match (out.commands, before, after) {
+                (Some(sum), Some(b), Some(a)) => Some(sum + backend.commands_between(b, a)),
+                _ => None,
+            };
+        }
+        running.finish().await?;
+        Ok(out)
+    }
+}
