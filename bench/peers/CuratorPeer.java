@@ -6,7 +6,7 @@
 // Usage: java CuratorPeer CONNECT uncontended ITERATIONS
 //        java CuratorPeer CONNECT handoff WAITERS ROUNDS
 // It speaks the peer protocol of bench/peers/README.md; run it with
-// bench/peers/run-curator, which compiles it into a temp dir.
+// ci/benchmarks, which compiles it into a throwaway directory.
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;

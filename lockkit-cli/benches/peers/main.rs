@@ -45,8 +45,9 @@ struct Args {
     /// Java classpath holding the compiled CuratorPeer and Curator's jars.
     #[arg(long)]
     curator_classpath: Option<String>,
-    /// Where to write the report.
-    #[arg(long, default_value = "BENCHMARKS.md")]
+    /// Where to write the report (default: the workspace's BENCHMARKS.md; `cargo
+    /// bench` runs this from the package's directory).
+    #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/../BENCHMARKS.md"))]
     out: PathBuf,
     /// The command line to print in the report as the one that produced it.
     #[arg(long, default_value = "ci/benchmarks")]

@@ -191,7 +191,9 @@ impl Machine {
 }
 
 fn us(v: f64) -> String {
-    if v >= 10_000.0 {
+    if v >= 10_000_000.0 {
+        format!("{:.1} s", v / 1e6)
+    } else if v >= 10_000.0 {
         format!("{:.1} ms", v / 1000.0)
     } else {
         format!("{v:.0} µs")
