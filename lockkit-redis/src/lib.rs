@@ -69,7 +69,12 @@
 //!   written back to a quorum before the grant is reported, so tokens increase as
 //!   long as a quorum of masters keeps its data; a master restarted without
 //!   `appendfsync always` breaks that (see [`RedlockDriver`] for exactly where, and
-//!   the mitigations). Redlock waiters poll with a random delay.
+//!   the mitigations). Redlock waiters join the lock's waiters set on every
+//!   master, and each master's release wakes the oldest live one there through the
+//!   same wake channels as the single-server driver (one subscription per master);
+//!   the random-delay retry of the algorithm remains as the fallback, about once a
+//!   second while a quorum of masters can wake the waiter (`?wake=poll`: retry
+//!   only).
 //! - **Durability:** without `appendonly yes` + `appendfsync always`, a Redis
 //!   restart loses held locks *and fencing counters*: a counter that restarts from
 //!   zero hands out tokens a protected resource has already seen, which it must then

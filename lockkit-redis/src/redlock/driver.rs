@@ -3,22 +3,30 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::FutureExt;
 use lockkit_core::{
     AcquireRequest, Capabilities, FencingToken, Grant, LockDriver, LockError, LockKey, OwnerId,
-    Renewal, Result, async_trait, renew_in_batches,
+    Renewal, Result, Wait, WakeUp, async_trait, renew_in_batches,
 };
 use tokio::time::{Instant, sleep_until};
 
 use super::NAME;
-use super::master::{self, Master, Reply};
+use super::master::{self, Entry, Master, Reply};
 use super::options::RedlockOptions;
 use super::quorum::{answered, count, gather, quorum_unreachable, unreachable_error};
-use crate::keys::{Names, lock_name, names};
-use crate::options::FenceSeed;
+use crate::keys::{Names, lock_name, names, wake_prefix};
+use crate::options::{FenceSeed, WakeMode};
 use crate::scripts::Scripts;
+use crate::wait::Waiter;
 
 /// Most locks renewed by one script call per master.
 const MAX_BATCH: usize = 500;
+/// With wake-ups from a quorum of masters, the mean time a waiter waits before
+/// trying again anyway (a lost message), which also refreshes its waiters entries.
+const NOTIFY_FALLBACK: Duration = Duration::from_secs(1);
+/// How long a waiters entry lives without a refresh: a waiter that died is skipped
+/// by releases after this (longer than the longest fallback wait).
+const ENTRY_LIFETIME: Duration = Duration::from_secs(3);
 /// The shortest per-master request timeout (loopback under load still answers).
 const MIN_REQUEST_TIMEOUT: Duration = Duration::from_millis(50);
 /// How long start-up waits for a quorum of masters to answer PING.
@@ -133,6 +141,10 @@ struct Inner {
     retry: Duration,
     request_timeout: Duration,
     fence_seed: FenceSeed,
+    /// `<prefix>:wake:`, the wake channels' prefix on every master.
+    wake_prefix: String,
+    /// Whether waiters are woken by releases (`wake=notify`) or only poll.
+    notify: bool,
 }
 
 impl std::fmt::Debug for RedlockDriver {
@@ -188,6 +200,13 @@ impl RedlockDriver {
                 source: None,
             });
         }
+        let wake_prefix = wake_prefix(&options.prefix);
+        let notify = options.wake == WakeMode::Notify;
+        if notify {
+            for m in &masters {
+                m.subscribe_in_background(wake_prefix.clone());
+            }
+        }
         Ok(Self {
             inner: Arc::new(Inner {
                 masters,
@@ -198,6 +217,8 @@ impl RedlockDriver {
                 retry: options.retry,
                 request_timeout: options.request_timeout,
                 fence_seed: options.fence_seed,
+                wake_prefix,
+                notify,
             }),
         })
     }
@@ -224,9 +245,22 @@ impl RedlockDriver {
     }
 
     /// A random retry delay, as the Redlock spec asks (so contenders that split the
-    /// vote do not collide again), never later than the holder's expiry.
-    fn retry_delay(&self, expiry: Option<Duration>) -> Duration {
-        let mean = ttl_ms(self.inner.retry).max(2);
+    /// vote do not collide again), never later than the holder's expiry. While a
+    /// quorum of the masters can wake this waiter, it is only the fallback for a lost
+    /// wake-up, and [`NOTIFY_FALLBACK`] long on average.
+    fn retry_delay(&self, expiry: Option<Duration>, waiters: &[Option<Waiter>]) -> Duration {
+        let woken_by = self
+            .inner
+            .masters
+            .iter()
+            .zip(waiters)
+            .filter(|(m, w)| w.is_some() && m.wakes())
+            .count();
+        let mean = if woken_by >= self.inner.quorum {
+            ttl_ms(NOTIFY_FALLBACK)
+        } else {
+            ttl_ms(self.inner.retry).max(2)
+        };
         let delay = Duration::from_millis(fastrand::u64(mean / 2..=mean + mean / 2));
         match expiry {
             Some(e) => delay.min(e + Duration::from_millis(fastrand::u64(0..20))),
@@ -235,18 +269,69 @@ impl RedlockDriver {
     }
 
     async fn release_everywhere(&self, n: &Names, owner: &str, limit: Duration) -> Vec<Reply<i64>> {
-        let s = &self.inner.scripts;
+        let (s, wake) = (&self.inner.scripts, self.inner.wake_prefix.as_str());
         gather(
             self.inner
                 .masters
                 .iter()
-                .map(|m| m.timed(limit, |c| master::release(s, c, n, owner))),
+                .map(|m| m.timed(limit, |c| master::release(s, c, n, owner, wake))),
             |_| false,
         )
         .await
     }
 
-    async fn attempt(&self, req: &AcquireRequest, n: &Names) -> Attempt {
+    /// A waiter gives up: its entries leave every master's waiters set (passing on a
+    /// wake-up it may have taken). Best effort: an entry left behind expires after
+    /// [`ENTRY_LIFETIME`].
+    async fn leave_everywhere(&self, n: &Names, waiters: &[Option<Waiter>]) {
+        if waiters.iter().all(Option::is_none) {
+            return;
+        }
+        let (s, wake) = (&self.inner.scripts, self.inner.wake_prefix.as_str());
+        let limit = self.inner.request_timeout;
+        gather(
+            self.inner.masters.iter().zip(waiters).filter_map(|(m, w)| {
+                let entry = w.as_ref()?.entry.as_str();
+                Some(m.timed(limit, move |c| master::leave(s, c, n, entry, wake)))
+            }),
+            |_| false,
+        )
+        .await;
+    }
+
+    /// Waits for a wake-up from any master, or until `until`; `false` if cancelled.
+    async fn pause(req: &AcquireRequest, waiters: &[Option<Waiter>], until: Instant) -> bool {
+        let notified: Vec<_> = waiters
+            .iter()
+            .flatten()
+            .map(|w| Box::pin(w.notify.notified()))
+            .collect();
+        let woken = async move {
+            if notified.is_empty() {
+                std::future::pending::<()>().await;
+            } else {
+                futures_util::future::select_all(notified).await;
+            }
+        };
+        let go_on = tokio::select! {
+            _ = woken => true,
+            _ = sleep_until(until) => true,
+            _ = req.cancel.cancelled() => false,
+        };
+        // One release wakes us on each master that had us first: the attempt about
+        // to be made answers all the wake-ups received so far.
+        for w in waiters.iter().flatten() {
+            let _ = w.notify.notified().now_or_never();
+        }
+        go_on
+    }
+
+    async fn attempt(
+        &self,
+        req: &AcquireRequest,
+        n: &Names,
+        waiters: &[Option<Waiter>],
+    ) -> Attempt {
         let (q, s) = (self.inner.quorum, &self.inner.scripts);
         let seed = self.inner.fence_seed;
         let owner = req.owner.to_hex();
@@ -255,10 +340,15 @@ impl RedlockDriver {
         let sent = Instant::now();
         let deadline = self.valid_until(sent, req.ttl);
         let replies = gather(
-            self.inner
-                .masters
-                .iter()
-                .map(|m| m.timed(limit, |c| master::acquire(s, c, n, owner, ms, seed))),
+            self.inner.masters.iter().zip(waiters).map(|(m, w)| {
+                let entry = w.as_ref().map(|w| Entry {
+                    id: w.entry.as_str(),
+                    lifetime_ms: ttl_ms(ENTRY_LIFETIME),
+                });
+                m.timed(limit, move |c| {
+                    master::acquire(s, c, n, owner, ms, seed, entry)
+                })
+            }),
             |_| false,
         )
         .await;
@@ -345,15 +435,31 @@ impl LockDriver for RedlockDriver {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities::baseline()
+        Capabilities::baseline().with_wake_up(if self.inner.notify {
+            WakeUp::Notify
+        } else {
+            WakeUp::Poll
+        })
     }
 
     async fn acquire(&self, req: &AcquireRequest) -> Result<Grant> {
         let started = Instant::now();
         let n = self.names(&req.key);
+        // A waiting request registers on every subscribed master before its first
+        // attempt, so the attempt that finds the lock held also queues it there.
+        let waiters: Vec<Option<Waiter>> = self
+            .inner
+            .masters
+            .iter()
+            .map(|m| match req.wait {
+                Wait::NoWait => None,
+                _ if self.inner.notify => m.waiter(),
+                _ => None,
+            })
+            .collect();
         let mut unreachable_since: Option<Instant> = None;
         loop {
-            let (expiry, unreachable) = match self.attempt(req, &n).await {
+            let (expiry, unreachable) = match self.attempt(req, &n, &waiters).await {
                 Attempt::Granted(g) => return Ok(g),
                 Attempt::Busy(expiry) => (expiry, None),
                 Attempt::Unreachable(e) => (None, Some(e)),
@@ -364,19 +470,23 @@ impl LockDriver for RedlockDriver {
             let give_up = match req.keep_waiting(started) {
                 Ok(until) => until,
                 // The quorum error says more than Contended/Timeout would.
-                Err(e) => return Err(unreachable.unwrap_or(e)),
+                Err(e) => {
+                    self.leave_everywhere(&n, &waiters).await;
+                    return Err(unreachable.unwrap_or(e));
+                }
             };
             if let Some(e) = unreachable {
                 let since = *unreachable_since.get_or_insert_with(Instant::now);
                 if give_up.is_none() && since.elapsed() >= UNREACHABLE_PATIENCE {
+                    self.leave_everywhere(&n, &waiters).await;
                     return Err(e);
                 }
             }
-            let retry = Instant::now() + self.retry_delay(expiry);
+            let retry = Instant::now() + self.retry_delay(expiry, &waiters);
             let until = give_up.map_or(retry, |d| d.min(retry));
-            tokio::select! {
-                _ = sleep_until(until) => {}
-                _ = req.cancel.cancelled() => return Err(req.cancelled()),
+            if !Self::pause(req, &waiters, until).await {
+                self.leave_everywhere(&n, &waiters).await;
+                return Err(req.cancelled());
             }
         }
     }
@@ -482,12 +592,13 @@ impl LockDriver for RedlockDriver {
 
     async fn force_release(&self, key: &LockKey) -> Result<bool> {
         let (s, n) = (&self.inner.scripts, self.names(key));
+        let wake = self.inner.wake_prefix.as_str();
         let limit = self.inner.request_timeout;
         let replies = gather(
             self.inner
                 .masters
                 .iter()
-                .map(|m| m.timed(limit, |c| master::force_release(s, c, &n))),
+                .map(|m| m.timed(limit, |c| master::force_release(s, c, &n, wake))),
             |_| false,
         )
         .await;

@@ -1,9 +1,11 @@
-//! One master: its connection, a time limit on every request, and the script calls.
+//! One master: its connection, its wake-up subscription, a time limit on every
+//! request, and the script calls.
 //!
 //! The script calls are small free functions so that a change to a script's keys or
 //! arguments is a change in one place.
 
 use std::future::Future;
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
 use lockkit_core::{LockError, Result, redact_url};
@@ -13,16 +15,19 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use crate::keys::Names;
 use crate::options::FenceSeed;
 use crate::scripts::Scripts;
+use crate::wait::{Subscriptions, Waiter};
 
-/// Redlock waiters never join a lock's `waiters` set, so a release has nobody to
-/// wake and no wake channel to name.
-const NO_WAKE_CHANNEL: &str = "";
+/// Longest pause between attempts to subscribe to a master that is down.
+const SUBSCRIBE_BACKOFF_MAX: Duration = Duration::from_secs(5);
 
 /// One Redlock master.
 pub(crate) struct Master {
     /// The master's URL without its password, for messages.
     pub(crate) shown: String,
     conn: ConnectionManager,
+    client: redis::Client,
+    /// This driver's wake channel on this master, once subscribed.
+    wake: Arc<OnceLock<Arc<Subscriptions>>>,
 }
 
 impl std::fmt::Debug for Master {
@@ -59,17 +64,59 @@ impl Master {
             .set_max_delay(Duration::from_millis(20))
             .set_connection_timeout(Some(Duration::from_secs(1)))
             .set_response_timeout(Some(Duration::from_secs(5)));
-        let conn = ConnectionManager::new_lazy_with_config(client, config).map_err(|e| {
-            LockError::Connection {
-                driver: super::NAME,
-                message: format!(
-                    "cannot set up master {shown}: {}",
-                    redact_url(&e.to_string())
-                ),
-                source: Some(Box::new(e)),
+        let conn =
+            ConnectionManager::new_lazy_with_config(client.clone(), config).map_err(|e| {
+                LockError::Connection {
+                    driver: super::NAME,
+                    message: format!(
+                        "cannot set up master {shown}: {}",
+                        redact_url(&e.to_string())
+                    ),
+                    source: Some(Box::new(e)),
+                }
+            })?;
+        Ok(Self {
+            shown,
+            conn,
+            client,
+            wake: Arc::default(),
+        })
+    }
+
+    /// Subscribes to this driver's wake channel on this master, in the background
+    /// (a master that is down must not hold up the driver), retrying with backoff
+    /// until it succeeds or the driver is gone. Until then, waiters poll it.
+    pub(crate) fn subscribe_in_background(&self, wake_prefix: String) {
+        let (client, wake): (_, Weak<_>) = (self.client.clone(), Arc::downgrade(&self.wake));
+        tokio::spawn(async move {
+            let mut backoff = Duration::from_millis(50);
+            loop {
+                if wake.strong_count() == 0 {
+                    return;
+                }
+                match Subscriptions::connect(vec![client.clone()], &wake_prefix).await {
+                    Ok(subs) => {
+                        if let Some(wake) = wake.upgrade() {
+                            let _ = wake.set(subs);
+                        }
+                        return;
+                    }
+                    Err(e) => tracing::debug!(error = %e, "Redlock master: no wake-ups yet"),
+                }
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(SUBSCRIBE_BACKOFF_MAX);
             }
-        })?;
-        Ok(Self { shown, conn })
+        });
+    }
+
+    /// Registers a waiter on this master's wake channel, if it is subscribed.
+    pub(crate) fn waiter(&self) -> Option<Waiter> {
+        self.wake.get().map(|subs| subs.waiter())
+    }
+
+    /// Whether releases on this master can wake our waiters right now.
+    pub(crate) fn wakes(&self) -> bool {
+        self.wake.get().is_some_and(|subs| subs.is_live())
     }
 
     /// Runs `call` on this master's connection, giving up after `limit`.
@@ -94,7 +141,16 @@ pub(crate) async fn ping(mut conn: ConnectionManager) -> RedisResult<()> {
         .map(|_| ())
 }
 
-/// `acquire.lua`: `(1, token)` if now held by `owner`, `(0, pttl)` if by another.
+/// A waiter's entry in a lock's `waiters` set on one master, and how long it lives
+/// without a refresh.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Entry<'a> {
+    pub(crate) id: &'a str,
+    pub(crate) lifetime_ms: u64,
+}
+
+/// `acquire.lua`: `(1, token)` if now held by `owner`, `(0, pttl)` if by another;
+/// a refused waiter with an `entry` joins (or refreshes) the lock's waiters set.
 pub(crate) async fn acquire(
     s: &Scripts,
     mut conn: ConnectionManager,
@@ -102,17 +158,34 @@ pub(crate) async fn acquire(
     owner: &str,
     ttl_ms: u64,
     seed: FenceSeed,
+    entry: Option<Entry<'_>>,
 ) -> RedisResult<(i64, i64)> {
-    // Redlock waiters poll (with a random delay), so they never join `waiters`.
     s.acquire
         .key(&n.lock)
         .key(&n.fence)
         .key(&n.waiters)
         .arg(owner)
         .arg(ttl_ms)
-        .arg("")
-        .arg(0)
+        .arg(entry.map_or("", |e| e.id))
+        .arg(entry.map_or(0, |e| e.lifetime_ms))
         .arg(seed.script_arg())
+        .invoke_async(&mut conn)
+        .await
+}
+
+/// `leave.lua`: removes a waiter's entry, passing on a wake-up if the lock is free.
+pub(crate) async fn leave(
+    s: &Scripts,
+    mut conn: ConnectionManager,
+    n: &Names,
+    entry: &str,
+    wake_prefix: &str,
+) -> RedisResult<i64> {
+    s.leave
+        .key(&n.lock)
+        .key(&n.waiters)
+        .arg(entry)
+        .arg(wake_prefix)
         .invoke_async(&mut conn)
         .await
 }
@@ -166,32 +239,34 @@ pub(crate) async fn extend_many(
     invocation.invoke_async(&mut conn).await
 }
 
-/// `release.lua`: 1 if `owner`'s hold was deleted.
+/// `release.lua`: 1 if `owner`'s hold was deleted (then one waiter is woken).
 pub(crate) async fn release(
     s: &Scripts,
     mut conn: ConnectionManager,
     n: &Names,
     owner: &str,
+    wake_prefix: &str,
 ) -> RedisResult<i64> {
     s.release
         .key(&n.lock)
         .key(&n.waiters)
         .arg(owner)
-        .arg(NO_WAKE_CHANNEL)
+        .arg(wake_prefix)
         .invoke_async(&mut conn)
         .await
 }
 
-/// `force_release.lua`: 1 if there was a holder.
+/// `force_release.lua`: 1 if there was a holder (then one waiter is woken).
 pub(crate) async fn force_release(
     s: &Scripts,
     mut conn: ConnectionManager,
     n: &Names,
+    wake_prefix: &str,
 ) -> RedisResult<i64> {
     s.force_release
         .key(&n.lock)
         .key(&n.waiters)
-        .arg(NO_WAKE_CHANNEL)
+        .arg(wake_prefix)
         .invoke_async(&mut conn)
         .await
 }

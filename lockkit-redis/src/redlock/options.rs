@@ -7,7 +7,7 @@ use lockkit_core::{LockError, redact_url};
 
 use lockkit_core::tls;
 
-use crate::options::FenceSeed;
+use crate::options::{FenceSeed, WakeMode};
 
 /// The fixed part of the clock-drift allowance (the other part is 1 % of the TTL).
 pub(crate) const DEFAULT_DRIFT: Duration = Duration::from_millis(2);
@@ -16,7 +16,7 @@ pub(crate) const DEFAULT_RETRY: Duration = Duration::from_millis(100);
 /// The longest a single request to one master may take.
 pub(crate) const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_millis(250);
 
-const KNOWN_PARAMS: &str = "prefix, drift_ms, retry_ms, timeout_ms, fence_seed";
+const KNOWN_PARAMS: &str = "prefix, drift_ms, retry_ms, timeout_ms, fence_seed, wake";
 
 /// Why `tls_*` options and `rediss://` masters are refused.
 const NO_TLS: &str = "TLS is not supported for Redlock yet (the masters are reached over plain \
@@ -57,6 +57,7 @@ pub struct RedlockOptions {
     pub(crate) retry: Duration,
     pub(crate) request_timeout: Duration,
     pub(crate) fence_seed: FenceSeed,
+    pub(crate) wake: WakeMode,
 }
 
 impl fmt::Debug for RedlockOptions {
@@ -68,6 +69,7 @@ impl fmt::Debug for RedlockOptions {
             .field("drift", &self.drift)
             .field("retry", &self.retry)
             .field("request_timeout", &self.request_timeout)
+            .field("wake", &self.wake)
             .finish()
     }
 }
@@ -102,11 +104,13 @@ impl RedlockOptions {
             retry: DEFAULT_RETRY,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             fence_seed: FenceSeed::Counter,
+            wake: WakeMode::Notify,
         }
     }
 
-    /// Parses `redlock://[user:password@]host1:port1,host2:port2,…[/db][?prefix=NAME&drift_ms=N&retry_ms=N&timeout_ms=N&fence_seed=counter|clock]`
-    /// (`fence_seed`: see [`crate::FenceSeed`]; each master seeds its own counter).
+    /// Parses `redlock://[user:password@]host1:port1,host2:port2,…[/db][?prefix=NAME&drift_ms=N&retry_ms=N&timeout_ms=N&fence_seed=counter|clock&wake=notify|poll]`
+    /// (`fence_seed`: see [`crate::FenceSeed`]; each master seeds its own counter;
+    /// `wake`: see [`RedlockOptions::wake`]).
     ///
     /// The credentials and the database apply to every master; a host without a port
     /// uses 6379. `drift_ms` is the fixed part of the clock-drift allowance (default
@@ -202,6 +206,15 @@ impl RedlockOptions {
                     options.fence_seed =
                         FenceSeed::parse(value).map_err(|e| LockError::invalid_url(url, e))?;
                 }
+                "wake" => {
+                    options.wake = match value {
+                        "notify" => WakeMode::Notify,
+                        "poll" => WakeMode::Poll,
+                        _ => {
+                            return Err(LockError::invalid_url(url, "wake must be notify or poll"));
+                        }
+                    };
+                }
                 _ if tls::OPTION_NAMES.contains(&name) => {
                     return Err(LockError::invalid_url(url, NO_TLS));
                 }
@@ -284,6 +297,18 @@ impl RedlockOptions {
     /// retry waits a random time between half and one and a half times this.
     pub fn retry_delay(mut self, retry: Duration) -> Self {
         self.retry = retry.max(Duration::from_millis(1));
+        self
+    }
+
+    /// How waiters learn of a release (default [`WakeMode::Notify`]): with `Notify`,
+    /// a waiter joins the lock's waiters set on every master and each master's
+    /// release wakes the oldest live one through this driver's wake channel there
+    /// (one pub/sub connection per master, subscribed in the background); while a
+    /// quorum of masters can wake it, a waiter retries on its own only about once a
+    /// second. With `Poll`, or until then, waiters retry after the random
+    /// [`retry_delay`](Self::retry_delay).
+    pub fn wake(mut self, wake: WakeMode) -> Self {
+        self.wake = wake;
         self
     }
 
