@@ -67,15 +67,6 @@ impl Row {
         }
     }
 
-    /// A library that could not run here, and why.
-    pub(crate) fn skipped(reason: String) -> Self {
-        Self {
-            library: String::new(),
-            uncontended: Err(reason),
-            handoffs: Vec::new(),
-        }
-    }
-
     pub(crate) fn failures(&self) -> Vec<String> {
         let mut out: Vec<String> = self
             .uncontended
@@ -115,29 +106,24 @@ pub(crate) struct Group {
     pub(crate) title: &'static str,
     pub(crate) backend: Backend,
     pub(crate) server: String,
-    /// Whether lockkit's waiters are notified here (not polling).
-    pub(crate) notifies: bool,
     pub(crate) round_trip: Option<Duration>,
     pub(crate) floor: Option<Floor>,
     pub(crate) rows: Vec<Row>,
+    /// Libraries that could not run here, and why.
+    pub(crate) skipped: Vec<String>,
     pub(crate) failures: Vec<String>,
 }
 
 impl Group {
-    pub(crate) fn new(
-        title: &'static str,
-        backend: Backend,
-        server: String,
-        notifies: bool,
-    ) -> Self {
+    pub(crate) fn new(title: &'static str, backend: Backend, server: String) -> Self {
         Self {
             title,
             backend,
             server,
-            notifies,
             round_trip: None,
             floor: None,
             rows: Vec::new(),
+            skipped: Vec::new(),
             failures: Vec::new(),
         }
     }
@@ -221,7 +207,9 @@ fn targets(g: &Group, waiters: &[u64]) -> Vec<String> {
             verdict(r <= FLOOR_TARGET)
         ));
     }
-    if let (true, Some(rtt)) = (g.notifies, g.round_trip) {
+    // Every backend here notifies lockkit's waiters (Redis and Redlock by pub/sub,
+    // etcd and ZooKeeper by watches).
+    if let Some(rtt) = g.round_trip {
         let rtt_us = rtt.as_secs_f64() * 1e6;
         for &w in waiters {
             if let Some(h) = lk.handoff(w) {
@@ -235,11 +223,7 @@ fn targets(g: &Group, waiters: &[u64]) -> Vec<String> {
             }
         }
     }
-    for peer in g
-        .rows
-        .iter()
-        .filter(|r| r.library != "lockkit" && !r.library.is_empty())
-    {
+    for peer in g.rows.iter().filter(|r| r.library != "lockkit") {
         let mut misses = Vec::new();
         if let (Ok(l), Ok(p)) = (&lk.uncontended, &peer.uncontended)
             && l.per_second < p.per_second
@@ -307,7 +291,7 @@ fn uncontended_table(md: &mut String, g: &Group) {
             with,
         );
     }
-    for row in g.rows.iter().filter(|r| !r.library.is_empty()) {
+    for row in &g.rows {
         match &row.uncontended {
             Ok(s) => uncontended_line(md, &row.library, s, lk),
             Err(e) => {
@@ -323,7 +307,7 @@ fn handoff_table(md: &mut String, g: &Group, waiters: &[u64]) {
         md,
         "\n| hand-off | waiters | p50 | p99 | hand-offs | commands per hand-off | lockkit p50 ÷ this | lockkit p99 ÷ this |\n|---|---|---|---|---|---|---|---|"
     );
-    for row in g.rows.iter().filter(|r| !r.library.is_empty()) {
+    for row in &g.rows {
         for &w in waiters {
             let Some((_, h)) = row.handoffs.iter().find(|(x, _)| *x == w) else {
                 continue;
@@ -396,7 +380,8 @@ pub(crate) fn render(m: &Machine, args: &Args, groups: &[Group], consul: Option<
         if let Some(rtt) = g.round_trip {
             let _ = writeln!(
                 md,
-                "One round trip (p50 of the cheapest request on one connection): {}.",
+                "One round trip (p50 of the cheapest request on one connection, the lower of \
+                 the measurements before and after the libraries ran): {}.",
                 us(rtt.as_secs_f64() * 1e6)
             );
         }
@@ -419,10 +404,8 @@ pub(crate) fn render(m: &Machine, args: &Args, groups: &[Group], consul: Option<
         md.push('\n');
         uncontended_table(&mut md, g);
         handoff_table(&mut md, g, &args.waiters);
-        for row in g.rows.iter().filter(|r| r.library.is_empty()) {
-            if let Err(reason) = &row.uncontended {
-                let _ = writeln!(md, "\n- {reason}");
-            }
+        for reason in &g.skipped {
+            let _ = writeln!(md, "\n- {reason}");
         }
         md.push('\n');
     }
