@@ -11,6 +11,8 @@ use lockkit_redis::{RedlockDriver, RedlockOptions};
 use lockkit_testkit::RedisMasters;
 use tokio::time::Instant;
 
+mod common;
+
 /// The default cap on one request to one master (see `RedlockOptions`).
 const REQUEST_TIMEOUT: Duration = Duration::from_millis(250);
 /// Slack for a loaded 2-core machine on top of a bound the driver promises.
@@ -287,17 +289,7 @@ async fn script_calls(masters: &RedisMasters) -> Vec<u64> {
     for node in &masters.nodes {
         let client = redis::Client::open(node.url()).unwrap();
         let mut c = client.get_multiplexed_async_connection().await.unwrap();
-        let info: String = redis::cmd("INFO")
-            .arg("commandstats")
-            .query_async(&mut c)
-            .await
-            .unwrap();
-        calls.push(
-            info.lines()
-                .find_map(|l| l.strip_prefix("cmdstat_evalsha:calls="))
-                .and_then(|v| v.split(',').next()?.parse().ok())
-                .unwrap_or(0),
-        );
+        calls.push(common::script_calls(&mut c).await);
     }
     calls
 }

@@ -12,6 +12,9 @@ use lockkit_redis::{RedisDriver, RedisOptions};
 use lockkit_testkit::Redis;
 use tokio::time::Instant;
 
+mod common;
+use common::script_calls;
+
 /// How long a waiter goes without a wake-up before retrying anyway (the driver's
 /// fallback poll). A hand-off much faster than this came from a wake-up.
 const FALLBACK: Duration = Duration::from_secs(1);
@@ -30,19 +33,6 @@ async fn admin(url: &str) -> redis::aio::MultiplexedConnection {
         .get_multiplexed_async_connection()
         .await
         .unwrap()
-}
-
-/// EVALSHA calls so far: one per acquire attempt, release or leave.
-async fn script_calls(conn: &mut redis::aio::MultiplexedConnection) -> u64 {
-    let info: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query_async(conn)
-        .await
-        .unwrap();
-    info.lines()
-        .find_map(|l| l.strip_prefix("cmdstat_evalsha:calls="))
-        .and_then(|v| v.split(',').next()?.parse().ok())
-        .unwrap_or(0)
 }
 
 /// Waits (bounded) until `n` waiters are queued for `key`.

@@ -9,14 +9,67 @@ use tokio::net::TcpStream;
 pub(crate) type Failure = Box<dyn std::error::Error + Send + Sync>;
 
 /// A backend under test, by kind and address(es).
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) enum Backend {
-    /// One or more independent Redis masters (`host:port` each).
-    Redis(Vec<String>),
+    /// One or more independent Redis masters.
+    Redis(Vec<RedisServer>),
     /// One etcd member's client address.
     Etcd(String),
     /// One ZooKeeper server.
     ZooKeeper(String),
+}
+
+/// One Redis server and the runner's connection to it, opened on first use and
+/// kept, so counting sends one INFO and nothing else.
+pub(crate) struct RedisServer {
+    address: String,
+    conn: tokio::sync::OnceCell<redis::aio::MultiplexedConnection>,
+}
+
+impl std::fmt::Debug for RedisServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.address)
+    }
+}
+
+impl RedisServer {
+    /// The server at `host:port`.
+    pub(crate) fn new(address: String) -> Self {
+        Self {
+            address,
+            conn: tokio::sync::OnceCell::new(),
+        }
+    }
+
+    async fn connection(&self) -> Result<redis::aio::MultiplexedConnection, Failure> {
+        let conn = self
+            .conn
+            .get_or_try_init(|| async {
+                redis::Client::open(format!("redis://{}", self.address))?
+                    .get_multiplexed_async_connection()
+                    .await
+            })
+            .await?;
+        Ok(conn.clone())
+    }
+
+    /// Calls of every command the server has run.
+    async fn calls(&self) -> Result<u64, Failure> {
+        let info: String = redis::cmd("INFO")
+            .arg("commandstats")
+            .query_async(&mut self.connection().await?)
+            .await?;
+        Ok(info
+            .lines()
+            .filter(|l| l.starts_with("cmdstat_"))
+            .filter_map(|l| {
+                l.split([':', ','])
+                    .find_map(|kv| kv.strip_prefix("calls="))?
+                    .parse::<u64>()
+                    .ok()
+            })
+            .sum())
+    }
 }
 
 impl Backend {
@@ -53,8 +106,8 @@ impl Backend {
         match self {
             Self::Redis(masters) => {
                 let mut total = 0;
-                for address in masters {
-                    total += redis_calls(address).await?;
+                for master in masters {
+                    total += master.calls().await?;
                 }
                 Ok(Some(total))
             }
@@ -83,8 +136,11 @@ impl Backend {
         let mut samples = Vec::with_capacity(n);
         match self {
             Self::Redis(masters) => {
-                let client = redis::Client::open(format!("redis://{}", masters[0]))?;
-                let mut conn = client.get_multiplexed_async_connection().await?;
+                let mut conn = masters
+                    .first()
+                    .ok_or("no Redis server")?
+                    .connection()
+                    .await?;
                 for _ in 0..n + n / 10 {
                     let t = Instant::now();
                     let _: String = redis::cmd("PING").query_async(&mut conn).await?;
@@ -113,26 +169,6 @@ impl Backend {
         samples.sort();
         Ok(samples.get(samples.len() / 2).copied())
     }
-}
-
-/// Calls of every command the Redis server at `address` has run.
-async fn redis_calls(address: &str) -> Result<u64, Failure> {
-    let client = redis::Client::open(format!("redis://{address}"))?;
-    let mut conn = client.get_multiplexed_async_connection().await?;
-    let info: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query_async(&mut conn)
-        .await?;
-    Ok(info
-        .lines()
-        .filter(|l| l.starts_with("cmdstat_"))
-        .filter_map(|l| {
-            l.split([':', ','])
-                .find_map(|kv| kv.strip_prefix("calls="))?
-                .parse::<u64>()
-                .ok()
-        })
-        .sum())
 }
 
 /// The reply to a plain HTTP/1.0 GET (the body and headers; enough for /metrics).

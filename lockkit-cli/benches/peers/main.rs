@@ -13,13 +13,13 @@ mod participant;
 mod program;
 mod report;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Parser;
 use lockkit_testkit::{ConsulStandIn, Etcd, Redis, RedisMasters, ZooKeeper};
 
-use backend::{Backend, Failure};
+use backend::{Backend, Failure, RedisServer};
 use program::Program;
 use report::{Floor, Group, Measured, Row, Stats};
 
@@ -96,14 +96,13 @@ impl Programs<'_> {
 
     fn python(
         &self,
-        python: &Option<PathBuf>,
+        python: Option<&Path>,
         option: &str,
         peer: &str,
         label: &str,
         target: String,
     ) -> Result<Program, String> {
         let python = python
-            .as_ref()
             .ok_or_else(|| format!("not run: no --{option} given (ci/benchmarks installs it)"))?;
         Ok(Program {
             library: label.to_owned(),
@@ -274,11 +273,18 @@ async fn run(args: &Args) -> Result<Vec<Group>, Failure> {
     if args.wants("redis") {
         let redis = Redis::start().await?;
         let address = format!("127.0.0.1:{}", redis.port());
-        let py =
-            |peer, label| programs.python(&args.python, "python", peer, label, address.clone());
+        let py = |peer, label| {
+            programs.python(
+                args.python.as_deref(),
+                "python",
+                peer,
+                label,
+                address.clone(),
+            )
+        };
         let group = Group::new(
             "Redis, one server",
-            Backend::Redis(vec![address.clone()]),
+            Backend::Redis(vec![RedisServer::new(address.clone())]),
             version("redis-server", &["--version"]).await,
         );
         groups.push(
@@ -307,7 +313,7 @@ async fn run(args: &Args) -> Result<Vec<Group>, Failure> {
         let target = addresses.join(",");
         let group = Group::new(
             "Redlock, five Redis masters",
-            Backend::Redis(addresses),
+            Backend::Redis(addresses.into_iter().map(RedisServer::new).collect()),
             version("redis-server", &["--version"]).await,
         );
         groups.push(
@@ -318,7 +324,13 @@ async fn run(args: &Args) -> Result<Vec<Group>, Failure> {
                 vec![
                     programs.rust("lockkit", "lockkit", masters.url()),
                     programs.rust("rslock", "rslock (Rust)", target.clone()),
-                    programs.python(&args.python, "python", "pottery", "pottery Redlock", target),
+                    programs.python(
+                        args.python.as_deref(),
+                        "python",
+                        "pottery",
+                        "pottery Redlock",
+                        target,
+                    ),
                 ],
             )
             .await,
@@ -340,7 +352,7 @@ async fn run(args: &Args) -> Result<Vec<Group>, Failure> {
                 vec![
                     programs.rust("lockkit", "lockkit", etcd.url()),
                     programs.python(
-                        &args.etcd3_python,
+                        args.etcd3_python.as_deref(),
                         "etcd3-python",
                         "etcd3",
                         "python-etcd3 Lock",
@@ -365,7 +377,7 @@ async fn run(args: &Args) -> Result<Vec<Group>, Failure> {
                 vec![
                     programs.rust("lockkit", "lockkit", zk.url()),
                     programs.python(
-                        &args.python,
+                        args.python.as_deref(),
                         "python",
                         "kazoo",
                         "kazoo Lock",

@@ -2,11 +2,11 @@
 //! side of the peer protocol (bench/peers/README.md).
 
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdout, Command};
+use tokio::task::JoinHandle;
 
 use crate::backend::{Backend, Failure};
 
@@ -35,8 +35,8 @@ pub(crate) struct Handoffs {
 struct Running {
     child: Child,
     lines: Lines<BufReader<ChildStdout>>,
-    /// The last line it wrote on stderr (its error, when it fails).
-    last_error: Arc<Mutex<String>>,
+    /// Reads its stderr to the end: the last line it wrote (its error, when it fails).
+    last_error: Option<JoinHandle<String>>,
 }
 
 impl Running {
@@ -54,33 +54,34 @@ impl Running {
             .map_err(|e| format!("cannot start {first}: {e}"))?;
         let stdout = child.stdout.take().ok_or("no stdout")?;
         let stderr = child.stderr.take().ok_or("no stderr")?;
-        let last_error = Arc::new(Mutex::new(String::new()));
-        let last = last_error.clone();
-        tokio::spawn(async move {
-            let mut lines = BufReader::new(stderr).lines();
+        let last_error = tokio::spawn(async move {
+            let (mut lines, mut last) = (BufReader::new(stderr).lines(), String::new());
             while let Ok(Some(line)) = lines.next_line().await {
-                if let (false, Ok(mut last)) = (line.trim().is_empty(), last.lock()) {
-                    *last = line;
+                if !line.trim().is_empty() {
+                    last = line;
                 }
             }
+            last
         });
         Ok(Self {
             child,
             lines: BufReader::new(stdout).lines(),
-            last_error,
+            last_error: Some(last_error),
         })
     }
 
     /// Why it stopped answering: its last stderr line, once it has exited.
     async fn exit_reason(&mut self) -> String {
         let status = tokio::time::timeout(Duration::from_secs(5), self.child.wait()).await;
-        // Let the stderr reader catch up with the last lines.
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        let last = self
-            .last_error
-            .lock()
-            .map(|l| l.clone())
-            .unwrap_or_default();
+        // Its stderr ends when it exits.
+        let last = match self.last_error.take() {
+            Some(reader) => tokio::time::timeout(Duration::from_secs(5), reader)
+                .await
+                .ok()
+                .and_then(Result::ok)
+                .unwrap_or_default(),
+            None => String::new(),
+        };
         match status {
             Ok(Ok(status)) if !last.is_empty() => format!("{last} ({status})"),
             Ok(Ok(status)) => format!("it exited with {status}"),

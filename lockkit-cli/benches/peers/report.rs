@@ -224,17 +224,19 @@ fn targets(g: &Group, waiters: &[u64]) -> Vec<String> {
         }
     }
     for peer in g.rows.iter().filter(|r| r.library != "lockkit") {
-        let mut misses = Vec::new();
-        if let (Ok(l), Ok(p)) = (&lk.uncontended, &peer.uncontended)
-            && l.per_second < p.per_second
-        {
-            misses.push(format!(
-                "uncontended rate {}",
-                ratio(l.per_second, p.per_second)
-            ));
+        let (mut misses, mut compared) = (Vec::new(), 0);
+        if let (Ok(l), Ok(p)) = (&lk.uncontended, &peer.uncontended) {
+            compared += 1;
+            if l.per_second < p.per_second {
+                misses.push(format!(
+                    "uncontended rate {}",
+                    ratio(l.per_second, p.per_second)
+                ));
+            }
         }
         for &w in waiters {
             if let (Some(l), Some(p)) = (lk.handoff(w), peer.handoff(w)) {
+                compared += 1;
                 if l.stats.p50_us > p.stats.p50_us {
                     misses.push(format!(
                         "{w}-waiter p50 {}",
@@ -249,8 +251,13 @@ fn targets(g: &Group, waiters: &[u64]) -> Vec<String> {
                 }
             }
         }
-        out.push(if misses.is_empty() {
-            format!("at least as fast as {} on every row — met", peer.library)
+        out.push(if compared == 0 {
+            format!("{}: no figures to compare with", peer.library)
+        } else if misses.is_empty() {
+            format!(
+                "at least as fast as {} on every row where both have figures — met",
+                peer.library
+            )
         } else {
             format!(
                 "at least as fast as {}: **missed** on {}",
