@@ -118,34 +118,38 @@ pub const DRIVERS: &[DriverEntry] = &[
     lockkit_consul::DRIVER,
 ];
 
-/// Every driver lockkit has, with the feature that compiles it in: used to tell a
-/// user which feature to turn on.
-const KNOWN: &[(&str, &str)] = &[
-    ("mem", "mem"),
-    ("sqlite", "sqlite"),
-    ("redis", "redis"),
-    ("rediss", "redis"),
-    ("redlock", "redis"),
-    ("redis-cluster", "redis"),
-    ("rediss-cluster", "redis"),
-    ("etcd", "etcd"),
-    ("etcds", "etcd"),
-    ("zk", "zk"),
-    ("zookeeper", "zk"),
-    ("consul", "consul"),
-    ("consuls", "consul"),
-    ("postgres", "postgres"),
-    ("postgresql", "postgres"),
-    ("mysql", "mysql"),
-    ("mariadb", "mysql"),
+/// Every driver lockkit has: its schemes, the feature that compiles it in, and the
+/// port its server listens on by default. Used to tell a user which feature to turn
+/// on, or which scheme a URL without one needs.
+const KNOWN: &[(&str, &str, Option<u16>)] = &[
+    ("mem", "mem", None),
+    ("sqlite", "sqlite", None),
+    ("redis", "redis", Some(6379)),
+    ("rediss", "redis", None),
+    ("redlock", "redis", None),
+    ("redis-cluster", "redis", None),
+    ("rediss-cluster", "redis", None),
+    ("etcd", "etcd", Some(2379)),
+    ("etcds", "etcd", None),
+    ("zk", "zk", Some(2181)),
+    ("zookeeper", "zk", None),
+    ("consul", "consul", Some(8500)),
+    ("consuls", "consul", None),
+    ("postgres", "postgres", Some(5432)),
+    ("postgresql", "postgres", None),
+    ("mysql", "mysql", Some(3306)),
+    ("mariadb", "mysql", None),
 ];
 
 /// Connects to the backend named by `url` and returns a [`Locker`] over it.
 ///
+/// The scheme picks the driver, in any case (`Redis://` is `redis://`).
+///
 /// # Errors
 ///
-/// [`LockError::InvalidUrl`] if the URL has no scheme, or its scheme's driver is not
-/// compiled in (the message names the schemes that are, and the feature to enable);
+/// [`LockError::InvalidUrl`] if the URL has no scheme (the message suggests one), a
+/// mistyped one ("did you mean `postgres://`?"), or one whose driver is not compiled
+/// in (the message names the schemes that are, and the feature to enable);
 /// otherwise whatever the driver's connect returns.
 pub async fn connect(url: &str) -> Result<Locker> {
     Ok(Locker::new(connect_driver(url).await?))
@@ -158,30 +162,50 @@ pub async fn connect(url: &str) -> Result<Locker> {
 ///
 /// As [`connect`].
 pub async fn connect_driver(url: &str) -> Result<std::sync::Arc<dyn LockDriver>> {
+    if let Some(driver) = DRIVERS.iter().find(|d| d.accepts(url)) {
+        return (driver.connect)(url).await;
+    }
+    Err(LockError::invalid_url(url, no_driver(url)))
+}
+
+/// Why no compiled-in driver takes `url`, and what to write instead.
+fn no_driver(url: &str) -> String {
     let compiled: Vec<&str> = DRIVERS
         .iter()
         .flat_map(|d| d.schemes.iter().copied())
         .collect();
-    let Some(scheme) = lockkit_core::url_scheme(url) else {
-        return Err(LockError::invalid_url(
-            url,
-            format!(
-                "no scheme; write SCHEME://…, with one of: {}",
-                compiled.join(", ")
+    let compiled = compiled.join(", ");
+    let known = KNOWN.iter().map(|(s, _, _)| *s);
+    // `127.0.0.1:6379` and `localhost:6379` have no scheme, though they have a colon.
+    let scheme = lockkit_core::url_scheme(url)
+        .map(str::to_ascii_lowercase)
+        .filter(|s| {
+            url.contains("://")
+                || lockkit_core::url::did_you_mean(s, KNOWN.iter().map(|(k, _, _)| *k)).is_some()
+        });
+    let Some(scheme) = scheme else {
+        // `127.0.0.1:6379`, `localhost`: a host without a scheme.
+        let port = url
+            .rsplit_once(':')
+            .and_then(|(_, p)| p.trim_end_matches('/').parse::<u16>().ok());
+        let guess = port.and_then(|p| KNOWN.iter().find(|(_, _, d)| *d == Some(p)));
+        return match guess {
+            Some((scheme, _, _)) => format!(
+                "no scheme; did you mean `{scheme}://{url}`? Write SCHEME://…, with one of: {compiled}"
             ),
-        ));
+            None => format!("no scheme; write SCHEME://…, with one of: {compiled}"),
+        };
     };
-    if let Some(driver) = DRIVERS.iter().find(|d| d.accepts(url)) {
-        return (driver.connect)(url).await;
+    if let Some((_, feature, _)) = KNOWN.iter().find(|(s, _, _)| *s == scheme) {
+        return format!(
+            "the `{scheme}` driver is not compiled in; enable lockkit's `{feature}` feature \
+             (schemes compiled in: {compiled})"
+        );
     }
-    let hint = match KNOWN.iter().find(|(s, _)| *s == scheme) {
-        Some((_, feature)) => format!(
-            "the `{scheme}` driver is not compiled in; enable lockkit's `{feature}` feature"
+    match lockkit_core::url::did_you_mean(&scheme, known) {
+        Some(near) => format!(
+            "unknown scheme `{scheme}`; did you mean `{near}://`? (schemes compiled in: {compiled})"
         ),
-        None => format!("unknown scheme `{scheme}`"),
-    };
-    Err(LockError::invalid_url(
-        url,
-        format!("{hint}; schemes compiled in: {}", compiled.join(", ")),
-    ))
+        None => format!("unknown scheme `{scheme}`; schemes compiled in: {compiled}"),
+    }
 }

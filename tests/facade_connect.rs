@@ -31,6 +31,80 @@ async fn missing_feature_is_named() {
 }
 
 #[tokio::test]
+async fn a_mistyped_scheme_gets_a_did_you_mean() {
+    for (url, near) in [
+        ("postgre://u@h/db", "postgres://"),
+        ("reddis://h:6379", "redis://"),
+        ("sqlit://x.db", "sqlite://"),
+    ] {
+        let r = reason(url, lockkit::connect(url).await.unwrap_err());
+        assert!(r.contains(&format!("did you mean `{near}`")), "{url}: {r}");
+    }
+}
+
+#[tokio::test]
+async fn a_host_without_a_scheme_gets_one_suggested_by_its_port() {
+    for (url, suggested) in [
+        ("127.0.0.1:6379", "redis://127.0.0.1:6379"),
+        ("localhost:2379", "etcd://localhost:2379"),
+        ("10.0.0.5:5432", "postgres://10.0.0.5:5432"),
+    ] {
+        let r = reason(url, lockkit::connect(url).await.unwrap_err());
+        assert!(
+            r.contains(&format!("did you mean `{suggested}`")),
+            "{url}: {r}"
+        );
+    }
+}
+
+#[cfg(feature = "sqlite")]
+#[tokio::test]
+async fn schemes_are_case_insensitive() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("SQLITE://{}", dir.path().join("l.db").display());
+    let locker = lockkit::connect(&url).await.unwrap();
+    assert_eq!(locker.driver().name(), "sqlite");
+}
+
+/// A mistyped option is never ignored: it could turn a safety setting off
+/// (`fence_sed=clock`) without a word.
+#[tokio::test]
+async fn every_driver_names_an_unknown_option_and_the_known_ones() {
+    let cases: &[(&str, &str)] = &[
+        #[cfg(feature = "redis")]
+        ("redis://127.0.0.1:1?fence_sed=clock", "fence_seed"),
+        #[cfg(feature = "redis")]
+        ("redis-cluster://127.0.0.1:1,127.0.0.1:2?wak=poll", "wake"),
+        #[cfg(feature = "redis")]
+        (
+            "redlock://127.0.0.1:1,127.0.0.1:2,127.0.0.1:3?drift=5",
+            "drift_ms",
+        ),
+        #[cfg(feature = "etcd")]
+        ("etcd://127.0.0.1:1?prefx=a", "prefix"),
+        #[cfg(feature = "zk")]
+        (
+            "zk://127.0.0.1:1?session_timout_ms=1000",
+            "session_timeout_ms",
+        ),
+        #[cfg(feature = "consul")]
+        ("consul://127.0.0.1:1?lock_dely_ms=0", "lock_delay_ms"),
+        #[cfg(feature = "postgres")]
+        ("postgres://u@127.0.0.1:1/db?tabel=t", "table"),
+        #[cfg(feature = "mysql")]
+        ("mysql://u@127.0.0.1:1/db?sslmod=required", "sslmode"),
+        #[cfg(feature = "sqlite")]
+        ("sqlite://x.db?busy_timeout=5", "busy_timeout_ms"),
+    ];
+    for (url, near) in cases {
+        let r = reason(url, lockkit::connect(url).await.unwrap_err());
+        assert!(r.contains("unknown option"), "{url}: {r}");
+        assert!(r.contains(&format!("did you mean `{near}`")), "{url}: {r}");
+        assert!(r.contains("the options are:"), "{url}: {r}");
+    }
+}
+
+#[tokio::test]
 async fn url_without_scheme_is_rejected() {
     for url in ["", "locks.db", "://x", "/tmp/x.db"] {
         let r = reason(url, lockkit::connect(url).await.unwrap_err());

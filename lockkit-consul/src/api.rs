@@ -101,6 +101,18 @@ struct TxnError {
     what: String,
 }
 
+/// What went wrong with a request, cause included ("error sending request" says
+/// nothing by itself), without the URL (it may carry `?token=`).
+fn http_error(e: reqwest::Error, limit: Duration) -> String {
+    if e.is_timeout() {
+        return format!(
+            "no answer within {} (request_timeout_ms, connect_timeout_ms)",
+            lockkit_core::human_duration(limit)
+        );
+    }
+    lockkit_core::redact_url(&lockkit_core::error_chain(&e.without_url()))
+}
+
 /// A client of one Consul agent. `Debug` never shows the token.
 #[derive(Clone)]
 pub(crate) struct Api {
@@ -108,6 +120,8 @@ pub(crate) struct Api {
     base: String,
     token: Option<String>,
     datacenter: Option<String>,
+    /// Each request; a blocking query gets it on top of its wait.
+    request_timeout: Duration,
 }
 
 impl std::fmt::Debug for Api {
@@ -127,7 +141,8 @@ impl Api {
         // process default first.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let mut builder = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(5))
+            .connect_timeout(options.timeouts.connect)
+            .timeout(options.timeouts.request)
             .pool_idle_timeout(Duration::from_secs(30));
         if let Some(tls) = &options.tls {
             builder = crate::tls::configure(builder, tls)?;
@@ -140,6 +155,7 @@ impl Api {
             base: options.base.clone(),
             token: options.token.clone(),
             datacenter: options.datacenter.clone(),
+            request_timeout: options.timeouts.request,
         })
     }
 
@@ -158,7 +174,7 @@ impl Api {
     async fn send(&self, r: RequestBuilder, what: &str) -> Result<(StatusCode, u64, String)> {
         let response = r.send().await.map_err(|e| LockError::Connection {
             driver: DRIVER,
-            message: format!("{what}: {}", e.without_url()),
+            message: format!("{what}: {}", http_error(e, self.request_timeout)),
             source: None,
         })?;
         let status = response.status();
@@ -170,7 +186,10 @@ impl Api {
             .unwrap_or(0);
         let body = response.text().await.map_err(|e| LockError::Connection {
             driver: DRIVER,
-            message: format!("{what}: reading the reply: {}", e.without_url()),
+            message: format!(
+                "{what}: reading the reply: {}",
+                http_error(e, self.request_timeout)
+            ),
             source: None,
         })?;
         match status {
@@ -280,9 +299,7 @@ impl Api {
                     ("index", index.to_string()),
                     ("wait", format!("{}ms", wait.as_millis())),
                 ])
-                .timeout(wait + wait / 16 + Duration::from_secs(5));
-        } else {
-            r = r.timeout(Duration::from_secs(10));
+                .timeout(wait + wait / 16 + self.request_timeout);
         }
         let what = "reading the lock key";
         let (status, index, text) = self.send(r, what).await?;
@@ -308,10 +325,7 @@ impl Api {
     /// Runs a transaction (at most 64 operations).
     pub(crate) async fn txn(&self, ops: &[TxnOp]) -> Result<TxnOutcome> {
         let what = "running a KV transaction";
-        let r = self
-            .request(Method::PUT, "/v1/txn")
-            .json(ops)
-            .timeout(Duration::from_secs(10));
+        let r = self.request(Method::PUT, "/v1/txn").json(ops);
         let (status, _, text) = self.send(r, what).await?;
         if !(status.is_success() || status == StatusCode::CONFLICT) {
             return Err(backend(what, status, &text));

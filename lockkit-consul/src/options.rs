@@ -3,14 +3,19 @@
 use std::fmt;
 use std::time::Duration;
 
-use lockkit_core::tls::{self, TlsFiles, TlsPaths};
-use lockkit_core::url::{percent_decode, split_userinfo};
-use lockkit_core::{LockError, redact_url};
+use lockkit_core::LockError;
+use lockkit_core::tls::{TlsFiles, TlsPaths};
+use lockkit_core::url::{ParsedUrl, Timeouts, percent_decode};
 
 /// The session TTL asked for when the URL gives none.
 pub const DEFAULT_SESSION_TTL: Duration = Duration::from_secs(15);
 /// The lock-delay asked for when the URL gives none (Consul's own default).
 pub const DEFAULT_LOCK_DELAY: Duration = Duration::from_secs(15);
+
+/// How long connecting, and each request (a blocking query gets its wait on top),
+/// may take by default.
+pub(crate) const DEFAULT_TIMEOUTS: Timeouts =
+    Timeouts::new(Duration::from_secs(5), Duration::from_secs(10));
 
 /// Settings for [`crate::ConsulDriver`], parsed from a URL. `Debug` and `Display`
 /// never show the ACL token.
@@ -38,6 +43,8 @@ pub struct ConsulOptions {
     pub(crate) lock_delay: Duration,
     pub(crate) datacenter: Option<String>,
     pub(crate) tls: Option<TlsFiles>,
+    /// Connecting, and each request.
+    pub(crate) timeouts: Timeouts,
     shown: String,
 }
 
@@ -51,6 +58,7 @@ impl fmt::Debug for ConsulOptions {
             .field("lock_delay", &self.lock_delay)
             .field("datacenter", &self.datacenter)
             .field("tls", &self.tls.is_some())
+            .field("timeouts", &self.timeouts)
             .finish()
     }
 }
@@ -74,6 +82,8 @@ impl ConsulOptions {
     ///   taken for this long (default 15000; 0 disables; Consul caps it at 60 s).
     /// - `prefix=NAME`: the KV prefix locks live under (default `lockkit`).
     /// - `dc=NAME`: the datacenter.
+    /// - `connect_timeout_ms=N` (default 5000) and `request_timeout_ms=N` (each
+    ///   request, default 10000; a blocking query gets its wait on top).
     /// - for `consuls://`: `tls_ca=PATH`, `tls_cert=PATH&tls_key=PATH` (see
     ///   [`lockkit_core::tls`]).
     ///
@@ -82,74 +92,54 @@ impl ConsulOptions {
     /// [`LockError::InvalidUrl`] naming what is wrong, with the token redacted;
     /// [`LockError::Config`] for a TLS file that cannot be read.
     pub fn from_url(url: &str) -> Result<Self, LockError> {
-        let shown = redact_url(url);
-        let bad = |why: &str| LockError::InvalidUrl {
-            url: shown.clone(),
-            reason: why.to_string(),
-        };
-        let (scheme, rest) = url
-            .split_once("://")
-            .ok_or_else(|| bad("a Consul URL looks like consul://host:port"))?;
-        let https = match scheme {
-            "consul" => false,
-            "consuls" => true,
-            _ => return Err(bad("the scheme must be consul (or consuls for HTTPS)")),
-        };
-        let (base, query) = rest.split_once('?').unwrap_or((rest, ""));
-        let base = base.strip_suffix('/').unwrap_or(base);
-        if base.contains('/') {
-            return Err(bad(
-                "a Consul URL has no path; use ?prefix=NAME for a KV prefix",
-            ));
+        let mut parsed = ParsedUrl::parse(url, &["consul", "consuls"], "consul://host:8500")?;
+        let https = parsed.scheme() == "consuls";
+        let server = parsed.server()?;
+        if !server.path.trim_end_matches('/').is_empty() {
+            return Err(
+                parsed.invalid("a Consul URL has no path; use ?prefix=NAME for a KV prefix")
+            );
         }
-        let (userinfo, host) = split_userinfo(base);
+        let host = server.hosts;
         lockkit_core::url::host_port(host, "the Consul HTTP API listens on 8500")
-            .map_err(|why| bad(&why))?;
-        let mut token = match userinfo {
+            .map_err(|why| parsed.invalid(why))?;
+        let mut token = match server.userinfo {
             Some(t) => Some(
-                percent_decode(t).ok_or_else(|| bad("the token is not valid percent-encoding"))?,
+                percent_decode(t)
+                    .ok_or_else(|| parsed.invalid("the token is not valid percent-encoding"))?,
             ),
             None => None,
         };
+        let shown = parsed.shown();
+        let query = &mut parsed.query;
+        if let Some(t) = query.take("token")? {
+            token = Some(t);
+        }
         let mut options = Self {
             base: format!("{}://{host}", if https { "https" } else { "http" }),
             token: None,
             prefix: "lockkit".into(),
-            session_ttl: DEFAULT_SESSION_TTL,
-            lock_delay: DEFAULT_LOCK_DELAY,
-            datacenter: None,
+            session_ttl: query
+                .take_millis("session_ttl_ms", 1..=86_400_000)?
+                .unwrap_or(DEFAULT_SESSION_TTL),
+            lock_delay: query
+                .take_millis("lock_delay_ms", 0..=60_000)?
+                .unwrap_or(DEFAULT_LOCK_DELAY),
+            datacenter: query.take_nonempty("dc")?,
             tls: None,
-            shown: shown.clone(),
+            timeouts: query.take_timeouts(DEFAULT_TIMEOUTS)?,
+            shown,
         };
-        let mut tls_paths = TlsPaths::default();
-        for pair in query.split('&').filter(|p| !p.is_empty()) {
-            let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
-            let value = percent_decode(value)
-                .ok_or_else(|| bad(&format!("{name} is not valid percent-encoded UTF-8")))?;
-            if tls::OPTION_NAMES.contains(&name) {
-                tls_paths.take(name, &value, &bad)?;
-                continue;
+        if let Some(prefix) = query.take("prefix")? {
+            let v = prefix.trim_matches('/');
+            if v.is_empty() || v.chars().any(char::is_control) {
+                return Err(query.invalid("prefix must be non-empty with no control characters"));
             }
-            match name {
-                "token" => token = Some(value),
-                "session_ttl_ms" => options.session_ttl = millis(&value, 1, 86_400_000, &bad)?,
-                "lock_delay_ms" => options.lock_delay = millis(&value, 0, 60_000, &bad)?,
-                "prefix" => {
-                    let v = value.trim_matches('/');
-                    if v.is_empty() || v.chars().any(char::is_control) {
-                        return Err(bad("prefix must be non-empty with no control characters"));
-                    }
-                    options.prefix = v.to_string();
-                }
-                "dc" => options.datacenter = Some(value),
-                _ => {
-                    return Err(bad(
-                        "unknown option; the options are token, session_ttl_ms, lock_delay_ms, \
-                         prefix, dc, and for consuls:// tls_ca, tls_cert, tls_key",
-                    ));
-                }
-            }
+            options.prefix = v.to_string();
         }
+        let tls_paths = TlsPaths::from_query(query)?;
+        parsed.query.finish()?;
+        let bad = |why: &str| LockError::invalid_url(url, why);
         options.token = token
             .or_else(|| std::env::var("CONSUL_HTTP_TOKEN").ok())
             .filter(|t| !t.is_empty());
@@ -197,24 +187,6 @@ impl ConsulOptions {
     }
 }
 
-fn millis(
-    value: &str,
-    min: u64,
-    max: u64,
-    bad: &dyn Fn(&str) -> LockError,
-) -> Result<Duration, LockError> {
-    value
-        .parse::<u64>()
-        .ok()
-        .filter(|ms| (min..=max).contains(ms))
-        .map(Duration::from_millis)
-        .ok_or_else(|| {
-            bad(&format!(
-                "expected a whole number of milliseconds from {min} to {max}"
-            ))
-        })
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -228,7 +200,11 @@ mod tests {
             ("consul://s3cret@h:1/path", "no path"),
             ("consul://h:1?session_ttl_ms=x&token=s3cret", "milliseconds"),
             ("consul://h:1?lock_delay_ms=60001", "milliseconds"),
-            ("consul://h:1?x=1", "unknown option"),
+            ("consul://h:1?x=1", "unknown option `x`"),
+            (
+                "consul://h:1?lock_dealy_ms=0",
+                "did you mean `lock_delay_ms`",
+            ),
             ("consul://s3cret@h:1?tls_ca=/x", "consuls://"),
         ] {
             let e = ConsulOptions::from_url(url).unwrap_err().to_string();

@@ -445,7 +445,7 @@ impl DriverEntry {
 
     /// Whether this driver accepts `url`'s scheme.
     pub fn accepts(&self, url: &str) -> bool {
-        url_scheme(url).is_some_and(|s| self.schemes.contains(&s))
+        url_scheme(url).is_some_and(|s| self.schemes.iter().any(|k| k.eq_ignore_ascii_case(s)))
     }
 }
 

@@ -4,6 +4,7 @@ use std::error::Error as StdError;
 use std::fmt;
 use std::time::Duration;
 
+use crate::human::human_duration;
 use crate::types::{MAX_KEY_LEN, MAX_TTL, MIN_TTL};
 
 /// A `Result` whose error defaults to [`LockError`].
@@ -39,7 +40,8 @@ pub enum LockError {
 
     /// `lock()` waited for the whole wait budget without getting the lock.
     #[error(
-        "timed out after {waited:?} waiting for lock `{key}`; raise the wait or find the holder"
+        "timed out after {} waiting for lock `{key}`; raise the wait or find the holder",
+        human_duration(*.waited)
     )]
     Timeout {
         /// The lock that was waited for.
@@ -189,7 +191,9 @@ pub enum KeyError {
 pub enum TtlError {
     /// Shorter than [`MIN_TTL`].
     #[error(
-        "{ttl:?} is shorter than the minimum of {MIN_TTL:?}; a lease must outlive a round trip"
+        "{} is shorter than the minimum of {}; a lease must outlive a round trip",
+        human_duration(*.ttl),
+        human_duration(MIN_TTL)
     )]
     TooShort {
         /// The rejected TTL.
@@ -197,12 +201,44 @@ pub enum TtlError {
     },
     /// Longer than [`MAX_TTL`].
     #[error(
-        "{ttl:?} is longer than the maximum of {MAX_TTL:?}; use the watchdog (no fixed lease) for long holds"
+        "{} is longer than the maximum of {}; use the watchdog (no fixed lease) for long holds",
+        human_duration(*.ttl),
+        human_duration(MAX_TTL)
     )]
     TooLong {
         /// The rejected TTL.
         ttl: Duration,
     },
+}
+
+/// `e` and its causes, `: `-separated, each said once: a cause whose text is
+/// already in the message is skipped. Client libraries often put the useful part
+/// ("connection refused", a certificate problem) a few sources down, under a
+/// message that says only "transport error" or "error sending request".
+///
+/// # Examples
+///
+/// ```
+/// let refused = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "connection refused");
+/// let wrapped = std::io::Error::other(refused);
+/// assert_eq!(lockkit_core::error_chain(&wrapped), "connection refused");
+/// ```
+pub fn error_chain(e: &(dyn StdError + 'static)) -> String {
+    let mut out = e.to_string();
+    let mut next = e.source();
+    while let Some(cause) = next {
+        let text = cause.to_string();
+        if !out.contains(&text) {
+            if out.is_empty() {
+                out = text;
+            } else {
+                out.push_str(": ");
+                out.push_str(&text);
+            }
+        }
+        next = cause.source();
+    }
+    out
 }
 
 /// A user name as `Debug` and logs may show it: `***` if it contains `@` or `/`,

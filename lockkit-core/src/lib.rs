@@ -16,6 +16,7 @@ mod client;
 mod driver;
 mod error;
 pub mod fence;
+mod human;
 mod loss;
 pub mod mem;
 #[cfg(feature = "tls")]
@@ -29,7 +30,8 @@ pub use driver::{
     AcquireRequest, Cancellation, Capabilities, ConnectFuture, DriverEntry, Grant, LockDriver,
     LockMode, ReadWriteDriver, Renewal, Wait, WakeUp, url_scheme,
 };
-pub use error::{KeyError, LockError, Result, TtlError, redact_url, shown_user};
+pub use error::{KeyError, LockError, Result, TtlError, error_chain, redact_url, shown_user};
+pub use human::human_duration;
 pub use loss::LossSignal;
 pub use types::{FencingToken, LockKey, MAX_KEY_LEN, MAX_TTL, MIN_TTL, OwnerId, validate_ttl};
 

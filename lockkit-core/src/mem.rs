@@ -35,16 +35,18 @@ fn connect(url: &str) -> ConnectFuture {
 }
 
 fn parse_url(url: &str) -> Result<String> {
-    let rest = url
-        .strip_prefix("mem://")
-        .ok_or_else(|| LockError::invalid_url(url, "a mem URL is `mem://` or `mem://NAME`"))?;
+    let parsed = crate::url::ParsedUrl::parse(url, &["mem"], "mem:// or mem://NAME")?;
+    let rest = parsed
+        .body()
+        .strip_prefix("//")
+        .ok_or_else(|| parsed.invalid("a mem URL is `mem://` or `mem://NAME`"))?;
     let name = rest.trim_end_matches('/');
-    if name.contains(['/', '?', '#', '@', ':']) {
-        return Err(LockError::invalid_url(
-            url,
-            "a mem store name is a single word (letters, digits, `-`, `_`, `.`)",
-        ));
+    if name.contains(['/', '@', ':']) {
+        return Err(
+            parsed.invalid("a mem store name is a single word (letters, digits, `-`, `_`, `.`)")
+        );
     }
+    parsed.query.finish()?;
     Ok(name.to_string())
 }
 
@@ -256,5 +258,8 @@ mod tests {
             parse_url("memx://"),
             Err(LockError::InvalidUrl { .. })
         ));
+        assert_eq!(parse_url("MEM://orders").unwrap(), "orders");
+        let e = parse_url("mem://orders?prefix=x").unwrap_err().to_string();
+        assert!(e.contains("unknown option `prefix`"), "{e}");
     }
 }

@@ -25,6 +25,7 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
 use crate::LockError;
+use crate::url::Query;
 
 /// The option names, for drivers that strip them before a URL reaches their client.
 pub const OPTION_NAMES: [&str; 3] = ["tls_ca", "tls_cert", "tls_key"];
@@ -63,6 +64,23 @@ impl TlsPaths {
         }
         *slot = Some(path.to_string());
         Ok(true)
+    }
+
+    /// Takes `tls_ca`, `tls_cert` and `tls_key` (the paths percent-decoded) from a
+    /// URL's options.
+    ///
+    /// # Errors
+    ///
+    /// As [`Query::take`], and for an empty path.
+    pub fn from_query(query: &mut Query) -> Result<Self, LockError> {
+        let mut paths = Self::default();
+        for name in OPTION_NAMES {
+            if let Some(path) = query.take(name)? {
+                let bad = |why: &str| query.invalid(why);
+                paths.take(name, &path, &bad)?;
+            }
+        }
+        Ok(paths)
     }
 
     /// Whether no TLS option was given.

@@ -26,10 +26,6 @@ use super::options::EtcdOptions;
 use super::tls;
 use super::watch::{self, Progress};
 
-/// How long a unary request may take (etcd-client's per-request timeout).
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
-/// How long connecting may take.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long release and force_release retry transient errors.
 const PATIENCE: Duration = Duration::from_millis(750);
 /// etcd's default `--max-txn-ops`: compares per existence-check txn.
@@ -49,6 +45,8 @@ pub(crate) struct Inner {
     pub(crate) client: Client,
     pub(crate) prefix: String,
     pub(crate) leases: Leases,
+    /// Connecting, and each request.
+    pub(crate) timeouts: lockkit_core::url::Timeouts,
     pub(crate) holds: Arc<Holds>,
     /// The watch stream's progress answers: is it alive?
     progress: Arc<Progress>,
@@ -87,8 +85,8 @@ impl EtcdDriver {
         // require_leader: a member cut off from its leader ends our streams
         // (watches, keep-alives) instead of leaving them quiet.
         let mut connect = ConnectOptions::new()
-            .with_timeout(REQUEST_TIMEOUT)
-            .with_connect_timeout(CONNECT_TIMEOUT)
+            .with_timeout(options.timeouts.request)
+            .with_connect_timeout(options.timeouts.connect)
             .with_require_leader(true);
         if let Some((user, password)) = &options.user {
             connect = connect.with_user(user.clone(), password.clone());
@@ -105,21 +103,27 @@ impl EtcdDriver {
                 source: None,
             }
         };
+        let connect_timeout = options.timeouts.connect;
         let client = match tokio::time::timeout(
-            CONNECT_TIMEOUT,
+            connect_timeout,
             Client::connect(&options.endpoints, Some(connect)),
         )
         .await
         {
             Ok(Ok(c)) => c,
             Ok(Err(e)) => return Err(unreachable(error_chain(&e))),
-            Err(_) => return Err(unreachable(format!("no answer within {CONNECT_TIMEOUT:?}"))),
+            Err(_) => {
+                return Err(unreachable(format!(
+                    "no answer within {} (connect_timeout_ms)",
+                    lockkit_core::human_duration(connect_timeout)
+                )));
+            }
         };
         // The channel connects lazily: make one request so a wrong URL fails here.
         let mut kv = client.kv_client();
         let probe = GetOptions::new().with_count_only();
         within(
-            CONNECT_TIMEOUT,
+            connect_timeout,
             "connect",
             kv.get(options.prefix.as_bytes().to_vec(), Some(probe)),
         )
@@ -141,6 +145,7 @@ impl EtcdDriver {
                 client,
                 prefix: options.prefix,
                 leases: Leases::default(),
+                timeouts: options.timeouts,
                 holds,
                 progress,
                 existence_checks: AtomicU64::new(0),
@@ -320,7 +325,7 @@ impl Inner {
                 .collect();
             let txn = Txn::new().when(compares).or_else(reads);
             let mut kv = self.client.kv_client();
-            let resp = match within(REQUEST_TIMEOUT, "renew", kv.txn(txn)).await {
+            let resp = match within(self.timeouts.request, "renew", kv.txn(txn)).await {
                 Ok(resp) => resp,
                 Err(e) => {
                     for (i, _, _) in chunk {
@@ -387,7 +392,7 @@ impl Inner {
             )]);
         }
         let mut kv = self.client.kv_client();
-        let resp = within(REQUEST_TIMEOUT, "extend", kv.txn(txn)).await?;
+        let resp = within(self.timeouts.request, "extend", kv.txn(txn)).await?;
         let deadline = (sent + ttl).min(lease.alive_until());
         if resp.succeeded() && self.holds.renewed(&name, record.rev, &lease, deadline) {
             Ok(deadline)
@@ -508,7 +513,7 @@ impl LockDriver for EtcdDriver {
                         )])
                         .and_then([TxnOp::delete(name.as_str(), None)]);
                     let mut kv = inner.client.kv_client();
-                    within(REQUEST_TIMEOUT, "release", kv.txn(txn)).await
+                    within(self.inner.timeouts.request, "release", kv.txn(txn)).await
                 })
                 .await;
                 match released {
@@ -524,7 +529,12 @@ impl LockDriver for EtcdDriver {
                 // Our owner's entry by name: never another owner's.
                 let resp = with_patience(PATIENCE, || async {
                     let mut kv = inner.client.kv_client();
-                    within(REQUEST_TIMEOUT, "release", kv.delete(name.as_str(), None)).await
+                    within(
+                        self.inner.timeouts.request,
+                        "release",
+                        kv.delete(name.as_str(), None),
+                    )
+                    .await
                 })
                 .await?;
                 Ok(resp.deleted() > 0)
@@ -543,7 +553,7 @@ impl LockDriver for EtcdDriver {
                 .with_limit(1)
                 .with_keys_only();
             let resp = within(
-                REQUEST_TIMEOUT,
+                self.inner.timeouts.request,
                 "force release",
                 kv.get(queue.as_str(), Some(opts)),
             )
@@ -558,7 +568,7 @@ impl LockDriver for EtcdDriver {
                     first.create_revision(),
                 )])
                 .and_then([TxnOp::delete(first.key().to_vec(), None)]);
-            let resp = within(REQUEST_TIMEOUT, "force release", kv.txn(txn)).await?;
+            let resp = within(self.inner.timeouts.request, "force release", kv.txn(txn)).await?;
             Ok(resp.succeeded())
         })
         .await

@@ -34,7 +34,10 @@ pub(crate) async fn within<T>(
         Ok(r) => r.map_err(etcd_error),
         Err(_) => Err(LockError::Connection {
             driver: NAME,
-            message: format!("{what}: no answer from etcd within {limit:?}"),
+            message: format!(
+                "{what}: no answer from etcd within {}",
+                lockkit_core::human_duration(limit)
+            ),
             source: None,
         }),
     }

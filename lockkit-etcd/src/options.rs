@@ -2,12 +2,26 @@
 
 use std::fmt;
 
-use lockkit_core::url::{credentials, host_port, percent_decode, split_userinfo};
+use std::time::Duration;
+
+use lockkit_core::tls::TlsPaths;
+use lockkit_core::url::{ParsedUrl, Timeouts, credentials, host_port};
 use lockkit_core::{LockError, redact_url};
 
-use lockkit_core::tls::{self, TlsPaths};
-
 use super::tls::Tls;
+
+/// How long connecting, and each request, may take by default.
+pub(crate) const DEFAULT_TIMEOUTS: Timeouts =
+    Timeouts::new(Duration::from_secs(5), Duration::from_secs(5));
+
+/// The reason of an [`LockError::InvalidUrl`] (shown again with etcd's own
+/// redaction of the URL).
+fn reason(e: LockError) -> String {
+    match e {
+        LockError::InvalidUrl { reason, .. } => reason,
+        other => other.to_string(),
+    }
+}
 
 /// Settings for [`super::EtcdDriver`], parsed from a URL. `Debug` never shows the
 /// password.
@@ -35,6 +49,8 @@ pub struct EtcdOptions {
     pub(crate) prefix: String,
     /// `etcds://`: the CA (or system roots) and client certificate.
     pub(crate) tls: Option<Tls>,
+    /// Connecting, and each request.
+    pub(crate) timeouts: Timeouts,
     shown: String,
 }
 
@@ -49,6 +65,7 @@ impl fmt::Debug for EtcdOptions {
             )
             .field("prefix", &self.prefix)
             .field("tls", &self.tls)
+            .field("timeouts", &self.timeouts)
             .finish()
     }
 }
@@ -67,6 +84,11 @@ impl EtcdOptions {
     ///
     /// - `prefix=NAME`: the key prefix every lock lives under (default `lockkit`;
     ///   no control characters, trailing `/` dropped).
+    /// - `connect_timeout_ms=N` (default 5000) and `request_timeout_ms=N` (each
+    ///   request, default 5000).
+    ///
+    /// The scheme may be written in any case; any other option is an error that
+    /// names it.
     ///
     /// TLS options (`etcds://` only; values are file paths, percent-encoded if
     /// they hold `&`, `=` or spaces), the same as the Redis driver's `rediss://`:
@@ -91,56 +113,34 @@ impl EtcdOptions {
             url: shown(url),
             reason: why.to_string(),
         };
-        let (scheme, rest) = url
-            .split_once("://")
-            .ok_or_else(|| bad("an etcd URL looks like etcd://host:port[,host:port…]"))?;
-        let tls_scheme = match scheme {
-            "etcd" => false,
-            "etcds" => true,
-            _ => return Err(bad("the scheme must be etcd (or etcds for TLS)")),
-        };
-        let (base, query) = rest.split_once('?').unwrap_or((rest, ""));
-        let base = base.strip_suffix('/').unwrap_or(base);
-        if base.contains('/') {
+        let mut parsed = ParsedUrl::parse(url, &["etcd", "etcds"], "etcd://host:2379[,host:port…]")
+            .map_err(|_| bad("the scheme must be etcd (or etcds for TLS); e.g. etcd://host:2379[,host:port…]"))?;
+        let tls_scheme = parsed.scheme() == "etcds";
+        let server = parsed.server().map_err(|e| bad(&reason(e)))?;
+        if !server.path.trim_end_matches('/').is_empty() {
             return Err(bad(
                 "an etcd URL has no path; use ?prefix=NAME for a key prefix",
             ));
         }
+        let query = &mut parsed.query;
         let mut prefix = "lockkit".to_string();
-        let mut tls_paths = TlsPaths::default();
-        for pair in query.split('&').filter(|p| !p.is_empty()) {
-            if let Some((name, value)) = pair.split_once('=')
-                && tls::OPTION_NAMES.contains(&name)
-            {
-                let path = percent_decode(value)
-                    .ok_or_else(|| bad(&format!("{name} is not valid percent-encoded UTF-8")))?;
-                tls_paths.take(name, &path, &bad)?;
-                continue;
+        if let Some(v) = query.take("prefix").map_err(|e| bad(&reason(e)))? {
+            let v = v.trim_end_matches('/');
+            if v.is_empty() || v.chars().any(char::is_control) {
+                return Err(bad(
+                    "prefix must be non-empty and contain no control characters",
+                ));
             }
-            match pair.split_once('=') {
-                Some(("prefix", v)) => {
-                    let v = percent_decode(v)
-                        .ok_or_else(|| bad("prefix is not valid percent-encoded UTF-8"))?;
-                    let v = v.trim_end_matches('/');
-                    if v.is_empty() || v.chars().any(char::is_control) {
-                        return Err(bad(
-                            "prefix must be non-empty and contain no control characters",
-                        ));
-                    }
-                    prefix = v.to_string();
-                }
-                _ => {
-                    return Err(bad(
-                        "unknown option; the options are prefix=NAME, and for etcds:// \
-                         tls_ca=PATH, tls_cert=PATH, tls_key=PATH",
-                    ));
-                }
-            }
+            prefix = v.to_string();
         }
-        let (userinfo, hosts) = split_userinfo(base);
-        let user = userinfo.map(credentials).transpose().map_err(bad)?;
-        let endpoints = hosts
-            .split(',')
+        let timeouts = query
+            .take_timeouts(DEFAULT_TIMEOUTS)
+            .map_err(|e| bad(&reason(e)))?;
+        let tls_paths = TlsPaths::from_query(query).map_err(|e| bad(&reason(e)))?;
+        parsed.query.finish().map_err(|e| bad(&reason(e)))?;
+        let user = server.userinfo.map(credentials).transpose().map_err(bad)?;
+        let endpoints = server
+            .host_list()
             .map(|h| endpoint(h, tls_scheme).map_err(|why| bad(&why)))
             .collect::<Result<Vec<_>, _>>()?;
         let tls = match (tls_scheme, tls_paths.is_empty()) {
@@ -158,6 +158,7 @@ impl EtcdOptions {
             user,
             prefix,
             tls,
+            timeouts,
             shown: shown(url),
         })
     }

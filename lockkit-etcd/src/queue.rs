@@ -26,9 +26,6 @@ use super::error::{etcd_error, is_lease_not_found, within};
 use super::holds::{Record, delete_if};
 use super::keys;
 use super::lease::Lease;
-
-/// The longest one queue request may take.
-const REQUEST_LIMIT: Duration = Duration::from_secs(3);
 /// Backoff between retries of failed requests while waiting.
 const RETRY_FIRST: Duration = Duration::from_millis(20);
 const RETRY_MAX: Duration = Duration::from_millis(500);
@@ -241,14 +238,17 @@ impl Inner {
             .and_then(ops())
             .or_else(ops());
         let mut kv = self.client.kv_client();
-        let resp = match tokio::time::timeout(REQUEST_LIMIT, kv.txn(txn)).await {
+        let resp = match tokio::time::timeout(self.timeouts.request, kv.txn(txn)).await {
             Ok(Ok(resp)) => resp,
             Ok(Err(e)) if is_lease_not_found(&e) => return Err(EnqueueError::LeaseGone),
             Ok(Err(e)) => return Err(EnqueueError::Other(etcd_error(e))),
             Err(_) => {
                 return Err(EnqueueError::Other(LockError::Connection {
                     driver: super::NAME,
-                    message: format!("enqueue: no answer from etcd within {REQUEST_LIMIT:?}"),
+                    message: format!(
+                        "enqueue: no answer from etcd within {} (request_timeout_ms)",
+                        lockkit_core::human_duration(self.timeouts.request)
+                    ),
                     source: None,
                 }));
             }
@@ -315,7 +315,12 @@ impl Inner {
             .with_limit(1)
             .with_keys_only();
         let mut kv = self.client.kv_client();
-        let resp = within(REQUEST_LIMIT, "read predecessor", kv.get(queue, Some(opts))).await?;
+        let resp = within(
+            self.timeouts.request,
+            "read predecessor",
+            kv.get(queue, Some(opts)),
+        )
+        .await?;
         let at = resp.header().map_or(0, |h| h.revision());
         Ok(resp.kvs().first().map(|kv| (kv.key().to_vec(), at)))
     }
@@ -336,7 +341,7 @@ impl Inner {
             .with_filters([WatchFilterType::NoPut]);
         let mut watches = self.client.watch_client();
         let mut watch = within(
-            REQUEST_LIMIT,
+            self.timeouts.request,
             "watch predecessor",
             watches.watch(pred.to_vec(), Some(opts)),
         )
@@ -395,7 +400,7 @@ impl Inner {
         let sent = Instant::now();
         let mut kv = self.client.kv_client();
         let txn = Txn::new().and_then([TxnOp::get(name, None), first_of(queue)]);
-        let resp = within(REQUEST_LIMIT, "read queue", kv.txn(txn)).await?;
+        let resp = within(self.timeouts.request, "read queue", kv.txn(txn)).await?;
         let ops = resp.op_responses();
         if create_rev(ops.first()) != Some(rev) {
             return Ok(Some(Turn::Requeue));

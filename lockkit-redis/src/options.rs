@@ -2,11 +2,13 @@
 //! waiters are woken.
 
 use std::fmt;
+use std::time::Duration;
 
 use lockkit_core::{LockError, redact_url};
 use redis::TlsCertificates;
 
 use lockkit_core::tls::TlsPaths;
+use lockkit_core::url::{ParsedUrl, Timeouts, host_port};
 
 use crate::tls;
 
@@ -52,15 +54,6 @@ pub enum FenceSeed {
 }
 
 impl FenceSeed {
-    /// Parses `counter` or `clock`; the error says so.
-    pub(crate) fn parse(value: &str) -> Result<Self, &'static str> {
-        match value {
-            "counter" => Ok(Self::Counter),
-            "clock" => Ok(Self::Clock),
-            _ => Err("fence_seed must be counter or clock"),
-        }
-    }
-
     /// The acquire script's argument.
     pub(crate) fn script_arg(self) -> &'static str {
         match self {
@@ -69,6 +62,13 @@ impl FenceSeed {
         }
     }
 }
+
+/// The options the redis crate reads from a node URL, passed on as written.
+const CLIENT_OPTIONS: &[&str] = &["protocol"];
+
+/// How long connecting, and each command, may take by default.
+pub(crate) const DEFAULT_TIMEOUTS: Timeouts =
+    Timeouts::new(Duration::from_secs(2), Duration::from_secs(5));
 
 /// Settings for [`super::RedisDriver`]. `Debug` never shows the password.
 ///
@@ -101,6 +101,8 @@ pub struct RedisOptions {
     /// From `tls_ca`/`tls_cert`/`tls_key`; `None` for plain TCP, or TLS verified
     /// against the system roots.
     pub(crate) tls: Option<TlsCertificates>,
+    /// Connecting, and each command.
+    pub(crate) timeouts: Timeouts,
     shown: String,
 }
 
@@ -113,6 +115,7 @@ impl fmt::Debug for RedisOptions {
             .field("wake", &self.wake)
             .field("fence_seed", &self.fence_seed)
             .field("tls", &self.tls)
+            .field("timeouts", &self.timeouts)
             .finish()
     }
 }
@@ -125,9 +128,16 @@ impl RedisOptions {
     /// - `redis-cluster://[user:password@]host:port[,host:port…]`,
     ///   `rediss-cluster://…`: a Redis Cluster, through these seed nodes.
     ///
+    /// The scheme may be written in any case. The path, if any, is the database
+    /// index (`/0`; single server only).
+    ///
     /// Query options: `prefix=NAME` (key prefix, default `lockkit`; no braces),
     /// `wake=notify|poll` (see [`WakeMode`]), `fence_seed=counter|clock` (see
-    /// [`FenceSeed`]).
+    /// [`FenceSeed`]), `connect_timeout_ms=N` (default 2000) and
+    /// `request_timeout_ms=N` (each command, default 5000), and the redis crate's
+    /// `protocol=resp2|resp3`. Any other option is an
+    /// [`InvalidUrl`](LockError::InvalidUrl) that names it: a mistyped safety
+    /// option (`fence_sed=clock`) is never silently ignored.
     ///
     /// TLS options (`rediss://` and `rediss-cluster://` only; values are file paths,
     /// `%XX`-escapes decoded, and the files are read now):
@@ -147,78 +157,82 @@ impl RedisOptions {
     /// for `tls_*` options on a plain `redis://` URL; [`LockError::Config`] naming
     /// the option and the path for a TLS file that cannot be read or is not PEM.
     pub fn from_url(url: &str) -> Result<Self, LockError> {
-        let bad = |why: &str| LockError::invalid_url(url, why);
-        let (scheme, rest) = url.split_once("://").ok_or_else(|| {
-            bad("a Redis URL looks like redis://host:port or redis-cluster://host:port,host:port")
-        })?;
-        let (node_scheme, topology) = match scheme {
+        let mut parsed = ParsedUrl::parse(
+            url,
+            &["redis", "rediss", "redis-cluster", "rediss-cluster"],
+            "redis://host:6379 or redis-cluster://host:port,host:port",
+        )?;
+        let (node_scheme, topology) = match parsed.scheme() {
             "redis" => ("redis", Topology::Detect),
             "rediss" => ("rediss", Topology::Detect),
             "redis-cluster" => ("redis", Topology::Cluster),
-            "rediss-cluster" => ("rediss", Topology::Cluster),
-            _ => {
-                return Err(bad(
-                    "the scheme must be redis, rediss, redis-cluster or rediss-cluster",
-                ));
-            }
+            _ => ("rediss", Topology::Cluster),
         };
-        let (base, query) = rest.split_once('?').unwrap_or((rest, ""));
-        let mut prefix = "lockkit".to_string();
-        let mut wake = WakeMode::Notify;
-        let mut fence_seed = FenceSeed::Counter;
-        let mut tls_paths = TlsPaths::default();
-        let mut passthrough = Vec::new();
-        for pair in query.split('&').filter(|p| !p.is_empty()) {
-            let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
-            if tls_paths.take(name, &tls::percent_decode(value), &bad)? {
-                continue;
+        let server = parsed.server()?;
+        let query = &mut parsed.query;
+        let prefix = match query.take("prefix")? {
+            Some(v) if v.is_empty() || v.contains(['{', '}']) => {
+                return Err(query.invalid("prefix must be non-empty and contain no braces"));
             }
-            match pair.split_once('=') {
-                Some(("prefix", v)) if !v.is_empty() && !v.contains(['{', '}']) => {
-                    prefix = v.to_string();
-                }
-                Some(("prefix", _)) => {
-                    return Err(bad("prefix must be non-empty and contain no braces"));
-                }
-                Some(("wake", "notify")) => wake = WakeMode::Notify,
-                Some(("wake", "poll")) => wake = WakeMode::Poll,
-                Some(("wake", _)) => return Err(bad("wake must be notify or poll")),
-                Some(("fence_seed", v)) => fence_seed = FenceSeed::parse(v).map_err(bad)?,
-                _ => passthrough.push(pair),
-            }
-        }
+            Some(v) => v,
+            None => "lockkit".to_string(),
+        };
+        let wake = query
+            .take_choice(
+                "wake",
+                &[("notify", WakeMode::Notify), ("poll", WakeMode::Poll)],
+            )?
+            .unwrap_or(WakeMode::Notify);
+        let fence_seed = query
+            .take_choice(
+                "fence_seed",
+                &[("counter", FenceSeed::Counter), ("clock", FenceSeed::Clock)],
+            )?
+            .unwrap_or_default();
+        let timeouts = query.take_timeouts(DEFAULT_TIMEOUTS)?;
+        let tls_paths = TlsPaths::from_query(query)?;
+        let passthrough = parsed.query.finish_passing(CLIENT_OPTIONS)?;
         let tls = tls::load(tls_paths, url, node_scheme == "rediss")?;
+        let bad = |why: &str| LockError::invalid_url(url, why);
         let query = if passthrough.is_empty() {
             String::new()
         } else {
             format!("?{}", passthrough.join("&"))
         };
-        let (userinfo, hosts) = match base.rsplit_once('@') {
-            Some((u, h)) => (format!("{u}@"), h),
-            None => (String::new(), base),
+        let userinfo = server.userinfo.map(|u| format!("{u}@")).unwrap_or_default();
+        let db = match server.path.trim_end_matches('/') {
+            "" => "",
+            path => {
+                let index = &path[1..];
+                if index.parse::<u32>().is_err() {
+                    return Err(bad(
+                        "the path is the database index, a whole number (redis://host:6379/0)",
+                    ));
+                }
+                path
+            }
         };
+        for h in server.host_list() {
+            host_port(h, "Redis listens on 6379").map_err(|why| bad(&why))?;
+        }
         let nodes: Vec<String> = if topology == Topology::Cluster {
-            let (hosts, db) = hosts.split_once('/').unwrap_or((hosts, ""));
             if !db.is_empty() {
                 return Err(bad("a cluster has only database 0: remove the /db path"));
             }
-            hosts
-                .split(',')
-                .map(|h| {
-                    if h.is_empty() {
-                        Err(bad("an empty host in the seed list"))
-                    } else {
-                        Ok(format!("{node_scheme}://{userinfo}{h}{query}"))
-                    }
-                })
-                .collect::<Result<_, _>>()?
+            server
+                .host_list()
+                .map(|h| format!("{node_scheme}://{userinfo}{h}{query}"))
+                .collect()
         } else {
-            if hosts.contains(',') {
+            if server.hosts.contains(',') {
                 return Err(bad(
                     "several hosts: use redis-cluster:// for a cluster or redlock:// for Redlock",
                 ));
             }
-            vec![format!("{node_scheme}://{userinfo}{hosts}{query}")]
+            vec![format!(
+                "{node_scheme}://{userinfo}{}{db}{query}",
+                server.hosts
+            )]
         };
         for node in &nodes {
             tls::client(node, tls.as_ref())
@@ -231,6 +245,7 @@ impl RedisOptions {
             wake,
             fence_seed,
             tls,
+            timeouts,
             shown: redact_url(url),
         })
     }

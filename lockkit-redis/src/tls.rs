@@ -46,30 +46,6 @@ pub(crate) fn load(
     }))
 }
 
-/// `%XX` escapes in a query value, decoded (a path may hold `&`, `=` or spaces).
-pub(crate) fn percent_decode(value: &str) -> String {
-    let bytes = value.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = bytes
-            .get(i + 1..i + 3)
-            .and_then(|h| std::str::from_utf8(h).ok())
-            .and_then(|h| u8::from_str_radix(h, 16).ok());
-        match (bytes[i], hex) {
-            (b'%', Some(b)) => {
-                out.push(b);
-                i += 3;
-            }
-            (b, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 /// Advice to add to a connection error about a certificate (empty otherwise).
 pub(crate) fn hint(message: &str) -> &'static str {
     let m = message.to_ascii_lowercase();
@@ -104,17 +80,5 @@ pub(crate) fn client(
     match certs {
         Some(certs) => redis::Client::build_with_tls(node, certs.clone()),
         None => redis::Client::open(node),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn percent_escapes_in_paths_are_decoded() {
-        assert_eq!(percent_decode("/a%20b/c%26d.pem"), "/a b/c&d.pem");
-        assert_eq!(percent_decode("/x%2"), "/x%2");
-        assert_eq!(percent_decode("/x%zz"), "/x%zz");
     }
 }

@@ -13,6 +13,8 @@
 #![cfg_attr(not(test), forbid(clippy::panic))]
 #![doc(test(attr(deny(warnings))))]
 
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+mod connect;
 #[cfg(feature = "_sql")]
 mod error;
 #[cfg(feature = "_sql")]

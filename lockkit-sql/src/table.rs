@@ -25,17 +25,26 @@ pub(crate) fn validate_table(name: &str) -> Result<String, LockError> {
     Ok(name.to_string())
 }
 
-/// lockkit's own parameters in a database URL.
+/// What a database server URL says, for lockkit and for the database client.
 #[cfg(any(feature = "postgres", feature = "mysql"))]
-#[derive(Debug)]
-pub(crate) struct UrlParams {
-    /// The URL without lockkit's parameters, for the database client.
-    pub(crate) client_url: String,
-    /// `table=NAME`.
-    pub(crate) table: String,
-    /// `mode=…`, if given.
-    pub(crate) mode: Option<String>,
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ServerUrl {
+    /// The schemes, the first being the one the client library takes.
+    pub(crate) schemes: &'static [&'static str],
+    /// What a URL looks like, for errors.
+    pub(crate) example: &'static str,
+    /// The options the client library understands (passed on as written).
+    pub(crate) client_options: &'static [&'static str],
+    /// The session-bound mode's name (`advisory`, `get_lock`).
+    pub(crate) session: &'static str,
 }
+
+/// How long connecting (and waiting for a pooled connection) may take by default.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+pub(crate) const DEFAULT_TIMEOUTS: lockkit_core::url::Timeouts = lockkit_core::url::Timeouts::new(
+    std::time::Duration::from_secs(5),
+    std::time::Duration::from_secs(5),
+);
 
 /// lockkit's settings for a database server, beside the client's own connect
 /// options (shared by the PostgreSQL and MySQL options).
@@ -50,6 +59,8 @@ pub(crate) struct ServerSettings {
     pub(crate) session_mode: bool,
     /// The pool size, if set explicitly.
     pub(crate) pool_size: Option<u32>,
+    /// Connecting, and each statement.
+    pub(crate) timeouts: lockkit_core::url::Timeouts,
 }
 
 #[cfg(any(feature = "postgres", feature = "mysql"))]
@@ -60,25 +71,52 @@ impl std::fmt::Debug for ServerSettings {
             .field("table", &self.table)
             .field("session_mode", &self.session_mode)
             .field("pool_size", &self.pool_size())
+            .field("timeouts", &self.timeouts)
             .finish()
     }
 }
 
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 impl ServerSettings {
-    /// Settings from a URL whose lockkit parameters are `params`; `session` names
-    /// the session-bound mode (`advisory`, `get_lock`).
-    pub(crate) fn from_url(
-        url: &str,
-        params: &UrlParams,
-        session: &str,
-    ) -> Result<Self, LockError> {
-        Ok(Self {
+    /// Settings with the defaults, for a URL shown as `url`.
+    pub(crate) fn new(url: &str) -> Self {
+        Self {
             url: lockkit_core::redact_url(url),
-            table: params.table.clone(),
-            session_mode: params.session_mode(url, session)?,
+            table: DEFAULT_TABLE.to_string(),
+            session_mode: false,
             pool_size: None,
-        })
+            timeouts: DEFAULT_TIMEOUTS,
+        }
+    }
+
+    /// Parses `url` as `kind` says: lockkit's options (`table`, `mode`,
+    /// `connect_timeout_ms`, `request_timeout_ms`) into settings, and returns with
+    /// them the URL for the database client (its scheme lowercased, its own options
+    /// as written).
+    ///
+    /// # Errors
+    ///
+    /// [`LockError::InvalidUrl`] for another scheme, a bad table name or mode, or
+    /// an option neither lockkit nor the client knows, naming it.
+    pub(crate) fn parse(url: &str, kind: ServerUrl) -> Result<(Self, String), LockError> {
+        let mut parsed = lockkit_core::url::ParsedUrl::parse(url, kind.schemes, kind.example)?;
+        let mut settings = Self::new(url);
+        let query = &mut parsed.query;
+        if let Some(table) = query.take("table")? {
+            settings.table = validate_table(&table).map_err(|e| query.invalid(e.to_string()))?;
+        }
+        settings.session_mode = query
+            .take_choice("mode", &[("lease", false), (kind.session, true)])?
+            .unwrap_or(false);
+        settings.timeouts = query.take_timeouts(DEFAULT_TIMEOUTS)?;
+        let body = parsed.body();
+        let passed = parsed.query.finish_passing(kind.client_options)?;
+        let mut client_url = format!("{}:{body}", kind.schemes[0]);
+        if !passed.is_empty() {
+            client_url.push('?');
+            client_url.push_str(&passed.join("&"));
+        }
+        Ok((settings, client_url))
     }
 
     /// The pool size: as set, else 8 for leases and 32 for session-bound locks,
@@ -87,58 +125,4 @@ impl ServerSettings {
         self.pool_size
             .unwrap_or(if self.session_mode { 32 } else { 8 })
     }
-}
-
-#[cfg(any(feature = "postgres", feature = "mysql"))]
-impl UrlParams {
-    /// Whether `mode=` asks for the session-bound mode named `session` (the
-    /// default, and `mode=lease`, is leases).
-    ///
-    /// # Errors
-    ///
-    /// [`LockError::InvalidUrl`] for any other mode, naming both.
-    pub(crate) fn session_mode(&self, url: &str, session: &str) -> Result<bool, LockError> {
-        match self.mode.as_deref() {
-            None | Some("lease") => Ok(false),
-            Some(m) if m == session => Ok(true),
-            Some(other) => Err(LockError::invalid_url(
-                url,
-                format!("unknown mode `{other}`; use mode=lease (default) or mode={session}"),
-            )),
-        }
-    }
-}
-
-/// Splits lockkit's own parameters (`table=`, `mode=`) off a database URL; the rest
-/// goes to the database client untouched.
-///
-/// # Errors
-///
-/// [`LockError::InvalidUrl`] for a bad table name.
-#[cfg(any(feature = "postgres", feature = "mysql"))]
-pub(crate) fn take_lockkit_params(url: &str) -> Result<UrlParams, LockError> {
-    let (base, query) = url.split_once('?').unwrap_or((url, ""));
-    let mut table = DEFAULT_TABLE.to_string();
-    let mut mode = None;
-    let mut rest = Vec::new();
-    for pair in query.split('&').filter(|p| !p.is_empty()) {
-        match pair.split_once('=') {
-            Some(("table", v)) => {
-                table =
-                    validate_table(v).map_err(|e| LockError::invalid_url(url, e.to_string()))?;
-            }
-            Some(("mode", v)) => mode = Some(v.to_string()),
-            _ => rest.push(pair),
-        }
-    }
-    let client_url = if rest.is_empty() {
-        base.to_string()
-    } else {
-        format!("{base}?{}", rest.join("&"))
-    };
-    Ok(UrlParams {
-        client_url,
-        table,
-        mode,
-    })
 }

@@ -214,7 +214,7 @@ impl ZkDriver {
                 mine.insert(m)
             }
         };
-        let children = match session.client.list_children(dir).await {
+        let children = match session.within(session.client.list_children(dir)).await {
             Ok(c) => c,
             Err(ZkError::NoNode) => return Ok(Position::Vanished),
             Err(e) => return Err(zk_error("listing the lock queue", e)),
@@ -228,7 +228,7 @@ impl ZkDriver {
         }
         let czxid = match m.czxid {
             Some(z) => z,
-            None => match session.client.check_stat(&m.path).await {
+            None => match session.within(session.client.check_stat(&m.path)).await {
                 Ok(Some(stat)) => stat.czxid,
                 Ok(None) => return Ok(Position::Vanished),
                 Err(e) => return Err(zk_error("reading the lock node", e)),
@@ -264,7 +264,10 @@ impl ZkDriver {
         // Twice at most: the container may be removed by the server between our
         // creating it and our child's create.
         for _ in 0..3 {
-            match session.client.create(&path, &[], &node).await {
+            match session
+                .within(session.client.create(&path, &[], &node))
+                .await
+            {
                 Ok((stat, seq)) => {
                     let name = format!("{prefix}{seq}");
                     return Ok(Mine {
@@ -274,14 +277,16 @@ impl ZkDriver {
                         czxid: Some(stat.czxid),
                     });
                 }
-                Err(ZkError::NoNode) => match session.client.create(dir, &[], &container).await {
+                Err(ZkError::NoNode) => match session
+                    .within(session.client.create(dir, &[], &container))
+                    .await
+                {
                     Ok(_) | Err(ZkError::NodeExists) => continue,
                     Err(ZkError::NoNode) => {
                         // The root itself was removed by someone: put it back.
                         let root = CreateMode::Persistent.with_acls(self.sessions.acls());
                         session
-                            .client
-                            .mkdir(self.options().root(), &root)
+                            .within(session.client.mkdir(self.options().root(), &root))
                             .await
                             .map_err(|e| zk_error("creating the lockkit root node", e))?;
                     }
@@ -304,7 +309,7 @@ impl ZkDriver {
         dir: &str,
         prefix: &str,
     ) -> Result<Option<Mine>> {
-        let children = match session.client.list_children(dir).await {
+        let children = match session.within(session.client.list_children(dir)).await {
             Ok(c) => c,
             Err(ZkError::NoNode) => return Ok(None),
             Err(e) => return Err(zk_error("listing the lock queue", e)),
@@ -409,7 +414,7 @@ impl ZkDriver {
     ) -> Result<bool> {
         let session = self.sessions.get().await?;
         let dir = self.dir(key);
-        let children = match session.client.list_children(&dir).await {
+        let children = match session.within(session.client.list_children(&dir)).await {
             Ok(c) => c,
             Err(ZkError::NoNode) => return Ok(false),
             Err(e) => return Err(zk_error("listing the lock queue", e)),
@@ -441,7 +446,7 @@ fn grant_of(key: &LockKey, owner: &OwnerId, held: &Held, ttl: Duration) -> Grant
 /// left behind in a live session would block the queue, so a delete whose outcome
 /// is unknown is retried in the background.
 async fn delete_queued(session: Arc<Session>, path: String) {
-    match session.client.delete(&path, None).await {
+    match session.within(session.client.delete(&path, None)).await {
         Ok(()) | Err(ZkError::NoNode) => {}
         Err(e) if session_over(&e) => {}
         Err(_) => delete_in_background(session, path),
@@ -462,7 +467,7 @@ fn delete_in_background(session: Arc<Session>, path: String) {
         let give_up = Instant::now() + patience;
         let mut backoff = Duration::from_millis(20);
         while Instant::now() < give_up && !session.is_over() {
-            match session.client.delete(&path, None).await {
+            match session.within(session.client.delete(&path, None)).await {
                 Ok(()) | Err(ZkError::NoNode) => return,
                 Err(e) if outcome_unknown(&e) => {}
                 Err(e) => {
@@ -501,8 +506,12 @@ impl LockDriver for ZkDriver {
         let sent_at = Instant::now();
         let held = self.live_hold(key, owner)?;
         let read = async {
-            held.session.client.sync(&held.path).await?;
-            held.session.client.check_stat(&held.path).await
+            held.session
+                .within(held.session.client.sync(&held.path))
+                .await?;
+            held.session
+                .within(held.session.client.check_stat(&held.path))
+                .await
         };
         match read.await {
             Ok(Some(stat)) if stat.czxid as u64 == held.token.get() => {}
@@ -536,7 +545,11 @@ impl LockDriver for ZkDriver {
         let Some(held) = self.holds.remove(key, owner) else {
             return self.delete_owned(key, owner).await;
         };
-        match held.session.client.delete(&held.path, None).await {
+        match held
+            .session
+            .within(held.session.client.delete(&held.path, None))
+            .await
+        {
             Ok(()) => Ok(true),
             Err(ZkError::NoNode) => Ok(false),
             Err(e) if session_over(&e) => Ok(false),

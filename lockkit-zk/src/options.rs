@@ -3,12 +3,16 @@
 use std::fmt;
 use std::time::Duration;
 
-use lockkit_core::url::{credentials, host_port, split_userinfo};
-use lockkit_core::{LockError, redact_url};
+use lockkit_core::LockError;
+use lockkit_core::url::{ParsedUrl, Timeouts, credentials, host_port};
 
 /// The session timeout asked for when the URL gives none (the server clamps it to
 /// its `minSessionTimeout`..`maxSessionTimeout`, by default 2..20 ticks).
 pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long connecting (a session), and each request, may take by default.
+pub(crate) const DEFAULT_TIMEOUTS: Timeouts =
+    Timeouts::new(Duration::from_secs(5), Duration::from_secs(5));
 
 /// Settings for [`crate::ZkDriver`], parsed from a URL. `Debug` and `Display` never
 /// show the password.
@@ -34,6 +38,8 @@ pub struct ZkOptions {
     /// `user:password` for the `digest` scheme.
     pub(crate) digest: Option<(String, String)>,
     pub(crate) session_timeout: Duration,
+    /// Opening a session, and each request.
+    pub(crate) timeouts: Timeouts,
     shown: String,
 }
 
@@ -45,6 +51,7 @@ impl fmt::Debug for ZkOptions {
             .field("root", &self.root)
             .field("user", &self.user().map(lockkit_core::shown_user))
             .field("session_timeout", &self.session_timeout)
+            .field("timeouts", &self.timeouts)
             .finish()
     }
 }
@@ -64,6 +71,9 @@ impl ZkOptions {
     ///   same locks the same credentials.
     /// - `/chroot` (any depth) is where lockkit's `lockkit` node lives; it is created
     ///   if missing. Without it, locks live under `/lockkit`.
+    /// - `connect_timeout_ms` bounds opening a session (default 5000), and
+    ///   `request_timeout_ms` each request (default 5000); a request that times out
+    ///   has an unknown outcome, as one cut by a dropped connection.
     /// - `session_timeout_ms` is the session timeout to negotiate (default 10000).
     ///   It bounds how long a crashed holder's locks outlive it, and how soon a
     ///   holder cut off from the servers learns (2/5 of it, then `lost()` fires).
@@ -72,55 +82,34 @@ impl ZkOptions {
     ///
     /// [`LockError::InvalidUrl`] naming what is wrong, with the password redacted.
     pub fn from_url(url: &str) -> Result<Self, LockError> {
-        let shown = redact_url(url);
-        let bad = |why: &str| LockError::InvalidUrl {
-            url: shown.clone(),
-            reason: why.to_string(),
-        };
-        let rest = url
-            .strip_prefix("zk://")
-            .or_else(|| url.strip_prefix("zookeeper://"))
-            .ok_or_else(|| {
-                bad("a ZooKeeper URL looks like zk://host:port[,host:port…][/chroot]")
-            })?;
-        let (base, query) = rest.split_once('?').unwrap_or((rest, ""));
-        let (authority, chroot) = match base.find('/') {
-            Some(i) => base.split_at(i),
-            None => (base, ""),
-        };
-        let chroot = chroot.trim_end_matches('/');
+        let mut parsed = ParsedUrl::parse(
+            url,
+            &["zk", "zookeeper"],
+            "zk://host:port[,host:port…][/chroot]",
+        )?;
+        let shown = parsed.shown();
+        let server = parsed.server()?;
+        let chroot = server.path.trim_end_matches('/');
         if chroot
             .split('/')
             .skip(1)
             .any(|c| c.is_empty() || c == "." || c == "..")
             || chroot.chars().any(char::is_control)
         {
-            return Err(bad(
-                "the chroot must be an absolute path without empty, `.` or `..` parts",
-            ));
+            return Err(parsed
+                .invalid("the chroot must be an absolute path without empty, `.` or `..` parts"));
         }
-        let mut session_timeout = DEFAULT_SESSION_TIMEOUT;
-        for pair in query.split('&').filter(|p| !p.is_empty()) {
-            match pair.split_once('=') {
-                Some(("session_timeout_ms", v)) => {
-                    let ms: u64 = v
-                        .parse()
-                        .ok()
-                        .filter(|ms| (100..=3_600_000).contains(ms))
-                        .ok_or_else(|| {
-                            bad("session_timeout_ms must be a whole number from 100 to 3600000")
-                        })?;
-                    session_timeout = Duration::from_millis(ms);
-                }
-                _ => {
-                    return Err(bad(
-                        "unknown option; the only option is session_timeout_ms=N",
-                    ));
-                }
-            }
-        }
-        let (userinfo, hosts) = split_userinfo(authority);
-        let digest = match userinfo {
+        let query = &mut parsed.query;
+        let session_timeout = query
+            .take_millis("session_timeout_ms", 100..=3_600_000)?
+            .unwrap_or(DEFAULT_SESSION_TIMEOUT);
+        let timeouts = query.take_timeouts(DEFAULT_TIMEOUTS)?;
+        parsed.query.finish()?;
+        let bad = |why: &str| LockError::InvalidUrl {
+            url: shown.clone(),
+            reason: why.to_string(),
+        };
+        let digest = match server.userinfo {
             None => None,
             Some(u) => {
                 let (user, password) = credentials(u).map_err(bad)?;
@@ -130,14 +119,15 @@ impl ZkOptions {
                 Some((user, password))
             }
         };
-        for h in hosts.split(',') {
+        for h in server.host_list() {
             host_port(h, "ZooKeeper listens on 2181").map_err(|why| bad(&why))?;
         }
         Ok(Self {
-            hosts: hosts.to_string(),
+            hosts: server.hosts.to_string(),
             root: format!("{chroot}/lockkit"),
             digest,
             session_timeout,
+            timeouts,
             shown,
         })
     }
@@ -177,14 +167,18 @@ mod tests {
     #[test]
     fn bad_urls_get_reasons_without_the_password() {
         for (url, needle) in [
-            ("redis://h:1", "looks like"),
+            ("redis://h:1", "the scheme must be zk or zookeeper"),
             ("zk://h", "no port"),
             ("zk://h:0", "invalid port"),
             ("zk://h:1,,h:2", "empty host"),
             ("zk://h:1/a//b", "chroot"),
             ("zk://h:1/a/../b", "chroot"),
             ("zk://h:1?session_timeout_ms=5", "session_timeout_ms"),
-            ("zk://h:1?x=1", "unknown option"),
+            ("zk://h:1?x=1", "unknown option `x`"),
+            (
+                "zk://h:1?session_timeut_ms=1",
+                "did you mean `session_timeout_ms`",
+            ),
             ("zk://u:pw%zz@h:1", "percent"),
             ("zk://s3cret@h:1", "user:password"),
         ] {

@@ -7,12 +7,14 @@
 //! the session ends (`Expired`, `AuthFailed`, `Closed`) the nodes are gone for
 //! sure. The next acquire then opens a new session.
 
+use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
+use std::time::Duration;
 
 use lockkit_core::{LockError, Result};
 use tokio::sync::Mutex;
-use zookeeper_client::{Acls, Client, CreateMode, SessionState};
+use zookeeper_client::{Acls, Client, CreateMode, Error as ZkError, SessionState};
 
 use crate::error::zk_error;
 use crate::holds::Holds;
@@ -23,6 +25,8 @@ use crate::options::ZkOptions;
 pub(crate) struct Session {
     pub(crate) client: Client,
     pub(crate) id: i64,
+    /// How long one request may take (`request_timeout_ms`).
+    request_timeout: Duration,
     /// How often the connection dropped or the session ended: a grant confirmed
     /// while this number did not change was confirmed on a live connection.
     drops: Arc<AtomicU64>,
@@ -31,6 +35,18 @@ pub(crate) struct Session {
 impl Session {
     pub(crate) fn drops(&self) -> u64 {
         self.drops.load(Ordering::SeqCst)
+    }
+
+    /// Runs one request of this session, failing it with [`ZkError::Timeout`] (an
+    /// unknown outcome, as for a reply lost with the connection) if it takes
+    /// longer than the request timeout.
+    pub(crate) async fn within<T>(
+        &self,
+        request: impl Future<Output = std::result::Result<T, ZkError>>,
+    ) -> std::result::Result<T, ZkError> {
+        tokio::time::timeout(self.request_timeout, request)
+            .await
+            .unwrap_or(Err(ZkError::Timeout))
     }
 
     /// Whether the session is connected right now.
@@ -96,27 +112,41 @@ impl Sessions {
         let o = &self.options;
         let mut connector = Client::connector()
             .with_session_timeout(o.session_timeout)
+            .with_connection_timeout(o.timeouts.connect)
             .with_fail_eagerly();
         if let Some((user, password)) = &o.digest {
             connector = connector.with_auth("digest", format!("{user}:{password}").as_bytes());
         }
-        let client = connector
-            .connect(&o.hosts)
+        let client = match tokio::time::timeout(o.timeouts.connect, connector.connect(&o.hosts))
             .await
-            .map_err(|e| connect_error(o, e))?;
+        {
+            Ok(Ok(client)) => client,
+            Ok(Err(e)) => return Err(connect_error(o, e)),
+            Err(_) => {
+                return Err(LockError::Connection {
+                    driver: crate::error::DRIVER,
+                    message: format!(
+                        "no ZooKeeper session with {}: no answer within {} (connect_timeout_ms)",
+                        o.hosts,
+                        lockkit_core::human_duration(o.timeouts.connect)
+                    ),
+                    source: None,
+                });
+            }
+        };
         // The root (`<chroot>/lockkit`) is persistent; each key's node is a
         // container under it, which the server deletes once its queue is empty.
         // Look first: creating under a node another identity owns is refused
         // even when the node exists.
-        let exists = client
-            .check_stat(&o.root)
+        let exists = tokio::time::timeout(o.timeouts.request, client.check_stat(&o.root))
             .await
+            .unwrap_or(Err(ZkError::Timeout))
             .map_err(|e| zk_error(&format!("looking up {}", o.root), e))?;
         if exists.is_none() {
             let root = CreateMode::Persistent.with_acls(self.acls());
-            client
-                .mkdir(&o.root, &root)
+            tokio::time::timeout(o.timeouts.request, client.mkdir(&o.root, &root))
                 .await
+                .unwrap_or(Err(ZkError::Timeout))
                 .map_err(|e| zk_error(&format!("creating {}", o.root), e))?;
         }
         let id = client.session_id().0;
@@ -128,7 +158,12 @@ impl Sessions {
             self.holds.clone(),
         ));
         tracing::debug!(session = format_args!("{id:#x}"), timeout = ?client.session_timeout(), "ZooKeeper session opened");
-        Ok(Session { client, id, drops })
+        Ok(Session {
+            client,
+            id,
+            request_timeout: o.timeouts.request,
+            drops,
+        })
     }
 }
 

@@ -1,5 +1,18 @@
-//! Pieces of URL parsing every driver needs: percent-decoding, `user:password@`
-//! and `host:port` lists.
+//! URL parsing, written once for every driver.
+//!
+//! [`ParsedUrl`] takes a connection URL apart (scheme, server part, options), and
+//! [`Query`] hands out its options one by one and reports any left over by name, with
+//! a "did you mean" ([`did_you_mean`]). [`Timeouts`] are the two time limits every
+//! networked driver takes from its URL. The helpers below read the pieces:
+//! percent-decoding, `user:password@` and `host:port` lists.
+
+mod parsed;
+mod query;
+mod suggest;
+
+pub use parsed::{ParsedUrl, Server};
+pub use query::{Query, Timeouts};
+pub use suggest::did_you_mean;
 
 /// Decodes `%XX` escapes (as in URL userinfo and option values); `None` for a
 /// broken escape or a result that is not UTF-8.

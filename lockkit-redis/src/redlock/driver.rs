@@ -29,8 +29,6 @@ const NOTIFY_FALLBACK: Duration = Duration::from_secs(1);
 const ENTRY_LIFETIME: Duration = Duration::from_secs(3);
 /// The shortest per-master request timeout (loopback under load still answers).
 const MIN_REQUEST_TIMEOUT: Duration = Duration::from_millis(50);
-/// How long start-up waits for a quorum of masters to answer PING.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 /// How long a [`lockkit_core::Wait::Forever`] acquire keeps retrying while a quorum
 /// of masters cannot be reached, before it gives up with the quorum error.
 pub(crate) const UNREACHABLE_PATIENCE: Duration = Duration::from_secs(10);
@@ -178,15 +176,15 @@ impl RedlockDriver {
             .masters
             .iter()
             .zip(options.shown.iter())
-            .map(|(url, shown)| Master::new(url, shown.clone()))
+            .map(|(url, shown)| Master::new(url, shown.clone(), options.connect_timeout))
             .collect::<Result<Vec<_>>>()?;
         let quorum = masters.len() / 2 + 1;
-        let replies = gather(
-            masters
-                .iter()
-                .map(|m| m.timed(CONNECT_TIMEOUT, master::ping)),
-            |r| answered(r) >= quorum,
-        )
+        // Start-up waits for a quorum of masters to answer PING: a connection (with
+        // its one retry) and the request.
+        let limit = (options.connect_timeout + options.request_timeout) * 2;
+        let replies = gather(masters.iter().map(|m| m.timed(limit, master::ping)), |r| {
+            answered(r) >= quorum
+        })
         .await;
         if answered(&replies) < quorum {
             let failed = super::quorum::failures(&replies).join("; ");

@@ -50,7 +50,7 @@ pub(crate) enum Reply<T> {
 impl Master {
     /// A lazily connected master: nothing is sent until the first request, so a dead
     /// master does not fail the driver's start-up.
-    pub(crate) fn new(url: &str, shown: String) -> Result<Self> {
+    pub(crate) fn new(url: &str, shown: String, connect_timeout: Duration) -> Result<Self> {
         let client = crate::tls::client(url, None).map_err(|e| LockError::InvalidUrl {
             url: shown.clone(),
             reason: redact_url(&e.to_string()),
@@ -62,7 +62,7 @@ impl Master {
             .set_number_of_retries(1)
             .set_min_delay(Duration::from_millis(5))
             .set_max_delay(Duration::from_millis(20))
-            .set_connection_timeout(Some(Duration::from_secs(1)))
+            .set_connection_timeout(Some(connect_timeout))
             .set_response_timeout(Some(Duration::from_secs(5)));
         let conn =
             ConnectionManager::new_lazy_with_config(client.clone(), config).map_err(|e| {

@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use lockkit_core::{LockError, redact_url};
 
-use lockkit_core::tls;
+use lockkit_core::tls::TlsPaths;
+use lockkit_core::url::{ParsedUrl, Timeouts};
 
 use crate::options::{FenceSeed, WakeMode};
 
@@ -15,8 +16,8 @@ pub(crate) const DEFAULT_DRIFT: Duration = Duration::from_millis(2);
 pub(crate) const DEFAULT_RETRY: Duration = Duration::from_millis(100);
 /// The longest a single request to one master may take.
 pub(crate) const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_millis(250);
-
-const KNOWN_PARAMS: &str = "prefix, drift_ms, retry_ms, timeout_ms, fence_seed, wake";
+/// The longest connecting to one master may take.
+pub(crate) const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// Why `tls_*` options and `rediss://` masters are refused.
 const NO_TLS: &str = "TLS is not supported for Redlock yet (the masters are reached over plain \
@@ -56,6 +57,7 @@ pub struct RedlockOptions {
     pub(crate) drift: Duration,
     pub(crate) retry: Duration,
     pub(crate) request_timeout: Duration,
+    pub(crate) connect_timeout: Duration,
     pub(crate) fence_seed: FenceSeed,
     pub(crate) wake: WakeMode,
 }
@@ -69,18 +71,9 @@ impl fmt::Debug for RedlockOptions {
             .field("drift", &self.drift)
             .field("retry", &self.retry)
             .field("request_timeout", &self.request_timeout)
+            .field("connect_timeout", &self.connect_timeout)
             .field("wake", &self.wake)
             .finish()
-    }
-}
-
-fn millis(url: &str, name: &str, value: &str) -> Result<Duration, LockError> {
-    match value.parse::<u64>() {
-        Ok(ms) if ms > 0 || name == "drift_ms" => Ok(Duration::from_millis(ms)),
-        _ => Err(LockError::invalid_url(
-            url,
-            format!("{name} must be a whole number of milliseconds (above 0), got `{value}`"),
-        )),
     }
 }
 
@@ -103,20 +96,23 @@ impl RedlockOptions {
             drift: DEFAULT_DRIFT,
             retry: DEFAULT_RETRY,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             fence_seed: FenceSeed::Counter,
             wake: WakeMode::Notify,
         }
     }
 
-    /// Parses `redlock://[user:password@]host1:port1,host2:port2,…[/db][?prefix=NAME&drift_ms=N&retry_ms=N&timeout_ms=N&fence_seed=counter|clock&wake=notify|poll]`
+    /// Parses `redlock://[user:password@]host1:port1,host2:port2,…[/db][?prefix=NAME&drift_ms=N&retry_ms=N&request_timeout_ms=N&connect_timeout_ms=N&fence_seed=counter|clock&wake=notify|poll]`
     /// (`fence_seed`: see [`crate::FenceSeed`]; each master seeds its own counter;
     /// `wake`: see [`RedlockOptions::wake`]).
     ///
     /// The credentials and the database apply to every master; a host without a port
     /// uses 6379. `drift_ms` is the fixed part of the clock-drift allowance (default
     /// 2; the allowance is 1 % of the TTL plus this), `retry_ms` the mean delay before
-    /// a failed attempt is retried (default 100), `timeout_ms` the cap on one request
-    /// to one master (default 250).
+    /// a failed attempt is retried (default 100), `request_timeout_ms` the cap on one
+    /// request to one master (default 250; `timeout_ms` is its older name), and
+    /// `connect_timeout_ms` the cap on connecting to one master (default 1000). Any
+    /// other option is an error that names it.
     ///
     /// Redlock does not support TLS yet: `tls_ca`, `tls_cert` and `tls_key` are
     /// refused with an error saying so.
@@ -125,35 +121,24 @@ impl RedlockOptions {
     ///
     /// [`LockError::InvalidUrl`] naming what is wrong; the password is never shown.
     pub fn from_url(url: &str) -> Result<Self, LockError> {
-        let Some(rest) = url.strip_prefix("redlock://") else {
-            return Err(LockError::invalid_url(
-                url,
-                "a Redlock URL starts with redlock:// and lists the masters, e.g. redlock://h1:6379,h2:6379,h3:6379",
-            ));
-        };
-        let (base, query) = rest.split_once('?').unwrap_or((rest, ""));
-        let (authority, path) = match base.find('/') {
-            Some(i) => base.split_at(i),
-            None => (base, ""),
-        };
-        let (userinfo, hosts) = match authority.rsplit_once('@') {
-            Some((u, h)) => (Some(u), h),
-            None => (None, authority),
-        };
-        if hosts.is_empty() {
-            return Err(LockError::invalid_url(
-                url,
-                "no masters listed; write them comma-separated: redlock://h1:6379,h2:6379,h3:6379",
+        let mut parsed = ParsedUrl::parse(
+            url,
+            &["redlock"],
+            "redlock://h1:6379,h2:6379,h3:6379 (the masters, comma-separated)",
+        )?;
+        let server = parsed.server()?;
+        let bad = |why: String| LockError::invalid_url(url, why);
+        if server.hosts.is_empty() {
+            return Err(bad(
+                "no masters listed; write them comma-separated: redlock://h1:6379,h2:6379,h3:6379"
+                    .into(),
             ));
         }
         let mut masters = Vec::new();
         let mut seen: Vec<&str> = Vec::new();
-        for (i, host) in hosts.split(',').enumerate() {
+        for (i, host) in server.host_list().enumerate() {
             if host.is_empty() {
-                return Err(LockError::invalid_url(
-                    url,
-                    format!("master #{} is empty (a stray comma?)", i + 1),
-                ));
+                return Err(bad(format!("master #{} is empty (a stray comma?)", i + 1)));
             }
             let port = host
                 .rsplit_once(':')
@@ -162,70 +147,67 @@ impl RedlockOptions {
             if let Some(port) = port
                 && !matches!(port.parse::<u16>(), Ok(p) if p > 0)
             {
-                return Err(LockError::invalid_url(
-                    url,
-                    format!(
-                        "master `{host}` has port `{port}`, which is not a number from 1 to 65535"
-                    ),
-                ));
+                return Err(bad(format!(
+                    "master `{host}` has port `{port}`, which is not a number from 1 to 65535"
+                )));
             }
             if seen.contains(&host) {
-                return Err(LockError::invalid_url(
-                    url,
-                    format!("master `{host}` is listed twice; Redlock needs independent masters"),
-                ));
+                return Err(bad(format!(
+                    "master `{host}` is listed twice; Redlock needs independent masters"
+                )));
             }
             seen.push(host);
-            let auth = userinfo.map(|u| format!("{u}@")).unwrap_or_default();
-            masters.push(format!("redis://{auth}{host}{path}"));
+            let auth = server.userinfo.map(|u| format!("{u}@")).unwrap_or_default();
+            masters.push(format!("redis://{auth}{host}{}", server.path));
         }
         for m in &masters {
             redis::Client::open(m.as_str()).map_err(|e| {
-                LockError::invalid_url(
-                    url,
-                    format!(
-                        "a master's address is not valid: {}",
-                        redact_url(&e.to_string())
-                    ),
-                )
+                bad(format!(
+                    "a master's address is not valid: {}",
+                    redact_url(&e.to_string())
+                ))
             })?;
         }
         let shown = masters.iter().map(|m| redact_url(m)).collect();
         let mut options = Self::new(masters, shown);
-        for pair in query.split('&').filter(|p| !p.is_empty()) {
-            let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
-            match name {
-                "prefix" => {
-                    check_prefix(url, value)?;
-                    options.prefix = value.to_string();
-                }
-                "drift_ms" => options.drift = millis(url, name, value)?,
-                "retry_ms" => options.retry = millis(url, name, value)?,
-                "timeout_ms" => options.request_timeout = millis(url, name, value)?,
-                "fence_seed" => {
-                    options.fence_seed =
-                        FenceSeed::parse(value).map_err(|e| LockError::invalid_url(url, e))?;
-                }
-                "wake" => {
-                    options.wake = match value {
-                        "notify" => WakeMode::Notify,
-                        "poll" => WakeMode::Poll,
-                        _ => {
-                            return Err(LockError::invalid_url(url, "wake must be notify or poll"));
-                        }
-                    };
-                }
-                _ if tls::OPTION_NAMES.contains(&name) => {
-                    return Err(LockError::invalid_url(url, NO_TLS));
-                }
-                _ => {
-                    return Err(LockError::invalid_url(
-                        url,
-                        format!("unknown parameter `{name}`; known: {KNOWN_PARAMS}"),
-                    ));
-                }
-            }
+        let query = &mut parsed.query;
+        if let Some(prefix) = query.take("prefix")? {
+            check_prefix(url, &prefix)?;
+            options.prefix = prefix;
         }
+        const MS: std::ops::RangeInclusive<u64> = 1..=3_600_000;
+        if let Some(drift) = query.take_millis("drift_ms", 0..=3_600_000)? {
+            options.drift = drift;
+        }
+        if let Some(retry) = query.take_millis("retry_ms", MS)? {
+            options.retry = retry;
+        }
+        let timeouts = query.take_timeouts(Timeouts::new(
+            DEFAULT_CONNECT_TIMEOUT,
+            DEFAULT_REQUEST_TIMEOUT,
+        ))?;
+        options.connect_timeout = timeouts.connect;
+        options.request_timeout = match query.take_millis("timeout_ms", MS)? {
+            // The older name of request_timeout_ms.
+            Some(t) => t,
+            None => timeouts.request,
+        };
+        options.fence_seed = query
+            .take_choice(
+                "fence_seed",
+                &[("counter", FenceSeed::Counter), ("clock", FenceSeed::Clock)],
+            )?
+            .unwrap_or_default();
+        options.wake = query
+            .take_choice(
+                "wake",
+                &[("notify", WakeMode::Notify), ("poll", WakeMode::Poll)],
+            )?
+            .unwrap_or(WakeMode::Notify);
+        if !TlsPaths::from_query(query)?.is_empty() {
+            return Err(bad(NO_TLS.into()));
+        }
+        parsed.query.finish()?;
         Ok(options)
     }
 

@@ -8,12 +8,13 @@ use lockkit_core::{
     Result, async_trait,
 };
 use sqlx::AssertSqlSafe;
-use sqlx::mysql::{MySqlPool, MySqlPoolOptions};
+use sqlx::mysql::MySqlPool;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::options::MySqlOptions;
 use super::sql;
+use crate::connect::Within;
 use crate::error;
 use crate::renew;
 use crate::wait::acquire_polling;
@@ -22,10 +23,6 @@ const NAME: &str = "mysql";
 
 /// Longest pause between attempts: MySQL has no release notification.
 const POLL_CAP: Duration = Duration::from_millis(100);
-
-/// How long an operation waits for a pooled connection (bounds every call while
-/// the server is unreachable; the watchdog retries within the lease).
-const POOL_TIMEOUT: Duration = Duration::from_secs(3);
 
 fn db_error(e: sqlx::Error) -> LockError {
     error::db_error(NAME, e)
@@ -37,19 +34,14 @@ fn ttl_us(ttl: Duration) -> i64 {
 
 /// Opens the connection pool.
 pub(super) async fn pool(options: &MySqlOptions) -> Result<MySqlPool> {
-    MySqlPoolOptions::new()
-        .max_connections(options.settings.pool_size())
-        .acquire_timeout(POOL_TIMEOUT)
-        .connect_with(options.connect.clone())
-        .await
-        .map_err(|e| LockError::Connection {
-            driver: NAME,
-            message: format!(
-                "cannot connect to MySQL: {}",
-                lockkit_core::redact_url(&e.to_string())
-            ),
-            source: Some(Box::new(e)),
-        })
+    crate::connect::open_pool::<sqlx::MySql>(
+        NAME,
+        "MySQL",
+        options.connect.clone(),
+        options.settings.pool_size(),
+        options.settings.timeouts,
+    )
+    .await
 }
 
 /// The MySQL/MariaDB lease-table driver. See the [module docs](super).
@@ -59,6 +51,8 @@ pub struct MySqlDriver {
     statements: Arc<Statements>,
     /// Wakes this driver's own waiters when it releases.
     wake: Arc<Notify>,
+    /// Each statement (`request_timeout_ms`).
+    timeout: Duration,
 }
 
 #[derive(Debug)]
@@ -94,6 +88,7 @@ impl MySqlDriver {
                 force_release: sql::force_release(t).into(),
             }),
             wake: Arc::new(Notify::new()),
+            timeout: options.settings.timeouts.request,
         })
     }
 
@@ -106,6 +101,7 @@ impl MySqlDriver {
         let table = crate::table::validate_table(table)?;
         sqlx::query(AssertSqlSafe(sql::create_table(&table)))
             .execute(&self.pool)
+            .within(self.timeout)
             .await
             .map_err(db_error)
             .map(|_| ())
@@ -132,6 +128,7 @@ impl MySqlDriver {
             .bind(req.key.as_str())
             .bind(&owner)
             .execute(&mut *conn)
+            .within(self.timeout)
             .await
             .map_err(db_error)?;
         if taken.rows_affected() == 1 {
@@ -142,6 +139,7 @@ impl MySqlDriver {
             .bind(&owner)
             .bind(ttl)
             .execute(&mut *conn)
+            .within(self.timeout)
             .await
             .map_err(db_error)?;
         Ok((created.rows_affected() == 1).then(|| grant(1)))
@@ -169,6 +167,7 @@ impl LockDriver for MySqlDriver {
             .bind(key.as_str())
             .bind(owner.to_hex())
             .execute(&self.pool)
+            .within(self.timeout)
             .await
             .map_err(db_error)?;
         if done.rows_affected() == 0 {
@@ -182,6 +181,7 @@ impl LockDriver for MySqlDriver {
             .bind(key.as_str())
             .bind(owner.to_hex())
             .execute(&self.pool)
+            .within(self.timeout)
             .await
             .map_err(db_error)?;
         let released = done.rows_affected() > 0;
@@ -195,6 +195,7 @@ impl LockDriver for MySqlDriver {
         let done = sqlx::query(AssertSqlSafe(self.statements.force_release.clone()))
             .bind(key.as_str())
             .execute(&self.pool)
+            .within(self.timeout)
             .await
             .map_err(db_error)?;
         self.wake.notify_waiters();

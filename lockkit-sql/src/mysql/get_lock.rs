@@ -12,6 +12,7 @@ use tokio::sync::Notify;
 
 use super::driver::pool;
 use super::options::MySqlOptions;
+use crate::connect::Within;
 use crate::session::{SessionBackend, SessionDriver};
 
 /// `GET_LOCK(SHA1('<table>:<key>'), 0)`: lock names are limited to 64 characters,
@@ -22,6 +23,8 @@ pub(super) struct GetLock {
     pub(super) namespace: String,
     pub(super) bump: Arc<str>,
     pub(super) wake: Arc<Notify>,
+    /// Each statement (`request_timeout_ms`).
+    pub(super) timeout: Duration,
 }
 
 /// The fences table of `GET_LOCK` mode.
@@ -80,6 +83,7 @@ impl SessionBackend for GetLock {
         let got: Option<i64> = sqlx::query_scalar("SELECT CAST(GET_LOCK(SHA1(?), 0) AS SIGNED)")
             .bind(self.lock_name(key))
             .fetch_one(&mut **conn)
+            .within(self.timeout)
             .await?;
         Ok(got == Some(1))
     }
@@ -92,6 +96,7 @@ impl SessionBackend for GetLock {
         let done = sqlx::query(AssertSqlSafe(self.bump.clone()))
             .bind(key.as_str())
             .execute(&mut **conn)
+            .within(self.timeout)
             .await?;
         Ok(done.last_insert_id())
     }
@@ -105,6 +110,7 @@ impl SessionBackend for GetLock {
             sqlx::query_scalar("SELECT CAST(RELEASE_LOCK(SHA1(?)) AS SIGNED)")
                 .bind(self.lock_name(key))
                 .fetch_one(&mut **conn)
+                .within(self.timeout)
                 .await?;
         Ok(released == Some(1))
     }
@@ -112,6 +118,7 @@ impl SessionBackend for GetLock {
     async fn ping(&self, conn: &mut PoolConnection<MySql>) -> Result<(), sqlx::Error> {
         sqlx::query("SELECT 1")
             .execute(&mut **conn)
+            .within(self.timeout)
             .await
             .map(|_| ())
     }
@@ -121,6 +128,7 @@ impl SessionBackend for GetLock {
             sqlx::query_scalar("SELECT CAST(IS_USED_LOCK(SHA1(?)) AS SIGNED)")
                 .bind(self.lock_name(key))
                 .fetch_one(&self.pool)
+                .within(self.timeout)
                 .await?;
         let Some(id) = holder else {
             return Ok(false);
@@ -128,6 +136,7 @@ impl SessionBackend for GetLock {
         // A connection id is a number: safe to splice into KILL.
         sqlx::query(AssertSqlSafe(format!("KILL CONNECTION {id}")))
             .execute(&self.pool)
+            .within(self.timeout)
             .await?;
         Ok(true)
     }
@@ -146,5 +155,6 @@ pub(super) async fn connect(options: MySqlOptions) -> lockkit_core::Result<Sessi
         namespace: t.clone(),
         bump: bump_fence(t).into(),
         wake: Arc::new(Notify::new()),
+        timeout: options.settings.timeouts.request,
     }))
 }

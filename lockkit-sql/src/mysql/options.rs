@@ -6,7 +6,30 @@ use std::str::FromStr;
 use lockkit_core::{LockError, redact_url};
 use sqlx::mysql::MySqlConnectOptions;
 
-use crate::table::{ServerSettings, take_lockkit_params, validate_table};
+use crate::table::{ServerSettings, ServerUrl, validate_table};
+
+/// How a MySQL URL is read.
+const URL: ServerUrl = ServerUrl {
+    schemes: &["mysql", "mariadb"],
+    example: "mysql://user:password@host:3306/db",
+    client_options: &[
+        "sslmode",
+        "ssl-mode",
+        "sslca",
+        "ssl-ca",
+        "sslcert",
+        "ssl-cert",
+        "sslkey",
+        "ssl-key",
+        "charset",
+        "collation",
+        "statement-cache-capacity",
+        "socket",
+        "timezone",
+        "time-zone",
+    ],
+    session: "get_lock",
+};
 
 /// Settings for [`super::MySqlDriver`]. `Debug` never shows the password.
 #[derive(Clone)]
@@ -24,22 +47,21 @@ impl fmt::Debug for MySqlOptions {
 }
 
 impl MySqlOptions {
-    /// Parses `mysql://…` or `mariadb://…`. `table=NAME` and `mode=lease|get_lock`
-    /// are lockkit's; every other parameter (`ssl-mode`, …) goes to the MySQL client.
+    /// Parses `mysql://…` or `mariadb://…` (the scheme in any case).
+    ///
+    /// lockkit's options: `table=NAME`, `mode=lease|get_lock`,
+    /// `connect_timeout_ms=N` (connecting, and waiting for a pooled connection;
+    /// default 5000) and `request_timeout_ms=N` (each statement; default 5000).
+    /// The MySQL client's own options (`ssl-mode`, `ssl-ca`, `ssl-cert`, `ssl-key`,
+    /// `charset`, `timezone`, …) go to it as written. Any other option is an error
+    /// that names it.
     ///
     /// # Errors
     ///
     /// [`LockError::InvalidUrl`] naming what is wrong (the password redacted).
     pub fn from_url(url: &str) -> Result<Self, LockError> {
-        let rest = url
-            .strip_prefix("mysql://")
-            .or_else(|| url.strip_prefix("mariadb://"))
-            .ok_or_else(|| {
-                LockError::invalid_url(url, "a MySQL URL starts with mysql:// or mariadb://")
-            })?;
-        let params = take_lockkit_params(&format!("mysql://{rest}"))?;
-        let settings = ServerSettings::from_url(url, &params, "get_lock")?;
-        let connect = MySqlConnectOptions::from_str(&params.client_url)
+        let (settings, client_url) = ServerSettings::parse(url, URL)?;
+        let connect = MySqlConnectOptions::from_str(&client_url)
             .map_err(|e| LockError::invalid_url(url, redact_url(&e.to_string())))?;
         Ok(Self { connect, settings })
     }

@@ -13,6 +13,7 @@ use tokio::sync::Notify;
 use super::driver::{channel, migrate, pool};
 use super::listen::{self, Listener};
 use super::options::PgOptions;
+use crate::connect::Within;
 use crate::session::SessionBackend;
 use crate::session::SessionDriver;
 
@@ -26,6 +27,8 @@ pub(super) struct Advisory {
     pub(super) channel: String,
     pub(super) wake: Arc<Notify>,
     pub(super) _listener: Listener,
+    /// Each statement (`request_timeout_ms`).
+    pub(super) timeout: Duration,
 }
 
 /// The fences table of advisory mode.
@@ -81,6 +84,7 @@ impl SessionBackend for Advisory {
         sqlx::query_scalar("SELECT pg_try_advisory_lock(hashtextextended($1, 0))")
             .bind(self.lock_name(key))
             .fetch_one(&mut **conn)
+            .within(self.timeout)
             .await
     }
 
@@ -92,6 +96,7 @@ impl SessionBackend for Advisory {
         let fence: i64 = sqlx::query_scalar(AssertSqlSafe(self.bump.clone()))
             .bind(key.as_str())
             .fetch_one(&mut **conn)
+            .within(self.timeout)
             .await?;
         Ok(fence as u64)
     }
@@ -104,12 +109,14 @@ impl SessionBackend for Advisory {
         sqlx::query_scalar("SELECT pg_advisory_unlock(hashtextextended($1, 0))")
             .bind(self.lock_name(key))
             .fetch_one(&mut **conn)
+            .within(self.timeout)
             .await
     }
 
     async fn ping(&self, conn: &mut PoolConnection<Postgres>) -> Result<(), sqlx::Error> {
         sqlx::query("SELECT 1")
             .execute(&mut **conn)
+            .within(self.timeout)
             .await
             .map(|_| ())
     }
@@ -122,6 +129,7 @@ impl SessionBackend for Advisory {
         )
         .bind(self.lock_name(key))
         .fetch_one(&self.pool)
+        .within(self.timeout)
         .await?;
         Ok(ended > 0)
     }
@@ -131,6 +139,7 @@ impl SessionBackend for Advisory {
             .bind(&self.channel)
             .bind(key.as_str())
             .execute(&self.pool)
+            .within(self.timeout)
             .await;
     }
 }
@@ -150,5 +159,6 @@ pub(super) async fn connect(options: PgOptions) -> lockkit_core::Result<SessionD
         channel,
         wake,
         _listener: listener,
+        timeout: options.settings.timeouts.request,
     }))
 }

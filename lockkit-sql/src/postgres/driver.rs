@@ -8,13 +8,14 @@ use lockkit_core::{
     Renewal, Result, WakeUp, async_trait, renew_in_batches,
 };
 use sqlx::AssertSqlSafe;
-use sqlx::postgres::{PgPool, PgPoolOptions};
+use sqlx::postgres::PgPool;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::listen::{self, Listener};
 use super::options::PgOptions;
 use super::sql;
+use crate::connect::Within;
 use crate::error;
 use crate::renew;
 use crate::wait::acquire_polling;
@@ -29,10 +30,6 @@ pub(super) fn channel(table: &str) -> String {
 /// Longest pause between attempts when no NOTIFY arrives.
 const POLL_CAP: Duration = Duration::from_millis(250);
 
-/// How long an operation waits for a pooled connection (bounds every call while
-/// the server is unreachable; the watchdog retries within the lease).
-const POOL_TIMEOUT: Duration = Duration::from_secs(3);
-
 fn db_error(e: sqlx::Error) -> LockError {
     error::db_error(NAME, e)
 }
@@ -43,19 +40,14 @@ fn ttl_ms(ttl: Duration) -> f64 {
 
 /// Opens the connection pool.
 pub(super) async fn pool(options: &PgOptions) -> Result<PgPool> {
-    PgPoolOptions::new()
-        .max_connections(options.settings.pool_size())
-        .acquire_timeout(POOL_TIMEOUT)
-        .connect_with(options.connect.clone())
-        .await
-        .map_err(|e| LockError::Connection {
-            driver: NAME,
-            message: format!(
-                "cannot connect to PostgreSQL: {}",
-                lockkit_core::redact_url(&e.to_string())
-            ),
-            source: Some(Box::new(e)),
-        })
+    crate::connect::open_pool::<sqlx::Postgres>(
+        NAME,
+        "PostgreSQL",
+        options.connect.clone(),
+        options.settings.pool_size(),
+        options.settings.timeouts,
+    )
+    .await
 }
 
 /// Runs `ddl` under a transaction-scoped advisory lock: `CREATE TABLE IF NOT EXISTS`
@@ -82,6 +74,8 @@ pub struct PgDriver {
     statements: Arc<Statements>,
     wake: Arc<Notify>,
     _listener: Arc<Listener>,
+    /// Each statement (`request_timeout_ms`).
+    timeout: Duration,
 }
 
 #[derive(Debug)]
@@ -120,6 +114,7 @@ impl PgDriver {
             }),
             wake,
             _listener: Arc::new(listener),
+            timeout: options.settings.timeouts.request,
         })
     }
 
@@ -143,6 +138,7 @@ impl PgDriver {
             .bind(req.owner.to_hex())
             .bind(ttl_ms(req.ttl))
             .fetch_optional(&self.pool)
+            .within(self.timeout)
             .await
             .map_err(db_error)?;
         Ok(fence.map(|f| {
@@ -177,6 +173,7 @@ impl LockDriver for PgDriver {
             .bind(owner.to_hex())
             .bind(ttl_ms(ttl))
             .execute(&self.pool)
+            .within(self.timeout)
             .await
             .map_err(db_error)?;
         if done.rows_affected() == 0 {
@@ -196,6 +193,7 @@ impl LockDriver for PgDriver {
             .bind(&names)
             .bind(&owners)
             .fetch_all(&self.pool)
+            .within(self.timeout)
             .await
             .map_err(db_error)?;
             Ok(renew::renewed_flags(&batch, rows))
@@ -209,6 +207,7 @@ impl LockDriver for PgDriver {
             .bind(owner.to_hex())
             .bind(&self.statements.channel)
             .fetch_one(&self.pool)
+            .within(self.timeout)
             .await
             .map_err(db_error)?;
         Ok(freed > 0)
@@ -219,6 +218,7 @@ impl LockDriver for PgDriver {
             .bind(key.as_str())
             .bind(&self.statements.channel)
             .fetch_one(&self.pool)
+            .within(self.timeout)
             .await
             .map_err(db_error)?;
         Ok(freed > 0)

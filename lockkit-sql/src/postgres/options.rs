@@ -6,7 +6,34 @@ use std::str::FromStr;
 use lockkit_core::{LockError, redact_url};
 use sqlx::postgres::PgConnectOptions;
 
-use crate::table::{DEFAULT_TABLE, ServerSettings, take_lockkit_params, validate_table};
+use crate::table::{ServerSettings, ServerUrl, validate_table};
+
+/// How a PostgreSQL URL is read.
+const URL: ServerUrl = ServerUrl {
+    schemes: &["postgres", "postgresql"],
+    example: "postgres://user:password@host:5432/db",
+    client_options: &[
+        "sslmode",
+        "ssl-mode",
+        "sslrootcert",
+        "ssl-root-cert",
+        "ssl-ca",
+        "sslcert",
+        "ssl-cert",
+        "sslkey",
+        "ssl-key",
+        "statement-cache-capacity",
+        "host",
+        "hostaddr",
+        "port",
+        "dbname",
+        "user",
+        "password",
+        "application_name",
+        "options",
+    ],
+    session: "advisory",
+};
 
 /// Settings for [`super::PgDriver`]. `Debug` never shows the password.
 #[derive(Clone)]
@@ -24,22 +51,21 @@ impl fmt::Debug for PgOptions {
 }
 
 impl PgOptions {
-    /// Parses `postgres://…` or `postgresql://…`. `table=NAME` and `mode=lease|advisory`
-    /// are lockkit's; every other parameter (`sslmode`, …) goes to the Postgres client.
+    /// Parses `postgres://…` or `postgresql://…` (the scheme in any case).
+    ///
+    /// lockkit's options: `table=NAME`, `mode=lease|advisory`,
+    /// `connect_timeout_ms=N` (connecting, and waiting for a pooled connection;
+    /// default 5000) and `request_timeout_ms=N` (each statement; default 5000).
+    /// The Postgres client's own options (`sslmode`, `sslrootcert`, `sslcert`,
+    /// `sslkey`, `application_name`, `options`, …) go to it as written. Any other
+    /// option is an error that names it.
     ///
     /// # Errors
     ///
     /// [`LockError::InvalidUrl`] naming what is wrong (the password redacted).
     pub fn from_url(url: &str) -> Result<Self, LockError> {
-        if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
-            return Err(LockError::invalid_url(
-                url,
-                "a PostgreSQL URL starts with postgres://",
-            ));
-        }
-        let params = take_lockkit_params(url)?;
-        let settings = ServerSettings::from_url(url, &params, "advisory")?;
-        let connect = PgConnectOptions::from_str(&params.client_url)
+        let (settings, client_url) = ServerSettings::parse(url, URL)?;
+        let connect = PgConnectOptions::from_str(&client_url)
             .map_err(|e| LockError::invalid_url(url, redact_url(&e.to_string())))?;
         Ok(Self { connect, settings })
     }
@@ -84,12 +110,7 @@ impl Default for PgOptions {
     fn default() -> Self {
         Self {
             connect: PgConnectOptions::new(),
-            settings: ServerSettings {
-                url: "postgres://".into(),
-                table: DEFAULT_TABLE.to_string(),
-                session_mode: false,
-                pool_size: None,
-            },
+            settings: ServerSettings::new("postgres://"),
         }
     }
 }

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use lockkit_core::LockError;
+use lockkit_core::url::ParsedUrl;
 
 use crate::table::{DEFAULT_TABLE, validate_table};
 
@@ -63,53 +64,35 @@ impl SqliteOptions {
     ///
     /// [`LockError::InvalidUrl`] naming what is wrong.
     pub fn from_url(url: &str) -> Result<Self, LockError> {
-        let rest = url
-            .strip_prefix("sqlite:")
-            .ok_or_else(|| LockError::invalid_url(url, "a SQLite URL starts with `sqlite:`"))?;
-        let (path, query) = match rest.split_once('?') {
-            Some((p, q)) => (p, Some(q)),
-            None => (rest, None),
-        };
+        let mut parsed = ParsedUrl::parse(url, &["sqlite"], "sqlite://locks.db")?;
+        let path = parsed.body();
         let mut opts = if path == ":memory:" || path == "//:memory:" {
             Self::memory()
         } else {
             let path = path.strip_prefix("//").unwrap_or(path);
             if path.is_empty() {
-                return Err(LockError::invalid_url(
-                    url,
+                return Err(parsed.invalid(
                     "no database path; write `sqlite://locks.db`, `sqlite:///abs/path.db` or `sqlite::memory:`",
                 ));
             }
             Self::new(path)
         };
-        for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
-            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-            match k {
-                "table" => {
-                    opts = opts
-                        .table(v)
-                        .map_err(|e| LockError::invalid_url(url, e.to_string()))?
-                }
-                "busy_timeout_ms" => {
-                    let ms: u64 = v.parse().map_err(|_| {
-                        LockError::invalid_url(
-                            url,
-                            format!(
-                                "busy_timeout_ms must be a whole number of milliseconds, got `{v}`"
-                            ),
-                        )
-                    })?;
-                    opts = opts.busy_timeout(Duration::from_millis(ms));
-                }
-                "mode" if v == "memory" => opts.location = Location::Memory,
-                other => {
-                    return Err(LockError::invalid_url(
-                        url,
-                        format!("unknown parameter `{other}`; known: table, busy_timeout_ms"),
-                    ));
-                }
-            }
+        let query = &mut parsed.query;
+        if let Some(table) = query.take("table")? {
+            opts = opts
+                .table(&table)
+                .map_err(|e| query.invalid(e.to_string()))?;
         }
+        if let Some(busy) = query.take_millis("busy_timeout_ms", 0..=3_600_000)? {
+            opts = opts.busy_timeout(busy);
+        }
+        if query
+            .take_choice("mode", &[("memory", true)])?
+            .unwrap_or(false)
+        {
+            opts.location = Location::Memory;
+        }
+        parsed.query.finish()?;
         Ok(opts)
     }
 

@@ -1,0 +1,336 @@
+//! [`Query`]: a URL's `?name=value&…` options, taken one by one by the driver, with
+//! anything left over reported by name.
+
+use std::ops::RangeInclusive;
+use std::time::Duration;
+
+use super::percent_decode;
+use super::suggest::did_you_mean;
+use crate::error::{LockError, redact_url};
+
+/// The options of a connection URL, taken one by one.
+///
+/// A driver takes each option it knows ([`take`](Self::take) and friends; the value
+/// comes back percent-decoded), then calls [`finish`](Self::finish): an option
+/// nobody took is an error that names it, suggests the nearest known name, and lists
+/// them all, because a silently ignored typo (`fence_sed=clock`) turns a safety
+/// setting off without a word. Every name the driver asked for counts as known,
+/// whether or not the URL gave it.
+///
+/// # Examples
+///
+/// ```
+/// use lockkit_core::url::Query;
+///
+/// let mut q = Query::parse("redis://h:6379?wake=poll&fence_sed=clock", "wake=poll&fence_sed=clock");
+/// assert_eq!(q.take("wake")?.as_deref(), Some("poll"));
+/// assert_eq!(q.take("fence_seed")?, None);
+/// let err = q.finish().unwrap_err().to_string();
+/// assert!(err.contains("unknown option `fence_sed`"), "{err}");
+/// assert!(err.contains("did you mean `fence_seed`"), "{err}");
+/// # Ok::<(), lockkit_core::LockError>(())
+/// ```
+#[derive(Debug)]
+pub struct Query {
+    shown_url: String,
+    params: Vec<Param>,
+    known: Vec<&'static str>,
+}
+
+#[derive(Debug)]
+struct Param {
+    name: String,
+    /// The value as written (percent-encoded).
+    value: String,
+    /// `name=value` as written, for a client library that parses it itself.
+    raw: String,
+    taken: bool,
+}
+
+impl Query {
+    /// The options in `query` (the text after `?`, without it) of `url` (used, with
+    /// any secret redacted, in error messages).
+    pub fn parse(url: &str, query: &str) -> Self {
+        let params = query
+            .split('&')
+            .filter(|p| !p.is_empty())
+            .map(|pair| {
+                let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+                Param {
+                    name: percent_decode(name).unwrap_or_else(|| name.to_string()),
+                    value: value.to_string(),
+                    raw: pair.to_string(),
+                    taken: false,
+                }
+            })
+            .collect();
+        Self {
+            shown_url: redact_url(url),
+            params,
+            known: Vec::new(),
+        }
+    }
+
+    /// An [`LockError::InvalidUrl`] for this URL.
+    pub fn invalid(&self, reason: impl Into<String>) -> LockError {
+        LockError::InvalidUrl {
+            url: self.shown_url.clone(),
+            reason: reason.into(),
+        }
+    }
+
+    /// Takes option `name`: its value, percent-decoded, or `None` if the URL does not
+    /// give it. An option written without `=` has the empty value.
+    ///
+    /// # Errors
+    ///
+    /// [`LockError::InvalidUrl`] if the option is given twice, or its value is not
+    /// valid percent-encoded UTF-8.
+    pub fn take(&mut self, name: &'static str) -> Result<Option<String>, LockError> {
+        if !self.known.contains(&name) {
+            self.known.push(name);
+        }
+        let mut found: Option<String> = None;
+        for p in self.params.iter_mut().filter(|p| p.name == name) {
+            if found.is_some() {
+                return Err(LockError::InvalidUrl {
+                    url: self.shown_url.clone(),
+                    reason: format!("option `{name}` is given twice; keep one"),
+                });
+            }
+            p.taken = true;
+            found = Some(p.value.clone());
+        }
+        found
+            .map(|v| {
+                percent_decode(&v).ok_or_else(|| {
+                    self.invalid(format!("`{name}` is not valid percent-encoded UTF-8"))
+                })
+            })
+            .transpose()
+    }
+
+    /// Takes option `name` and checks it is not empty.
+    ///
+    /// # Errors
+    ///
+    /// As [`take`](Self::take), and for an empty value.
+    pub fn take_nonempty(&mut self, name: &'static str) -> Result<Option<String>, LockError> {
+        match self.take(name)? {
+            Some(v) if v.is_empty() => Err(self.invalid(format!("`{name}` needs a value"))),
+            other => Ok(other),
+        }
+    }
+
+    /// Takes option `name`, a whole number of milliseconds within `range`.
+    ///
+    /// # Errors
+    ///
+    /// As [`take`](Self::take), and for a value that is not such a number.
+    pub fn take_millis(
+        &mut self,
+        name: &'static str,
+        range: RangeInclusive<u64>,
+    ) -> Result<Option<Duration>, LockError> {
+        let Some(v) = self.take(name)? else {
+            return Ok(None);
+        };
+        match v.parse::<u64>() {
+            Ok(ms) if range.contains(&ms) => Ok(Some(Duration::from_millis(ms))),
+            _ => Err(self.invalid(format!(
+                "`{name}` must be a whole number of milliseconds from {} to {}, got `{v}`",
+                range.start(),
+                range.end()
+            ))),
+        }
+    }
+
+    /// Takes option `name`, one of `choices` (`(text, value)` pairs).
+    ///
+    /// # Errors
+    ///
+    /// As [`take`](Self::take), and for any other value, naming the choices.
+    pub fn take_choice<T: Copy>(
+        &mut self,
+        name: &'static str,
+        choices: &[(&str, T)],
+    ) -> Result<Option<T>, LockError> {
+        let Some(v) = self.take(name)? else {
+            return Ok(None);
+        };
+        match choices.iter().find(|(text, _)| *text == v) {
+            Some((_, value)) => Ok(Some(*value)),
+            None => {
+                let names: Vec<&str> = choices.iter().map(|(t, _)| *t).collect();
+                Err(self.invalid(format!("`{name}` must be {}, got `{v}`", one_of(&names))))
+            }
+        }
+    }
+
+    /// Takes the timeouts every networked driver has, `connect_timeout_ms` and
+    /// `request_timeout_ms` (1 ms to 1 hour), over `defaults`.
+    ///
+    /// # Errors
+    ///
+    /// As [`take_millis`](Self::take_millis).
+    pub fn take_timeouts(&mut self, defaults: Timeouts) -> Result<Timeouts, LockError> {
+        const RANGE: RangeInclusive<u64> = 1..=3_600_000;
+        Ok(Timeouts {
+            connect: self
+                .take_millis("connect_timeout_ms", RANGE)?
+                .unwrap_or(defaults.connect),
+            request: self
+                .take_millis("request_timeout_ms", RANGE)?
+                .unwrap_or(defaults.request),
+        })
+    }
+
+    /// Ends parsing: every option must have been taken.
+    ///
+    /// # Errors
+    ///
+    /// [`LockError::InvalidUrl`] naming the first unknown option, the nearest known
+    /// name if it looks like a typo of one, and every known option.
+    pub fn finish(self) -> Result<(), LockError> {
+        self.finish_passing(&[]).map(|_| ())
+    }
+
+    /// Ends parsing, passing the options the driver's client library understands
+    /// (`client`, as written) on to it; every other option must have been taken.
+    ///
+    /// # Errors
+    ///
+    /// As [`finish`](Self::finish).
+    pub fn finish_passing(self, client: &[&str]) -> Result<Vec<String>, LockError> {
+        let mut passed = Vec::new();
+        for p in &self.params {
+            if p.taken {
+                continue;
+            }
+            if client.contains(&p.name.as_str()) {
+                passed.push(p.raw.clone());
+                continue;
+            }
+            let mut known: Vec<&str> = self.known.clone();
+            known.extend_from_slice(client);
+            return Err(self.invalid(unknown_option(&p.name, &known)));
+        }
+        Ok(passed)
+    }
+}
+
+/// "unknown option `x` (did you mean `y`?); the options are: a, b, c".
+fn unknown_option(name: &str, known: &[&str]) -> String {
+    // Only a name that looks like one is repeated: `?s3cret` may be a secret.
+    let plain = !name.is_empty()
+        && name.len() <= 40
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '[' | ']'));
+    let mut out = if plain {
+        format!("unknown option `{name}`")
+    } else {
+        "an unknown option".to_string()
+    };
+    if plain && let Some(near) = did_you_mean(name, known.iter().copied()) {
+        out.push_str(&format!(" (did you mean `{near}`?)"));
+    }
+    if known.is_empty() {
+        out.push_str("; this URL takes no options");
+    } else {
+        out.push_str(&format!("; the options are: {}", known.join(", ")));
+    }
+    out
+}
+
+/// "a, b or c".
+pub(crate) fn one_of(names: &[&str]) -> String {
+    match names {
+        [] => String::new(),
+        [one] => (*one).to_string(),
+        [rest @ .., last] => format!("{} or {last}", rest.join(", ")),
+    }
+}
+
+/// How long a driver waits to connect, and for any one request to its backend.
+///
+/// Every networked driver has both, with defaults of its own, and takes them from
+/// the URL as `connect_timeout_ms` and `request_timeout_ms`
+/// ([`Query::take_timeouts`]). A server that accepts connections but never answers
+/// then fails `connect` within about the connect timeout, with a
+/// [`LockError::Connection`] that says so, instead of hanging.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Timeouts {
+    /// Connecting: the TCP connection, TLS and the backend's handshake, up to the
+    /// first answer.
+    pub connect: Duration,
+    /// One request (a blocking wait on the backend, such as a Consul blocking
+    /// query, gets this on top of its wait).
+    pub request: Duration,
+}
+
+impl Timeouts {
+    /// Timeouts of `connect` and `request`.
+    pub const fn new(connect: Duration, request: Duration) -> Self {
+        Self { connect, request }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn an_unknown_option_is_named_with_the_known_ones() {
+        let mut q = Query::parse("x://h?prefx=a&prefix=b", "prefx=a&prefix=b");
+        assert_eq!(q.take("prefix").unwrap().as_deref(), Some("b"));
+        q.take("wake").unwrap();
+        let e = q.finish().unwrap_err().to_string();
+        assert!(
+            e.contains("unknown option `prefx` (did you mean `prefix`?)"),
+            "{e}"
+        );
+        assert!(e.contains("the options are: prefix, wake"), "{e}");
+    }
+
+    #[test]
+    fn a_repeated_option_is_refused() {
+        let mut q = Query::parse("x://h?a=1&a=2", "a=1&a=2");
+        assert!(q.take("a").unwrap_err().to_string().contains("twice"));
+    }
+
+    #[test]
+    fn client_options_pass_through_as_written() {
+        let mut q = Query::parse("x://h?sslmode=require&table=t", "sslmode=require&table=t");
+        assert_eq!(q.take("table").unwrap().as_deref(), Some("t"));
+        assert_eq!(q.finish_passing(&["sslmode"]).unwrap(), ["sslmode=require"]);
+    }
+
+    #[test]
+    fn values_are_decoded_and_checked() {
+        let mut q = Query::parse("x://h?p=a%20b&n=7&c=poll", "p=a%20b&n=7&c=poll");
+        assert_eq!(q.take("p").unwrap().as_deref(), Some("a b"));
+        assert_eq!(
+            q.take_millis("n", 1..=10).unwrap(),
+            Some(Duration::from_millis(7))
+        );
+        assert_eq!(
+            q.take_choice("c", &[("notify", 1), ("poll", 2)]).unwrap(),
+            Some(2)
+        );
+        let mut q = Query::parse("x://h?n=0&c=x", "n=0&c=x");
+        assert!(q.take_millis("n", 1..=10).is_err());
+        let e = q.take_choice("c", &[("a", 1), ("b", 2)]).unwrap_err();
+        assert!(e.to_string().contains("must be a or b"), "{e}");
+    }
+
+    #[test]
+    fn a_secret_looking_name_is_not_repeated() {
+        let q = Query::parse("x://h?p@ss=1", "p@ss=1");
+        let e = q.finish().unwrap_err().to_string();
+        assert!(e.contains("an unknown option"), "{e}");
+        assert!(e.contains("takes no options"), "{e}");
+    }
+}
