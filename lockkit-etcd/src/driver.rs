@@ -111,7 +111,7 @@ impl EtcdDriver {
         .await
         {
             Ok(Ok(c)) => c,
-            Ok(Err(e)) => return Err(unreachable(error_chain(&e))),
+            Ok(Err(e)) => return Err(unreachable(super::error::describe(&e))),
             Err(_) => {
                 return Err(unreachable(format!(
                     "no answer within {} (connect_timeout_ms)",
@@ -128,7 +128,12 @@ impl EtcdDriver {
             kv.get(options.prefix.as_bytes().to_vec(), Some(probe)),
         )
         .await
-        .map_err(|e| unreachable(lockkit_error_chain(&e)))?;
+        .map_err(|e| match e {
+            LockError::Connection { message, .. } | LockError::Backend { message, .. } => {
+                unreachable(message)
+            }
+            other => other,
+        })?;
         let (watch_commands, watch_queue) = tokio::sync::mpsc::unbounded_channel();
         let holds = Arc::new(Holds::new(watch_commands));
         let progress = Arc::new(Progress::default());
@@ -183,47 +188,6 @@ impl EtcdDriver {
     /// The underlying etcd client (for inspection and benchmarks).
     pub fn client(&self) -> &Client {
         &self.inner.client
-    }
-}
-
-/// `e` and its causes, `: `-separated (tonic says only "transport error" at the
-/// top; the certificate problem is a few sources down). Repeats are skipped.
-fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut out = e.to_string();
-    let mut next = e.source();
-    while let Some(cause) = next {
-        let text = cause.to_string();
-        if !out.contains(&text) {
-            out.push_str(": ");
-            out.push_str(&text);
-        }
-        next = cause.source();
-    }
-    out
-}
-
-/// As [`error_chain`], for an error already wrapped as a [`LockError`] (whose
-/// message is the top of the chain).
-fn lockkit_error_chain(e: &LockError) -> String {
-    match e {
-        LockError::Connection {
-            message,
-            source: Some(source),
-            ..
-        }
-        | LockError::Backend {
-            message,
-            source: Some(source),
-            ..
-        } => {
-            let chain = error_chain(source.as_ref());
-            if chain.contains(message.as_str()) {
-                chain
-            } else {
-                format!("{message}: {chain}")
-            }
-        }
-        e => e.to_string(),
     }
 }
 

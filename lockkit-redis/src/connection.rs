@@ -11,11 +11,6 @@ use redis::{Cmd, Pipeline, RedisFuture, Value};
 use crate::options::{RedisOptions, Topology};
 use crate::tls;
 
-/// How long to wait for a TCP connection to a node.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
-/// How long to wait for one reply.
-const RESPONSE_TIMEOUT: Duration = Duration::from_secs(5);
-
 /// A connection to a single server (reconnecting) or to a cluster (routing by
 /// slot, following MOVED/ASK redirects and refreshing its slot map).
 #[derive(Clone)]
@@ -44,8 +39,8 @@ impl Conn {
             let config = ConnectionManagerConfig::new()
                 .set_number_of_retries(2)
                 .set_max_delay(Duration::from_millis(500))
-                .set_connection_timeout(Some(CONNECT_TIMEOUT))
-                .set_response_timeout(Some(RESPONSE_TIMEOUT));
+                .set_connection_timeout(Some(options.timeouts.connect))
+                .set_response_timeout(Some(options.timeouts.request));
             let mut conn = ConnectionManager::new_with_config(client, config).await?;
             let info: String = redis::cmd("INFO")
                 .arg("cluster")
@@ -57,8 +52,8 @@ impl Conn {
             tracing::debug!("the server is a cluster node: using the cluster");
         }
         let mut builder = ClusterClientBuilder::new(options.nodes.iter().map(String::as_str))
-            .connection_timeout(CONNECT_TIMEOUT)
-            .response_timeout(RESPONSE_TIMEOUT)
+            .connection_timeout(options.timeouts.connect)
+            .response_timeout(options.timeouts.request)
             .retries(3);
         if options.nodes.iter().any(|n| n.starts_with("rediss://")) {
             tls::install_crypto_provider();

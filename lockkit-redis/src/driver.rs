@@ -49,6 +49,50 @@ pub(crate) fn redis_error(e: redis::RedisError) -> LockError {
     }
 }
 
+/// Why connecting failed, said so a person can act on it: a server that does not
+/// answer in time names the option to change; a refused password or database is a
+/// configuration error (not "check that the server is running").
+fn connect_error(e: redis::RedisError, options: &RedisOptions) -> LockError {
+    use redis::ErrorKind;
+    let text = lockkit_core::redact_url(&e.to_string());
+    if e.is_timeout() || text.contains("timed out") {
+        return LockError::Connection {
+            driver: NAME,
+            message: format!(
+                "cannot connect to Redis: no answer within {} (connect_timeout_ms, \
+                 request_timeout_ms); is Redis listening on that port?",
+                lockkit_core::human_duration(options.timeouts.connect)
+            ),
+            source: Some(Box::new(e)),
+        };
+    }
+    match e.kind() {
+        ErrorKind::AuthenticationFailed => {
+            return LockError::Config(format!("Redis refused the credentials in the URL: {text}"));
+        }
+        ErrorKind::Server(_) | ErrorKind::Extension if text.contains("DB index") => {
+            return LockError::Config(format!(
+                "Redis refused the database in the URL's path: {text}; a server has \
+                 16 databases (0 to 15) unless its `databases` setting says otherwise"
+            ));
+        }
+        ErrorKind::Server(_) | ErrorKind::Extension => {
+            return LockError::Backend {
+                driver: NAME,
+                message: format!("Redis refused the connection: {text}"),
+                source: Some(Box::new(e)),
+            };
+        }
+        _ => {}
+    }
+    let hint = tls::hint(&text);
+    LockError::Connection {
+        driver: NAME,
+        message: format!("cannot connect to Redis: {text}{hint}"),
+        source: Some(Box::new(e)),
+    }
+}
+
 /// Errors a cluster answers while it changes shape: a slot migrating with only
 /// some of a script's keys moved (TRYAGAIN), or a failover in progress.
 fn is_transient(e: &redis::RedisError) -> bool {
@@ -103,15 +147,7 @@ impl RedisDriver {
     pub async fn connect(options: RedisOptions) -> Result<Self> {
         let conn = Conn::connect(&options)
             .await
-            .map_err(|e| LockError::Connection {
-                driver: NAME,
-                message: format!(
-                    "cannot connect to Redis: {}{}",
-                    lockkit_core::redact_url(&e.to_string()),
-                    tls::hint(&e.to_string())
-                ),
-                source: Some(Box::new(e)),
-            })?;
+            .map_err(|e| connect_error(e, &options))?;
         let scripts = Arc::new(Scripts::new());
         let mut loading = conn.clone();
         scripts.load_all(&mut loading).await.map_err(redis_error)?;

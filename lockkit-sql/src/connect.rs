@@ -10,12 +10,12 @@ use sqlx::pool::PoolOptions;
 use sqlx::{ConnectOptions, Connection, Database, Pool};
 
 /// Opens a pool of at most `size` connections to `server` (a name for messages:
-/// "PostgreSQL"), waiting at most `timeouts.connect` for the first one, and for a
-/// pooled connection afterwards.
+/// "PostgreSQL"), waiting at most `timeouts.connect` for a pooled connection.
 ///
-/// sqlx retries a refused connection until its deadline and then says only "pool
-/// timed out"; on that error this tries one direct connection to report the real
-/// cause ("connection refused", a TLS or authentication failure, or silence).
+/// One connection is made first, by itself, within the connect timeout: sqlx's
+/// pool would retry a refused connection until its deadline and then say only
+/// "pool timed out", where this reports the cause at once ("connection refused", a
+/// TLS or authentication failure, or a server that does not answer).
 ///
 /// # Errors
 ///
@@ -27,46 +27,36 @@ pub(crate) async fn open_pool<DB: Database>(
     size: u32,
     timeouts: Timeouts,
 ) -> Result<Pool<DB>, LockError> {
-    let pool = PoolOptions::<DB>::new()
+    match tokio::time::timeout(timeouts.connect, options.connect()).await {
+        Ok(Ok(first)) => {
+            let _ = first.close().await;
+        }
+        Ok(Err(error)) => {
+            return Err(LockError::Connection {
+                driver,
+                message: format!(
+                    "cannot connect to {server}: {}",
+                    lockkit_core::redact_url(&describe(&error))
+                ),
+                source: Some(Box::new(error)),
+            });
+        }
+        Err(_) => {
+            return Err(LockError::Connection {
+                driver,
+                message: format!(
+                    "cannot connect to {server}: no answer within {} (connect_timeout_ms); \
+                     is {server} listening on that port?",
+                    lockkit_core::human_duration(timeouts.connect)
+                ),
+                source: None,
+            });
+        }
+    }
+    Ok(PoolOptions::<DB>::new()
         .max_connections(size)
         .acquire_timeout(timeouts.connect)
-        .connect_with(options.clone())
-        .await;
-    let error = match pool {
-        Ok(pool) => return Ok(pool),
-        Err(sqlx::Error::PoolTimedOut) => {
-            match tokio::time::timeout(timeouts.connect, options.connect()).await {
-                Ok(Err(cause)) => cause,
-                Ok(Ok(conn)) => {
-                    // It answers now: the server was starting up. Use the pool.
-                    let _ = conn.close().await;
-                    return Box::pin(open_pool::<DB>(driver, server, options, size, timeouts))
-                        .await;
-                }
-                Err(_) => {
-                    return Err(LockError::Connection {
-                        driver,
-                        message: format!(
-                            "cannot connect to {server}: no answer within {} \
-                             (connect_timeout_ms); the port is open, but nothing \
-                             answers like {server} there",
-                            lockkit_core::human_duration(timeouts.connect)
-                        ),
-                        source: None,
-                    });
-                }
-            }
-        }
-        Err(e) => e,
-    };
-    Err(LockError::Connection {
-        driver,
-        message: format!(
-            "cannot connect to {server}: {}",
-            lockkit_core::redact_url(&describe(&error))
-        ),
-        source: Some(Box::new(error)),
-    })
+        .connect_lazy_with(options))
 }
 
 /// A sqlx error in words, without sqlx's "error communicating with database:"

@@ -117,11 +117,12 @@ impl Sessions {
         if let Some((user, password)) = &o.digest {
             connector = connector.with_auth("digest", format!("{user}:{password}").as_bytes());
         }
+        let started = tokio::time::Instant::now();
         let client = match tokio::time::timeout(o.timeouts.connect, connector.connect(&o.hosts))
             .await
         {
             Ok(Ok(client)) => client,
-            Ok(Err(e)) => return Err(connect_error(o, e)),
+            Ok(Err(e)) => return Err(connect_error(o, e, started.elapsed())),
             Err(_) => {
                 return Err(LockError::Connection {
                     driver: crate::error::DRIVER,
@@ -167,11 +168,36 @@ impl Sessions {
     }
 }
 
-fn connect_error(o: &ZkOptions, e: zookeeper_client::Error) -> LockError {
+/// Why no session could be opened; `took` tells a refused connection (at once)
+/// from a server that does not answer (the connect timeout).
+fn connect_error(o: &ZkOptions, e: zookeeper_client::Error, took: Duration) -> LockError {
     match e {
         zookeeper_client::Error::AuthFailed => LockError::Config(format!(
             "ZooKeeper at {o} refused the digest credentials in the URL"
         )),
+        zookeeper_client::Error::NoHosts if took < o.timeouts.connect / 2 => {
+            LockError::Connection {
+                driver: crate::error::DRIVER,
+                message: format!(
+                    "no ZooKeeper session with {}: every server refused the connection \
+                     or could not be reached; is ZooKeeper running there?",
+                    o.hosts
+                ),
+                source: Some(Box::new(e)),
+            }
+        }
+        zookeeper_client::Error::NoHosts | zookeeper_client::Error::Timeout => {
+            LockError::Connection {
+                driver: crate::error::DRIVER,
+                message: format!(
+                    "no ZooKeeper session with {}: no server answered within {} \
+                     (connect_timeout_ms); is ZooKeeper running there?",
+                    o.hosts,
+                    lockkit_core::human_duration(o.timeouts.connect)
+                ),
+                source: Some(Box::new(e)),
+            }
+        }
         e => LockError::Connection {
             driver: crate::error::DRIVER,
             message: format!("no ZooKeeper session with {}: {e}", o.hosts),

@@ -24,6 +24,7 @@ mod postgres;
 mod process;
 mod proxy;
 mod redis;
+mod silent;
 mod tls;
 mod zookeeper;
 
@@ -36,6 +37,7 @@ pub use postgres::Postgres;
 pub use process::Server;
 pub use proxy::{Fault, FaultProxy};
 pub use redis::{Redis, RedisCluster, RedisMasters, TlsFiles};
+pub use silent::SilentServer;
 pub use zookeeper::{ZooKeeper, ZooKeeperEnsemble};
 
 // Its own group: throwaway certificates for the TLS servers above.
