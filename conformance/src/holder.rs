@@ -3,7 +3,8 @@
 //! The parent starts a child (a re-run of the test binary, or `lockkit hold`) with
 //! `LOCKKIT_HOLDER_URL`, `LOCKKIT_HOLDER_KEY` and `LOCKKIT_HOLDER_TTL_MS` set. The
 //! child connects, takes the lock with the watchdog, prints
-//! `LOCKKIT-HOLDER ACQUIRED <token>` on stdout and waits (at most a minute) to be
+//! `LOCKKIT-HOLDER ACQUIRED <token> <effective TTL in ms>` on stdout and waits (at
+//! most a minute) to be
 //! killed. If it learns that the lock was lost first (for instance after being
 //! stopped with SIGSTOP past its lease and resumed), it prints
 //! `LOCKKIT-HOLDER LOST <reason>` and exits.
@@ -25,7 +26,8 @@ pub const ENV_URL: &str = "LOCKKIT_HOLDER_URL";
 pub const ENV_KEY: &str = "LOCKKIT_HOLDER_KEY";
 /// The watchdog TTL the child uses, in milliseconds.
 pub const ENV_TTL_MS: &str = "LOCKKIT_HOLDER_TTL_MS";
-/// What the child prints once it holds the lock, followed by the token.
+/// What the child prints once it holds the lock, followed by the token and the
+/// lease the backend applies, in milliseconds ([`lockkit_core::LockGuard::effective_ttl`]).
 pub const ACQUIRED: &str = "LOCKKIT-HOLDER ACQUIRED";
 
 /// What the child prints when its lock is lost, followed by the reason.
@@ -43,6 +45,7 @@ pub const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(30);
 pub struct HolderProcess {
     child: Child,
     lines: Lines<BufReader<ChildStdout>>,
+    effective_ttl: Duration,
 }
 
 impl HolderProcess {
@@ -73,15 +76,21 @@ impl HolderProcess {
         let mut process = Self {
             child,
             lines: BufReader::new(stdout).lines(),
+            effective_ttl: ttl,
         };
-        let token = match tokio::time::timeout(ACQUIRE_TIMEOUT, process.line(ACQUIRED)).await {
-            Ok(Some(rest)) => rest
-                .trim()
-                .parse::<u64>()
-                .map_err(|_| format!("the holder printed a token that is not a number: {rest}"))?,
+        let rest = match tokio::time::timeout(ACQUIRE_TIMEOUT, process.line(ACQUIRED)).await {
+            Ok(Some(rest)) => rest,
             Ok(None) => return Err("the holder process exited without taking the lock".into()),
             Err(_) => return Err("the holder process did not take the lock within 30 s".into()),
         };
+        let mut fields = rest.split_whitespace();
+        let token = fields
+            .next()
+            .and_then(|t| t.parse::<u64>().ok())
+            .ok_or_else(|| format!("the holder printed a token that is not a number: {rest}"))?;
+        if let Some(ms) = fields.next().and_then(|t| t.parse::<u64>().ok()) {
+            process.effective_ttl = Duration::from_millis(ms);
+        }
         Ok((process, token))
     }
 
@@ -94,6 +103,13 @@ impl HolderProcess {
             }
         }
         None
+    }
+
+    /// The lease the backend applies to the child's hold: the TTL it was started
+    /// with, unless the backend raised it (etcd: at least 1.5 × its election
+    /// timeout). A killed child's lock is free this long after its last renewal.
+    pub fn effective_ttl(&self) -> Duration {
+        self.effective_ttl
     }
 
     /// The child's process id, while it runs.
@@ -160,7 +176,12 @@ where
             .wait(Duration::from_secs(30))
             .await?;
         let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "\n{ACQUIRED} {}", guard.token());
+        let _ = writeln!(
+            out,
+            "\n{ACQUIRED} {} {}",
+            guard.token(),
+            guard.effective_ttl().as_millis()
+        );
         let _ = out.flush();
         drop(out);
         tokio::select! {

@@ -170,3 +170,27 @@ fn demo_rejects_out_of_range_arguments() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--workers"), "{err}");
 }
+
+/// etcd as users run it (election timeout 1 s) grants no lease under 2 s: the
+/// suite must judge a killed holder by the lease etcd granted, not the 1 s asked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_passes_against_an_etcd_with_default_flags() {
+    let etcd = lockkit_testkit::Etcd::start_with_default_flags()
+        .await
+        .unwrap();
+    let url = etcd.url();
+    let (code, r, err) = tokio::task::spawn_blocking(move || lockkit(&["check", &url, "--json"]))
+        .await
+        .unwrap();
+    assert_eq!(code, 0, "{err}\n{r}");
+    for case in r["cases"].as_array().unwrap() {
+        assert_ne!(case["outcome"]["status"], "failed", "{case}");
+    }
+    let killed = r["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "abandoned_by_killed_process_is_freed_after_ttl")
+        .unwrap();
+    assert_eq!(killed["outcome"]["status"], "passed", "{killed}");
+}

@@ -159,6 +159,12 @@ pub struct Grant {
     pub deadline: Instant,
     /// Fires when the backend tells the driver the hold is gone (see [`LossSignal`]).
     pub loss: Option<LossSignal>,
+    /// The lease the backend actually applies, when it differs from the one asked
+    /// for: how long the backend keeps the hold after its last renewal if the
+    /// holder vanishes. etcd, for one, grants no lease shorter than 1.5 × its
+    /// election timeout (2 s with default flags), and only whole seconds. `None`:
+    /// the lease asked for.
+    pub effective_ttl: Option<Duration>,
 }
 
 impl Grant {
@@ -170,7 +176,15 @@ impl Grant {
             token,
             deadline,
             loss: None,
+            effective_ttl: None,
         }
+    }
+
+    /// With the lease the backend applies, where it is not the one asked for (see
+    /// [`Grant::effective_ttl`]).
+    pub fn with_effective_ttl(mut self, ttl: Duration) -> Self {
+        self.effective_ttl = Some(ttl);
+        self
     }
 
     /// With a signal the driver fires the moment it learns the hold is gone (a

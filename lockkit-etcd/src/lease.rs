@@ -207,7 +207,16 @@ impl Leases {
             }),
             stream: tokio::sync::Mutex::new(None),
         });
-        tracing::debug!(lease = lease.id, ttl_s = secs, "granted a lease");
+        if lease.ttl > Duration::from_secs(secs) {
+            tracing::debug!(
+                lease = lease.id,
+                asked_s = secs,
+                granted_s = lease.ttl.as_secs(),
+                "etcd raised the lease to its minimum (1.5 × its election timeout)"
+            );
+        } else {
+            tracing::debug!(lease = lease.id, ttl_s = secs, "granted a lease");
+        }
         self.by_ttl
             .lock()
             .unwrap_or_else(|e| e.into_inner())

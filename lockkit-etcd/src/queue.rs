@@ -203,13 +203,21 @@ impl Inner {
         deadline: Instant,
     ) -> Grant {
         self.holds.keep(&name);
+        let effective = lease.ttl.max(req.ttl);
         self.holds.insert(name, Record::new(rev, lease, deadline));
-        Grant::new(
+        let grant = Grant::new(
             req.key.clone(),
             req.owner.clone(),
             FencingToken(u64::try_from(rev).unwrap_or(0)),
             deadline,
-        )
+        );
+        if effective == req.ttl {
+            grant
+        } else {
+            // The lease is whole seconds, and etcd raises it to 1.5 × its election
+            // timeout: a holder that dies keeps the lock that long.
+            grant.with_effective_ttl(effective)
+        }
     }
 
     /// One txn: put our entry with `lease` (create or refresh), read it and the

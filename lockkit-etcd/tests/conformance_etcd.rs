@@ -54,3 +54,14 @@ lockkit_conformance::suite!(
     UrlHarness<TlsCluster>,
     with { fifo_order }
 );
+
+url_backend!(
+    /// One node with etcd's default timing, as users run it: no lease under 2 s.
+    DefaultFlags: Etcd = Etcd::start_with_default_flags(), |s| s.url(), connect
+);
+
+lockkit_conformance::suite!(
+    etcd_default_flags,
+    UrlHarness<DefaultFlags>,
+    with { fifo_order }
+);

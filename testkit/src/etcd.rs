@@ -1,5 +1,6 @@
 //! etcd: one node, or a 3-node cluster (heartbeat 10 ms, election 100 ms); plain
-//! or with TLS on the client port (`start_tls`).
+//! or with TLS on the client port (`start_tls`); and one node with etcd's default
+//! timing (`start_with_default_flags`), as users run it.
 
 use std::ops::{Deref, DerefMut};
 use std::path::PathBuf;
@@ -39,7 +40,21 @@ fn client_scheme(tls: Option<&Tls>) -> &'static str {
     if tls.is_some() { "https" } else { "http" }
 }
 
-fn member_args(m: &Member, cluster: &str, token: &str, tls: Option<&Tls>) -> Vec<String> {
+/// The member's raft timing: fast for tests, or etcd's own defaults (heartbeat
+/// 100 ms, election 1000 ms), under which etcd grants no lease shorter than 2 s.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Timing {
+    Fast,
+    Default,
+}
+
+fn member_args(
+    m: &Member,
+    cluster: &str,
+    token: &str,
+    tls: Option<&Tls>,
+    timing: Timing,
+) -> Vec<String> {
     let client = format!("{}://127.0.0.1:{}", client_scheme(tls), m.client);
     let peer = format!("http://127.0.0.1:{}", m.peer);
     let mut args = vec![
@@ -52,11 +67,15 @@ fn member_args(m: &Member, cluster: &str, token: &str, tls: Option<&Tls>) -> Vec
         format!("--initial-cluster={cluster}"),
         format!("--initial-cluster-token={token}"),
         "--initial-cluster-state=new".into(),
-        "--heartbeat-interval=10".into(),
-        "--election-timeout=100".into(),
         "--logger=zap".into(),
         format!("--log-outputs={}", m.dir.join("etcd.log").display()),
     ];
+    if timing == Timing::Fast {
+        args.extend([
+            "--heartbeat-interval=10".into(),
+            "--election-timeout=100".into(),
+        ]);
+    }
     if let Some(tls) = tls {
         // Peers stay on plain HTTP: only the client port is under test.
         args.extend([
@@ -108,6 +127,7 @@ fn spawn_members(
     members: &[Member],
     token: &str,
     tls: Option<&Tls>,
+    timing: Timing,
 ) -> Result<Vec<Server>, TestkitError> {
     let binary = find_binary("etcd", "LOCKKIT_ETCD_BIN")?;
     find_binary("etcdctl", "LOCKKIT_ETCDCTL_BIN")?;
@@ -121,7 +141,7 @@ fn spawn_members(
         .map(|m| {
             Server::spawn(Spec {
                 binary: binary.clone(),
-                args: member_args(m, &cluster, token, tls),
+                args: member_args(m, &cluster, token, tls, timing),
                 uid_gid: None,
                 port: m.client,
                 log: m.dir.join("etcd.log"),
@@ -139,7 +159,18 @@ impl Etcd {
     /// [`TestkitError::NotFound`] if etcd/etcdctl are missing; `NotReady` with the
     /// log's tail if it never reports healthy.
     pub async fn start() -> Result<Self, TestkitError> {
-        Self::start_with(None).await
+        Self::start_with(None, Timing::Fast).await
+    }
+
+    /// Starts a single-node cluster with etcd's default timing (heartbeat 100 ms,
+    /// election timeout 1000 ms), as users run it: etcd then raises every lease
+    /// shorter than 1.5 × the election timeout to 2 s.
+    ///
+    /// # Errors
+    ///
+    /// As [`start`](Self::start).
+    pub async fn start_with_default_flags() -> Result<Self, TestkitError> {
+        Self::start_with(None, Timing::Default).await
     }
 
     /// Starts a single-node cluster that serves clients over TLS only, with a
@@ -150,7 +181,7 @@ impl Etcd {
     ///
     /// As [`start`](Self::start); `NotFound` or `Setup` from `openssl`.
     pub async fn start_tls() -> Result<Self, TestkitError> {
-        Self::start_with(Some(false)).await
+        Self::start_with(Some(false), Timing::Fast).await
     }
 
     /// As [`start_tls`](Self::start_tls), but the server requires a client
@@ -162,10 +193,10 @@ impl Etcd {
     ///
     /// As [`start_tls`](Self::start_tls).
     pub async fn start_mutual_tls() -> Result<Self, TestkitError> {
-        Self::start_with(Some(true)).await
+        Self::start_with(Some(true), Timing::Fast).await
     }
 
-    async fn start_with(mutual: Option<bool>) -> Result<Self, TestkitError> {
+    async fn start_with(mutual: Option<bool>, timing: Timing) -> Result<Self, TestkitError> {
         let dir = temp_dir()?;
         let tls = match mutual {
             Some(mutual) => Some(Tls {
@@ -184,6 +215,7 @@ impl Etcd {
             std::slice::from_ref(&member),
             "lockkit-single",
             tls.as_ref(),
+            timing,
         )?;
         let mut server = servers.remove(0);
         wait_healthy(&mut server, tls.as_ref()).await?;
@@ -317,7 +349,7 @@ impl EtcdCluster {
                 dir: mdir,
             });
         }
-        let servers = spawn_members(&members, "lockkit-cluster", tls.as_ref())?;
+        let servers = spawn_members(&members, "lockkit-cluster", tls.as_ref(), Timing::Fast)?;
         let mut out = Vec::with_capacity(n);
         for (server, m) in servers.into_iter().zip(members) {
             out.push(Etcd {

@@ -75,6 +75,16 @@ impl LockGuard {
         self.hold().mode
     }
 
+    /// The lease the backend applies to this hold: how long it keeps the lock
+    /// after the last renewal if this process vanishes. That is the TTL asked for,
+    /// unless the backend raised it (etcd grants no lease under 1.5 × its election
+    /// timeout, 2 s with default flags, and only whole seconds). Holds bound to a
+    /// session instead (ZooKeeper, Consul, the SQL session modes) last as long as
+    /// the session; this is then the TTL asked for, which only the client checks.
+    pub fn effective_ttl(&self) -> Duration {
+        self.hold().effective_ttl
+    }
+
     /// How many guards share this hold (reentrancy count).
     pub fn hold_count(&self) -> usize {
         self.hold().count()

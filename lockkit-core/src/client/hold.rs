@@ -49,6 +49,9 @@ pub(crate) struct Hold {
     pub(crate) mode: LockMode,
     /// `Some(ttl)` when the watchdog renews this hold every `ttl / 3`.
     pub(crate) renew_ttl: Option<Duration>,
+    /// The lease the backend applies (the one asked for, unless the backend
+    /// raised it).
+    pub(crate) effective_ttl: Duration,
     /// Fired by the driver when the backend drops the hold.
     pub(crate) loss: Option<LossSignal>,
     pub(crate) state: watch::Sender<HoldState>,
@@ -66,6 +69,7 @@ impl Hold {
     pub(crate) fn new(
         grant: crate::driver::Grant,
         mode: LockMode,
+        ttl: Duration,
         renew_ttl: Option<Duration>,
         acquired_at: Instant,
     ) -> Self {
@@ -75,6 +79,7 @@ impl Hold {
             token,
             deadline,
             loss,
+            effective_ttl,
         } = grant;
         let (state, _) = watch::channel(HoldState {
             deadline,
@@ -87,6 +92,7 @@ impl Hold {
             token,
             mode,
             renew_ttl,
+            effective_ttl: effective_ttl.unwrap_or(ttl),
             loss,
             state,
             inner: Mutex::new(HoldInner {

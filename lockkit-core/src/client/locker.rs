@@ -272,7 +272,7 @@ impl Locker {
             let hold = match holds.map.get(&slot).and_then(Weak::upgrade) {
                 Some(existing) if existing.try_reenter() => existing,
                 _ => {
-                    let hold = Arc::new(Hold::new(grant, mode, renew_ttl, started));
+                    let hold = Arc::new(Hold::new(grant, mode, ttl, renew_ttl, started));
                     holds.map.insert(slot, Arc::downgrade(&hold));
                     hold
                 }
