@@ -10,9 +10,8 @@ use crate::progress::Bars;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// The backend, e.g. sqlite:///tmp/locks.db (also read from LOCKKIT_URL).
-    #[arg(env = "LOCKKIT_URL")]
-    url: String,
+    #[command(flatten)]
+    url: crate::url_arg::OneUrl,
     /// Print the report as JSON on stdout instead of a table.
     #[arg(long)]
     json: bool,
@@ -90,18 +89,15 @@ fn status(outcome: &Outcome) -> (&'static str, &str) {
 }
 
 pub(crate) async fn run(args: Args) -> Result<ExitCode, LockError> {
-    let report = conformance(&args.url, args.filter.clone(), Bars::new(args.json)).await?;
+    let url = args.url.get()?;
+    let report = conformance(&url, args.filter.clone(), Bars::new(args.json)).await?;
     if args.json {
         println!(
             "{}",
             serde_json::to_string_pretty(&report).unwrap_or_default()
         );
     } else {
-        println!(
-            "conformance of {} ({})",
-            redact_url(&args.url),
-            report.driver
-        );
+        println!("conformance of {} ({})", redact_url(&url), report.driver);
         let width = report.cases.iter().map(|c| c.name.len()).max().unwrap_or(0);
         for case in &report.cases {
             let (status, reason) = status(&case.outcome);

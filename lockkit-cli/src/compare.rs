@@ -20,10 +20,8 @@ use crate::progress::Bars;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// The backends, e.g. sqlite:///tmp/locks.db postgres://u:pw@127.0.0.1/db
-    /// redis://127.0.0.1:6379 (also read from LOCKKIT_URL, for one backend).
-    #[arg(env = "LOCKKIT_URL", required = true, num_args = 1..)]
-    urls: Vec<String>,
+    #[command(flatten)]
+    urls: crate::url_arg::ManyUrls,
     #[command(flatten)]
     settings: Settings,
     /// The lease of the probes' holder process (its watchdog TTL).
@@ -314,9 +312,10 @@ pub(crate) async fn run(args: Args) -> Result<ExitCode, LockError> {
     let started_unix_s = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
+    let urls = args.urls.get()?;
     let bars = Bars::new(false);
     let mut backends = Vec::new();
-    for url in &args.urls {
+    for url in &urls {
         eprintln!("{}", redact_url(url));
         backends.push(backend(url, &args, bars).await);
     }

@@ -12,6 +12,7 @@ mod probe;
 mod progress;
 mod report_html;
 mod run;
+mod url_arg;
 
 use std::process::ExitCode;
 
@@ -43,6 +44,9 @@ enum Command {
     /// Child-process entry of `check` (takes a lock and waits to be killed).
     #[command(name = "__hold", hide = true)]
     Hold,
+    /// First step of `run`'s command: dies with its parent, then becomes the command.
+    #[command(name = "__exec", hide = true)]
+    Exec(run::exec::Args),
 }
 
 fn main() -> ExitCode {
@@ -54,6 +58,10 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
+    if let Command::Exec(args) = cli.command {
+        // No runtime: this process only becomes the command.
+        return run::exec::run(args);
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -72,6 +80,7 @@ fn main() -> ExitCode {
             Command::Compare(args) => compare::run(args).await,
             Command::Run(args) => run::run(args).await,
             Command::Hold => hold::run().await,
+            Command::Exec(_) => Ok(ExitCode::FAILURE),
         }
     });
     match result {

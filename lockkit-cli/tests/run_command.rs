@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::panic)] // Tests fail by panicking.
 
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 fn lockkit_run(url: &str, key: &str, extra: &[&str], script: &str) -> std::process::Child {
     Command::new(env!("CARGO_BIN_EXE_lockkit"))
@@ -73,14 +73,21 @@ fn exit_status_is_the_commands_and_a_busy_lock_exits_4() {
     let url = format!("sqlite://{}", dir.path().join("locks.db").display());
     let (code, _, err) = finished(lockkit_run(&url, "k", &[], "exit 7"));
     assert_eq!(code, 7, "{err}");
-    let holder = lockkit_run(&url, "k", &[], "sleep 1.5");
-    std::thread::sleep(Duration::from_millis(500));
+    let mut holder = lockkit_run(&url, "k", &["--verbose"], "sleep 1.5");
+    // `--verbose` says when it holds the lock.
+    let mut stderr = std::io::BufReader::new(holder.stderr.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("holding") {
+        line.clear();
+        assert!(std::io::BufRead::read_line(&mut stderr, &mut line).unwrap() > 0);
+    }
     let (code, out, err) = finished(lockkit_run(&url, "k", &["--wait", "100ms"], "echo ran"));
     assert_eq!(code, 4, "{err}");
     assert!(!out.contains("ran"), "the command ran without the lock");
     assert!(err.contains("timed out"), "{err}");
     let (code, _, err) = finished(holder);
     assert_eq!(code, 0, "{err}");
+    drop(stderr);
 }
 
 /// When the lock is lost while the command runs (here: broken with

@@ -60,10 +60,8 @@ pub(crate) struct Settings {
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// One or more backends, e.g. sqlite:///tmp/locks.db redis://127.0.0.1:6379
-    /// (also read from LOCKKIT_URL).
-    #[arg(env = "LOCKKIT_URL", required = true, num_args = 1..)]
-    urls: Vec<String>,
+    #[command(flatten)]
+    urls: crate::url_arg::ManyUrls,
     #[command(flatten)]
     settings: Settings,
     /// Print the results as JSON on stdout instead of tables.
@@ -295,9 +293,10 @@ fn print_report(report: &BenchReport, settings: &Settings) {
 }
 
 pub(crate) async fn run(args: Args) -> Result<ExitCode, LockError> {
+    let urls = args.urls.get()?;
     let bars = Bars::new(args.json);
     let mut backends = Vec::new();
-    for url in &args.urls {
+    for url in &urls {
         let report = match measure(url, &args.settings, bars).await {
             Ok(report) => report,
             Err(e) => {
