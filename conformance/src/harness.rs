@@ -130,6 +130,8 @@ pub struct Ctx {
     pub(crate) holder: Option<HolderCommand>,
     pub(crate) caps: Capabilities,
     prefix: String,
+    /// Every key handed out, purged when the case ends.
+    keys: std::sync::Mutex<Vec<String>>,
 }
 
 impl std::fmt::Debug for Ctx {
@@ -156,12 +158,42 @@ impl Ctx {
             holder,
             caps,
             prefix,
+            keys: std::sync::Mutex::default(),
         }
     }
 
-    /// A key unique to this case run.
+    /// A key unique to this case run, purged from the backend when the case ends
+    /// (see [`Ctx::purge_keys`]).
     pub fn key(&self, name: &str) -> String {
-        format!("{}/{name}", self.prefix)
+        let key = format!("{}/{name}", self.prefix);
+        let mut keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+        if !keys.contains(&key) {
+            keys.push(key.clone());
+        }
+        key
+    }
+
+    /// Removes every key this case used from the backend, fencing counters and
+    /// all ([`lockkit_core::LockDriver::purge`]), so that a live backend checked
+    /// again and again keeps nothing. Best effort: a driver that cannot purge, or
+    /// a backend a fault case left down, keeps them.
+    pub async fn purge_keys(&self) {
+        let keys = std::mem::take(&mut *self.keys.lock().unwrap_or_else(|e| e.into_inner()));
+        if keys.is_empty() {
+            return;
+        }
+        let Ok(driver) = self.harness.driver().await else {
+            return;
+        };
+        for key in keys {
+            let Ok(key) = LockKey::new(key) else { continue };
+            if let Err(error) = driver.purge(&key).await {
+                tracing::debug!(%key, %error, "could not purge a conformance key");
+                if matches!(error, LockError::Unsupported { .. }) {
+                    return;
+                }
+            }
+        }
     }
 
     /// A new client over a fresh driver.

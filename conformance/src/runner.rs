@@ -19,6 +19,9 @@ pub type ProgressFn = Arc<dyn Fn(Progress<'_>) + Send + Sync>;
 /// The longest a single case may run before it counts as failed.
 pub const CASE_TIMEOUT: Duration = Duration::from_secs(90);
 
+/// The longest the clean-up after a case may take.
+const PURGE_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Options for [`run`].
 #[derive(Default)]
 #[non_exhaustive]
@@ -118,12 +121,18 @@ async fn run_one(
             let caps = driver.capabilities();
             drop(driver);
             let ctx = Ctx::new(harness, holder, caps, case.name);
-            match tokio::time::timeout(CASE_TIMEOUT, (case.run)(&ctx)).await {
-                Err(_) => Outcome::Failed(format!("did not finish within {CASE_TIMEOUT:?}")),
+            let outcome = match tokio::time::timeout(CASE_TIMEOUT, (case.run)(&ctx)).await {
+                Err(_) => Outcome::Failed(format!(
+                    "did not finish within {}",
+                    lockkit_core::human_duration(CASE_TIMEOUT)
+                )),
                 Ok(Ok(())) => Outcome::Passed,
                 Ok(Err(CaseError::Failed(m))) => Outcome::Failed(m),
                 Ok(Err(CaseError::Skipped(m))) => Outcome::Skipped(m),
-            }
+            };
+            // Bounded: a backend a case left unreachable must not hold up the run.
+            let _ = tokio::time::timeout(PURGE_TIMEOUT, ctx.purge_keys()).await;
+            outcome
         }
     };
     CaseReport {

@@ -118,15 +118,23 @@ async fn backend(url: &str, args: &Args, bars: Bars) -> BackendReport {
         let run = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis());
+        let stalled = crate::scratch::key(&format!("compare-{run}/stalled"));
+        let killed = crate::scratch::key(&format!("compare-{run}/killed"));
         bar.set_message("stalled holder");
-        report
-            .probes
-            .push(probe::stalled_holder(url, &format!("compare/{run}/stalled"), args.lease).await?);
-        bar.inc(1);
-        bar.set_message("killed holder");
-        report
-            .probes
-            .push(probe::killed_holder(url, &format!("compare/{run}/killed"), args.lease).await?);
+        let probes = async {
+            report
+                .probes
+                .push(probe::stalled_holder(url, &stalled, args.lease).await?);
+            bar.inc(1);
+            bar.set_message("killed holder");
+            report
+                .probes
+                .push(probe::killed_holder(url, &killed, args.lease).await?);
+            Ok::<(), LockError>(())
+        }
+        .await;
+        crate::scratch::purge(url, [stalled, killed]).await;
+        probes?;
         bar.finish_and_clear();
         Ok(())
     }

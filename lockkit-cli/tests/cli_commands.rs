@@ -194,3 +194,145 @@ async fn check_passes_against_an_etcd_with_default_flags() {
         .unwrap();
     assert_eq!(killed["outcome"]["status"], "passed", "{killed}");
 }
+
+/// `check` and `bench` on a live Redis leave no key behind: not the conformance
+/// cases' locks, fencing counters or waiter sets, not the benchmark's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_and_bench_leave_no_key_on_redis() {
+    let server = lockkit_testkit::Redis::start().await.unwrap();
+    let url = server.url();
+    let u = url.clone();
+    let (code, r, err) = tokio::task::spawn_blocking(move || {
+        let check = lockkit(&["check", &u, "--json"]);
+        assert_eq!(check.0, 0, "{}\n{}", check.2, check.1);
+        lockkit(&[
+            "bench",
+            &u,
+            "--json",
+            "--iterations",
+            "20",
+            "--handoffs",
+            "5",
+            "--waiters",
+            "2",
+            "--keys",
+            "10",
+            "--duration",
+            "200ms",
+        ])
+    })
+    .await
+    .unwrap();
+    assert_eq!(code, 0, "{err}\n{r}");
+    let client = redis::Client::open(url.as_str()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg("*")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert!(keys.is_empty(), "{} keys left: {keys:?}", keys.len());
+}
+
+/// The same on SQLite: no lease row, no benchmark floor table.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_and_bench_leave_no_row_in_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("l.db");
+    let url = format!("sqlite://{}", path.display());
+    let u = url.clone();
+    tokio::task::spawn_blocking(move || {
+        let check = lockkit(&["check", &u, "--json"]);
+        assert_eq!(check.0, 0, "{}", check.2);
+        let bench = lockkit(&[
+            "bench",
+            &u,
+            "--json",
+            "--iterations",
+            "20",
+            "--handoffs",
+            "5",
+            "--waiters",
+            "2",
+            "--keys",
+            "10",
+            "--duration",
+            "200ms",
+        ]);
+        assert_eq!(bench.0, 0, "{}", bench.2);
+    })
+    .await
+    .unwrap();
+    let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", path.display()))
+        .await
+        .unwrap();
+    let rows: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM lockkit_locks")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(rows, 0, "lease rows left");
+    let tables: Vec<String> =
+        sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'table'")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+    assert!(
+        !tables.iter().any(|t| t.contains("bench")),
+        "tables left: {tables:?}"
+    );
+}
+
+#[test]
+fn check_with_a_filter_that_matches_nothing_fails_and_lists_the_cases() {
+    let (code, _, err) = lockkit(&["check", "mem://", "--filter", "nosuchcase"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("no conformance case matches"), "{err}");
+    assert!(err.contains("mutual_exclusion_under_contention"), "{err}");
+}
+
+#[test]
+fn bench_says_when_it_is_a_debug_build() {
+    let (code, r, err) = lockkit(&[
+        "bench",
+        "mem://",
+        "--json",
+        "--iterations",
+        "10",
+        "--handoffs",
+        "0",
+        "--waiters",
+        "0",
+        "--duration",
+        "0s",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    // The tests run the debug build.
+    assert!(err.contains("debug build"), "{err}");
+    assert_eq!(r["debug_build"], true, "{r}");
+}
+
+/// Log lines written to a pipe or a file carry no ANSI colour codes, and the
+/// watchdog's "lock lost" is not logged: the verbs report losses themselves.
+#[test]
+fn logs_to_a_pipe_have_no_colour_and_no_duplicate_loss() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("l.db").display());
+    let (code, _, err) = lockkit(&["check", &url, "--filter", "lost_signal"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains('\u{1b}'), "colour codes in a pipe: {err:?}");
+    assert!(!err.contains("lock lost"), "{err}");
+}
+
+#[test]
+fn every_verb_takes_the_url_positionally_or_as_an_option() {
+    for args in [
+        &["check", "mem://", "--filter", "invalid_keys"][..],
+        &["check", "--url", "mem://", "--filter", "invalid_keys"][..],
+    ] {
+        let (code, _, err) = lockkit(args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+    }
+    let (code, _, err) = lockkit(&["check", "mem://", "--url", "mem://other", "--filter", "x"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("two different URLs"), "{err}");
+}

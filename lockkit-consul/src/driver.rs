@@ -74,8 +74,8 @@ impl ConsulDriver {
     /// # Examples
     ///
     /// ```no_run
-    /// # async fn demo(d: lockkit_consul::ConsulDriver) -> Result<(), lockkit_core::LockError> {
-    /// let key = lockkit_core::LockKey::new("inventory/sku_42")?;
+    /// # async fn demo(d: lockkit::consul::ConsulDriver) -> Result<(), lockkit::LockError> {
+    /// let key = lockkit::LockKey::new("inventory/sku_42")?;
     /// assert_eq!(d.kv_key(&key), "lockkit/inventory_2Fsku_5F42");
     /// # Ok(()) }
     /// ```
@@ -380,5 +380,15 @@ impl LockDriver for ConsulDriver {
             Some(e) if e.session.is_some() => self.api().delete_at(&kv_key, e.modify_index).await,
             _ => Ok(false),
         }
+    }
+
+    /// Deletes the key whoever holds it. Tokens are Consul's raft indexes:
+    /// nothing else is left.
+    async fn purge(&self, key: &LockKey) -> Result<()> {
+        let kv_key = self.kv_key(key);
+        self.api()
+            .txn(&[crate::api::TxnOp::delete(&kv_key)])
+            .await
+            .map(|_| ())
     }
 }

@@ -375,6 +375,25 @@ pub trait LockDriver: Send + Sync + fmt::Debug + 'static {
             capability: "force_release",
         })
     }
+
+    /// Removes every trace of `key` from the backend: any holder, any waiter's
+    /// queue entry, and its fencing counter. This is how `lockkit check`, `lockkit
+    /// bench` and the conformance suite leave nothing behind on a live backend.
+    ///
+    /// **Only for keys nobody will use again.** A purged key's tokens start over,
+    /// so a resource that saw its old tokens refuses the new ones; and its holder
+    /// learns of the loss only at its next renewal.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::LockError::Unsupported`] by default; a backend error.
+    async fn purge(&self, key: &LockKey) -> Result<()> {
+        let _ = key;
+        Err(crate::LockError::Unsupported {
+            driver: self.name(),
+            capability: "purge",
+        })
+    }
 }
 
 /// A read-write lock: many readers, or one writer.

@@ -225,6 +225,13 @@ impl LockDriver for MemDriver {
         Ok(self.evict(key))
     }
 
+    async fn purge(&self, key: &LockKey) -> Result<()> {
+        if let Some(slot) = self.store.slots().remove(key) {
+            slot.wake.notify_waiters();
+        }
+        Ok(())
+    }
+
     async fn release(&self, key: &LockKey, owner: &OwnerId) -> Result<bool> {
         let mut slots = self.store.slots();
         let Some(slot) = slots.get_mut(key) else {

@@ -537,4 +537,23 @@ impl LockDriver for EtcdDriver {
         })
         .await
     }
+
+    /// Deletes every entry of the key's queue. The token is the holder's
+    /// create_revision, etcd's own counter: nothing else is left to remove.
+    async fn purge(&self, key: &LockKey) -> Result<()> {
+        let inner = &self.inner;
+        let queue = keys::queue(&inner.prefix, key);
+        with_patience(PATIENCE, || async {
+            let mut kv = inner.client.kv_client();
+            let opts = etcd_client::DeleteOptions::new().with_prefix();
+            within(
+                inner.timeouts.request,
+                "purge",
+                kv.delete(queue.as_str(), Some(opts)),
+            )
+            .await
+            .map(|_| ())
+        })
+        .await
+    }
 }

@@ -424,4 +424,17 @@ impl LockDriver for RedisDriver {
             .map_err(redis_error)?;
         Ok(deleted == 1)
     }
+
+    async fn purge(&self, key: &LockKey) -> Result<()> {
+        let n = self.names(key);
+        let mut conn = self.conn.clone();
+        // One slot: the three share the key's hash tag.
+        redis::cmd("DEL")
+            .arg(&n.lock)
+            .arg(&n.fence)
+            .arg(&n.waiters)
+            .exec_async(&mut conn)
+            .await
+            .map_err(redis_error)
+    }
 }

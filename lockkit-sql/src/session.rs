@@ -64,6 +64,8 @@ pub(crate) trait SessionBackend: Send + Sync + fmt::Debug + 'static {
     async fn ping(&self, conn: &mut PoolConnection<Self::Db>) -> Result<(), sqlx::Error>;
     /// Ends whatever session holds `key`; true if there was one.
     async fn break_lock(&self, key: &LockKey) -> Result<bool, sqlx::Error>;
+    /// Deletes the key's fencing counter (`purge`: throwaway keys only).
+    async fn forget_fence(&self, key: &LockKey) -> Result<(), sqlx::Error>;
     /// Tells other drivers' waiters that `key` was released (NOTIFY); best effort.
     async fn announce_release(&self, key: &LockKey) {
         let _ = key;
@@ -237,5 +239,13 @@ impl<B: SessionBackend> LockDriver for SessionDriver<B> {
         self.backend.wake().notify_waiters();
         self.backend.announce_release(key).await;
         Ok(broken)
+    }
+
+    async fn purge(&self, key: &LockKey) -> Result<()> {
+        self.force_release(key).await?;
+        self.backend
+            .forget_fence(key)
+            .await
+            .map_err(|e| self.db_error(e))
     }
 }

@@ -421,11 +421,8 @@ impl ZkDriver {
         };
         let mut any = false;
         for node in pick(&queue(&children)) {
-            match session
-                .client
-                .delete(&format!("{dir}/{}", node.name), None)
-                .await
-            {
+            let path = format!("{dir}/{}", node.name);
+            match session.within(session.client.delete(&path, None)).await {
                 Ok(()) => any = true,
                 Err(ZkError::NoNode) => {}
                 Err(e) => return Err(zk_error("deleting a lock node", e)),
@@ -569,6 +566,22 @@ impl LockDriver for ZkDriver {
     async fn force_release(&self, key: &LockKey) -> Result<bool> {
         self.delete_where(key, |queue| holders(queue).to_vec())
             .await
+    }
+
+    /// Deletes every node of the key's queue, then the key's container node (the
+    /// server would delete it once empty, but only at its next sweep). Tokens are
+    /// zxids: nothing else is left.
+    async fn purge(&self, key: &LockKey) -> Result<()> {
+        self.delete_where(key, <[QueueNode]>::to_vec).await?;
+        let session = self.sessions.get().await?;
+        match session
+            .within(session.client.delete(&self.dir(key), None))
+            .await
+        {
+            // Someone queued again meanwhile: the server deletes it once empty.
+            Ok(()) | Err(ZkError::NoNode) | Err(ZkError::NotEmpty) => Ok(()),
+            Err(e) => Err(zk_error("deleting the lock's node", e)),
+        }
     }
 }
 

@@ -287,22 +287,91 @@ impl Floor {
         }
     }
 
-    /// Removes what [`Floor::prepare`] created for `keys` on ZooKeeper (nodes are
-    /// left nowhere else: SQL rows are one table, Redis and etcd keys are deleted on
-    /// release).
+    /// Removes every trace of the floor's `keys`: SQL rows (and the floor table once
+    /// it is empty), ZooKeeper parent nodes (and the floor's root once empty),
+    /// Consul's released keys, and any Redis or etcd key a failed run left. Best
+    /// effort.
     pub(crate) async fn clean_up(&self, keys: &[String]) {
         match self {
+            Floor::Sqlite(pool) => {
+                for key in keys {
+                    let _ = sqlx::query("DELETE FROM lockkit_bench_floor WHERE name = ?1")
+                        .bind(key)
+                        .execute(pool)
+                        .await;
+                }
+                let left: Result<i64, _> =
+                    sqlx::query_scalar("SELECT COUNT(*) FROM lockkit_bench_floor")
+                        .fetch_one(pool)
+                        .await;
+                if matches!(left, Ok(0)) {
+                    let _ = sqlx::query("DROP TABLE IF EXISTS lockkit_bench_floor")
+                        .execute(pool)
+                        .await;
+                }
+            }
+            Floor::Postgres(pool) => {
+                let _ = sqlx::query("DELETE FROM lockkit_bench_floor WHERE name = ANY($1)")
+                    .bind(keys)
+                    .execute(pool)
+                    .await;
+                let left: Result<i64, _> =
+                    sqlx::query_scalar("SELECT COUNT(*) FROM lockkit_bench_floor")
+                        .fetch_one(pool)
+                        .await;
+                if matches!(left, Ok(0)) {
+                    let _ = sqlx::query("DROP TABLE IF EXISTS lockkit_bench_floor")
+                        .execute(pool)
+                        .await;
+                }
+            }
+            Floor::MySql(pool) => {
+                for key in keys {
+                    let _ = sqlx::query("DELETE FROM lockkit_bench_floor WHERE name = ?")
+                        .bind(key)
+                        .execute(pool)
+                        .await;
+                }
+                let left: Result<i64, _> =
+                    sqlx::query_scalar("SELECT COUNT(*) FROM lockkit_bench_floor")
+                        .fetch_one(pool)
+                        .await;
+                if matches!(left, Ok(0)) {
+                    let _ = sqlx::query("DROP TABLE IF EXISTS lockkit_bench_floor")
+                        .execute(pool)
+                        .await;
+                }
+            }
+            Floor::Mem => {
+                let mut table = mem_table().lock().unwrap_or_else(|e| e.into_inner());
+                for key in keys {
+                    table.remove(key);
+                }
+            }
+            Floor::Redis(conn, _) => {
+                let mut conn = conn.clone();
+                for key in keys {
+                    let _: Result<i64, _> = redis::cmd("DEL").arg(key).query_async(&mut conn).await;
+                }
+            }
+            Floor::Etcd(client) => {
+                let mut kv = client.kv_client();
+                for key in keys {
+                    let _ = kv.delete(key.as_str(), None).await;
+                }
+            }
             Floor::Zk(client) => {
                 for key in keys {
                     let _ = client.delete(&zk_parent(key), None).await;
                 }
+                // Fails while another run still uses it: it then cleans up.
+                let _ = client.delete(ZK_FLOOR_ROOT, None).await;
             }
             Floor::Consul(c) => {
                 // A released key stays in Consul's KV: remove them all at once.
                 let path = format!("/v1/kv/{CONSUL_FLOOR_PREFIX}?recurse=true");
                 let _ = c.send(reqwest::Method::DELETE, path, String::new()).await;
             }
-            _ => {}
         }
     }
 

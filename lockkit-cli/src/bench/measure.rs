@@ -87,14 +87,14 @@ pub(crate) async fn handoffs(
     }
     let holder = lockkit::connect(url).await?;
     let waiter = lockkit::connect(url).await?;
-    let key = "bench/handoff";
+    let key: std::sync::Arc<str> = crate::scratch::key("handoff").into();
     let mut h = histogram()?;
     let mut total = Duration::ZERO;
     for _ in 0..n {
-        let held = holder.lock(key).wait(Duration::from_secs(10)).await?;
-        let w = waiter.clone();
+        let held = holder.lock(&*key).wait(Duration::from_secs(10)).await?;
+        let (w, k) = (waiter.clone(), key.clone());
         let waiting = tokio::spawn(async move {
-            let g = w.lock(key).wait(Duration::from_secs(10)).await;
+            let g = w.lock(&*k).wait(Duration::from_secs(10)).await;
             (Instant::now(), g)
         });
         // Let the waiter reach its wait before the release (a benchmark settle, not

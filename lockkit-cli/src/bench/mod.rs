@@ -98,6 +98,8 @@ pub(crate) struct BenchReport {
 
 #[derive(Debug, Serialize)]
 struct BenchOutput<'a> {
+    /// Whether this lockkit was built without optimisations (figures are slower).
+    debug_build: bool,
     settings: &'a Settings,
     backends: Vec<BenchReport>,
 }
@@ -114,8 +116,10 @@ async fn uncontended(
 ) -> Result<(&'static str, Latency, Option<(Latency, &'static str)>), LockError> {
     let locker = lockkit::connect(url).await?;
     let floor = Floor::connect(url).await?;
-    let key = "bench/lockkit";
-    let floor_key = "bench/floor";
+    let key = crate::scratch::key("lockkit");
+    let key = key.as_str();
+    let floor_key = crate::scratch::key("floor");
+    let floor_key = floor_key.as_str();
     if let Some((f, _)) = &floor {
         f.prepare(&[floor_key.to_owned()]).await?;
     }
@@ -180,12 +184,36 @@ async fn compared(
     })
 }
 
-/// Every measurement of `settings` on the backend at `url`.
+/// The keys of the many-keys throughput.
+fn many_keys(n: u64) -> Vec<String> {
+    (0..n)
+        .map(|i| crate::scratch::key(&format!("keys/{i}")))
+        .collect()
+}
+
+/// Every lockkit key a measurement of `settings` uses.
+fn keys_used(settings: &Settings) -> Vec<String> {
+    let mut keys: Vec<String> = ["lockkit", "handoff", "queue", "contended"]
+        .iter()
+        .map(|name| crate::scratch::key(name))
+        .collect();
+    keys.extend(many_keys(settings.keys));
+    keys
+}
+
+/// Every measurement of `settings` on the backend at `url`; then every key it
+/// used is purged.
 pub(crate) async fn measure(
     url: &str,
     settings: &Settings,
     bars: Bars,
 ) -> Result<BenchReport, LockError> {
+    let report = measure_all(url, settings, bars).await;
+    crate::scratch::purge(url, keys_used(settings)).await;
+    report
+}
+
+async fn measure_all(url: &str, settings: &Settings, bars: Bars) -> Result<BenchReport, LockError> {
     let (driver, lockkit, floor) = uncontended(url, settings.iterations, bars).await?;
     let bar = bars.bar(settings.handoffs, "hand-off");
     let handoff = measure::handoffs(url, settings.handoffs, &bar).await?;
@@ -194,10 +222,8 @@ pub(crate) async fn measure(
     let (contended, many_keys) = if settings.duration.is_zero() {
         (None, None)
     } else {
-        let one = ["bench/contended".to_owned()];
-        let many: Vec<String> = (0..settings.keys)
-            .map(|i| format!("bench/keys/{i}"))
-            .collect();
+        let one = [crate::scratch::key("contended")];
+        let many = many_keys(settings.keys);
         (
             Some(compared(url, settings, &one, "one key", bars).await?),
             Some(compared(url, settings, &many, "many keys", bars).await?),
@@ -280,8 +306,8 @@ fn print_report(report: &BenchReport, settings: &Settings) {
     }
     if report.contended.is_some() || report.many_keys.is_some() {
         println!(
-            "throughput over {:?} (floor: clients spin on the raw commands)",
-            settings.duration
+            "throughput over {} (floor: clients spin on the raw commands)",
+            lockkit::driver::human_duration(settings.duration)
         );
     }
     if let Some(c) = &report.contended {
@@ -294,6 +320,13 @@ fn print_report(report: &BenchReport, settings: &Settings) {
 
 pub(crate) async fn run(args: Args) -> Result<ExitCode, LockError> {
     let urls = args.urls.get()?;
+    if cfg!(debug_assertions) {
+        eprintln!(
+            "note: this lockkit is a debug build; its figures are several times slower than \
+             a release build's (cargo run --release -p lockkit-cli, or cargo install --path \
+             lockkit-cli)"
+        );
+    }
     let bars = Bars::new(args.json);
     let mut backends = Vec::new();
     for url in &urls {
@@ -311,6 +344,7 @@ pub(crate) async fn run(args: Args) -> Result<ExitCode, LockError> {
     }
     if args.json {
         let output = BenchOutput {
+            debug_build: cfg!(debug_assertions),
             settings: &args.settings,
             backends,
         };

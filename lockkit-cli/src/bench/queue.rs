@@ -83,22 +83,22 @@ pub(crate) async fn queue(url: &str, waiters: u64) -> Result<Option<Queue>, Lock
     if waiters == 0 {
         return Ok(None);
     }
-    let key = "bench/queue";
+    let key: std::sync::Arc<str> = crate::scratch::key("queue").into();
     let holder = lockkit::connect(url).await?;
     let mut lockers = Vec::new();
     for _ in 0..waiters {
         lockers.push(lockkit::connect(url).await?);
     }
-    let held = holder.lock(key).wait(Duration::from_secs(10)).await?;
+    let held = holder.lock(&*key).wait(Duration::from_secs(10)).await?;
     // From here on, every request counts: each waiter's first (queuing) attempt, the
     // wake-ups, the grants and the releases.
     let before = redis_calls(url).await;
     let last_release = std::sync::Arc::new(tokio::sync::Mutex::new(Instant::now()));
     let mut tasks = Vec::new();
     for locker in lockers {
-        let last_release = last_release.clone();
+        let (last_release, key) = (last_release.clone(), key.clone());
         tasks.push(tokio::spawn(async move {
-            let g = locker.lock(key).wait(Duration::from_secs(120)).await?;
+            let g = locker.lock(&*key).wait(Duration::from_secs(120)).await?;
             let mut last = last_release.lock().await;
             let handoff = last.elapsed();
             *last = Instant::now();

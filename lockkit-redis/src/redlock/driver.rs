@@ -605,4 +605,23 @@ impl LockDriver for RedlockDriver {
         }
         Ok(count(&replies, |v| *v == 1) > 0)
     }
+
+    /// Deletes the lock, its counter and its waiters on every master that answers;
+    /// an error unless a quorum did.
+    async fn purge(&self, key: &LockKey) -> Result<()> {
+        let n = self.names(key);
+        let limit = self.inner.request_timeout;
+        let replies = gather(
+            self.inner
+                .masters
+                .iter()
+                .map(|m| m.timed(limit, |c| master::purge(c, &n))),
+            |_| false,
+        )
+        .await;
+        if quorum_unreachable(&replies, self.inner.quorum) {
+            return Err(unreachable_error(&replies, self.inner.quorum));
+        }
+        Ok(())
+    }
 }

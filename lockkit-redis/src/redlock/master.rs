@@ -270,3 +270,13 @@ pub(crate) async fn force_release(
         .invoke_async(&mut conn)
         .await
 }
+
+/// Deletes the lock, its counter and its waiters on this master (`purge`).
+pub(crate) async fn purge(mut conn: ConnectionManager, n: &Names) -> RedisResult<i64> {
+    redis::cmd("DEL")
+        .arg(&n.lock)
+        .arg(&n.fence)
+        .arg(&n.waiters)
+        .query_async(&mut conn)
+        .await
+}

@@ -62,6 +62,7 @@ struct Statements {
     extend: Arc<str>,
     release: Arc<str>,
     force_release: Arc<str>,
+    purge: Arc<str>,
 }
 
 impl MySqlDriver {
@@ -86,6 +87,7 @@ impl MySqlDriver {
                 extend: sql::extend(t).into(),
                 release: sql::release(t).into(),
                 force_release: sql::force_release(t).into(),
+                purge: sql::purge(t).into(),
             }),
             wake: Arc::new(Notify::new()),
             timeout: options.settings.timeouts.request,
@@ -200,5 +202,14 @@ impl LockDriver for MySqlDriver {
             .map_err(db_error)?;
         self.wake.notify_waiters();
         Ok(done.rows_affected() > 0)
+    }
+    async fn purge(&self, key: &LockKey) -> Result<()> {
+        sqlx::query(AssertSqlSafe(self.statements.purge.clone()))
+            .bind(key.as_str())
+            .execute(&self.pool)
+            .within(self.timeout)
+            .await
+            .map_err(db_error)?;
+        Ok(())
     }
 }

@@ -123,6 +123,16 @@ impl SessionBackend for GetLock {
             .map(|_| ())
     }
 
+    async fn forget_fence(&self, key: &LockKey) -> Result<(), sqlx::Error> {
+        let delete = format!("DELETE FROM {}_fences WHERE name = ?", self.namespace);
+        sqlx::query(AssertSqlSafe(delete))
+            .bind(key.as_str())
+            .execute(&self.pool)
+            .within(self.timeout)
+            .await?;
+        Ok(())
+    }
+
     async fn break_lock(&self, key: &LockKey) -> Result<bool, sqlx::Error> {
         let holder: Option<i64> =
             sqlx::query_scalar("SELECT CAST(IS_USED_LOCK(SHA1(?)) AS SIGNED)")

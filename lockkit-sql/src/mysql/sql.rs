@@ -57,3 +57,9 @@ pub(super) fn force_release(t: &str) -> String {
          WHERE name = ? AND expires_at > NOW(6)"
     )
 }
+
+/// Deletes the lock's row, fencing counter and all (`purge`: throwaway keys only).
+/// `?` name.
+pub(super) fn purge(t: &str) -> String {
+    format!("DELETE FROM {t} WHERE name = ?")
+}

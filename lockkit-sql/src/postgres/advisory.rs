@@ -121,6 +121,16 @@ impl SessionBackend for Advisory {
             .map(|_| ())
     }
 
+    async fn forget_fence(&self, key: &LockKey) -> Result<(), sqlx::Error> {
+        let delete = format!("DELETE FROM {}_fences WHERE name = $1", self.namespace);
+        sqlx::query(AssertSqlSafe(delete))
+            .bind(key.as_str())
+            .execute(&self.pool)
+            .within(self.timeout)
+            .await?;
+        Ok(())
+    }
+
     async fn break_lock(&self, key: &LockKey) -> Result<bool, sqlx::Error> {
         let ended: i64 = sqlx::query_scalar(
             "SELECT count(pg_terminate_backend(pid)) FROM pg_locks

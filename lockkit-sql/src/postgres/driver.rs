@@ -85,6 +85,7 @@ struct Statements {
     extend_many: Arc<str>,
     release: Arc<str>,
     force_release: Arc<str>,
+    purge: Arc<str>,
     channel: String,
 }
 
@@ -110,6 +111,7 @@ impl PgDriver {
                 extend_many: sql::extend_many(t).into(),
                 release: sql::release(t).into(),
                 force_release: sql::force_release(t).into(),
+                purge: sql::purge(t).into(),
                 channel,
             }),
             wake,
@@ -222,5 +224,14 @@ impl LockDriver for PgDriver {
             .await
             .map_err(db_error)?;
         Ok(freed > 0)
+    }
+    async fn purge(&self, key: &LockKey) -> Result<()> {
+        sqlx::query(AssertSqlSafe(self.statements.purge.clone()))
+            .bind(key.as_str())
+            .execute(&self.pool)
+            .within(self.timeout)
+            .await
+            .map_err(db_error)?;
+        Ok(())
     }
 }

@@ -66,3 +66,9 @@ pub(super) fn force_release(t: &str) -> String {
          SELECT count(pg_notify($2, name)) FROM freed"
     )
 }
+
+/// Deletes the lock's row, fencing counter and all (`purge`: throwaway keys only).
+/// `$1` name.
+pub(super) fn purge(t: &str) -> String {
+    format!("DELETE FROM {t} WHERE name = $1")
+}

@@ -31,11 +31,11 @@ const NAME: &str = "sqlite";
 ///
 /// ```
 /// use std::sync::Arc;
-/// use lockkit_core::Locker;
-/// use lockkit_sql::sqlite::{SqliteDriver, SqliteOptions};
+/// use lockkit::Locker;
+/// use lockkit::sqlite::{SqliteDriver, SqliteOptions};
 ///
 /// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> Result<(), lockkit_core::LockError> {
+/// # async fn main() -> Result<(), lockkit::LockError> {
 /// let driver = SqliteDriver::connect(SqliteOptions::memory()).await?;
 /// let locker = Locker::new(Arc::new(driver));
 /// let guard = locker.try_lock("report:daily").await?;
@@ -57,6 +57,7 @@ struct Statements {
     extend: Arc<str>,
     release: Arc<str>,
     force_release: Arc<str>,
+    purge: Arc<str>,
     table: String,
 }
 
@@ -196,6 +197,7 @@ impl SqliteDriver {
                 extend: sql::extend(table).into(),
                 release: sql::release(table).into(),
                 force_release: sql::force_release(table).into(),
+                purge: sql::purge(table).into(),
                 table: table.to_string(),
             }),
             local_wake: local_wake_for(&options),
@@ -299,5 +301,13 @@ impl LockDriver for SqliteDriver {
             self.local_wake.notify_waiters();
         }
         Ok(released)
+    }
+    async fn purge(&self, key: &LockKey) -> Result<()> {
+        sqlx::query(AssertSqlSafe(self.statements.purge.clone()))
+            .bind(key.as_str())
+            .execute(&self.pool)
+            .await
+            .map_err(db_error)?;
+        Ok(())
     }
 }

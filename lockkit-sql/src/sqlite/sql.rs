@@ -63,3 +63,9 @@ pub(super) fn release(table: &str) -> String {
 pub(super) fn force_release(table: &str) -> String {
     format!("UPDATE {table} SET owner = NULL, expires_at = 0 WHERE name = ?1")
 }
+
+/// Deletes the lock's row, fencing counter and all (`purge`: throwaway keys only).
+/// `?1` name.
+pub(super) fn purge(table: &str) -> String {
+    format!("DELETE FROM {table} WHERE name = ?1")
+}

@@ -1,0 +1,35 @@
+//! The keys `bench` and `compare` write on a live backend, and removing them
+//! afterwards: lockkit's own keys with [`lockkit::LockDriver::purge`], fencing
+//! counters included, so that measuring a backend again and again leaves nothing.
+//! (`check` purges the keys of each conformance case itself.)
+
+/// Where `bench` and `compare` lock: every key they use starts with this.
+pub(crate) const PREFIX: &str = "lockkit-bench";
+
+/// The key `name` under [`PREFIX`].
+pub(crate) fn key(name: &str) -> String {
+    format!("{PREFIX}/{name}")
+}
+
+/// Purges `keys` from the backend at `url`. Best effort: a backend that is down,
+/// or a driver that cannot purge, keeps them (and says so in the debug log).
+pub(crate) async fn purge(url: &str, keys: impl IntoIterator<Item = String>) {
+    let driver = match lockkit::driver::connect(url).await {
+        Ok(driver) => driver,
+        Err(error) => {
+            tracing::debug!(%error, "cannot connect to remove the benchmark's keys");
+            return;
+        }
+    };
+    for key in keys {
+        let Ok(key) = lockkit::LockKey::new(key) else {
+            continue;
+        };
+        if let Err(error) = driver.purge(&key).await {
+            tracing::debug!(%key, %error, "cannot remove a benchmark key");
+            if matches!(error, lockkit::LockError::Unsupported { .. }) {
+                return;
+            }
+        }
+    }
+}
