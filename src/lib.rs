@@ -1,51 +1,83 @@
-//! # lockkit
-//!
-//! Distributed locks with one async contract and pluggable backends.
-//!
-//! Write against [`Locker`] once; pick the backend with a Cargo feature and a URL:
-//!
-//! ```
-//! use std::time::Duration;
-//!
-//! # #[tokio::main(flavor = "current_thread")]
-//! # async fn main() -> Result<(), lockkit::LockError> {
-//! # let dir = tempfile::tempdir().unwrap();
-//! # let url = format!("sqlite://{}", dir.path().join("locks.db").display());
-//! let locker = lockkit::connect(&url).await?; // e.g. "sqlite://locks.db"
-//! let guard = locker.lock("inventory:sku-42").wait(Duration::from_secs(5)).await?;
-//! // Send the token with every write; the resource rejects stale ones.
-//! let token = guard.token();
-//! # let _ = token;
-//! guard.release().await?;
-//! # Ok(()) }
-//! ```
-//!
+#![doc = include_str!("lib.md")]
 //! | feature | URL schemes | driver |
 //! |---|---|---|
-//! | `sqlite` (default) | `sqlite://path`, `sqlite::memory:` | [`sqlite`] |
-//! | `postgres` | `postgres://`, `postgresql://` | [`postgres`] |
-//! | `mysql` | `mysql://`, `mariadb://` | [`mysql`] |
-//! | `redis` | `redis://`, `rediss://`, `redis-cluster://`, `redlock://` | [`redis`] (single server, Cluster, Redlock) |
-//! | `etcd` | `etcd://`, `etcds://` | [`etcd`] (lease per TTL, revision-ordered queue) |
-//! | `zk` | `zk://`, `zookeeper://` | [`zk`] (ephemeral sequential nodes, read-write lock) |
-//! | `consul` | `consul://`, `consuls://` | [`consul`] (session + KV acquire; tested against a stand-in) |
-//! | `mem` | `mem://`, `mem://name` | [`mem`] (process-local) |
+#![cfg_attr(
+    feature = "sqlite",
+    doc = "| `sqlite` (default) | `sqlite://path`, `sqlite::memory:` | [`sqlite`]: a lease table in a local file |"
+)]
+#![cfg_attr(
+    not(feature = "sqlite"),
+    doc = "| `sqlite` (default) | `sqlite://path`, `sqlite::memory:` | `sqlite` (enable the feature) |"
+)]
+#![cfg_attr(
+    feature = "postgres",
+    doc = "| `postgres` | `postgres://`, `postgresql://` | [`postgres`]: a lease table, or advisory locks |"
+)]
+#![cfg_attr(
+    not(feature = "postgres"),
+    doc = "| `postgres` | `postgres://`, `postgresql://` | `postgres` (enable the feature) |"
+)]
+#![cfg_attr(
+    feature = "mysql",
+    doc = "| `mysql` | `mysql://`, `mariadb://` | [`mysql`]: a lease table, or `GET_LOCK` |"
+)]
+#![cfg_attr(
+    not(feature = "mysql"),
+    doc = "| `mysql` | `mysql://`, `mariadb://` | `mysql` (enable the feature) |"
+)]
+#![cfg_attr(
+    feature = "redis",
+    doc = "| `redis` | `redis://`, `rediss://`, `redis-cluster://`, `redlock://` | [`redis`]: single server, Cluster, Redlock |"
+)]
+#![cfg_attr(
+    not(feature = "redis"),
+    doc = "| `redis` | `redis://`, `rediss://`, `redis-cluster://`, `redlock://` | `redis` (enable the feature) |"
+)]
+#![cfg_attr(
+    feature = "etcd",
+    doc = "| `etcd` | `etcd://`, `etcds://` | [`etcd`]: shared leases, revision-ordered queue |"
+)]
+#![cfg_attr(
+    not(feature = "etcd"),
+    doc = "| `etcd` | `etcd://`, `etcds://` | `etcd` (enable the feature) |"
+)]
+#![cfg_attr(
+    feature = "zk",
+    doc = "| `zk` | `zk://`, `zookeeper://` | [`zk`]: ephemeral sequential nodes, read-write lock |"
+)]
+#![cfg_attr(
+    not(feature = "zk"),
+    doc = "| `zk` | `zk://`, `zookeeper://` | `zk` (enable the feature) |"
+)]
+#![cfg_attr(
+    feature = "consul",
+    doc = "| `consul` | `consul://`, `consuls://` | [`consul`]: session + KV acquire (tested against a stand-in) |"
+)]
+#![cfg_attr(
+    not(feature = "consul"),
+    doc = "| `consul` | `consul://`, `consuls://` | `consul` (enable the feature) |"
+)]
+#![cfg_attr(
+    feature = "mem",
+    doc = "| `mem` | `mem://`, `mem://name` | [`mem`]: process-local, for tests |"
+)]
+#![cfg_attr(
+    not(feature = "mem"),
+    doc = "| `mem` | `mem://`, `mem://name` | `mem` (enable the feature) |"
+)]
 //!
-//! See the README for what each backend guarantees, and [`fence`] for the resource
-//! side of fencing tokens.
+//! See the README for what each backend guarantees. Writing a driver of your own?
+//! The contract it implements, and the pieces drivers share, are in [`driver`].
 #![cfg_attr(not(test), forbid(clippy::panic))]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-pub use lockkit_core::{
-    AcquireRequest, Cancellation, Capabilities, DEFAULT_WATCHDOG_TTL, DriverEntry, FencingToken,
-    Grant, KeyError, LockDriver, LockError, LockGuard, LockKey, LockRequest, Locker, LostReason,
-    MAX_KEY_LEN, MAX_TTL, MIN_TTL, OwnerId, Renewal, Result, TtlError, Wait, WakeUp, fence,
-    redact_url,
-};
+pub mod driver;
 
-/// Re-exported so drivers and harnesses implement lockkit's traits with the same
-/// macro version.
-pub use lockkit_core::async_trait;
+pub use lockkit_core::{
+    Capabilities, DEFAULT_WATCHDOG_TTL, FencingToken, KeyError, LockError, LockGuard, LockKey,
+    LockMode, LockRequest, Locker, LostReason, MAX_KEY_LEN, MAX_TTL, MIN_TTL, OwnerId, Result,
+    TtlError, WakeUp, fence, redact_url,
+};
 
 /// Declares a driver module re-export behind its feature, with the docs.rs badge.
 macro_rules! cfg_driver {
@@ -98,26 +130,6 @@ cfg_driver! { "sqlite" =>
     pub use lockkit_sql::sqlite;
 }
 
-/// The drivers compiled into this build, in the order [`connect`] tries them.
-pub const DRIVERS: &[DriverEntry] = &[
-    #[cfg(feature = "mem")]
-    lockkit_core::mem::DRIVER,
-    #[cfg(feature = "sqlite")]
-    lockkit_sql::sqlite::DRIVER,
-    #[cfg(feature = "postgres")]
-    lockkit_sql::postgres::DRIVER,
-    #[cfg(feature = "mysql")]
-    lockkit_sql::mysql::DRIVER,
-    #[cfg(feature = "redis")]
-    lockkit_redis::DRIVER,
-    #[cfg(feature = "etcd")]
-    lockkit_etcd::DRIVER,
-    #[cfg(feature = "zk")]
-    lockkit_zk::DRIVER,
-    #[cfg(feature = "consul")]
-    lockkit_consul::DRIVER,
-];
-
 /// Every driver lockkit has: its schemes, the feature that compiles it in, and the
 /// port its server listens on by default. Used to tell a user which feature to turn
 /// on, or which scheme a URL without one needs.
@@ -141,7 +153,8 @@ const KNOWN: &[(&str, &str, Option<u16>)] = &[
     ("mariadb", "mysql", None),
 ];
 
-/// Connects to the backend named by `url` and returns a [`Locker`] over it.
+/// Connects to the backend named by `url` and returns a [`Locker`] over it (for
+/// the bare driver, see [`driver::connect`]).
 ///
 /// The scheme picks the driver, in any case (`Redis://` is `redis://`).
 ///
@@ -152,25 +165,12 @@ const KNOWN: &[(&str, &str, Option<u16>)] = &[
 /// in (the message names the schemes that are, and the feature to enable);
 /// otherwise whatever the driver's connect returns.
 pub async fn connect(url: &str) -> Result<Locker> {
-    Ok(Locker::new(connect_driver(url).await?))
-}
-
-/// Like [`connect`], but returns the bare driver (for the conformance suite, or to
-/// build a [`Locker`] with other settings).
-///
-/// # Errors
-///
-/// As [`connect`].
-pub async fn connect_driver(url: &str) -> Result<std::sync::Arc<dyn LockDriver>> {
-    if let Some(driver) = DRIVERS.iter().find(|d| d.accepts(url)) {
-        return (driver.connect)(url).await;
-    }
-    Err(LockError::invalid_url(url, no_driver(url)))
+    Ok(Locker::new(driver::connect(url).await?))
 }
 
 /// Why no compiled-in driver takes `url`, and what to write instead.
-fn no_driver(url: &str) -> String {
-    let compiled: Vec<&str> = DRIVERS
+pub(crate) fn no_driver(url: &str) -> String {
+    let compiled: Vec<&str> = driver::DRIVERS
         .iter()
         .flat_map(|d| d.schemes.iter().copied())
         .collect();

@@ -83,7 +83,7 @@ impl Trial {
     async fn start_workers(&self, url: &str) -> Running {
         let mut lockers = Vec::new();
         for _ in 0..CLIENTS {
-            let driver = lockkit::connect_driver(url)
+            let driver = lockkit::driver::connect(url)
                 .await
                 .unwrap_or_else(|e| panic!("{}: connecting a worker: {e}", self.backend));
             lockers.push(Locker::new(driver));
@@ -205,7 +205,7 @@ fn holder_command() -> std::process::Command {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "child-process entry point for the holder faults"]
 async fn holder_process_entry() {
-    holder::child_main(|url: String| async move { lockkit::connect_driver(&url).await }).await;
+    holder::child_main(|url: String| async move { lockkit::driver::connect(&url).await }).await;
 }
 
 /// A holder process takes the lock (queuing with the workers) and is frozen with

@@ -3,7 +3,8 @@
 use std::process::{Command, ExitCode};
 use std::sync::Arc;
 
-use lockkit::{LockDriver, LockError, LockKey, redact_url};
+use lockkit::driver::LockDriver;
+use lockkit::{LockError, LockKey, redact_url};
 use lockkit_conformance::{Harness, Outcome, Progress, Report, RunOptions};
 
 use crate::progress::Bars;
@@ -26,10 +27,10 @@ struct UrlHarness {
     admin: Arc<dyn LockDriver>,
 }
 
-#[lockkit::async_trait]
+#[lockkit::driver::async_trait]
 impl Harness for UrlHarness {
     async fn driver(&self) -> Result<Arc<dyn LockDriver>, LockError> {
-        lockkit::connect_driver(&self.url).await
+        lockkit::driver::connect(&self.url).await
     }
 
     async fn vanish(&self, key: &LockKey) -> Result<(), LockError> {
@@ -55,15 +56,23 @@ pub(crate) async fn conformance(
     filter: Option<String>,
     bars: Bars,
 ) -> Result<Report, LockError> {
-    let admin = lockkit::connect_driver(url).await?;
-    let harness = Arc::new(UrlHarness {
-        url: url.to_owned(),
-        admin,
-    });
     let total = lockkit_conformance::CASES
         .iter()
         .filter(|c| filter.as_ref().is_none_or(|f| c.name.contains(f.as_str())))
         .count() as u64;
+    if total == 0 {
+        let names: Vec<&str> = lockkit_conformance::CASES.iter().map(|c| c.name).collect();
+        return Err(LockError::Config(format!(
+            "no conformance case matches --filter {}; the cases are:\n  {}",
+            filter.unwrap_or_default(),
+            names.join("\n  ")
+        )));
+    }
+    let admin = lockkit::driver::connect(url).await?;
+    let harness = Arc::new(UrlHarness {
+        url: url.to_owned(),
+        admin,
+    });
     let bar = bars.bar(total, "conformance");
     let progress_bar = bar.clone();
     let options = RunOptions::new()

@@ -6,7 +6,7 @@ use lockkit::LockError;
 
 pub(crate) async fn run() -> Result<ExitCode, LockError> {
     lockkit_conformance::holder::child_main(|url: String| async move {
-        lockkit::connect_driver(&url).await
+        lockkit::driver::connect(&url).await
     })
     .await;
     Ok(ExitCode::SUCCESS)

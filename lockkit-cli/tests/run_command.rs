@@ -113,7 +113,7 @@ fn a_lost_lock_signals_the_command_and_exits_3() {
         .build()
         .unwrap();
     runtime.block_on(async {
-        let driver = lockkit::connect_driver(&url).await.unwrap();
+        let driver = lockkit::driver::connect(&url).await.unwrap();
         let key = lockkit::LockKey::new("lost").unwrap();
         assert!(
             driver.force_release(&key).await.unwrap(),

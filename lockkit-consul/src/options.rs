@@ -24,7 +24,7 @@ pub(crate) const DEFAULT_TIMEOUTS: Timeouts =
 ///
 /// ```
 /// use std::time::Duration;
-/// use lockkit_consul::ConsulOptions;
+/// use lockkit::consul::ConsulOptions;
 ///
 /// let o = ConsulOptions::from_url("consul://s3cret-token@10.0.0.1:8500?session_ttl_ms=20000&lock_delay_ms=0")?;
 /// assert_eq!(o.base_url(), "http://10.0.0.1:8500");
@@ -32,7 +32,7 @@ pub(crate) const DEFAULT_TIMEOUTS: Timeouts =
 /// assert_eq!(o.lock_delay(), Duration::ZERO);
 /// assert!(o.has_token());
 /// assert!(!format!("{o:?} {o}").contains("s3cret"));
-/// # Ok::<(), lockkit_core::LockError>(())
+/// # Ok::<(), lockkit::LockError>(())
 /// ```
 #[derive(Clone)]
 pub struct ConsulOptions {

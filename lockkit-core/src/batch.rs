@@ -20,7 +20,8 @@ use crate::error::{LockError, Result};
 ///
 /// ```
 /// use std::time::Duration;
-/// use lockkit_core::{LockKey, OwnerId, Renewal, renew_in_batches};
+/// use lockkit::driver::{Renewal, renew_in_batches};
+/// use lockkit::{LockKey, OwnerId};
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {

@@ -201,7 +201,9 @@ pub enum TtlError {
     },
     /// Longer than [`MAX_TTL`].
     #[error(
-        "{} is longer than the maximum of {}; use the watchdog (no fixed lease) for long holds",
+        "{} is longer than the maximum of {}: a lease is how long a crashed holder keeps the \
+         lock, so keep it to seconds or minutes and let the watchdog renew it (`.ttl(d)`) for as \
+         long as you hold the lock",
         human_duration(*.ttl),
         human_duration(MAX_TTL)
     )]
@@ -221,7 +223,7 @@ pub enum TtlError {
 /// ```
 /// let refused = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "connection refused");
 /// let wrapped = std::io::Error::other(refused);
-/// assert_eq!(lockkit_core::error_chain(&wrapped), "connection refused");
+/// assert_eq!(lockkit::driver::error_chain(&wrapped), "connection refused");
 /// ```
 pub fn error_chain(e: &(dyn StdError + 'static)) -> String {
     let mut out = e.to_string();
@@ -246,7 +248,7 @@ pub fn error_chain(e: &(dyn StdError + 'static)) -> String {
 /// unescaped `@` was split in the wrong place (the same rule as [`redact_url`]).
 ///
 /// ```
-/// use lockkit_core::shown_user;
+/// use lockkit::driver::shown_user;
 /// assert_eq!(shown_user("root"), "root");
 /// assert_eq!(shown_user("s3cret@["), "***");
 /// ```
@@ -265,7 +267,7 @@ pub fn shown_user(user: &str) -> &str {
 /// # Examples
 ///
 /// ```
-/// use lockkit_core::redact_url;
+/// use lockkit::redact_url;
 ///
 /// assert_eq!(redact_url("redis://user:hunter2@host:6379/0"), "redis://user:***@host:6379/0");
 /// // Unescaped `@` or `/` in a password: still hidden whole.

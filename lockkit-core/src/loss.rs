@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 /// # Examples
 ///
 /// ```
-/// use lockkit_core::LossSignal;
+/// use lockkit::driver::LossSignal;
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {

@@ -7,8 +7,8 @@
 //! # Examples
 //!
 //! ```
-//! use lockkit_core::LockError;
-//! use lockkit_core::tls::TlsPaths;
+//! use lockkit::LockError;
+//! use lockkit::driver::tls::TlsPaths;
 //!
 //! let bad = |why: &str| LockError::invalid_url("rediss://h:1", why);
 //! let mut paths = TlsPaths::default();

@@ -29,7 +29,7 @@ fn reason(e: LockError) -> String {
 /// # Examples
 ///
 /// ```
-/// use lockkit_etcd::EtcdOptions;
+/// use lockkit::etcd::EtcdOptions;
 ///
 /// let o = EtcdOptions::from_url("etcd://app:s3cret@10.0.0.1:2379,10.0.0.2:2379?prefix=locks")?;
 /// assert_eq!(o.endpoints(), ["http://10.0.0.1:2379", "http://10.0.0.2:2379"]);
@@ -40,7 +40,7 @@ fn reason(e: LockError) -> String {
 /// let err = EtcdOptions::from_url("etcds://app:s3cret@10.0.0.1:2379?tls_ca=/no/such/ca.pem").unwrap_err();
 /// assert!(err.to_string().contains("tls_ca=/no/such/ca.pem"));
 /// assert!(!err.to_string().contains("s3cret"));
-/// # Ok::<(), lockkit_core::LockError>(())
+/// # Ok::<(), lockkit::LockError>(())
 /// ```
 #[derive(Clone)]
 pub struct EtcdOptions {

@@ -75,7 +75,7 @@ pub(crate) const DEFAULT_TIMEOUTS: Timeouts =
 /// # Examples
 ///
 /// ```
-/// use lockkit_redis::RedisOptions;
+/// use lockkit::redis::RedisOptions;
 ///
 /// let single = RedisOptions::from_url("redis://:secret@127.0.0.1:6379/0?prefix=app")?;
 /// assert_eq!(single.prefix(), "app");
@@ -88,7 +88,7 @@ pub(crate) const DEFAULT_TIMEOUTS: Timeouts =
 /// let err = RedisOptions::from_url("rediss://:secret@10.0.0.1:6380?tls_ca=/no/such/ca.pem").unwrap_err();
 /// assert!(err.to_string().contains("tls_ca=/no/such/ca.pem"));
 /// assert!(!err.to_string().contains("secret"));
-/// # Ok::<(), lockkit_core::LockError>(())
+/// # Ok::<(), lockkit::LockError>(())
 /// ```
 #[derive(Clone)]
 pub struct RedisOptions {

@@ -21,7 +21,7 @@ pub(crate) const DEFAULT_TIMEOUTS: Timeouts =
 ///
 /// ```
 /// use std::time::Duration;
-/// use lockkit_zk::ZkOptions;
+/// use lockkit::zk::ZkOptions;
 ///
 /// let o = ZkOptions::from_url("zk://app:s3cret@10.0.0.1:2181,10.0.0.2:2181/prod?session_timeout_ms=4000")?;
 /// assert_eq!(o.hosts(), "10.0.0.1:2181,10.0.0.2:2181");
@@ -29,7 +29,7 @@ pub(crate) const DEFAULT_TIMEOUTS: Timeouts =
 /// assert_eq!(o.session_timeout(), Duration::from_secs(4));
 /// assert_eq!(o.user(), Some("app"));
 /// assert!(!format!("{o:?} {o}").contains("s3cret"));
-/// # Ok::<(), lockkit_core::LockError>(())
+/// # Ok::<(), lockkit::LockError>(())
 /// ```
 #[derive(Clone)]
 pub struct ZkOptions {

@@ -111,10 +111,10 @@ impl LockGuard {
     ///
     /// ```
     /// use std::{sync::Arc, time::Duration};
-    /// use lockkit_core::{Locker, mem::MemDriver};
+    /// use lockkit::{Locker, mem::MemDriver}; // `mem`: the `mem` feature
     ///
     /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), lockkit_core::LockError> {
+    /// # async fn main() -> Result<(), lockkit::LockError> {
     /// let locker = Locker::new(Arc::new(MemDriver::new()));
     /// let guard = locker.lock("job").lease(Duration::from_millis(50)).await?;
     /// // A fixed lease with no extend: the lost signal fires at the deadline.

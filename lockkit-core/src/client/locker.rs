@@ -38,10 +38,10 @@ pub const DEFAULT_WATCHDOG_TTL: Duration = Duration::from_secs(30);
 /// ```
 /// use std::sync::Arc;
 /// use std::time::Duration;
-/// use lockkit_core::{Locker, mem::MemDriver};
+/// use lockkit::{Locker, mem::MemDriver}; // `mem`: the `mem` feature
 ///
 /// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> Result<(), lockkit_core::LockError> {
+/// # async fn main() -> Result<(), lockkit::LockError> {
 /// let locker = Locker::new(Arc::new(MemDriver::new()));
 /// let guard = locker.lock("inventory:sku-42").wait(Duration::from_secs(5)).await?;
 /// println!("holding with fencing token {}", guard.token());
@@ -146,7 +146,7 @@ impl Locker {
     ///
     /// ```no_run
     /// # #[allow(dead_code)]
-    /// # async fn demo(locker: lockkit_core::Locker) -> Result<(), lockkit_core::LockError> {
+    /// # async fn demo(locker: lockkit::Locker) -> Result<(), lockkit::LockError> {
     /// use std::time::Duration;
     /// let a = locker.read_lock("catalog").wait(Duration::from_secs(5)).await?;
     /// let b = locker.read_lock("catalog").wait(Duration::from_secs(5)).await?; // shares

@@ -20,8 +20,8 @@ pub use suggest::did_you_mean;
 /// # Examples
 ///
 /// ```
-/// assert_eq!(lockkit_core::url::percent_decode("p%40ss%3Aw").as_deref(), Some("p@ss:w"));
-/// assert_eq!(lockkit_core::url::percent_decode("100%"), None);
+/// assert_eq!(lockkit::driver::url::percent_decode("p%40ss%3Aw").as_deref(), Some("p@ss:w"));
+/// assert_eq!(lockkit::driver::url::percent_decode("100%"), None);
 /// ```
 pub fn percent_decode(s: &str) -> Option<String> {
     let bytes = s.as_bytes();
@@ -54,7 +54,7 @@ pub fn split_userinfo(authority: &str) -> (Option<&str>, &str) {
 /// # Examples
 ///
 /// ```
-/// use lockkit_core::url::credentials;
+/// use lockkit::driver::url::credentials;
 ///
 /// assert_eq!(credentials("app:p%40ss"), Ok(("app".into(), "p@ss".into())));
 /// assert!(credentials("s3cret").is_err());
@@ -79,7 +79,7 @@ pub fn credentials(userinfo: &str) -> Result<(String, String), &'static str> {
 /// # Examples
 ///
 /// ```
-/// use lockkit_core::url::host_port;
+/// use lockkit::driver::url::host_port;
 ///
 /// assert_eq!(host_port("10.0.0.1:2181", "ZooKeeper listens on 2181"), Ok(2181));
 /// assert!(host_port("10.0.0.1", "ZooKeeper listens on 2181").unwrap_err().contains("2181"));

@@ -14,7 +14,7 @@ use crate::error::{LockError, redact_url};
 /// # Examples
 ///
 /// ```
-/// use lockkit_core::url::ParsedUrl;
+/// use lockkit::driver::url::ParsedUrl;
 ///
 /// let mut url = ParsedUrl::parse("Redis://app:s3cret@10.0.0.1:6379/2?prefix=locks", &["redis", "rediss"],
 ///     "redis://host:port")?;
@@ -29,7 +29,7 @@ use crate::error::{LockError, redact_url};
 /// let err = ParsedUrl::parse("postgres://u:s3cret@h/db", &["redis"], "redis://host:port").unwrap_err();
 /// assert!(err.to_string().contains("redis://host:port"));
 /// assert!(!err.to_string().contains("s3cret"));
-/// # Ok::<(), lockkit_core::LockError>(())
+/// # Ok::<(), lockkit::LockError>(())
 /// ```
 #[derive(Debug)]
 pub struct ParsedUrl<'a> {

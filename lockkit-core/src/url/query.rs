@@ -20,7 +20,7 @@ use crate::error::{LockError, redact_url};
 /// # Examples
 ///
 /// ```
-/// use lockkit_core::url::Query;
+/// use lockkit::driver::url::Query;
 ///
 /// let mut q = Query::parse("redis://h:6379?wake=poll&fence_sed=clock", "wake=poll&fence_sed=clock");
 /// assert_eq!(q.take("wake")?.as_deref(), Some("poll"));
@@ -28,7 +28,7 @@ use crate::error::{LockError, redact_url};
 /// let err = q.finish().unwrap_err().to_string();
 /// assert!(err.contains("unknown option `fence_sed`"), "{err}");
 /// assert!(err.contains("did you mean `fence_seed`"), "{err}");
-/// # Ok::<(), lockkit_core::LockError>(())
+/// # Ok::<(), lockkit::LockError>(())
 /// ```
 #[derive(Debug)]
 pub struct Query {

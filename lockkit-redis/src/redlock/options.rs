@@ -32,7 +32,7 @@ const NO_TLS: &str = "TLS is not supported for Redlock yet (the masters are reac
 ///
 /// ```
 /// use std::time::Duration;
-/// use lockkit_redis::RedlockOptions;
+/// use lockkit::redis::RedlockOptions;
 ///
 /// let a = RedlockOptions::from_url("redlock://:s3cret@10.0.0.1:6379,10.0.0.2:6379,10.0.0.3:6379?drift_ms=5")?;
 /// assert_eq!(a.quorum(), 2);
@@ -42,7 +42,7 @@ const NO_TLS: &str = "TLS is not supported for Redlock yet (the masters are reac
 ///     .prefix("billing")?
 ///     .retry_delay(Duration::from_millis(50));
 /// assert_eq!(b.masters(), 3);
-/// # Ok::<(), lockkit_core::LockError>(())
+/// # Ok::<(), lockkit::LockError>(())
 /// ```
 ///
 /// Redlock needs at least one master, but fewer than three is pointless: with one

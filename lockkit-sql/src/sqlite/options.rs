@@ -16,7 +16,7 @@ pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// # Examples
 ///
 /// ```
-/// use lockkit_sql::sqlite::SqliteOptions;
+/// use lockkit::sqlite::SqliteOptions;
 ///
 /// let opts = SqliteOptions::from_url("sqlite:///tmp/locks.db?table=app_locks").unwrap();
 /// assert_eq!(opts.table_name(), "app_locks");

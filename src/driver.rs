@@ -1,0 +1,57 @@
+//! For driver authors: the contract a backend implements, and the pieces every
+//! driver shares. Applications use [`crate::Locker`] and need none of this.
+//!
+//! A driver implements [`LockDriver`] (acquire with a wait mode, extend, release,
+//! force-release, purge) and exports a [`DriverEntry`] for [`crate::connect`] to find
+//! it by URL scheme. [`url`] parses its URL the way every other driver does,
+//! [`LossSignal`] tells the client a session-bound hold is gone, and
+//! [`renew_in_batches`] renews many holds in few requests. The `lockkit-conformance`
+//! crate proves a driver keeps the contract.
+
+use std::sync::Arc;
+
+pub use lockkit_core::{
+    AcquireRequest, Cancellation, ConnectFuture, DriverEntry, Grant, LockDriver, LossSignal,
+    ReadWriteDriver, Renewal, Wait, async_trait, error_chain, human_duration, renew_in_batches,
+    shown_user, url, url_scheme,
+};
+
+use crate::{LockError, Result};
+
+/// The `tls_ca`, `tls_cert` and `tls_key` URL options of the TLS-capable drivers.
+#[cfg(feature = "_tls")]
+pub use lockkit_core::tls;
+
+/// The drivers compiled into this build, in the order [`connect`] tries them.
+pub const DRIVERS: &[DriverEntry] = &[
+    #[cfg(feature = "mem")]
+    lockkit_core::mem::DRIVER,
+    #[cfg(feature = "sqlite")]
+    lockkit_sql::sqlite::DRIVER,
+    #[cfg(feature = "postgres")]
+    lockkit_sql::postgres::DRIVER,
+    #[cfg(feature = "mysql")]
+    lockkit_sql::mysql::DRIVER,
+    #[cfg(feature = "redis")]
+    lockkit_redis::DRIVER,
+    #[cfg(feature = "etcd")]
+    lockkit_etcd::DRIVER,
+    #[cfg(feature = "zk")]
+    lockkit_zk::DRIVER,
+    #[cfg(feature = "consul")]
+    lockkit_consul::DRIVER,
+];
+
+/// Connects to the backend named by `url` and returns the bare driver: for the
+/// conformance suite, or to build a [`crate::Locker`] with other settings
+/// ([`crate::Locker::with_default_ttl`]).
+///
+/// # Errors
+///
+/// As [`crate::connect`].
+pub async fn connect(url: &str) -> Result<Arc<dyn LockDriver>> {
+    if let Some(driver) = DRIVERS.iter().find(|d| d.accepts(url)) {
+        return (driver.connect)(url).await;
+    }
+    Err(LockError::invalid_url(url, crate::no_driver(url)))
+}
