@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
+use lockkit::fence::{FencedUpdate, Placeholders};
 use lockkit::{LockError, Locker};
 use serde::Serialize;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
@@ -102,7 +103,7 @@ fn bar(label: &'static str, len: u64, hidden: bool) -> ProgressBar {
     let bar = if hidden {
         ProgressBar::hidden()
     } else {
-        ProgressBar::new(len)
+        crate::progress::add(ProgressBar::new(len))
     };
     bar.set_style(
         ProgressStyle::with_template("{prefix:>14} {bar:30} {pos}/{len} sold {msg}")
@@ -151,16 +152,21 @@ async fn with_lockkit(pool: &SqlitePool, url: &str, a: &Args) -> Result<Phase, L
     let rejected = Arc::new(AtomicU64::new(0));
     let progress = bar("with lockkit", a.stock, a.json);
     let started = Instant::now();
+    let fenced: Arc<str> = FencedUpdate::new("inventory", "sku")
+        .set("stock")
+        .sql(Placeholders::QuestionNumbered)?
+        .into();
     let mut tasks = Vec::new();
     for worker in 0..a.workers {
         // Each worker is its own "service instance" with its own connection.
         let locker: Locker = lockkit::connect(url).await?;
-        let (pool, sold, rejected, progress, stall_pending) = (
+        let (pool, sold, rejected, progress, stall_pending, fenced) = (
             pool.clone(),
             sold.clone(),
             rejected.clone(),
             progress.clone(),
             stall_pending.clone(),
+            fenced.clone(),
         );
         tasks.push(tokio::spawn(async move {
             loop {
@@ -187,9 +193,12 @@ async fn with_lockkit(pool: &SqlitePool, url: &str, a: &Args) -> Result<Phase, L
                 } else {
                     tokio::time::sleep(Duration::from_millis(2)).await;
                 }
-                let written = sqlx::query(lockkit::fence::SQL_FENCED_UPDATE)
+                let token = i64::try_from(guard.token()).map_err(|e| {
+                    LockError::Config(format!("a token does not fit a BIGINT: {e}"))
+                })?;
+                let written = sqlx::query(sqlx::AssertSqlSafe(fenced.to_string()))
                     .bind(stock - 1)
-                    .bind(guard.token().get() as i64)
+                    .bind(token)
                     .bind(SKU)
                     .execute(&pool)
                     .await

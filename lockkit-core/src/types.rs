@@ -28,7 +28,7 @@ pub const MAX_TTL: Duration = Duration::from_secs(30 * 24 * 3600);
 /// # Examples
 ///
 /// ```
-/// use lockkit_core::LockKey;
+/// use lockkit::LockKey;
 ///
 /// let key = LockKey::new("inventory:sku-42").unwrap();
 /// assert_eq!(key.as_str(), "inventory:sku-42");
@@ -76,11 +76,11 @@ impl LockKey {
     /// # Examples
     ///
     /// ```
-    /// use lockkit_core::LockKey;
+    /// use lockkit::LockKey;
     ///
     /// assert_eq!(LockKey::new("inventory/sku 42")?.to_segment(), "inventory%2Fsku%2042");
     /// assert_eq!(LockKey::new("..")?.to_segment(), "..%00");
-    /// # Ok::<(), lockkit_core::LockError>(())
+    /// # Ok::<(), lockkit::LockError>(())
     /// ```
     pub fn to_segment(&self) -> String {
         let mut out = String::with_capacity(self.0.len());
@@ -140,7 +140,7 @@ impl TryFrom<String> for LockKey {
 /// # Examples
 ///
 /// ```
-/// use lockkit_core::OwnerId;
+/// use lockkit::OwnerId;
 ///
 /// let a = OwnerId::new();
 /// let b = OwnerId::new().with_label("web-1/4242/checkout");
@@ -259,6 +259,30 @@ impl FencingToken {
     /// The token as a number.
     pub fn get(self) -> u64 {
         self.0
+    }
+}
+
+impl From<FencingToken> for u64 {
+    fn from(token: FencingToken) -> Self {
+        token.0
+    }
+}
+
+/// The `BIGINT` a SQL driver binds: every backend's tokens fit (etcd and ZooKeeper
+/// count in `i64`, Redis's clock seed stays under 2^52), but the conversion is
+/// checked all the same.
+///
+/// ```
+/// use lockkit::FencingToken;
+///
+/// assert_eq!(i64::try_from(FencingToken(42)), Ok(42));
+/// assert!(i64::try_from(FencingToken(u64::MAX)).is_err());
+/// ```
+impl TryFrom<FencingToken> for i64 {
+    type Error = std::num::TryFromIntError;
+
+    fn try_from(token: FencingToken) -> Result<Self, Self::Error> {
+        i64::try_from(token.0)
     }
 }
 

@@ -6,20 +6,19 @@
 //! it has seen, and records that token — atomically, in the same step as the write.
 //!
 //! For a SQL resource, keep the highest token in a column and make it part of the
-//! `WHERE` clause ([`SQL_FENCED_UPDATE`]); zero rows affected means "stale, rejected".
-//! For an in-process resource, use [`FencedCell`].
+//! `WHERE` clause ([`FencedUpdate`] writes that statement for any table); zero rows
+//! affected means "stale, rejected". For an in-process resource, use [`FencedCell`].
+//! Bind a token as the `BIGINT` SQL drivers take with `i64::try_from(token)`
+//! ([`crate::FencingToken`] converts, checked).
 
 use std::fmt;
 use std::sync::Mutex;
 
 use crate::types::FencingToken;
 
-/// A fenced update for a SQL table with a `fence` column (`BIGINT NOT NULL DEFAULT 0`).
-///
-/// Bind `?1` to the new stock, `?2` to the fencing token and `?3` to the row id. If
-/// no row is updated, a newer holder has written: discard the work.
-pub const SQL_FENCED_UPDATE: &str =
-    "UPDATE inventory SET stock = ?1, fence = ?2 WHERE sku = ?3 AND fence <= ?2";
+mod sql;
+
+pub use sql::{FencedUpdate, Placeholders};
 
 /// A write was refused because a newer holder has already written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -36,7 +35,7 @@ pub struct StaleToken {
 /// # Examples
 ///
 /// ```
-/// use lockkit_core::{FencingToken, fence::FencedCell};
+/// use lockkit::{FencingToken, fence::FencedCell};
 ///
 /// let stock = FencedCell::new(10u32);
 /// stock.write(FencingToken(5), |s| *s -= 1).unwrap();
