@@ -12,12 +12,18 @@ mod probe;
 mod progress;
 mod report_html;
 mod run;
+mod scratch;
 mod url_arg;
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use lockkit::LockError;
+
+/// What is logged unless `LOCKKIT_LOG` says otherwise: warnings, but not the
+/// watchdog's "lock lost", which every verb reports itself (`run` stops its command
+/// and says why; `check` expects losses).
+const DEFAULT_LOG: &str = "warn,lockkit_core::client::watchdog=error";
 
 /// Distributed locks with one contract: try backends from the shell.
 #[derive(Debug, Parser)]
@@ -53,9 +59,10 @@ fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("LOCKKIT_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_LOG)),
         )
-        .with_writer(std::io::stderr)
+        .with_ansi(progress::log_colour())
+        .with_writer(progress::LogWriter::default)
         .init();
     let cli = Cli::parse();
     if let Command::Exec(args) = cli.command {

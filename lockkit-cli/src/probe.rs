@@ -159,8 +159,10 @@ pub(crate) async fn stalled_holder(
         // least two thirds of it were left. Half is the bound, for clock slack.
         if freed_after < lease / 2 {
             return Err(format!(
-                "the waiter got the lock {freed_after:?} after the holder stalled, before \
-                 the holder's lease ({lease:?}, renewed every third) could have run out"
+                "the waiter got the lock {} after the holder stalled, before \
+                 the holder's lease ({}, renewed every third) could have run out",
+                lockkit::driver::human_duration(freed_after),
+                lockkit::driver::human_duration(lease)
             ));
         }
         if guard_token_not_greater(holder_token, report.waiter_token) {

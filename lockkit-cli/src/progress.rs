@@ -1,6 +1,17 @@
-//! Progress bars on stderr, hidden when the output is JSON.
+//! Progress bars on stderr, hidden when the output is JSON, and the log writer
+//! that prints above them instead of through them.
 
-use indicatif::{ProgressBar, ProgressStyle};
+use std::io::{IsTerminal, Write};
+use std::sync::OnceLock;
+
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+/// Every bar of this process draws through one `MultiProgress`, so that a log line
+/// can lift them out of the way ([`LogWriter`]).
+fn multi() -> &'static MultiProgress {
+    static MULTI: OnceLock<MultiProgress> = OnceLock::new();
+    MULTI.get_or_init(|| MultiProgress::with_draw_target(ProgressDrawTarget::stderr()))
+}
 
 /// Makes progress bars, or hidden ones.
 #[derive(Debug, Clone, Copy)]
@@ -25,6 +36,45 @@ impl Bars {
                 .unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
         bar.set_prefix(label.into());
-        bar
+        add(bar)
     }
+}
+
+/// Draws `bar` with the others (see [`LogWriter`]).
+pub(crate) fn add(bar: ProgressBar) -> ProgressBar {
+    multi().add(bar)
+}
+
+/// Where log lines go: stderr, with the progress bars lifted out of the way while
+/// a line is written, so lines never tear through a bar.
+#[derive(Debug, Default)]
+pub(crate) struct LogWriter {
+    line: Vec<u8>,
+}
+
+impl Write for LogWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.line.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if self.line.is_empty() {
+            return Ok(());
+        }
+        let line = std::mem::take(&mut self.line);
+        multi().suspend(|| std::io::stderr().lock().write_all(&line))
+    }
+}
+
+impl Drop for LogWriter {
+    fn drop(&mut self) {
+        let _ = self.flush();
+    }
+}
+
+/// Whether log lines may carry colour: only on a terminal, never into a file or
+/// a pipe.
+pub(crate) fn log_colour() -> bool {
+    std::io::stderr().is_terminal()
 }

@@ -109,7 +109,10 @@ pub(crate) async fn try_lock_fails_fast_when_held(ctx: &Ctx) -> CaseResult {
     let limit = tolerance(Duration::from_millis(200), reference);
     ensure!(
         took <= limit,
-        "try_lock took {took:?} to fail (limit {limit:?}, reference round trip {reference:?})"
+        "try_lock took {} to fail (limit {}, reference round trip {})",
+        lockkit_core::human_duration(took),
+        lockkit_core::human_duration(limit),
+        lockkit_core::human_duration(reference)
     );
     ga.release().await?;
     Ok(())
@@ -133,10 +136,17 @@ pub(crate) async fn acquire_times_out(ctx: &Ctx) -> CaseResult {
     }
     ensure!(
         took >= wait,
-        "gave up after {took:?}, before the wait of {wait:?}"
+        "gave up after {}, before the wait of {}",
+        lockkit_core::human_duration(took),
+        lockkit_core::human_duration(wait)
     );
     let limit = wait + tolerance(Duration::from_millis(300), reference);
-    ensure!(took <= limit, "gave up after {took:?}; limit {limit:?}");
+    ensure!(
+        took <= limit,
+        "gave up after {}; limit {}",
+        lockkit_core::human_duration(took),
+        lockkit_core::human_duration(limit)
+    );
     ga.release().await?;
     Ok(())
 }

@@ -28,12 +28,16 @@ pub(crate) async fn expired_lease_is_reacquirable(ctx: &Ctx) -> CaseResult {
     let after = requested.elapsed();
     ensure!(
         after >= ttl,
-        "re-acquired {after:?} after the first request, before its TTL of {ttl:?}"
+        "re-acquired {} after the first request, before its TTL of {}",
+        lockkit_core::human_duration(after),
+        lockkit_core::human_duration(ttl)
     );
     let limit = ttl + tolerance(Duration::from_millis(700), reference);
     ensure!(
         after <= limit,
-        "re-acquired only {after:?} after the first request (limit {limit:?})"
+        "re-acquired only {} after the first request (limit {})",
+        lockkit_core::human_duration(after),
+        lockkit_core::human_duration(limit)
     );
     ensure!(
         gb.token() > ga.token(),

@@ -65,7 +65,8 @@ pub(crate) async fn fifo_order(ctx: &Ctx) -> CaseResult {
     let order: Vec<usize> = served.iter().map(|(i, _)| *i).collect();
     ensure!(
         order == (0..WAITERS).collect::<Vec<_>>(),
-        "waiters were served in the order {order:?}, not in the order they queued (gap {gap:?})"
+        "waiters were served in the order {order:?}, not in the order they queued (gap {})",
+        lockkit_core::human_duration(gap)
     );
     ensure!(
         served.windows(2).all(|w| w[0].1 < w[1].1),

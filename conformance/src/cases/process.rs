@@ -51,7 +51,10 @@ pub(crate) async fn abandoned_by_killed_process_is_freed_after_ttl(ctx: &Ctx) ->
     let limit = granted + tolerance(Duration::from_millis(700), reference);
     ensure!(
         after <= limit,
-        "freed {after:?} after the kill; limit {limit:?} (the backend's lease: {granted:?})"
+        "freed {} after the kill; limit {} (the backend's lease: {})",
+        lockkit_core::human_duration(after),
+        lockkit_core::human_duration(limit),
+        lockkit_core::human_duration(granted)
     );
     ensure!(
         g.token().get() > child_token,

@@ -68,7 +68,9 @@ pub(crate) async fn lost_signal_fires_when_hold_disappears(ctx: &Ctx) -> CaseRes
     let after = vanished.elapsed();
     ensure!(
         after <= ttl,
-        "lost() fired {after:?} after the hold vanished; limit one TTL ({ttl:?})"
+        "lost() fired {} after the hold vanished; limit one TTL ({})",
+        lockkit_core::human_duration(after),
+        lockkit_core::human_duration(ttl)
     );
     ensure!(
         reason != LostReason::Expired,
