@@ -44,6 +44,8 @@ pub(crate) struct Args {
 /// Everything `compare` found on one backend.
 #[derive(Debug, Serialize)]
 pub(crate) struct BackendReport {
+    /// The column label: the driver, numbered if two backends share it.
+    pub(crate) label: String,
     /// The URL, without credentials.
     pub(crate) url: String,
     /// The driver's name, once connected.
@@ -56,8 +58,8 @@ pub(crate) struct BackendReport {
 }
 
 impl BackendReport {
-    /// The column name: the driver, or the URL's scheme before it connected.
-    pub(crate) fn name(&self) -> &str {
+    /// The driver, or the URL's scheme before it connected.
+    fn name(&self) -> &str {
         self.driver
             .as_deref()
             .unwrap_or_else(|| self.url.split(':').next().unwrap_or(&self.url))
@@ -98,6 +100,7 @@ pub(crate) struct CompareReport {
 /// Runs everything on one backend; stops at the first error (recorded, not returned).
 async fn backend(url: &str, args: &Args, bars: Bars) -> BackendReport {
     let mut report = BackendReport {
+        label: String::new(),
         url: redact_url(url),
         driver: None,
         error: None,
@@ -264,7 +267,7 @@ fn print_table(report: &CompareReport) {
         .map(|(l, _)| l.chars().count())
         .max()
         .unwrap_or(0);
-    let names: Vec<&str> = report.backends.iter().map(BackendReport::name).collect();
+    let names: Vec<&str> = report.backends.iter().map(|b| b.label.as_str()).collect();
     // Each column is as wide as its widest cell, the url row excepted (it is
     // printed last, one per line, so the table stays narrow).
     let widths: Vec<usize> = (0..names.len())
@@ -290,7 +293,7 @@ fn print_table(report: &CompareReport) {
         println!();
     }
     for b in &report.backends {
-        println!("{}: {}", b.name(), b.url);
+        println!("{}: {}", b.label, b.url);
         if let Some(e) = &b.error {
             println!("  error: {e}");
         }
@@ -307,13 +310,69 @@ fn print_table(report: &CompareReport) {
     }
 }
 
-fn write_file(path: &PathBuf, contents: &str) -> Result<(), LockError> {
-    std::fs::write(path, contents).map_err(|e| {
+fn write_file(
+    mut file: std::fs::File,
+    path: &std::path::Path,
+    contents: &str,
+) -> Result<(), LockError> {
+    use std::io::Write;
+    file.write_all(contents.as_bytes())
+        .map_err(|e| LockError::Config(format!("cannot write {}: {e}", path.display())))
+}
+
+/// The probes' lease must leave room for the stalled-holder probe to tell a grant
+/// before the lease from one after it, and not make the run crawl.
+const PROBE_LEASE: std::ops::RangeInclusive<Duration> =
+    Duration::from_millis(100)..=Duration::from_secs(60);
+
+/// Everything that can be checked before the first backend runs: the lease, the
+/// output files (created now, so a bad path costs nothing), and each URL (an
+/// invalid one ends the run; an unreachable one is reported in its column).
+fn preflight(args: &Args) -> Result<(std::fs::File, std::fs::File), LockError> {
+    if !PROBE_LEASE.contains(&args.lease) {
+        return Err(LockError::Config(format!(
+            "--lease {} is out of range: the probes' holder needs a lease from {} to {}",
+            lockkit::driver::human_duration(args.lease),
+            lockkit::driver::human_duration(*PROBE_LEASE.start()),
+            lockkit::driver::human_duration(*PROBE_LEASE.end()),
+        )));
+    }
+    if args.html == args.json {
+        return Err(LockError::Config(format!(
+            "--html and --json are both {}: give them different paths",
+            args.html.display()
+        )));
+    }
+    Ok((
+        open_output(&args.html, "--html")?,
+        open_output(&args.json, "--json")?,
+    ))
+}
+
+/// Creates `path` for a report now, so that a path that cannot be written is
+/// reported before anything runs.
+fn open_output(path: &std::path::Path, option: &str) -> Result<std::fs::File, LockError> {
+    std::fs::File::create(path).map_err(|e| {
         LockError::Config(format!(
-            "cannot write {}: {e}; choose another path with --html or --json",
+            "cannot write {}: {e}; choose another path with {option}",
             path.display()
         ))
     })
+}
+
+/// Column labels: the driver's name, numbered when two backends share one (the
+/// same URL given twice, or two Redis servers).
+fn label_apart(backends: &mut [BackendReport]) {
+    let names: Vec<String> = backends.iter().map(|b| b.name().to_owned()).collect();
+    for (i, b) in backends.iter_mut().enumerate() {
+        let same = names.iter().filter(|n| **n == names[i]).count();
+        b.label = if same > 1 {
+            let nth = names[..=i].iter().filter(|n| **n == names[i]).count();
+            format!("{}#{nth}", names[i])
+        } else {
+            names[i].clone()
+        };
+    }
 }
 
 pub(crate) async fn run(args: Args) -> Result<ExitCode, LockError> {
@@ -321,12 +380,21 @@ pub(crate) async fn run(args: Args) -> Result<ExitCode, LockError> {
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     let urls = args.urls.get()?;
+    let (html_file, json_file) = preflight(&args)?;
+    for url in &urls {
+        if let Err(e @ (LockError::InvalidUrl { .. } | LockError::Config(_))) =
+            lockkit::driver::connect(url).await
+        {
+            return Err(e);
+        }
+    }
     let bars = Bars::new(false);
     let mut backends = Vec::new();
     for url in &urls {
         eprintln!("{}", redact_url(url));
         backends.push(backend(url, &args, bars).await);
     }
+    label_apart(&mut backends);
     let report = CompareReport {
         lockkit_version: env!("CARGO_PKG_VERSION"),
         started_unix_s,
@@ -342,8 +410,8 @@ pub(crate) async fn run(args: Args) -> Result<ExitCode, LockError> {
     print_table(&report);
     let json = serde_json::to_string_pretty(&report)
         .map_err(|e| LockError::Config(format!("cannot encode the report as JSON: {e}")))?;
-    write_file(&args.json, &json)?;
-    write_file(&args.html, &crate::report_html::render(&report))?;
+    write_file(json_file, &args.json, &json)?;
+    write_file(html_file, &args.html, &crate::report_html::render(&report))?;
     println!(
         "report: {} (HTML), {} (JSON)",
         args.html.display(),

@@ -153,12 +153,16 @@ fn count_label(v: f64) -> String {
 }
 
 /// A latency distribution per backend: x = latency (log), y = percentile.
-/// `series(b)` gives the solid line (lockkit) and an optional dashed one (floor).
+/// `series(b)` gives the solid line (lockkit) and an optional dashed one (the
+/// floor's distribution), and `reference(b)` an optional dashed vertical line (a
+/// single floor figure, in µs); `caption` says which is which.
 fn cdf_plot(
     out: &mut String,
     title: &str,
+    caption: &str,
     backends: &[BackendReport],
     series: impl Fn(&BackendReport) -> (Option<&Latency>, Option<&Latency>),
+    reference: impl Fn(&BackendReport) -> Option<u64>,
 ) {
     let all: Vec<(usize, &Latency, bool)> = backends
         .iter()
@@ -173,9 +177,15 @@ fn cdf_plot(
         let _ = write!(out, "<p>No data for {}.</p>", esc(title));
         return;
     }
+    let references: Vec<(usize, f64)> = backends
+        .iter()
+        .enumerate()
+        .filter_map(|(i, b)| reference(b).map(|us| (i, us.max(1) as f64)))
+        .collect();
     let values = all
         .iter()
-        .flat_map(|(_, l, _)| l.cdf.iter().map(|p| p.1 as f64));
+        .flat_map(|(_, l, _)| l.cdf.iter().map(|p| p.1 as f64))
+        .chain(references.iter().map(|(_, v)| *v));
     let (lo, hi) = values.fold((f64::MAX, 1.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
     let f = Frame::new(760.0, 340.0, 56.0);
     let x = LogAxis::new(lo, hi, f.inner_width());
@@ -195,10 +205,21 @@ fn cdf_plot(
     }
     let _ = write!(
         out,
-        r##"<text x="{}" y="{}" font-size="12" text-anchor="middle" fill="#444">latency (log scale); solid: lockkit, dashed: raw floor</text>"##,
+        r##"<text x="{}" y="{}" font-size="12" text-anchor="middle" fill="#444">latency (log scale); {}</text>"##,
         f.left + f.inner_width() / 2.0,
-        f.height - 6.0
+        f.height - 6.0,
+        esc(caption)
     );
+    for (i, v) in references {
+        let px = f.left + x.at(v);
+        let _ = write!(
+            out,
+            r#"<line x1="{px:.1}" y1="{:.1}" x2="{px:.1}" y2="{:.1}" stroke="{}" stroke-width="1.5" stroke-dasharray="6 4"/>"#,
+            f.top,
+            f.top + f.inner_height(),
+            color(i)
+        );
+    }
     for (i, l, dashed) in all {
         let points: Vec<String> = l
             .cdf
@@ -267,7 +288,7 @@ fn legend(out: &mut String, backends: &[BackendReport]) {
             out,
             r#"<li><span class="swatch" style="background:{}"></span><b>{}</b>: {}</li>"#,
             color(i),
-            esc(b.name()),
+            esc(&b.label),
             esc(&b.url)
         );
     }
@@ -277,7 +298,7 @@ fn legend(out: &mut String, backends: &[BackendReport]) {
 fn summary_table(out: &mut String, report: &CompareReport) {
     out.push_str("<table><tr><th></th>");
     for b in &report.backends {
-        let _ = write!(out, "<th>{}</th>", esc(b.name()));
+        let _ = write!(out, "<th>{}</th>", esc(&b.label));
     }
     out.push_str("</tr>");
     // URLs are long: they are listed under the legend instead.
@@ -303,7 +324,7 @@ fn cases_table(out: &mut String, backends: &[BackendReport]) {
     };
     out.push_str("<table><tr><th>case</th>");
     for b in backends {
-        let _ = write!(out, "<th>{}</th>", esc(b.name()));
+        let _ = write!(out, "<th>{}</th>", esc(&b.label));
     }
     out.push_str("</tr>");
     for case in &first.cases {
@@ -336,7 +357,7 @@ fn reasons(out: &mut String, backends: &[BackendReport]) {
             let _ = write!(
                 items,
                 "<li><b>{}</b>: error: {}</li>",
-                esc(b.name()),
+                esc(&b.label),
                 esc(e)
             );
         }
@@ -345,7 +366,7 @@ fn reasons(out: &mut String, backends: &[BackendReport]) {
                 let _ = write!(
                     items,
                     "<li><b>{}</b> {} failed: {}</li>",
-                    esc(b.name()),
+                    esc(&b.label),
                     esc(case.name),
                     esc(r)
                 );
@@ -360,7 +381,7 @@ fn reasons(out: &mut String, backends: &[BackendReport]) {
             let _ = write!(
                 items,
                 "<li><b>{}</b> probe {} {verb}: {}</li>",
-                esc(b.name()),
+                esc(&b.label),
                 esc(p.name),
                 esc(reason)
             );
@@ -417,16 +438,33 @@ pub(crate) fn render(report: &CompareReport) -> String {
     summary_table(&mut out, report);
 
     out.push_str("<h2>Uncontended lock+release latency</h2>");
-    cdf_plot(&mut out, "uncontended lock+release latency", b, |r| {
-        (
-            r.bench.as_ref().map(|x| &x.lockkit),
-            r.bench.as_ref().and_then(|x| x.floor.as_ref()),
-        )
-    });
+    cdf_plot(
+        &mut out,
+        "uncontended lock+release latency",
+        "solid: lockkit, dashed: raw floor",
+        b,
+        |r| {
+            (
+                r.bench.as_ref().map(|x| &x.lockkit),
+                r.bench.as_ref().and_then(|x| x.floor.as_ref()),
+            )
+        },
+        |_| None,
+    );
     out.push_str("<h2>Hand-off latency (release → grant to a waiter on another connection)</h2>");
-    cdf_plot(&mut out, "hand-off latency", b, |r| {
-        (r.bench.as_ref().and_then(|x| x.handoff.as_ref()), None)
-    });
+    cdf_plot(
+        &mut out,
+        "hand-off latency",
+        "solid: lockkit; dashed line: the raw floor's uncontended lock+release p50 (a floor client never waits)",
+        b,
+        |r| (r.bench.as_ref().and_then(|x| x.handoff.as_ref()), None),
+        |r| {
+            r.bench
+                .as_ref()
+                .and_then(|x| x.floor.as_ref())
+                .map(|f| f.p50_us)
+        },
+    );
 
     out.push_str("<h2>Throughput</h2><p>Solid: lockkit; faded: raw floor (clients spin on the raw commands).</p>");
     let mut bars = Vec::new();
@@ -438,14 +476,14 @@ pub(crate) fn render(report: &CompareReport) -> String {
         ] {
             if let Some(c) = c {
                 bars.push((
-                    format!("{} {what}", r.name()),
+                    format!("{} {what}", r.label),
                     i,
                     c.lockkit.grants_per_second,
                     false,
                 ));
                 if let Some(f) = &c.floor {
                     bars.push((
-                        format!("{} {what} floor", r.name()),
+                        format!("{} {what} floor", r.label),
                         i,
                         f.grants_per_second,
                         true,
@@ -472,7 +510,7 @@ pub(crate) fn render(report: &CompareReport) -> String {
                     "killed"
                 };
                 probes.push((
-                    format!("{} {what}", r.name()),
+                    format!("{} {what}", r.label),
                     i,
                     ms.max(1) as f64,
                     p.name != "stalled_holder",

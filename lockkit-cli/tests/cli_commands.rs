@@ -336,3 +336,87 @@ fn every_verb_takes_the_url_positionally_or_as_an_option() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("two different URLs"), "{err}");
 }
+
+/// `compare` checks its arguments and output paths before it runs anything: a bad
+/// lease or an unwritable path costs nothing but the error.
+#[test]
+fn compare_refuses_bad_arguments_and_paths_before_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("r.html").display().to_string();
+    let json = dir.path().join("r.json").display().to_string();
+    for (args, needle) in [
+        (vec!["--lease", "0"], "--lease"),
+        (vec!["--lease", "5ms"], "--lease"),
+        (vec!["--html", "/no/such/dir/r.html"], "/no/such/dir/r.html"),
+        (vec!["--json", "/no/such/dir/r.json"], "/no/such/dir/r.json"),
+        (vec!["--json", html.as_str()], "different paths"),
+    ] {
+        let started = std::time::Instant::now();
+        let mut all = vec!["compare", "mem://"];
+        if !args.contains(&"--html") {
+            all.extend(["--html", html.as_str()]);
+        }
+        if !args.contains(&"--json") {
+            all.extend(["--json", json.as_str()]);
+        }
+        all.extend(args.iter().copied());
+        let (code, _, err) = lockkit(&all);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(5),
+            "{args:?} took {:?}: it ran before refusing",
+            started.elapsed()
+        );
+    }
+    let (code, _, err) = lockkit(&["compare", "nosuch://x", "--html", &html, "--json", &json]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("unknown scheme"), "{err}");
+}
+
+/// The same backend given twice gets two columns told apart, and the hand-off plot
+/// draws the floor reference its caption names.
+#[test]
+fn compare_labels_the_same_url_twice_apart_and_draws_the_floor_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("r.html");
+    let json = dir.path().join("r.json");
+    let sqlite = format!("sqlite://{}", dir.path().join("c.db").display());
+    let (code, out, err) = lockkit(&[
+        "compare",
+        &sqlite,
+        &sqlite,
+        "--no-check",
+        "--iterations",
+        "20",
+        "--handoffs",
+        "3",
+        "--waiters",
+        "0",
+        "--duration",
+        "0s",
+        "--lease",
+        "300ms",
+        "--html",
+        &html.display().to_string(),
+        "--json",
+        &json.display().to_string(),
+    ]);
+    assert_eq!(code, 0, "{err}\n{out}");
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let labels: Vec<&str> = report["backends"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(labels, ["sqlite#1", "sqlite#2"]);
+    let page = std::fs::read_to_string(&html).unwrap();
+    let handoff = &page[page.find("Hand-off latency").unwrap()..page.find("Throughput").unwrap()];
+    assert!(handoff.contains("raw floor"), "caption");
+    assert_eq!(
+        handoff.matches("stroke-dasharray").count(),
+        2,
+        "one dashed floor line per backend"
+    );
+}
