@@ -131,6 +131,11 @@ fn a_lost_lock_signals_the_command_and_exits_3() {
         "the command did not get USR1: {out}\n{err}"
     );
     assert!(err.contains("lost"), "{err}");
+    assert_eq!(
+        err.lines().filter(|l| l.contains(" lost")).count(),
+        1,
+        "the loss is said more than once:\n{err}"
+    );
 }
 
 /// Processes starting at once on a new SQLite file race to switch it to WAL and

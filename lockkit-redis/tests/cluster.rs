@@ -4,6 +4,8 @@
 
 #![allow(clippy::unwrap_used, clippy::panic)] // Tests fail by panicking.
 
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,7 +24,7 @@ async fn driver(url: &str) -> Arc<RedisDriver> {
 async fn node(port: u16) -> redis::aio::MultiplexedConnection {
     redis::Client::open(format!("redis://127.0.0.1:{port}"))
         .unwrap()
-        .get_multiplexed_async_connection()
+        .get_multiplexed_async_connection_with_config(&common::admin_config())
         .await
         .unwrap()
 }

@@ -4,6 +4,8 @@
 
 #![allow(clippy::unwrap_used, clippy::panic)] // Tests fail by panicking.
 
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -27,7 +29,7 @@ async fn admin(masters: &RedisMasters) -> Vec<redis::aio::MultiplexedConnection>
     let mut conns = Vec::new();
     for node in &masters.nodes {
         let client = redis::Client::open(node.url()).unwrap();
-        conns.push(client.get_multiplexed_async_connection().await.unwrap());
+        conns.push(common::admin(&client).await);
     }
     conns
 }

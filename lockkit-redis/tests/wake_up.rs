@@ -30,7 +30,7 @@ async fn driver(url: &str) -> Arc<RedisDriver> {
 async fn admin(url: &str) -> redis::aio::MultiplexedConnection {
     redis::Client::open(url)
         .unwrap()
-        .get_multiplexed_async_connection()
+        .get_multiplexed_async_connection_with_config(&common::admin_config())
         .await
         .unwrap()
 }

@@ -15,3 +15,20 @@ pub(crate) async fn script_calls(conn: &mut redis::aio::MultiplexedConnection) -
         .and_then(|v| v.split(',').next()?.parse().ok())
         .unwrap_or(0)
 }
+
+/// A connection for a test's own commands (setup, counters, faults), with a
+/// 10 s reply timeout: the client's default of 500 ms fails a test on a machine
+/// busy running the rest of the suite.
+pub(crate) async fn admin(client: &redis::Client) -> redis::aio::MultiplexedConnection {
+    client
+        .get_multiplexed_async_connection_with_config(&admin_config())
+        .await
+        .unwrap()
+}
+
+/// The configuration of [`admin`] connections.
+pub(crate) fn admin_config() -> redis::AsyncConnectionConfig {
+    redis::AsyncConnectionConfig::new()
+        .set_response_timeout(Some(std::time::Duration::from_secs(10)))
+        .set_connection_timeout(Some(std::time::Duration::from_secs(10)))
+}
