@@ -150,6 +150,25 @@ const FLOOR_TABLE_PG: &str = "CREATE TABLE IF NOT EXISTS lockkit_bench_floor (na
 const FLOOR_TABLE_MY: &str = "CREATE TABLE IF NOT EXISTS lockkit_bench_floor (name VARCHAR(64) PRIMARY KEY, owner CHAR(32), fence BIGINT NOT NULL, expires_at DATETIME(6) NOT NULL) ENGINE=InnoDB";
 const FLOOR_TABLE_SQLITE: &str = "CREATE TABLE IF NOT EXISTS lockkit_bench_floor (name TEXT PRIMARY KEY NOT NULL, owner TEXT, fence INTEGER NOT NULL, expires_at INTEGER NOT NULL) WITHOUT ROWID";
 
+/// Deletes the SQL floor's rows (all its keys are under `lockkit-bench/`) and drops
+/// its table once empty; the statements are the same on every database.
+macro_rules! clean_floor_table {
+    ($pool:expr) => {{
+        let pool = $pool;
+        let _ = sqlx::query("DELETE FROM lockkit_bench_floor WHERE name LIKE 'lockkit-bench/%'")
+            .execute(pool)
+            .await;
+        let left: Result<i64, _> = sqlx::query_scalar("SELECT COUNT(*) FROM lockkit_bench_floor")
+            .fetch_one(pool)
+            .await;
+        if matches!(left, Ok(0)) {
+            let _ = sqlx::query("DROP TABLE IF EXISTS lockkit_bench_floor")
+                .execute(pool)
+                .await;
+        }
+    }};
+}
+
 impl Floor {
     /// A floor client for `url`, with a description of what it sends; `None` when
     /// there is no floor for that backend.
@@ -287,61 +306,15 @@ impl Floor {
         }
     }
 
-    /// Removes every trace of the floor's `keys`: SQL rows (and the floor table once
-    /// it is empty), ZooKeeper parent nodes (and the floor's root once empty),
+    /// Removes every trace of the floor's `keys`: SQL rows (all of `lockkit-bench/`,
+    /// and the floor table once it is empty), ZooKeeper parent nodes (and the floor's root once empty),
     /// Consul's released keys, and any Redis or etcd key a failed run left. Best
     /// effort.
     pub(crate) async fn clean_up(&self, keys: &[String]) {
         match self {
-            Floor::Sqlite(pool) => {
-                for key in keys {
-                    let _ = sqlx::query("DELETE FROM lockkit_bench_floor WHERE name = ?1")
-                        .bind(key)
-                        .execute(pool)
-                        .await;
-                }
-                let left: Result<i64, _> =
-                    sqlx::query_scalar("SELECT COUNT(*) FROM lockkit_bench_floor")
-                        .fetch_one(pool)
-                        .await;
-                if matches!(left, Ok(0)) {
-                    let _ = sqlx::query("DROP TABLE IF EXISTS lockkit_bench_floor")
-                        .execute(pool)
-                        .await;
-                }
-            }
-            Floor::Postgres(pool) => {
-                let _ = sqlx::query("DELETE FROM lockkit_bench_floor WHERE name = ANY($1)")
-                    .bind(keys)
-                    .execute(pool)
-                    .await;
-                let left: Result<i64, _> =
-                    sqlx::query_scalar("SELECT COUNT(*) FROM lockkit_bench_floor")
-                        .fetch_one(pool)
-                        .await;
-                if matches!(left, Ok(0)) {
-                    let _ = sqlx::query("DROP TABLE IF EXISTS lockkit_bench_floor")
-                        .execute(pool)
-                        .await;
-                }
-            }
-            Floor::MySql(pool) => {
-                for key in keys {
-                    let _ = sqlx::query("DELETE FROM lockkit_bench_floor WHERE name = ?")
-                        .bind(key)
-                        .execute(pool)
-                        .await;
-                }
-                let left: Result<i64, _> =
-                    sqlx::query_scalar("SELECT COUNT(*) FROM lockkit_bench_floor")
-                        .fetch_one(pool)
-                        .await;
-                if matches!(left, Ok(0)) {
-                    let _ = sqlx::query("DROP TABLE IF EXISTS lockkit_bench_floor")
-                        .execute(pool)
-                        .await;
-                }
-            }
+            Floor::Sqlite(pool) => clean_floor_table!(pool),
+            Floor::Postgres(pool) => clean_floor_table!(pool),
+            Floor::MySql(pool) => clean_floor_table!(pool),
             Floor::Mem => {
                 let mut table = mem_table().lock().unwrap_or_else(|e| e.into_inner());
                 for key in keys {
