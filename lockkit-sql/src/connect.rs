@@ -4,8 +4,8 @@
 use std::future::Future;
 use std::time::Duration;
 
+use crate::table::ServerSettings;
 use lockkit_core::LockError;
-use lockkit_core::url::Timeouts;
 use sqlx::pool::PoolOptions;
 use sqlx::{ConnectOptions, Connection, Database, Pool};
 
@@ -22,22 +22,21 @@ use sqlx::{ConnectOptions, Connection, Database, Pool};
 /// [`LockError::Connection`] saying why, with the password redacted.
 pub(crate) async fn open_pool<DB: Database>(
     driver: &'static str,
-    server: &str,
+    settings: &ServerSettings,
     options: <DB::Connection as Connection>::Options,
-    size: u32,
-    timeouts: Timeouts,
 ) -> Result<Pool<DB>, LockError> {
+    let server = settings.kind.server;
+    let timeouts = settings.timeouts;
     match tokio::time::timeout(timeouts.connect, options.connect()).await {
         Ok(Ok(first)) => {
             let _ = first.close().await;
         }
         Ok(Err(error)) => {
+            let text = lockkit_core::redact_url(&describe(&error));
+            let hint = tls_hint(&text, settings);
             return Err(LockError::Connection {
                 driver,
-                message: format!(
-                    "cannot connect to {server}: {}",
-                    lockkit_core::redact_url(&describe(&error))
-                ),
+                message: format!("cannot connect to {server}: {text}{hint}"),
                 source: Some(Box::new(error)),
             });
         }
@@ -54,9 +53,73 @@ pub(crate) async fn open_pool<DB: Database>(
         }
     }
     Ok(PoolOptions::<DB>::new()
-        .max_connections(size)
+        .max_connections(settings.pool_size())
         .acquire_timeout(timeouts.connect)
         .connect_lazy_with(options))
+}
+
+/// What to change when a connect failed over TLS (or for want of it), in the
+/// URL options of this database; empty when the error is not about TLS. Paths
+/// are shown, never a key.
+fn tls_hint(text: &str, settings: &ServerSettings) -> String {
+    let n = settings.kind.tls;
+    let given = &settings.tls;
+    let lower = text.to_ascii_lowercase();
+    let disabled = given
+        .mode
+        .as_deref()
+        .is_some_and(|m| m.eq_ignore_ascii_case(n.disabled));
+    let (mode, verify, ca) = (n.mode, n.verify, n.ca);
+    if lower.contains("no encryption")
+        || lower.contains("insecure transport")
+        || (disabled && lower.contains("access denied"))
+    {
+        return format!(
+            "; the server accepts TLS connections only: connect with {mode}={verify}&{ca}=CA.pem \
+             (or {mode}={} to encrypt without verifying the server)",
+            n.require
+        );
+    }
+    if lower.contains("invalid peer certificate")
+        || lower.contains("unknownissuer")
+        || lower.contains("badsignature")
+        || lower.contains("notvalidforname")
+    {
+        return match &given.ca {
+            Some(path) => format!(
+                "; the server's certificate does not verify against {ca}={path}: give the CA \
+                 that signed it, and a host name the certificate names"
+            ),
+            None => format!(
+                "; the server's certificate does not verify against the system's root \
+                 certificates: give its CA with {ca}=PATH"
+            ),
+        };
+    }
+    if lower.contains("unknownca")
+        || lower.contains("certificate required")
+        || lower.contains("certificaterequired")
+        || lower.contains("badcertificate")
+    {
+        return match &given.cert {
+            Some(path) => format!(
+                "; the server refused the client certificate {}={path}: it is not signed by \
+                 a CA the server trusts",
+                n.cert
+            ),
+            None => format!(
+                "; the server requires a client certificate: give {}=PATH&{}=PATH",
+                n.cert, n.key
+            ),
+        };
+    }
+    if lower.contains("does not support tls") || lower.contains("does not support ssl") {
+        return format!(
+            "; the server does not speak TLS: use {mode}={} (or enable TLS on the server)",
+            n.disabled
+        );
+    }
+    String::new()
 }
 
 /// A sqlx error in words, without sqlx's "error communicating with database:"

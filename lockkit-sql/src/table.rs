@@ -37,6 +37,68 @@ pub(crate) struct ServerUrl {
     pub(crate) client_options: &'static [&'static str],
     /// The session-bound mode's name (`advisory`, `get_lock`).
     pub(crate) session: &'static str,
+    /// The server's name in messages ("PostgreSQL").
+    pub(crate) server: &'static str,
+    /// How this database's URL spells its TLS options, for error messages.
+    pub(crate) tls: TlsNames,
+}
+
+/// A database's TLS option names and the `mode` values that matter.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TlsNames {
+    /// `sslmode`, `ssl-mode`.
+    pub(crate) mode: &'static str,
+    /// The CA file option: `sslrootcert`, `ssl-ca`.
+    pub(crate) ca: &'static str,
+    /// The client certificate option: `sslcert`, `ssl-cert`.
+    pub(crate) cert: &'static str,
+    /// Its key: `sslkey`, `ssl-key`.
+    pub(crate) key: &'static str,
+    /// The mode without TLS: `disable`, `DISABLED`.
+    pub(crate) disabled: &'static str,
+    /// The mode that verifies the server and its name: `verify-full`,
+    /// `VERIFY_IDENTITY`.
+    pub(crate) verify: &'static str,
+    /// The mode that encrypts without verifying: `require`, `REQUIRED`.
+    pub(crate) require: &'static str,
+    /// Other spellings of the same options, as the client accepts them:
+    /// (alias, canonical) pairs.
+    pub(crate) aliases: &'static [(&'static str, &'static str)],
+}
+
+/// The TLS options a URL gave (their values are paths and modes, not secrets).
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+#[derive(Debug, Clone, Default)]
+pub(crate) struct TlsGiven {
+    pub(crate) mode: Option<String>,
+    pub(crate) ca: Option<String>,
+    pub(crate) cert: Option<String>,
+}
+
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+impl TlsGiven {
+    /// Reads them from the options passed on to the client (`name=value`).
+    fn from_passed(passed: &[String], names: TlsNames) -> Self {
+        let mut given = Self::default();
+        for pair in passed {
+            let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+            let name = names
+                .aliases
+                .iter()
+                .find(|(alias, _)| *alias == name)
+                .map_or(name, |(_, canonical)| canonical);
+            let value = lockkit_core::url::percent_decode(value).unwrap_or_default();
+            if name == names.mode {
+                given.mode = Some(value);
+            } else if name == names.ca {
+                given.ca = Some(value);
+            } else if name == names.cert {
+                given.cert = Some(value);
+            }
+        }
+        given
+    }
 }
 
 /// How long connecting (and waiting for a pooled connection) may take by default.
@@ -61,6 +123,10 @@ pub(crate) struct ServerSettings {
     pub(crate) pool_size: Option<u32>,
     /// Connecting, and each statement.
     pub(crate) timeouts: lockkit_core::url::Timeouts,
+    /// How the URL was read (the server's name and TLS option names).
+    pub(crate) kind: ServerUrl,
+    /// The TLS options it gave.
+    pub(crate) tls: TlsGiven,
 }
 
 #[cfg(any(feature = "postgres", feature = "mysql"))]
@@ -78,14 +144,16 @@ impl std::fmt::Debug for ServerSettings {
 
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 impl ServerSettings {
-    /// Settings with the defaults, for a URL shown as `url`.
-    pub(crate) fn new(url: &str) -> Self {
+    /// Settings with the defaults, for a URL of `kind` shown as `url`.
+    pub(crate) fn new(url: &str, kind: ServerUrl) -> Self {
         Self {
             url: lockkit_core::redact_url(url),
             table: DEFAULT_TABLE.to_string(),
             session_mode: false,
             pool_size: None,
             timeouts: DEFAULT_TIMEOUTS,
+            kind,
+            tls: TlsGiven::default(),
         }
     }
 
@@ -100,7 +168,7 @@ impl ServerSettings {
     /// an option neither lockkit nor the client knows, naming it.
     pub(crate) fn parse(url: &str, kind: ServerUrl) -> Result<(Self, String), LockError> {
         let mut parsed = lockkit_core::url::ParsedUrl::parse(url, kind.schemes, kind.example)?;
-        let mut settings = Self::new(url);
+        let mut settings = Self::new(url, kind);
         let query = &mut parsed.query;
         if let Some(table) = query.take("table")? {
             settings.table = validate_table(&table).map_err(|e| query.invalid(e.to_string()))?;
@@ -111,6 +179,7 @@ impl ServerSettings {
         settings.timeouts = query.take_timeouts(DEFAULT_TIMEOUTS)?;
         let body = parsed.body();
         let passed = parsed.query.finish_passing(kind.client_options)?;
+        settings.tls = TlsGiven::from_passed(&passed, kind.tls);
         let mut client_url = format!("{}:{body}", kind.schemes[0]);
         if !passed.is_empty() {
             client_url.push('?');

@@ -1,5 +1,6 @@
 //! The conformance suite against a real MariaDB server from the testkit (one
-//! throwaway server per test), in lease mode and in GET_LOCK mode.
+//! throwaway server per test), in lease mode and in GET_LOCK mode; and both
+//! again over TLS, against a server that accepts TLS connections only.
 
 #![allow(clippy::unwrap_used, clippy::panic)] // Tests fail by panicking.
 
@@ -29,6 +30,27 @@ lockkit_conformance::suite!(mysql, UrlHarness<Lease>);
 lockkit_conformance::suite!(
     mysql_get_lock,
     UrlHarness<GetLock>,
+    skip {
+        expired_lease_is_reacquirable: "GET_LOCK locks are session-bound: no TTL expiry",
+        release_never_deletes_a_newer_holders_lock: "GET_LOCK locks are session-bound: a holder cannot be overtaken by expiry",
+    }
+);
+
+url_backend!(
+    /// Lease mode over TLS, verifying the server against the testkit's CA.
+    TlsLease: MariaDb = MariaDb::start_tls(), |s| s.url(), connect
+);
+
+url_backend!(
+    /// `mode=get_lock` over TLS: the held locks' own connections too.
+    TlsGetLock: MariaDb = MariaDb::start_tls(), |s| format!("{}&mode=get_lock", s.url()), connect
+);
+
+lockkit_conformance::suite!(mysql_tls, UrlHarness<TlsLease>);
+
+lockkit_conformance::suite!(
+    mysql_tls_get_lock,
+    UrlHarness<TlsGetLock>,
     skip {
         expired_lease_is_reacquirable: "GET_LOCK locks are session-bound: no TTL expiry",
         release_never_deletes_a_newer_holders_lock: "GET_LOCK locks are session-bound: a holder cannot be overtaken by expiry",

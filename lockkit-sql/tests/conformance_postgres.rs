@@ -1,5 +1,6 @@
 //! The conformance suite against a real PostgreSQL server from the testkit (one
-//! throwaway server per test), in lease mode and in advisory mode.
+//! throwaway server per test), in lease mode and in advisory mode; and both
+//! again over TLS, against a server that accepts TLS connections only.
 
 #![allow(clippy::unwrap_used, clippy::panic)] // Tests fail by panicking.
 
@@ -29,6 +30,27 @@ lockkit_conformance::suite!(postgres, UrlHarness<Lease>);
 lockkit_conformance::suite!(
     postgres_advisory,
     UrlHarness<Advisory>,
+    skip {
+        expired_lease_is_reacquirable: "advisory locks are session-bound: no TTL expiry",
+        release_never_deletes_a_newer_holders_lock: "advisory locks are session-bound: a holder cannot be overtaken by expiry",
+    }
+);
+
+url_backend!(
+    /// Lease mode over TLS, verifying the server against the testkit's CA.
+    TlsLease: Postgres = Postgres::start_tls(), |s| s.url(), connect
+);
+
+url_backend!(
+    /// `mode=advisory` over TLS: the held locks' own connections too.
+    TlsAdvisory: Postgres = Postgres::start_tls(), |s| format!("{}&mode=advisory", s.url()), connect
+);
+
+lockkit_conformance::suite!(postgres_tls, UrlHarness<TlsLease>);
+
+lockkit_conformance::suite!(
+    postgres_tls_advisory,
+    UrlHarness<TlsAdvisory>,
     skip {
         expired_lease_is_reacquirable: "advisory locks are session-bound: no TTL expiry",
         release_never_deletes_a_newer_holders_lock: "advisory locks are session-bound: a holder cannot be overtaken by expiry",

@@ -7,6 +7,7 @@ use std::time::Duration;
 use tempfile::TempDir;
 
 use crate::process::{Server, Spec, find_binary, probe_command, run_setup, temp_dir};
+use crate::tls::{CertAuthority, query_path};
 use crate::{TestkitError, free_port};
 
 /// A throwaway MariaDB server on 127.0.0.1, with
@@ -15,6 +16,8 @@ use crate::{TestkitError, free_port};
 #[derive(Debug)]
 pub struct MariaDb {
     server: Server,
+    /// TLS: the certificates, and whether clients must present one.
+    tls: Option<(CertAuthority, bool)>,
     _dir: TempDir,
 }
 
@@ -27,6 +30,33 @@ impl MariaDb {
     /// [`TestkitError::NotFound`] if MariaDB is not installed; `NotReady` with the
     /// log's tail if it does not come up.
     pub async fn start() -> Result<Self, TestkitError> {
+        Self::start_with(None).await
+    }
+
+    /// Starts a server that accepts TLS connections only
+    /// (`require_secure_transport=ON`), with a certificate for `IP:127.0.0.1`
+    /// from a throwaway CA. [`url`](Self::url) asks for `ssl-mode=VERIFY_IDENTITY`
+    /// against that CA.
+    ///
+    /// # Errors
+    ///
+    /// As [`start`](Self::start); `NotFound` or `Setup` from `openssl`.
+    pub async fn start_tls() -> Result<Self, TestkitError> {
+        Self::start_with(Some(false)).await
+    }
+
+    /// As [`start_tls`](Self::start_tls), but `root` must also present a client
+    /// certificate signed by the CA (`REQUIRE X509`); [`url`](Self::url) carries
+    /// `ssl-cert` and `ssl-key`.
+    ///
+    /// # Errors
+    ///
+    /// As [`start_tls`](Self::start_tls).
+    pub async fn start_mutual_tls() -> Result<Self, TestkitError> {
+        Self::start_with(Some(true)).await
+    }
+
+    async fn start_with(mutual: Option<bool>) -> Result<Self, TestkitError> {
         let mariadbd = find_binary("mariadbd", "LOCKKIT_MARIADB_BIN")?;
         let install = find_binary("mariadb-install-db", "LOCKKIT_MARIADB_INSTALL_BIN")?;
         let dir = temp_dir()?;
@@ -46,9 +76,13 @@ impl MariaDb {
                 &format!("--tmpdir={}", tmp.display()),
             ]),
         )?;
+        let tls = match mutual {
+            Some(mutual) => Some((CertAuthority::generate(dir.path())?, mutual)),
+            None => None,
+        };
         let port = free_port()?;
         let d = dir.path().display().to_string();
-        let args = vec![
+        let mut args = vec![
             "--no-defaults".to_string(),
             format!("--datadir={}", data.display()),
             format!("--socket={d}/mysqld.sock"),
@@ -64,6 +98,14 @@ impl MariaDb {
             "--skip-log-bin".into(),
             "--max-connections=300".into(),
         ];
+        if let Some((certs, _)) = &tls {
+            args.extend([
+                format!("--ssl-ca={}", certs.ca.display()),
+                format!("--ssl-cert={}", certs.server_cert.display()),
+                format!("--ssl-key={}", certs.server_key.display()),
+                "--require-secure-transport=ON".into(),
+            ]);
+        }
         let server = Server::spawn(Spec {
             binary: mariadbd,
             args,
@@ -72,21 +114,30 @@ impl MariaDb {
             log: dir.path().join("error.log"),
             ready_timeout: Duration::from_secs(30),
         })?;
-        let mut db = Self { server, _dir: dir };
+        let mut db = Self {
+            server,
+            tls,
+            _dir: dir,
+        };
         db.wait_ready().await?;
+        // Through the socket: it counts as secure transport, and needs no
+        // certificate.
+        let mut setup = "CREATE DATABASE IF NOT EXISTS lockkit;".to_string();
+        if mutual == Some(true) {
+            setup.push_str(
+                "ALTER USER 'root'@'127.0.0.1' REQUIRE X509; \
+                 ALTER USER 'root'@'localhost' REQUIRE X509;",
+            );
+        }
         let client = find_binary("mariadb", "LOCKKIT_MARIADB_CLIENT")?;
         run_setup(
             "CREATE DATABASE lockkit",
             Command::new(client).args([
-                "--protocol=tcp",
-                "-h",
-                "127.0.0.1",
-                "-P",
-                &port.to_string(),
+                &format!("--socket={d}/mysqld.sock"),
                 "-u",
                 "root",
                 "-e",
-                "CREATE DATABASE IF NOT EXISTS lockkit",
+                &setup,
             ]),
         )?;
         Ok(db)
@@ -112,9 +163,38 @@ impl MariaDb {
             .await
     }
 
-    /// `mysql://root@127.0.0.1:PORT/lockkit`.
+    /// `mysql://root@127.0.0.1:PORT/lockkit`; for a TLS server
+    /// `…?ssl-mode=VERIFY_IDENTITY&ssl-ca=CA` (plus `ssl-cert` and `ssl-key` when it
+    /// requires a client certificate).
     pub fn url(&self) -> String {
+        let plain = self.plain_url();
+        match &self.tls {
+            None => plain,
+            Some((certs, mutual)) => {
+                let mut url = format!(
+                    "{plain}?ssl-mode=VERIFY_IDENTITY&ssl-ca={}",
+                    query_path(&certs.ca)
+                );
+                if *mutual {
+                    url.push_str(&format!(
+                        "&ssl-cert={}&ssl-key={}",
+                        query_path(&certs.client_cert),
+                        query_path(&certs.client_key)
+                    ));
+                }
+                url
+            }
+        }
+    }
+
+    /// The URL without any TLS option (what a user who forgot TLS would write).
+    pub fn plain_url(&self) -> String {
         format!("mysql://root@127.0.0.1:{}/lockkit", self.server.port())
+    }
+
+    /// The certificates of a TLS server.
+    pub fn tls_files(&self) -> Option<&CertAuthority> {
+        self.tls.as_ref().map(|(certs, _)| certs)
     }
 
     /// Starts the server again on the same data dir and port, and waits for it.

@@ -9,6 +9,7 @@ use std::time::Duration;
 use tempfile::TempDir;
 
 use crate::process::{Server, Spec, find_binary, probe_command, run_setup, temp_dir};
+use crate::tls::{CertAuthority, query_path};
 use crate::{TestkitError, free_port};
 
 /// A throwaway PostgreSQL server on 127.0.0.1: trust auth, `fsync=off` (fast, not
@@ -18,6 +19,8 @@ use crate::{TestkitError, free_port};
 pub struct Postgres {
     server: Server,
     bin: PathBuf,
+    /// TLS: the certificates, and whether clients must present one.
+    tls: Option<(CertAuthority, bool)>,
     _dir: TempDir,
 }
 
@@ -61,6 +64,33 @@ impl Postgres {
     /// [`TestkitError::NotFound`] if PostgreSQL is not installed; `NotReady` with the
     /// log's tail if it does not come up.
     pub async fn start() -> Result<Self, TestkitError> {
+        Self::start_with(None).await
+    }
+
+    /// Starts a server that accepts TLS connections only (`ssl=on`, and
+    /// `pg_hba.conf` with `hostssl` lines alone), with a certificate for
+    /// `IP:127.0.0.1` from a throwaway CA. [`url`](Self::url) asks for
+    /// `sslmode=verify-full` against that CA.
+    ///
+    /// # Errors
+    ///
+    /// As [`start`](Self::start); `NotFound` or `Setup` from `openssl`.
+    pub async fn start_tls() -> Result<Self, TestkitError> {
+        Self::start_with(Some(false)).await
+    }
+
+    /// As [`start_tls`](Self::start_tls), but clients must also present a
+    /// certificate signed by the CA (`clientcert=verify-ca`); [`url`](Self::url)
+    /// carries `sslcert` and `sslkey`.
+    ///
+    /// # Errors
+    ///
+    /// As [`start_tls`](Self::start_tls).
+    pub async fn start_mutual_tls() -> Result<Self, TestkitError> {
+        Self::start_with(Some(true)).await
+    }
+
+    async fn start_with(mutual: Option<bool>) -> Result<Self, TestkitError> {
         let bin = bin_dir()?;
         let _ = find_binary(
             &bin.join("postgres").display().to_string(),
@@ -87,6 +117,13 @@ impl Postgres {
                 .uid(uid)
                 .gid(gid),
         )?;
+        let tls = match mutual {
+            Some(mutual) => {
+                let certs = tls_only(dir.path(), &data, mutual, (uid, gid))?;
+                Some((certs, mutual))
+            }
+            None => None,
+        };
         let port = free_port()?;
         let log = dir.path().join("postgres.log");
         std::fs::File::create(&log)?;
@@ -111,6 +148,19 @@ impl Postgres {
         ]
         .map(String::from)
         .to_vec();
+        let mut args = args;
+        if let Some((certs, _)) = &tls {
+            args.extend([
+                "-c".into(),
+                "ssl=on".into(),
+                "-c".into(),
+                format!("ssl_cert_file={}", certs.server_cert.display()),
+                "-c".into(),
+                format!("ssl_key_file={}", certs.server_key.display()),
+                "-c".into(),
+                format!("ssl_ca_file={}", certs.ca.display()),
+            ]);
+        }
         let server = Server::spawn(Spec {
             binary: bin.join("postgres"),
             args,
@@ -122,6 +172,7 @@ impl Postgres {
         let mut pg = Self {
             server,
             bin,
+            tls,
             _dir: dir,
         };
         pg.wait_ready().await?;
@@ -139,12 +190,41 @@ impl Postgres {
             .await
     }
 
-    /// `postgres://postgres@127.0.0.1:PORT/postgres`.
+    /// `postgres://postgres@127.0.0.1:PORT/postgres`; for a TLS server
+    /// `…?sslmode=verify-full&sslrootcert=CA` (plus `sslcert` and `sslkey` when it
+    /// requires a client certificate).
     pub fn url(&self) -> String {
+        let plain = self.plain_url();
+        match &self.tls {
+            None => plain,
+            Some((certs, mutual)) => {
+                let mut url = format!(
+                    "{plain}?sslmode=verify-full&sslrootcert={}",
+                    query_path(&certs.ca)
+                );
+                if *mutual {
+                    url.push_str(&format!(
+                        "&sslcert={}&sslkey={}",
+                        query_path(&certs.client_cert),
+                        query_path(&certs.client_key)
+                    ));
+                }
+                url
+            }
+        }
+    }
+
+    /// The URL without any TLS option (what a user who forgot TLS would write).
+    pub fn plain_url(&self) -> String {
         format!(
             "postgres://postgres@127.0.0.1:{}/postgres",
             self.server.port()
         )
+    }
+
+    /// The certificates of a TLS server.
+    pub fn tls_files(&self) -> Option<&CertAuthority> {
+        self.tls.as_ref().map(|(certs, _)| certs)
     }
 
     /// Starts the server again on the same data dir and port, and waits for it.
@@ -161,6 +241,31 @@ impl Postgres {
     pub fn bin_dir(&self) -> &Path {
         &self.bin
     }
+}
+
+/// Makes the cluster in `data` accept TLS connections only: certificates in
+/// `dir` (the key readable by the server's user alone, as PostgreSQL insists), and
+/// a `pg_hba.conf` of `hostssl` lines (`clientcert=verify-ca` when `mutual`).
+fn tls_only(
+    dir: &Path,
+    data: &Path,
+    mutual: bool,
+    (uid, gid): (u32, u32),
+) -> Result<CertAuthority, TestkitError> {
+    use std::os::unix::fs::PermissionsExt;
+    let certs = CertAuthority::generate(dir)?;
+    std::os::unix::fs::chown(&certs.server_key, Some(uid), Some(gid))?;
+    std::fs::set_permissions(&certs.server_key, std::fs::Permissions::from_mode(0o600))?;
+    let client = if mutual { " clientcert=verify-ca" } else { "" };
+    std::fs::write(
+        data.join("pg_hba.conf"),
+        format!(
+            "local all all trust\n\
+             hostssl all all 127.0.0.1/32 trust{client}\n\
+             hostssl all all ::1/128 trust{client}\n"
+        ),
+    )?;
+    Ok(certs)
 }
 
 impl Deref for Postgres {

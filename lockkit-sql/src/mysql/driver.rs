@@ -34,14 +34,7 @@ fn ttl_us(ttl: Duration) -> i64 {
 
 /// Opens the connection pool.
 pub(super) async fn pool(options: &MySqlOptions) -> Result<MySqlPool> {
-    crate::connect::open_pool::<sqlx::MySql>(
-        NAME,
-        "MySQL",
-        options.connect.clone(),
-        options.settings.pool_size(),
-        options.settings.timeouts,
-    )
-    .await
+    crate::connect::open_pool::<sqlx::MySql>(NAME, &options.settings, options.connect.clone()).await
 }
 
 /// The MySQL/MariaDB lease-table driver. See the [module docs](super).

@@ -6,7 +6,7 @@ use std::str::FromStr;
 use lockkit_core::{LockError, redact_url};
 use sqlx::mysql::MySqlConnectOptions;
 
-use crate::table::{ServerSettings, ServerUrl, validate_table};
+use crate::table::{ServerSettings, ServerUrl, TlsNames, validate_table};
 
 /// How a MySQL URL is read.
 const URL: ServerUrl = ServerUrl {
@@ -29,6 +29,22 @@ const URL: ServerUrl = ServerUrl {
         "time-zone",
     ],
     session: "get_lock",
+    server: "MySQL",
+    tls: TlsNames {
+        mode: "ssl-mode",
+        ca: "ssl-ca",
+        cert: "ssl-cert",
+        key: "ssl-key",
+        disabled: "DISABLED",
+        verify: "VERIFY_IDENTITY",
+        require: "REQUIRED",
+        aliases: &[
+            ("sslmode", "ssl-mode"),
+            ("sslca", "ssl-ca"),
+            ("sslcert", "ssl-cert"),
+            ("sslkey", "ssl-key"),
+        ],
+    },
 };
 
 /// Settings for [`super::MySqlDriver`]. `Debug` never shows the password.

@@ -40,14 +40,8 @@ fn ttl_ms(ttl: Duration) -> f64 {
 
 /// Opens the connection pool.
 pub(super) async fn pool(options: &PgOptions) -> Result<PgPool> {
-    crate::connect::open_pool::<sqlx::Postgres>(
-        NAME,
-        "PostgreSQL",
-        options.connect.clone(),
-        options.settings.pool_size(),
-        options.settings.timeouts,
-    )
-    .await
+    crate::connect::open_pool::<sqlx::Postgres>(NAME, &options.settings, options.connect.clone())
+        .await
 }
 
 /// Runs `ddl` under a transaction-scoped advisory lock: `CREATE TABLE IF NOT EXISTS`

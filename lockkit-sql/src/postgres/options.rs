@@ -6,7 +6,7 @@ use std::str::FromStr;
 use lockkit_core::{LockError, redact_url};
 use sqlx::postgres::PgConnectOptions;
 
-use crate::table::{ServerSettings, ServerUrl, validate_table};
+use crate::table::{ServerSettings, ServerUrl, TlsNames, validate_table};
 
 /// How a PostgreSQL URL is read.
 const URL: ServerUrl = ServerUrl {
@@ -33,6 +33,23 @@ const URL: ServerUrl = ServerUrl {
         "options",
     ],
     session: "advisory",
+    server: "PostgreSQL",
+    tls: TlsNames {
+        mode: "sslmode",
+        ca: "sslrootcert",
+        cert: "sslcert",
+        key: "sslkey",
+        disabled: "disable",
+        verify: "verify-full",
+        require: "require",
+        aliases: &[
+            ("ssl-mode", "sslmode"),
+            ("ssl-root-cert", "sslrootcert"),
+            ("ssl-ca", "sslrootcert"),
+            ("ssl-cert", "sslcert"),
+            ("ssl-key", "sslkey"),
+        ],
+    },
 };
 
 /// Settings for [`super::PgDriver`]. `Debug` never shows the password.
@@ -110,7 +127,7 @@ impl Default for PgOptions {
     fn default() -> Self {
         Self {
             connect: PgConnectOptions::new(),
-            settings: ServerSettings::new("postgres://"),
+            settings: ServerSettings::new("postgres://", URL),
         }
     }
 }
