@@ -27,11 +27,11 @@
 )]
 #![cfg_attr(
     feature = "redis",
-    doc = "| `redis` | `redis://`, `rediss://`, `redis-cluster://`, `redlock://` | [`redis`]: single server, Cluster, Redlock |"
+    doc = "| `redis` | `redis://`, `rediss://`, `redis-cluster://`, `redlock://`, `redlocks://` | [`redis`]: single server, Cluster, Redlock |"
 )]
 #![cfg_attr(
     not(feature = "redis"),
-    doc = "| `redis` | `redis://`, `rediss://`, `redis-cluster://`, `redlock://` | `redis` (enable the feature) |"
+    doc = "| `redis` | `redis://`, `rediss://`, `redis-cluster://`, `redlock://`, `redlocks://` | `redis` (enable the feature) |"
 )]
 #![cfg_attr(
     feature = "etcd",
@@ -139,6 +139,7 @@ const KNOWN: &[(&str, &str, Option<u16>)] = &[
     ("redis", "redis", Some(6379)),
     ("rediss", "redis", None),
     ("redlock", "redis", None),
+    ("redlocks", "redis", None),
     ("redis-cluster", "redis", None),
     ("rediss-cluster", "redis", None),
     ("etcd", "etcd", Some(2379)),

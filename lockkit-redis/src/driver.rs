@@ -85,7 +85,11 @@ fn connect_error(e: redis::RedisError, options: &RedisOptions) -> LockError {
         }
         _ => {}
     }
-    let hint = tls::hint(&text);
+    let hint = if options.nodes.iter().any(|n| n.starts_with("rediss://")) {
+        tls::hint(&text).to_string()
+    } else {
+        tls::plain_hint(&text, "rediss")
+    };
     LockError::Connection {
         driver: NAME,
         message: format!("cannot connect to Redis: {text}{hint}"),

@@ -5,7 +5,8 @@
 //! | `redis://[user:password@]host:port[/db]` | one server (a cluster node is detected, and the cluster used) |
 //! | `rediss://…` | the same over TLS |
 //! | `redis-cluster://[user:password@]host:port,host:port…` | Redis Cluster through these seeds |
-//! | `redlock://[user:password@]h1:p1,h2:p2,…[?drift_ms=N&retry_ms=N&timeout_ms=N]` | Redlock over N independent masters ([`RedlockDriver`]) |
+//! | `redlock://[user:password@]h1:p1,h2:p2,…[?drift_ms=N&retry_ms=N&request_timeout_ms=N]` | Redlock over N independent masters ([`RedlockDriver`]) |
+//! | `redlocks://…` | the same over TLS to every master |
 //!
 //! Options: `?prefix=NAME` (default `lockkit`), `?wake=notify|poll` (see
 //! [`WakeMode`]).
@@ -26,8 +27,8 @@
 //! option and the path; `tls_*` options on `redis://` are an
 //! [`InvalidUrl`](lockkit_core::LockError::InvalidUrl). A server whose certificate
 //! does not verify is a [`Connection`](lockkit_core::LockError::Connection) error
-//! at connect time. **Redlock (`redlock://`) does not support TLS yet**: `tls_*`
-//! options and `rediss://` masters are refused with an error saying so.
+//! at connect time. **Redlock** over TLS is `redlocks://`, with the same options,
+//! applied to every master.
 //!
 //! # Mapping
 //!
@@ -108,13 +109,16 @@ pub const DRIVER: DriverEntry = DriverEntry::new(
         "redis-cluster",
         "rediss-cluster",
         "redlock",
+        "redlocks",
     ],
     "redis",
     connect,
 );
 
 fn connect(url: &str) -> ConnectFuture {
-    if lockkit_core::url_scheme(url) == Some("redlock") {
+    let redlock = lockkit_core::url_scheme(url)
+        .is_some_and(|s| s.eq_ignore_ascii_case("redlock") || s.eq_ignore_ascii_case("redlocks"));
+    if redlock {
         let options = RedlockOptions::from_url(url);
         return Box::pin(async move {
             let driver = RedlockDriver::connect(options?).await?;

@@ -43,6 +43,7 @@ impl Scripts {
             &self.release,
             &self.force_release,
             &self.leave,
+            &self.raise_fence,
         ] {
             script.prepare_invoke().load_async(conn).await?;
         }

@@ -46,6 +46,18 @@ pub(crate) fn load(
     }))
 }
 
+/// Advice to add to the connection error of a plain (`redis://`) URL when the
+/// server hung up on it, as a TLS-only server does: use `tls_scheme` (empty
+/// otherwise).
+pub(crate) fn plain_hint(message: &str, tls_scheme: &str) -> String {
+    let m = message.to_ascii_lowercase();
+    if m.contains("reset by peer") || m.contains("broken pipe") || m.contains("unexpected eof") {
+        format!(" (if the server accepts TLS connections only, use {tls_scheme}://)")
+    } else {
+        String::new()
+    }
+}
+
 /// Advice to add to a connection error about a certificate (empty otherwise).
 pub(crate) fn hint(message: &str) -> &'static str {
     let m = message.to_ascii_lowercase();

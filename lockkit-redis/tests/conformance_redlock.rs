@@ -1,5 +1,6 @@
 //! The conformance suite against Redlock over 5 real Redis masters from the testkit:
-//! all healthy, and with 2 of the 5 killed in the middle of every case.
+//! all healthy, all healthy over TLS (`redlocks://`, every master TLS-only), and with
+//! 2 of the 5 killed in the middle of every case.
 
 #![allow(clippy::unwrap_used, clippy::panic)] // Tests fail by panicking.
 
@@ -26,6 +27,19 @@ url_backend!(
 );
 
 lockkit_conformance::suite!(redlock, UrlHarness<Five>);
+
+url_backend!(
+    /// Five masters that accept TLS connections only, one CA for all.
+    FiveTls: RedisMasters = RedisMasters::start_tls(5, false),
+    |s| {
+        let url = s.url();
+        assert!(url.starts_with("redlocks://"), "{url}");
+        url
+    },
+    connect
+);
+
+lockkit_conformance::suite!(redlock_tls, UrlHarness<FiveTls>);
 
 /// Five masters, two of which are killed (SIGKILL) while the case runs.
 ///

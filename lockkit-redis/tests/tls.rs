@@ -89,10 +89,11 @@ async fn rediss_with_another_ca_is_refused() {
 }
 
 #[tokio::test]
-async fn plain_redis_to_the_tls_port_fails_cleanly() {
+async fn plain_redis_to_the_tls_port_says_to_use_rediss() {
     let server = Redis::start_tls().await.unwrap();
     let e = refused(&format!("redis://:hunter2@127.0.0.1:{}", server.port())).await;
     assert!(matches!(e, LockError::Connection { .. }), "{e:?}");
+    assert!(e.to_string().contains("use rediss://"), "{e}");
     assert!(!e.to_string().contains("hunter2"), "{e}");
 }
 
@@ -111,4 +112,52 @@ async fn mutual_tls_locks_with_the_client_certificate_and_is_refused_without() {
     );
     let e = refused(&ca_only).await;
     assert!(matches!(e, LockError::Connection { .. }), "{e:?}");
+}
+
+async fn redlock(url: &str) -> Result<Arc<dyn LockDriver>, LockError> {
+    Ok(Arc::new(
+        lockkit_redis::RedlockDriver::connect(lockkit_redis::RedlockOptions::from_url(url)?)
+            .await?,
+    ))
+}
+
+#[tokio::test]
+async fn redlocks_locks_on_five_tls_masters_with_client_certificates() {
+    let masters = lockkit_testkit::RedisMasters::start_tls(5, true)
+        .await
+        .unwrap();
+    let locker = Locker::new(redlock(&masters.url()).await.unwrap());
+    let guard = locker.try_lock("tls:redlock").await.unwrap();
+    assert!(guard.token().0 > 0);
+    guard.release().await.unwrap();
+}
+
+#[tokio::test]
+async fn plain_redlock_to_tls_masters_says_to_use_redlocks() {
+    let masters = lockkit_testkit::RedisMasters::start_tls(3, false)
+        .await
+        .unwrap();
+    let plain = masters.url().replace("redlocks://", "redlock://");
+    let plain = plain.split('?').next().unwrap();
+    let started = std::time::Instant::now();
+    let e = redlock(plain).await.unwrap_err();
+    eprintln!("refused after {:?}: {e}", started.elapsed());
+    assert!(matches!(e, LockError::Connection { .. }), "{e:?}");
+    assert!(e.to_string().contains("redlocks://"), "{e}");
+}
+
+#[tokio::test]
+async fn redlocks_with_another_ca_is_refused_with_a_certificate_error() {
+    let masters = lockkit_testkit::RedisMasters::start_tls(3, false)
+        .await
+        .unwrap();
+    let other = Redis::start_tls().await.unwrap();
+    let url = format!(
+        "{}?tls_ca={}",
+        masters.url().split('?').next().unwrap(),
+        other.tls_files().unwrap().ca.display()
+    );
+    let e = redlock(&url).await.unwrap_err();
+    eprintln!("{e}");
+    assert_certificate_refusal(&e);
 }

@@ -48,7 +48,7 @@ fn ttl_ms(ttl: Duration) -> u64 {
 ///
 /// - **Acquire.** Note `sent` on the monotonic clock, then run `acquire.lua` on all
 ///   masters at once, each request with its own timeout (a tenth of the TTL, at
-///   least 50 ms, at most `timeout_ms`, default 250 ms), so a dead or paused
+///   least 50 ms, at most `request_timeout_ms`, default 250 ms), so a dead or paused
 ///   (SIGSTOP) master costs at most that. The lock is ours if at least `N/2 + 1`
 ///   masters said yes *and* the validity `ttl − elapsed − drift` is still positive,
 ///   where `drift = ttl·1 % + drift_ms` (default 2 ms). The grant's deadline is
@@ -133,7 +133,7 @@ pub struct RedlockDriver {
 struct Inner {
     masters: Vec<Master>,
     quorum: usize,
-    scripts: Scripts,
+    scripts: Arc<Scripts>,
     prefix: String,
     drift: Duration,
     retry: Duration,
@@ -176,22 +176,63 @@ impl RedlockDriver {
             .masters
             .iter()
             .zip(options.shown.iter())
-            .map(|(url, shown)| Master::new(url, shown.clone(), options.connect_timeout))
+            .map(|(url, shown)| {
+                Master::new(
+                    url,
+                    shown.clone(),
+                    options.connect_timeout,
+                    options.tls.as_ref(),
+                )
+            })
             .collect::<Result<Vec<_>>>()?;
         let quorum = masters.len() / 2 + 1;
-        // Start-up waits for a quorum of masters to answer PING: a connection (with
-        // its one retry) and the request.
+        // Start-up waits for a quorum of masters to load the scripts (a connection,
+        // with its one retry, and the requests); the others are primed in the
+        // background.
+        let scripts = Arc::new(Scripts::new());
         let limit = (options.connect_timeout + options.request_timeout) * 2;
-        let replies = gather(masters.iter().map(|m| m.timed(limit, master::ping)), |r| {
-            answered(r) >= quorum
-        })
+        let replies = gather(
+            masters
+                .iter()
+                .map(|m| m.timed(limit * 2, |c| master::prime(scripts.clone(), c))),
+            |r| answered(r) >= quorum,
+        )
         .await;
+        // Masters still on their way get a little longer (a driver whose masters
+        // are still connecting makes its first requests compete with that); after
+        // that, the background.
+        let replies: Vec<master::Reply<()>> =
+            futures_util::future::join_all(masters.iter().zip(replies).map(|(m, reply)| {
+                let scripts = scripts.clone();
+                async move {
+                    match reply {
+                        master::Reply::Pending => {
+                            m.timed(options.request_timeout, |c| master::prime(scripts, c))
+                                .await
+                        }
+                        done => done,
+                    }
+                }
+            }))
+            .await;
+        for (m, reply) in masters.iter().zip(&replies) {
+            if !matches!(reply, master::Reply::Answered(_)) {
+                m.prime_in_background(scripts.clone());
+            }
+        }
         if answered(&replies) < quorum {
             let failed = super::quorum::failures(&replies).join("; ");
+            let hint = if options.tls.is_some()
+                || options.masters.iter().any(|m| m.starts_with("rediss://"))
+            {
+                crate::tls::hint(&failed).to_string()
+            } else {
+                crate::tls::plain_hint(&failed, "redlocks")
+            };
             return Err(LockError::Connection {
                 driver: NAME,
                 message: format!(
-                    "cannot connect to Redlock: {} of {} masters answered, {quorum} needed ({failed})",
+                    "cannot connect to Redlock: {} of {} masters answered, {quorum} needed ({failed}){hint}",
                     answered(&replies),
                     masters.len()
                 ),
@@ -201,15 +242,26 @@ impl RedlockDriver {
         let wake_prefix = wake_prefix(&options.prefix);
         let notify = options.wake == WakeMode::Notify;
         if notify {
-            for m in &masters {
-                m.subscribe_in_background(wake_prefix.clone());
+            // The masters that answered are subscribed now (bounded); the rest,
+            // and any that fails, in the background.
+            let subscribed = futures_util::future::join_all(masters.iter().zip(&replies).map(
+                |(m, reply)| async {
+                    matches!(reply, master::Reply::Answered(_))
+                        && m.subscribe(&wake_prefix, limit).await
+                },
+            ))
+            .await;
+            for (m, done) in masters.iter().zip(subscribed) {
+                if !done {
+                    m.subscribe_in_background(wake_prefix.clone());
+                }
             }
         }
         Ok(Self {
             inner: Arc::new(Inner {
                 masters,
                 quorum,
-                scripts: Scripts::new(),
+                scripts,
                 prefix: options.prefix,
                 drift: options.drift,
                 retry: options.retry,

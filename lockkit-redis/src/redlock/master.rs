@@ -48,10 +48,26 @@ pub(crate) enum Reply<T> {
 }
 
 impl Master {
+    /// Primes this master in the background (see [`prime`]), for one that did not
+    /// answer before start-up had a quorum.
+    pub(crate) fn prime_in_background(&self, scripts: Arc<Scripts>) {
+        let conn = self.conn.clone();
+        tokio::spawn(async move {
+            if let Err(e) = prime(scripts, conn).await {
+                tracing::debug!(error = %e, "Redlock master: scripts not loaded yet");
+            }
+        });
+    }
+
     /// A lazily connected master: nothing is sent until the first request, so a dead
     /// master does not fail the driver's start-up.
-    pub(crate) fn new(url: &str, shown: String, connect_timeout: Duration) -> Result<Self> {
-        let client = crate::tls::client(url, None).map_err(|e| LockError::InvalidUrl {
+    pub(crate) fn new(
+        url: &str,
+        shown: String,
+        connect_timeout: Duration,
+        tls: Option<&redis::TlsCertificates>,
+    ) -> Result<Self> {
+        let client = crate::tls::client(url, tls).map_err(|e| LockError::InvalidUrl {
             url: shown.clone(),
             reason: redact_url(&e.to_string()),
         })?;
@@ -81,6 +97,26 @@ impl Master {
             client,
             wake: Arc::default(),
         })
+    }
+
+    /// Subscribes to this driver's wake channel on this master, waiting at most
+    /// `limit`; returns whether it did. A master that answered start-up is
+    /// subscribed before `connect` returns, so the driver's first requests do not
+    /// share the machine with its subscriptions' connections (over TLS, a
+    /// handshake each).
+    pub(crate) async fn subscribe(&self, wake_prefix: &str, limit: Duration) -> bool {
+        let attempt = Subscriptions::connect(vec![self.client.clone()], wake_prefix);
+        match tokio::time::timeout(limit, attempt).await {
+            Ok(Ok(subs)) => {
+                let _ = self.wake.set(subs);
+                true
+            }
+            Ok(Err(e)) => {
+                tracing::debug!(error = %e, "Redlock master: no wake-ups yet");
+                false
+            }
+            Err(_) => false,
+        }
     }
 
     /// Subscribes to this driver's wake channel on this master, in the background
@@ -133,12 +169,11 @@ impl Master {
     }
 }
 
-/// `PING`.
-pub(crate) async fn ping(mut conn: ConnectionManager) -> RedisResult<()> {
-    redis::cmd("PING")
-        .query_async::<String>(&mut conn)
-        .await
-        .map(|_| ())
+/// Loads every script into the master's script cache: this connects, checks that
+/// it answers, and spares the first acquire the NOSCRIPT round trips (which, on a
+/// short lease's per-request timeout, could fail it).
+pub(crate) async fn prime(scripts: Arc<Scripts>, mut conn: ConnectionManager) -> RedisResult<()> {
+    scripts.load_all(&mut conn).await
 }
 
 /// A waiter's entry in a lock's `waiters` set on one master, and how long it lives

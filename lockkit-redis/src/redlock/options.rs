@@ -19,11 +19,6 @@ pub(crate) const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_millis(250);
 /// The longest connecting to one master may take.
 pub(crate) const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 
-/// Why `tls_*` options and `rediss://` masters are refused.
-const NO_TLS: &str = "TLS is not supported for Redlock yet (the masters are reached over plain \
-     TCP): remove the tls_* options and keep the masters on a trusted network, or use \
-     rediss:// with the single-server driver";
-
 /// Settings for [`super::RedlockDriver`]. `Debug` never shows a password.
 ///
 /// Build them from a URL with [`from_url`](Self::from_url), or from a list of
@@ -60,6 +55,9 @@ pub struct RedlockOptions {
     pub(crate) connect_timeout: Duration,
     pub(crate) fence_seed: FenceSeed,
     pub(crate) wake: WakeMode,
+    /// From `tls_ca`/`tls_cert`/`tls_key` (`redlocks://`): the same for every
+    /// master; `None` for plain masters, or TLS against the system roots.
+    pub(crate) tls: Option<redis::TlsCertificates>,
 }
 
 impl fmt::Debug for RedlockOptions {
@@ -73,6 +71,7 @@ impl fmt::Debug for RedlockOptions {
             .field("request_timeout", &self.request_timeout)
             .field("connect_timeout", &self.connect_timeout)
             .field("wake", &self.wake)
+            .field("tls", &self.tls)
             .finish()
     }
 }
@@ -99,6 +98,7 @@ impl RedlockOptions {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             fence_seed: FenceSeed::Counter,
             wake: WakeMode::Notify,
+            tls: None,
         }
     }
 
@@ -114,8 +114,11 @@ impl RedlockOptions {
     /// `connect_timeout_ms` the cap on connecting to one master (default 1000). Any
     /// other option is an error that names it.
     ///
-    /// Redlock does not support TLS yet: `tls_ca`, `tls_cert` and `tls_key` are
-    /// refused with an error saying so.
+    /// `redlocks://` reaches every master over TLS, with the same options as the
+    /// single-server `rediss://`, applied to every master: `tls_ca=PATH` (verify
+    /// them against these CA certificates only; without it, the system roots) and
+    /// `tls_cert=PATH&tls_key=PATH` (a client certificate, for masters that
+    /// require one). The files are read when the URL is parsed.
     ///
     /// # Errors
     ///
@@ -123,9 +126,13 @@ impl RedlockOptions {
     pub fn from_url(url: &str) -> Result<Self, LockError> {
         let mut parsed = ParsedUrl::parse(
             url,
-            &["redlock"],
-            "redlock://h1:6379,h2:6379,h3:6379 (the masters, comma-separated)",
+            &["redlock", "redlocks"],
+            "redlock://h1:6379,h2:6379,h3:6379 (the masters, comma-separated; redlocks:// for TLS)",
         )?;
+        let (node_scheme, tls_scheme) = match parsed.scheme() {
+            "redlocks" => ("rediss", true),
+            _ => ("redis", false),
+        };
         let server = parsed.server()?;
         let bad = |why: String| LockError::invalid_url(url, why);
         if server.hosts.is_empty() {
@@ -158,15 +165,7 @@ impl RedlockOptions {
             }
             seen.push(host);
             let auth = server.userinfo.map(|u| format!("{u}@")).unwrap_or_default();
-            masters.push(format!("redis://{auth}{host}{}", server.path));
-        }
-        for m in &masters {
-            redis::Client::open(m.as_str()).map_err(|e| {
-                bad(format!(
-                    "a master's address is not valid: {}",
-                    redact_url(&e.to_string())
-                ))
-            })?;
+            masters.push(format!("{node_scheme}://{auth}{host}{}", server.path));
         }
         let shown = masters.iter().map(|m| redact_url(m)).collect();
         let mut options = Self::new(masters, shown);
@@ -204,10 +203,25 @@ impl RedlockOptions {
                 &[("notify", WakeMode::Notify), ("poll", WakeMode::Poll)],
             )?
             .unwrap_or(WakeMode::Notify);
-        if !TlsPaths::from_query(query)?.is_empty() {
-            return Err(bad(NO_TLS.into()));
-        }
+        let tls_paths = TlsPaths::from_query(query)?;
         parsed.query.finish()?;
+        options.tls = crate::tls::load(tls_paths, url, tls_scheme).map_err(|e| match e {
+            // The single-server wording names rediss://; Redlock's is redlocks://.
+            LockError::InvalidUrl { .. } if !tls_scheme => bad(
+                "tls_ca, tls_cert and tls_key apply to TLS connections: use redlocks:// \
+                 instead of redlock://"
+                    .into(),
+            ),
+            e => e,
+        })?;
+        for m in &options.masters {
+            crate::tls::client(m, options.tls.as_ref()).map_err(|e| {
+                bad(format!(
+                    "a master's address is not valid: {}",
+                    redact_url(&e.to_string())
+                ))
+            })?;
+        }
         Ok(options)
     }
 
@@ -217,7 +231,8 @@ impl RedlockOptions {
     /// # Errors
     ///
     /// [`LockError::Config`] for an empty list; [`LockError::InvalidUrl`] for a URL
-    /// that is not `redis://` (`rediss://`: Redlock does not support TLS yet) or
+    /// that is not `redis://` or `rediss://` (a `rediss://` master is verified
+    /// against the system roots; for a CA of your own, use a `redlocks://` URL), or
     /// cannot be parsed, or one listed twice.
     pub fn from_masters<I, S>(urls: I) -> Result<Self, LockError>
     where
@@ -227,16 +242,13 @@ impl RedlockOptions {
         let mut masters: Vec<String> = Vec::new();
         for url in urls {
             let url = url.as_ref();
-            if url.starts_with("rediss://") {
-                return Err(LockError::invalid_url(url, NO_TLS));
-            }
-            if !url.starts_with("redis://") {
+            if !(url.starts_with("redis://") || url.starts_with("rediss://")) {
                 return Err(LockError::invalid_url(
                     url,
-                    "each Redlock master is a redis:// URL",
+                    "each Redlock master is a redis:// (or rediss://) URL",
                 ));
             }
-            redis::Client::open(url)
+            crate::tls::client(url, None)
                 .map_err(|e| LockError::invalid_url(url, redact_url(&e.to_string())))?;
             if masters.iter().any(|m| m == url) {
                 return Err(LockError::invalid_url(
@@ -322,18 +334,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn tls_is_refused_with_a_clear_error() {
-        for e in [
-            RedlockOptions::from_url("redlock://:hunter2@h1:1,h2:2,h3:3?tls_ca=/ca.pem")
-                .unwrap_err(),
-            RedlockOptions::from_masters(["rediss://:hunter2@h1:1"]).unwrap_err(),
-        ] {
-            assert!(matches!(e, LockError::InvalidUrl { .. }), "{e:?}");
-            assert!(
-                e.to_string().contains("TLS is not supported for Redlock"),
-                "{e}"
-            );
-            assert!(!e.to_string().contains("hunter2"), "{e}");
-        }
+    fn tls_options_need_redlocks_and_apply_to_every_master() {
+        let e = RedlockOptions::from_url("redlock://:hunter2@h1:1,h2:2,h3:3?tls_ca=/ca.pem")
+            .unwrap_err();
+        assert!(matches!(e, LockError::InvalidUrl { .. }), "{e:?}");
+        assert!(e.to_string().contains("use redlocks://"), "{e}");
+        assert!(!e.to_string().contains("hunter2"), "{e}");
+        let o = RedlockOptions::from_url("REDLOCKS://:hunter2@h1:1,h2:2,h3:3").unwrap();
+        assert!(
+            o.masters.iter().all(|m| m.starts_with("rediss://")),
+            "{o:?}"
+        );
+        assert!(!format!("{o:?}").contains("hunter2"));
+        let e = RedlockOptions::from_url("redlocks://h1:1,h2:2,h3:3?tls_ca=/no/such/ca.pem")
+            .unwrap_err();
+        assert!(e.to_string().contains("tls_ca=/no/such/ca.pem"), "{e}");
+        assert_eq!(
+            RedlockOptions::from_masters(["rediss://h1:1", "redis://h2:2", "redis://h3:3"])
+                .unwrap()
+                .masters(),
+            3
+        );
     }
 }
