@@ -43,11 +43,11 @@
 )]
 #![cfg_attr(
     feature = "zk",
-    doc = "| `zk` | `zk://`, `zookeeper://` | [`zk`]: ephemeral sequential nodes, read-write lock |"
+    doc = "| `zk` | `zk://`, `zookeeper://`, `zks://` | [`zk`]: ephemeral sequential nodes, read-write lock |"
 )]
 #![cfg_attr(
     not(feature = "zk"),
-    doc = "| `zk` | `zk://`, `zookeeper://` | `zk` (enable the feature) |"
+    doc = "| `zk` | `zk://`, `zookeeper://`, `zks://` | `zk` (enable the feature) |"
 )]
 #![cfg_attr(
     feature = "consul",
@@ -146,6 +146,7 @@ const KNOWN: &[(&str, &str, Option<u16>)] = &[
     ("etcds", "etcd", None),
     ("zk", "zk", Some(2181)),
     ("zookeeper", "zk", None),
+    ("zks", "zk", None),
     ("consul", "consul", Some(8500)),
     ("consuls", "consul", None),
     ("postgres", "postgres", Some(5432)),

@@ -103,14 +103,16 @@ struct TxnError {
 
 /// What went wrong with a request, cause included ("error sending request" says
 /// nothing by itself), without the URL (it may carry `?token=`).
-fn http_error(e: reqwest::Error, limit: Duration) -> String {
+fn http_error(e: reqwest::Error, limit: Duration, https: bool) -> String {
     if e.is_timeout() {
         return format!(
             "no answer within {} (request_timeout_ms, connect_timeout_ms)",
             lockkit_core::human_duration(limit)
         );
     }
-    lockkit_core::redact_url(&lockkit_core::error_chain(&e.without_url()))
+    let text = lockkit_core::redact_url(&lockkit_core::error_chain(&e.without_url()));
+    let hint = crate::tls::hint(&text, https);
+    format!("{text}{hint}")
 }
 
 /// A client of one Consul agent. `Debug` never shows the token.
@@ -174,7 +176,10 @@ impl Api {
     async fn send(&self, r: RequestBuilder, what: &str) -> Result<(StatusCode, u64, String)> {
         let response = r.send().await.map_err(|e| LockError::Connection {
             driver: DRIVER,
-            message: format!("{what}: {}", http_error(e, self.request_timeout)),
+            message: format!(
+                "{what}: {}",
+                http_error(e, self.request_timeout, self.base.starts_with("https://"))
+            ),
             source: None,
         })?;
         let status = response.status();
@@ -188,7 +193,7 @@ impl Api {
             driver: DRIVER,
             message: format!(
                 "{what}: reading the reply: {}",
-                http_error(e, self.request_timeout)
+                http_error(e, self.request_timeout, self.base.starts_with("https://"))
             ),
             source: None,
         })?;

@@ -31,3 +31,30 @@ pub(crate) fn configure(
     }
     Ok(builder)
 }
+
+/// What to change when a request failed for TLS reasons (empty otherwise): a plain
+/// `consul://` URL to an HTTPS agent, a certificate `tls_ca` does not verify, or a
+/// client certificate the agent wants and did not get (or does not trust).
+pub(crate) fn hint(message: &str, https: bool) -> &'static str {
+    let m = message.to_ascii_lowercase();
+    if !https {
+        if m.contains("invalid http version") || m.contains("connection reset") {
+            return " (the agent may speak HTTPS only: use consuls://…?tls_ca=PATH)";
+        }
+        return "";
+    }
+    if m.contains("invalid peer certificate")
+        || m.contains("unknownissuer")
+        || m.contains("badsignature")
+    {
+        " (TLS: the agent's certificate does not verify against tls_ca, or the system roots \
+         without it; give the CA that signed it, for a host it names)"
+    } else if m.contains("certificaterequired")
+        || m.contains("unknownca")
+        || m.contains("bad certificate")
+    {
+        " (TLS: the agent wants a client certificate it trusts: give tls_cert and tls_key)"
+    } else {
+        ""
+    }
+}

@@ -1,6 +1,7 @@
 //! The conformance suite against the testkit's Consul stand-in (no Consul agent can
-//! be installed here; the stand-in follows the documented HTTP semantics), and
-//! against a real agent when `CONSUL_HTTP_ADDR` is set.
+//! be installed here; the stand-in follows the documented HTTP semantics), over
+//! plain HTTP and over HTTPS with client certificates, and against a real agent
+//! when `CONSUL_HTTP_ADDR` is set.
 //!
 //! The stand-in is told to accept session TTLs below Consul's 10 s minimum, so
 //! that the killed-holder case (a 1 s lease) sees the session invalidated within
@@ -39,6 +40,31 @@ url_backend!(
 lockkit_conformance::suite!(
     consul_stand_in,
     UrlHarness<StandIn>,
+    skip {
+        expired_lease_is_reacquirable: "session-bound: a hold lasts as long as its session, there is no per-lock lease to expire",
+        release_never_deletes_a_newer_holders_lock: "needs per-lock lease expiry; release_after_the_hold_vanished_never_touches_the_new_holder proves the same with the key deleted",
+    }
+);
+
+async fn stand_in_tls() -> Result<ConsulStandIn, lockkit_testkit::TestkitError> {
+    ConsulStandIn::start_with(
+        StandInOptions::default()
+            .with_min_session_ttl(Duration::from_millis(100))
+            .with_tls(true),
+    )
+    .await
+}
+
+url_backend!(
+    /// The stand-in over HTTPS, requiring a client certificate (`consuls://`).
+    StandInTls: ConsulStandIn = stand_in_tls(),
+    |s| format!("{}&session_ttl_ms=600&lock_delay_ms=0", s.url()),
+    connect
+);
+
+lockkit_conformance::suite!(
+    consul_stand_in_tls,
+    UrlHarness<StandInTls>,
     skip {
         expired_lease_is_reacquirable: "session-bound: a hold lasts as long as its session, there is no per-lock lease to expire",
         release_never_deletes_a_newer_holders_lock: "needs per-lock lease expiry; release_after_the_hold_vanished_never_touches_the_new_holder proves the same with the key deleted",

@@ -160,33 +160,56 @@ async fn a_missing_acl_token_is_a_config_error_and_the_token_is_never_shown() {
         .unwrap();
 }
 
-/// `consuls://` reads the CA and client certificate when the URL is parsed, and
-/// speaks TLS: against the plain-HTTP stand-in the handshake fails, as a typed
-/// `Connection` error. (The stand-in has no TLS listener, so a full HTTPS session
-/// is not exercised here.)
+/// `consuls://` against an HTTPS-only agent (the stand-in with client
+/// certificates): it locks with the URL's CA and client certificate; a plain
+/// `consul://` URL, another CA, or no client certificate each fail with a typed
+/// `Connection` error that says what to change, and never show the token.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn consuls_speaks_tls_with_the_given_ca_and_client_certificate() {
-    let consul = ConsulStandIn::start().await.unwrap();
+async fn consuls_locks_over_https_and_names_each_tls_mistake() {
+    let consul = ConsulStandIn::start_with(StandInOptions::default().with_tls(true))
+        .await
+        .unwrap();
+    let locker =
+        lockkit_core::Locker::new(driver(&format!("{}&lock_delay_ms=0", consul.url())).await);
+    locker
+        .try_lock("tls")
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+
     let dir = tempfile::tempdir().unwrap();
-    let ca = lockkit_testkit::CertAuthority::generate(dir.path()).unwrap();
-    let url = format!(
-        "consuls://s3cret@{}?tls_ca={}&tls_cert={}&tls_key={}",
-        consul.addr(),
-        ca.ca.display(),
-        ca.client_cert.display(),
-        ca.client_key.display()
-    );
-    let options = ConsulOptions::from_url(&url).unwrap();
-    assert_eq!(options.base_url(), format!("https://{}", consul.addr()));
-    let err = ConsulDriver::connect(options).await.unwrap_err();
-    let shown = format!("{err} {err:?}");
-    assert!(matches!(err, LockError::Connection { .. }), "{shown}");
-    assert!(!shown.contains("s3cret"), "{shown}");
-    let missing = ConsulOptions::from_url(&format!(
-        "consuls://{}?tls_ca=/no/such/ca.pem",
-        consul.addr()
-    ))
-    .unwrap_err();
+    let other = lockkit_testkit::CertAuthority::generate(dir.path()).unwrap();
+    let ours = consul.tls_files().unwrap();
+    let addr = consul.addr();
+    for (url, says) in [
+        (format!("consul://s3cret@{addr}"), "consuls://"),
+        (
+            format!(
+                "consuls://s3cret@{addr}?tls_ca={}&tls_cert={}&tls_key={}",
+                other.ca.display(),
+                ours.client_cert.display(),
+                ours.client_key.display()
+            ),
+            "tls_ca",
+        ),
+        (
+            format!("consuls://s3cret@{addr}?tls_ca={}", ours.ca.display()),
+            "tls_cert",
+        ),
+    ] {
+        let err = ConsulDriver::connect(ConsulOptions::from_url(&url).unwrap())
+            .await
+            .unwrap_err();
+        let shown = format!("{err} {err:?}");
+        eprintln!("{}:\n  {err}", lockkit_core::redact_url(&url));
+        assert!(matches!(err, LockError::Connection { .. }), "{shown}");
+        assert!(err.to_string().contains(says), "{url}: {err}");
+        assert!(!shown.contains("s3cret"), "{shown}");
+    }
+    let missing =
+        ConsulOptions::from_url(&format!("consuls://{addr}?tls_ca=/no/such/ca.pem")).unwrap_err();
     assert!(matches!(missing, LockError::Config(_)), "{missing}");
 }
 

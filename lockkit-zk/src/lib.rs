@@ -91,7 +91,8 @@ use std::sync::Arc;
 use lockkit_core::{ConnectFuture, DriverEntry, LockDriver};
 
 /// How the `lockkit` facade finds this driver.
-pub const DRIVER: DriverEntry = DriverEntry::new("zookeeper", &["zk", "zookeeper"], "zk", connect);
+pub const DRIVER: DriverEntry =
+    DriverEntry::new("zookeeper", &["zk", "zookeeper", "zks"], "zk", connect);
 
 fn connect(url: &str) -> ConnectFuture {
     let options = ZkOptions::from_url(url);

@@ -4,6 +4,7 @@ use std::fmt;
 use std::time::Duration;
 
 use lockkit_core::LockError;
+use lockkit_core::tls::{TlsFiles, TlsPaths};
 use lockkit_core::url::{ParsedUrl, Timeouts, credentials, host_port};
 
 /// The session timeout asked for when the URL gives none (the server clamps it to
@@ -40,6 +41,8 @@ pub struct ZkOptions {
     pub(crate) session_timeout: Duration,
     /// Opening a session, and each request.
     pub(crate) timeouts: Timeouts,
+    /// `zks://`: the CA to verify the servers with, and a client certificate.
+    pub(crate) tls: Option<TlsFiles>,
     shown: String,
 }
 
@@ -52,6 +55,7 @@ impl fmt::Debug for ZkOptions {
             .field("user", &self.user().map(lockkit_core::shown_user))
             .field("session_timeout", &self.session_timeout)
             .field("timeouts", &self.timeouts)
+            .field("tls", &self.tls)
             .finish()
     }
 }
@@ -63,7 +67,8 @@ impl fmt::Display for ZkOptions {
 }
 
 impl ZkOptions {
-    /// Parses `zk://[user:password@]host:port[,host:port…][/chroot][?session_timeout_ms=N]`.
+    /// Parses `zk://[user:password@]host:port[,host:port…][/chroot][?session_timeout_ms=N]`,
+    /// or `zks://…?tls_ca=PATH` for TLS to every server.
     ///
     /// - `user:password@` (percent-encoded if need be) authenticates with ZooKeeper's
     ///   `digest` scheme, and every node lockkit creates then carries the ACL
@@ -74,6 +79,10 @@ impl ZkOptions {
     /// - `connect_timeout_ms` bounds opening a session (default 5000), and
     ///   `request_timeout_ms` each request (default 5000); a request that times out
     ///   has an unknown outcome, as one cut by a dropped connection.
+    /// - `zks://` speaks TLS to every server (ZooKeeper's `secureClientPort`),
+    ///   verifying it against `tls_ca=PATH`, which `zks://` requires (the ZooKeeper
+    ///   client verifies only against a CA it is given); `tls_cert=PATH&tls_key=PATH`
+    ///   present a client certificate, for a server with `ssl.clientAuth=need`.
     /// - `session_timeout_ms` is the session timeout to negotiate (default 10000).
     ///   It bounds how long a crashed holder's locks outlive it, and how soon a
     ///   holder cut off from the servers learns (2/5 of it, then `lost()` fires).
@@ -84,9 +93,10 @@ impl ZkOptions {
     pub fn from_url(url: &str) -> Result<Self, LockError> {
         let mut parsed = ParsedUrl::parse(
             url,
-            &["zk", "zookeeper"],
-            "zk://host:port[,host:port…][/chroot]",
+            &["zk", "zookeeper", "zks"],
+            "zk://host:port[,host:port…][/chroot] (zks://…?tls_ca=PATH for TLS)",
         )?;
+        let tls_scheme = parsed.scheme() == "zks";
         let shown = parsed.shown();
         let server = parsed.server()?;
         let chroot = server.path.trim_end_matches('/');
@@ -104,10 +114,33 @@ impl ZkOptions {
             .take_millis("session_timeout_ms", 100..=3_600_000)?
             .unwrap_or(DEFAULT_SESSION_TIMEOUT);
         let timeouts = query.take_timeouts(DEFAULT_TIMEOUTS)?;
+        let tls_paths = TlsPaths::from_query(query)?;
         parsed.query.finish()?;
         let bad = |why: &str| LockError::InvalidUrl {
             url: shown.clone(),
             reason: why.to_string(),
+        };
+        let tls = match (tls_scheme, tls_paths.is_empty()) {
+            (true, true) => {
+                return Err(bad(
+                    "zks:// needs the CA to verify the servers with: add tls_ca=PATH \
+                     (the ZooKeeper client does not use the system's root certificates)",
+                ));
+            }
+            (true, false) => {
+                let files = tls_paths.load(&bad)?;
+                if files.ca.is_none() {
+                    return Err(bad("zks:// needs tls_ca=PATH as well"));
+                }
+                Some(files)
+            }
+            (false, true) => None,
+            (false, false) => {
+                return Err(bad(
+                    "tls_ca, tls_cert and tls_key apply to TLS connections: use zks:// \
+                     instead of zk://",
+                ));
+            }
         };
         let digest = match server.userinfo {
             None => None,
@@ -128,6 +161,7 @@ impl ZkOptions {
             digest,
             session_timeout,
             timeouts,
+            tls,
             shown,
         })
     }
@@ -145,6 +179,11 @@ impl ZkOptions {
     /// The `digest` user, if the URL has credentials.
     pub fn user(&self) -> Option<&str> {
         self.digest.as_ref().map(|(u, _)| u.as_str())
+    }
+
+    /// Whether the URL is `zks://` (TLS to every server).
+    pub fn is_tls(&self) -> bool {
+        self.tls.is_some()
     }
 
     /// The session timeout asked for.

@@ -117,10 +117,15 @@ impl Sessions {
         if let Some((user, password)) = &o.digest {
             connector = connector.with_auth("digest", format!("{user}:{password}").as_bytes());
         }
+        let tls = o.tls.as_ref().map(tls_options).transpose()?;
+        let connecting = async move {
+            match tls {
+                Some(tls) => connector.with_tls(tls).secure_connect(&o.hosts).await,
+                None => connector.connect(&o.hosts).await,
+            }
+        };
         let started = tokio::time::Instant::now();
-        let client = match tokio::time::timeout(o.timeouts.connect, connector.connect(&o.hosts))
-            .await
-        {
+        let client = match tokio::time::timeout(o.timeouts.connect, connecting).await {
             Ok(Ok(client)) => client,
             Ok(Err(e)) => return Err(connect_error(o, e, started.elapsed())),
             Err(_) => {
@@ -168,6 +173,32 @@ impl Sessions {
     }
 }
 
+/// The ZooKeeper client's TLS options from the URL's checked PEM files. ring is
+/// installed as the process's rustls provider first (unless the application
+/// installed one), as the other drivers do.
+fn tls_options(tls: &lockkit_core::tls::TlsFiles) -> Result<zookeeper_client::TlsOptions> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let bad = |what: &str, e: zookeeper_client::Error| LockError::Config(format!("{what}: {e}"));
+    let mut options = zookeeper_client::TlsOptions::new();
+    if let Some(ca) = &tls.ca {
+        let pem = String::from_utf8_lossy(&ca.pem);
+        options = options
+            .with_pem_ca(&pem)
+            .map_err(|e| bad(&format!("tls_ca={}", ca.path), e))?;
+    }
+    if let Some(id) = &tls.identity {
+        let cert = String::from_utf8_lossy(&id.cert.pem);
+        let key = String::from_utf8_lossy(&id.key.pem);
+        options = options.with_pem_identity(&cert, &key).map_err(|e| {
+            bad(
+                &format!("tls_cert={}, tls_key={}", id.cert.path, id.key.path),
+                e,
+            )
+        })?;
+    }
+    Ok(options)
+}
+
 /// Why no session could be opened; `took` tells a refused connection (at once)
 /// from a server that does not answer (the connect timeout).
 fn connect_error(o: &ZkOptions, e: zookeeper_client::Error, took: Duration) -> LockError {
@@ -175,12 +206,25 @@ fn connect_error(o: &ZkOptions, e: zookeeper_client::Error, took: Duration) -> L
         zookeeper_client::Error::AuthFailed => LockError::Config(format!(
             "ZooKeeper at {o} refused the digest credentials in the URL"
         )),
+        zookeeper_client::Error::NoHosts if o.tls.is_some() => LockError::Connection {
+            driver: crate::error::DRIVER,
+            message: format!(
+                "no ZooKeeper session with {}: no server completed the TLS handshake \
+                 and the session; check that tls_ca names the CA that signed the servers' \
+                 certificates (which must name the host in the URL), that the port is their \
+                 secureClientPort, and, for a server with ssl.clientAuth=need, that \
+                 tls_cert and tls_key are a certificate it trusts",
+                o.hosts
+            ),
+            source: Some(Box::new(e)),
+        },
         zookeeper_client::Error::NoHosts if took < o.timeouts.connect / 2 => {
             LockError::Connection {
                 driver: crate::error::DRIVER,
                 message: format!(
-                    "no ZooKeeper session with {}: every server refused the connection \
-                     or could not be reached; is ZooKeeper running there?",
+                    "no ZooKeeper session with {}: every server refused or closed the \
+                     connection, or could not be reached; is ZooKeeper running there? (A \
+                     secureClientPort accepts TLS only: use zks://…?tls_ca=PATH)",
                     o.hosts
                 ),
                 source: Some(Box::new(e)),

@@ -1,6 +1,7 @@
 //! The conformance suite, mutex and read-write cases, against real ZooKeeper 3.8
-//! from the testkit: a standalone server, a 3-node ensemble, and a 3-node ensemble
-//! that loses a member while the case runs.
+//! from the testkit: a standalone server, the same over TLS (`zks://`, its
+//! `secureClientPort`), a 3-node ensemble, and a 3-node ensemble that loses a member
+//! while the case runs.
 //!
 //! Sessions are asked for 1 s (the testkit's servers tick every 200 ms), so a
 //! killed holder process's lock is freed about a second after the kill, as the
@@ -69,6 +70,12 @@ url_backend!(
     Standalone: ZooKeeper = ZooKeeper::start(), |s| format!("{}?{SESSION}", s.url()), connect
 );
 url_backend!(
+    /// A standalone server, over TLS with a client certificate.
+    StandaloneTls: ZooKeeper = ZooKeeper::start_tls(true),
+    |s| format!("{}&{SESSION}", s.url()),
+    connect
+);
+url_backend!(
     /// Three members, reached through all three.
     Ensemble: ZooKeeperEnsemble = ZooKeeperEnsemble::start(3),
     |s| format!("{}?{SESSION}", s.url()),
@@ -104,5 +111,6 @@ macro_rules! zk_suite {
 }
 
 zk_suite!(zk, Standalone);
+zk_suite!(zk_tls, StandaloneTls);
 zk_suite!(zk_ensemble, Ensemble);
 zk_suite!(zk_ensemble_losing_a_member, EnsembleLosingAMember);

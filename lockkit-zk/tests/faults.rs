@@ -355,3 +355,53 @@ async fn digest_credentials_keep_other_identities_off_the_lock() {
         .await
         .unwrap();
 }
+
+/// `zks://` against ZooKeeper's TLS port: the wrong CA, or a client certificate
+/// the server does not trust, fail with a Connection error that names the
+/// problem; a plain `zk://` to the TLS port is told to use `zks://`.
+#[tokio::test]
+async fn tls_mistakes_are_named_and_zk_to_the_tls_port_is_told_to_use_zks() {
+    let server = ZooKeeper::start_tls(true).await.unwrap();
+    let port = server.secure_port().unwrap();
+    let other_dir = tempfile::tempdir().unwrap();
+    let other = lockkit_testkit::CertAuthority::generate(other_dir.path()).unwrap();
+    let ours = server.tls_files().unwrap();
+    let connect = |url: String| async move {
+        let options = ZkOptions::from_url(&url).unwrap();
+        ZkDriver::connect(options).await.map(|_| ()).unwrap_err()
+    };
+    let cases = [
+        (
+            format!("zk://127.0.0.1:{port}?connect_timeout_ms=2000"),
+            "zks://",
+        ),
+        (
+            format!(
+                "zks://127.0.0.1:{port}?tls_ca={}&tls_cert={}&tls_key={}&connect_timeout_ms=2000",
+                other.ca.display(),
+                ours.client_cert.display(),
+                ours.client_key.display()
+            ),
+            "tls_ca",
+        ),
+        (
+            format!(
+                "zks://127.0.0.1:{port}?tls_ca={}&tls_cert={}&tls_key={}&connect_timeout_ms=2000",
+                ours.ca.display(),
+                other.client_cert.display(),
+                other.client_key.display()
+            ),
+            "tls_cert",
+        ),
+    ];
+    for (url, says) in cases {
+        let e = connect(url.clone()).await;
+        eprintln!("{url}:\n  {e}");
+        assert!(matches!(e, LockError::Connection { .. }), "{e:?}");
+        assert!(e.to_string().contains(says), "{url}: {e}");
+        assert!(!e.to_string().contains("PRIVATE KEY"), "{e}");
+    }
+    // zks:// without a CA is refused before connecting.
+    let e = ZkOptions::from_url(&format!("zks://127.0.0.1:{port}")).unwrap_err();
+    assert!(e.to_string().contains("tls_ca"), "{e}");
+}

@@ -1,5 +1,6 @@
 //! ZooKeeper: standalone, or a 3-node ensemble (tickTime 200 ms; no cap on
-//! connections from one address, since every client here is on 127.0.0.1).
+//! connections from one address, since every client here is on 127.0.0.1); and a
+//! standalone server with a TLS `secureClientPort` (`start_tls`).
 
 use std::ops::{Deref, DerefMut};
 use std::path::{Path, PathBuf};
@@ -9,14 +10,19 @@ use tempfile::TempDir;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::process::{Server, Spec, find_binary, temp_dir};
+use crate::tls::{CertAuthority, query_path};
 use crate::{TestkitError, free_port};
 
-const CLASSPATH: &str = "/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar";
+/// The server's classpath: zookeeper.jar's manifest names every Netty jar it needs
+/// but netty-codec (used by the TLS port's Netty connection factory).
+const CLASSPATH: &str = "/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar:/usr/share/java/netty-codec.jar";
 
 /// One ZooKeeper server on 127.0.0.1.
 #[derive(Debug)]
 pub struct ZooKeeper {
     server: Server,
+    /// The TLS port, its certificates, and whether clients must present one.
+    tls: Option<(u16, CertAuthority, bool)>,
     _dir: Option<TempDir>,
 }
 
@@ -120,15 +126,88 @@ impl ZooKeeper {
         )?;
         let mut zk = Self {
             server,
+            tls: None,
             _dir: Some(dir),
         };
         zk.server.wait_ready(serving).await?;
         Ok(zk)
     }
 
-    /// `zk://127.0.0.1:PORT`.
+    /// Starts a standalone server that also serves clients over TLS on a
+    /// `secureClientPort` (Netty, PEM key and trust stores), with a certificate for
+    /// `IP:127.0.0.1` from a throwaway CA; with `mutual`, clients there must
+    /// present a certificate from that CA. [`url`](Self::url) is
+    /// `zks://127.0.0.1:SECURE_PORT?tls_ca=CA`; the plain port stays, for the
+    /// testkit's readiness probe.
+    ///
+    /// # Errors
+    ///
+    /// As [`start`](Self::start); `NotFound` or `Setup` from `openssl`.
+    pub async fn start_tls(mutual: bool) -> Result<Self, TestkitError> {
+        let dir = temp_dir()?;
+        let port = free_port()?;
+        let secure = free_port()?;
+        let certs = CertAuthority::generate(dir.path())?;
+        // ZooKeeper's PEM key store: the PKCS#8 key, then the certificate.
+        let keystore = dir.path().join("server-keystore.pem");
+        let mut pem = std::fs::read(&certs.server_key)?;
+        pem.extend(std::fs::read(&certs.server_cert)?);
+        std::fs::write(&keystore, pem)?;
+        let config = write_config(dir.path(), port, &[], None)?;
+        let mut cfg = std::fs::read_to_string(&config)?;
+        cfg.push_str(&format!(
+            "secureClientPort={secure}\nsecureClientPortAddress=127.0.0.1\n\
+             serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\n\
+             ssl.keyStore.location={}\nssl.keyStore.type=PEM\n\
+             ssl.trustStore.location={}\nssl.trustStore.type=PEM\n\
+             ssl.clientAuth={}\n",
+            keystore.display(),
+            certs.ca.display(),
+            if mutual { "need" } else { "none" }
+        ));
+        std::fs::write(&config, cfg)?;
+        let server = spawn(
+            dir.path(),
+            port,
+            &config,
+            "org.apache.zookeeper.server.ZooKeeperServerMain",
+        )?;
+        let mut zk = Self {
+            server,
+            tls: Some((secure, certs, mutual)),
+            _dir: Some(dir),
+        };
+        zk.server.wait_ready(serving).await?;
+        Ok(zk)
+    }
+
+    /// `zk://127.0.0.1:PORT`; for a TLS server `zks://127.0.0.1:SECURE_PORT?tls_ca=CA`
+    /// (plus `tls_cert` and `tls_key` when it requires a client certificate).
     pub fn url(&self) -> String {
-        format!("zk://127.0.0.1:{}", self.server.port())
+        match &self.tls {
+            None => format!("zk://127.0.0.1:{}", self.server.port()),
+            Some((secure, certs, mutual)) => {
+                let mut url = format!("zks://127.0.0.1:{secure}?tls_ca={}", query_path(&certs.ca));
+                if *mutual {
+                    url.push_str(&format!(
+                        "&tls_cert={}&tls_key={}",
+                        query_path(&certs.client_cert),
+                        query_path(&certs.client_key)
+                    ));
+                }
+                url
+            }
+        }
+    }
+
+    /// The TLS port of a server started with [`start_tls`](Self::start_tls).
+    pub fn secure_port(&self) -> Option<u16> {
+        self.tls.as_ref().map(|(port, _, _)| *port)
+    }
+
+    /// The certificates of a TLS server.
+    pub fn tls_files(&self) -> Option<&CertAuthority> {
+        self.tls.as_ref().map(|(_, certs, _)| certs)
     }
 
     /// `127.0.0.1:PORT`, for a connect string.
@@ -198,7 +277,11 @@ impl ZooKeeperEnsemble {
                 &config,
                 "org.apache.zookeeper.server.quorum.QuorumPeerMain",
             )?;
-            members.push(ZooKeeper { server, _dir: None });
+            members.push(ZooKeeper {
+                server,
+                tls: None,
+                _dir: None,
+            });
         }
         for m in &mut members {
             m.server.wait_ready(serving).await?;

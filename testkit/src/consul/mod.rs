@@ -64,6 +64,7 @@ mod query;
 mod server;
 mod session;
 mod state;
+mod tls;
 mod txn;
 mod wire;
 
@@ -73,7 +74,7 @@ use std::sync::{Arc, Mutex};
 use tokio::net::TcpListener;
 use tokio::task::{AbortHandle, JoinHandle};
 
-use crate::TestkitError;
+use crate::{CertAuthority, TestkitError};
 
 use self::server::Shared;
 
@@ -88,6 +89,9 @@ pub struct StandInOptions {
     pub ttl_scale: f64,
     /// The shortest session TTL accepted (Consul: 10 s). Test acceleration only.
     pub min_session_ttl: std::time::Duration,
+    /// `Some(mutual)`: serve HTTPS only, with a certificate from a throwaway CA,
+    /// and with `mutual`, require client certificates from it.
+    pub tls: Option<bool>,
 }
 
 impl Default for StandInOptions {
@@ -96,6 +100,7 @@ impl Default for StandInOptions {
             acl_token: None,
             ttl_scale: 1.0,
             min_session_ttl: std::time::Duration::from_secs(10),
+            tls: None,
         }
     }
 }
@@ -117,6 +122,14 @@ impl StandInOptions {
         self
     }
 
+    /// Serves HTTPS only, as an agent with TLS on its HTTP port does; with `mutual`,
+    /// clients must present a certificate from the same CA (`verify_incoming`).
+    /// [`ConsulStandIn::url`] is then `consuls://…?tls_ca=CA`.
+    pub fn with_tls(mut self, mutual: bool) -> Self {
+        self.tls = Some(mutual);
+        self
+    }
+
     /// Scales every session TTL by `scale` (a test acceleration; see the field).
     /// Lock-delays are not scaled: clients can ask for short ones directly.
     pub fn with_ttl_scale(mut self, scale: f64) -> Self {
@@ -130,6 +143,8 @@ impl StandInOptions {
 #[derive(Debug)]
 pub struct ConsulStandIn {
     addr: SocketAddr,
+    /// HTTPS: the certificates (and their dir), and whether clients need one.
+    tls: Option<(CertAuthority, bool, tempfile::TempDir)>,
     shared: Arc<Shared>,
     accept: JoinHandle<()>,
     timers: JoinHandle<()>,
@@ -169,10 +184,32 @@ impl ConsulStandIn {
         let shared = Arc::new(shared);
         let connections: Arc<Mutex<Vec<AbortHandle>>> = Arc::default();
 
+        let tls = match options.tls {
+            Some(mutual) => {
+                let dir = crate::process::temp_dir()?;
+                let certs = CertAuthority::generate(dir.path())?;
+                Some((certs, mutual, dir))
+            }
+            None => None,
+        };
+        let acceptor = match &tls {
+            Some((certs, mutual, _)) => Some(tls::acceptor(certs, *mutual)?),
+            None => None,
+        };
         let (sh, conns) = (shared.clone(), connections.clone());
         let accept = tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
-                let task = tokio::spawn(server::serve(sh.clone(), stream));
+                let _ = stream.set_nodelay(true);
+                let sh = sh.clone();
+                let task = match acceptor.clone() {
+                    // A failed handshake closes the connection, as an agent does.
+                    Some(acceptor) => tokio::spawn(async move {
+                        if let Ok(stream) = acceptor.accept(stream).await {
+                            server::serve(sh, stream).await;
+                        }
+                    }),
+                    None => tokio::spawn(server::serve(sh, stream)),
+                };
                 let mut conns = conns.lock().unwrap_or_else(|e| e.into_inner());
                 conns.retain(|t| !t.is_finished());
                 conns.push(task.abort_handle());
@@ -196,6 +233,7 @@ impl ConsulStandIn {
         });
         Ok(Self {
             addr,
+            tls,
             shared,
             accept,
             timers,
@@ -203,9 +241,32 @@ impl ConsulStandIn {
         })
     }
 
-    /// `consul://127.0.0.1:PORT`.
+    /// `consul://127.0.0.1:PORT`; over HTTPS `consuls://127.0.0.1:PORT?tls_ca=CA`
+    /// (plus `tls_cert` and `tls_key` when it requires a client certificate).
     pub fn url(&self) -> String {
-        format!("consul://{}", self.addr)
+        match &self.tls {
+            None => format!("consul://{}", self.addr),
+            Some((certs, mutual, _)) => {
+                let mut url = format!(
+                    "consuls://{}?tls_ca={}",
+                    self.addr,
+                    crate::tls::query_path(&certs.ca)
+                );
+                if *mutual {
+                    url.push_str(&format!(
+                        "&tls_cert={}&tls_key={}",
+                        crate::tls::query_path(&certs.client_cert),
+                        crate::tls::query_path(&certs.client_key)
+                    ));
+                }
+                url
+            }
+        }
+    }
+
+    /// The certificates of an HTTPS stand-in.
+    pub fn tls_files(&self) -> Option<&CertAuthority> {
+        self.tls.as_ref().map(|(certs, _, _)| certs)
     }
 
     /// `127.0.0.1:PORT`.

@@ -13,7 +13,6 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
-use tokio::net::TcpStream;
 use tokio::sync::{Notify, watch};
 
 use super::http::{Req, route, text};
@@ -104,9 +103,12 @@ impl Shared {
     }
 }
 
-/// Serves one connection until the client closes it (or the task is aborted).
-pub(crate) async fn serve(shared: std::sync::Arc<Shared>, stream: TcpStream) {
-    let _ = stream.set_nodelay(true);
+/// Serves one connection (plain or TLS) until the client closes it (or the task is
+/// aborted).
+pub(crate) async fn serve<S>(shared: std::sync::Arc<Shared>, stream: S)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     let service = service_fn(move |req| {
         let shared = shared.clone();
         async move { Ok::<_, Infallible>(handle(&shared, req).await) }
