@@ -10,6 +10,11 @@
 //! | [`sqlite`] | `sqlite` | `sqlite://path`, `sqlite::memory:` | machine-wide monotonic | polling (+ in-process) |
 //! | [`postgres`] | `postgres` | `postgres://`, `postgresql://` | server's `clock_timestamp()` | `LISTEN/NOTIFY` + polling fallback |
 //! | [`mysql`] | `mysql` | `mysql://`, `mariadb://` | server's `NOW(6)` | polling (+ in-process) |
+//!
+//! PostgreSQL and MySQL/MariaDB connect over TLS with sqlx's own URL options
+//! (`sslmode`, `sslrootcert`, `sslcert`, `sslkey`; `ssl-mode`, `ssl-ca`, `ssl-cert`,
+//! `ssl-key`), through rustls with ring and the system's root certificates: lease
+//! tables, session modes and the LISTEN connection alike.
 #![cfg_attr(not(test), forbid(clippy::panic))]
 #![doc(test(attr(deny(warnings))))]
 

@@ -3,6 +3,14 @@
 //! URL: `zk://[user:password@]host:port[,host:port…][/chroot][?session_timeout_ms=N]`
 //! (see [`ZkOptions::from_url`]).
 //!
+//! # TLS
+//!
+//! `zks://…?tls_ca=PATH` connects to every server's `secureClientPort` over TLS
+//! (rustls with ring, through zookeeper-client), verifying it against `tls_ca` —
+//! required, since that client does not use the system's roots —
+//! and `&tls_cert=PATH&tls_key=PATH` present a client certificate, for servers with
+//! `ssl.clientAuth=need`. A server's certificate must name the host of the URL.
+//!
 //! # The recipe
 //!
 //! Lock `K` is a container node `<chroot>/lockkit/<K escaped>` whose children are
