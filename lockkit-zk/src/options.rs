@@ -206,7 +206,7 @@ mod tests {
     #[test]
     fn bad_urls_get_reasons_without_the_password() {
         for (url, needle) in [
-            ("redis://h:1", "the scheme must be zk or zookeeper"),
+            ("redis://h:1", "the scheme must be zk, zookeeper or zks"),
             ("zk://h", "no port"),
             ("zk://h:0", "invalid port"),
             ("zk://h:1,,h:2", "empty host"),
