@@ -178,6 +178,15 @@ impl ZooKeeper {
             _dir: Some(dir),
         };
         zk.server.wait_ready(serving).await?;
+        // The secure port is bound after the plain one starts serving: wait for it
+        // too, or a client can be refused in between.
+        zk.server
+            .wait_ready(|_| async move {
+                tokio::net::TcpStream::connect(("127.0.0.1", secure))
+                    .await
+                    .is_ok()
+            })
+            .await?;
         Ok(zk)
     }
 
