@@ -1,19 +1,20 @@
 //! For driver authors: the contract a backend implements, and the pieces every
 //! driver shares. Applications use [`crate::Locker`] and need none of this.
 //!
-//! A driver implements [`LockDriver`] (acquire with a wait mode, extend, release,
-//! force-release, purge) and exports a [`DriverEntry`] for [`crate::connect`] to find
-//! it by URL scheme. [`url`] parses its URL the way every other driver does,
+//! A driver implements [`LockDriver`] (acquire in a [`crate::LockMode`], extend,
+//! release, inspect, force-release, purge), waits through [`wait_for_grant`], and
+//! implements [`Driver`] once so that its [`DriverEntry`] lets [`crate::connect`]
+//! find it by URL scheme. [`url`] parses its URL the way every other driver does,
+//! [`admit`] applies the mode rules to holders a driver keeps itself,
 //! [`LossSignal`] tells the client a session-bound hold is gone, and
-//! [`renew_in_batches`] renews many holds in few requests. The `lockkit-conformance`
-//! crate proves a driver keeps the contract.
+//! [`renew_in_batches`] renews many holds in few requests. The
+//! `lockkit-conformance` crate proves a driver keeps the contract.
 
 use std::sync::Arc;
 
+pub use lockkit_core::driver::*;
 pub use lockkit_core::{
-    AcquireRequest, Cancellation, ConnectFuture, DriverEntry, Grant, LockDriver, LossSignal,
-    ReadWriteDriver, Renewal, Wait, async_trait, error_chain, human_duration, renew_in_batches,
-    shown_user, url, url_scheme,
+    LossSignal, error_chain, human_duration, renew_in_batches, shown_user, url,
 };
 
 use crate::{LockError, Result};
@@ -34,6 +35,8 @@ pub const DRIVERS: &[DriverEntry] = &[
     lockkit_sql::mysql::DRIVER,
     #[cfg(feature = "redis")]
     lockkit_redis::DRIVER,
+    #[cfg(feature = "redis")]
+    lockkit_redis::REDLOCK_DRIVER,
     #[cfg(feature = "etcd")]
     lockkit_etcd::DRIVER,
     #[cfg(feature = "zk")]

@@ -43,7 +43,7 @@
 )]
 #![cfg_attr(
     feature = "zk",
-    doc = "| `zk` | `zk://`, `zookeeper://`, `zks://` | [`zk`]: ephemeral sequential nodes, read-write lock |"
+    doc = "| `zk` | `zk://`, `zookeeper://`, `zks://` | [`zk`]: ephemeral sequential nodes, read-write lock, fair queue |"
 )]
 #![cfg_attr(
     not(feature = "zk"),
@@ -74,9 +74,10 @@
 pub mod driver;
 
 pub use lockkit_core::{
-    Capabilities, DEFAULT_WATCHDOG_TTL, FencingToken, KeyError, LockError, LockGuard, LockKey,
-    LockMode, LockRequest, Locker, LostReason, MAX_KEY_LEN, MAX_TTL, MIN_TTL, OwnerId, Result,
-    TtlError, WakeUp, fence, redact_url,
+    Capabilities, DEFAULT_WATCHDOG_TTL, FencingToken, Holder, Inspect, Inspection, KeyError,
+    LockError, LockGuard, LockKey, LockMode, LockRequest, Locker, LostReason, MAX_KEY_LEN,
+    MAX_LABEL_LEN, MAX_TTL, MIN_TTL, OwnerId, Result, Semaphore, TtlError, WakeUp, default_label,
+    fence, redact_url,
 };
 
 /// Declares a driver module re-export behind its feature, with the docs.rs badge.
@@ -130,31 +131,6 @@ cfg_driver! { "sqlite" =>
     pub use lockkit_sql::sqlite;
 }
 
-/// Every driver lockkit has: its schemes, the feature that compiles it in, and the
-/// port its server listens on by default. Used to tell a user which feature to turn
-/// on, or which scheme a URL without one needs.
-const KNOWN: &[(&str, &str, Option<u16>)] = &[
-    ("mem", "mem", None),
-    ("sqlite", "sqlite", None),
-    ("redis", "redis", Some(6379)),
-    ("rediss", "redis", None),
-    ("redlock", "redis", None),
-    ("redlocks", "redis", None),
-    ("redis-cluster", "redis", None),
-    ("rediss-cluster", "redis", None),
-    ("etcd", "etcd", Some(2379)),
-    ("etcds", "etcd", None),
-    ("zk", "zk", Some(2181)),
-    ("zookeeper", "zk", None),
-    ("zks", "zk", None),
-    ("consul", "consul", Some(8500)),
-    ("consuls", "consul", None),
-    ("postgres", "postgres", Some(5432)),
-    ("postgresql", "postgres", None),
-    ("mysql", "mysql", Some(3306)),
-    ("mariadb", "mysql", None),
-];
-
 /// Connects to the backend named by `url` and returns a [`Locker`] over it (for
 /// the bare driver, see [`driver::connect`]).
 ///
@@ -172,39 +148,42 @@ pub async fn connect(url: &str) -> Result<Locker> {
 
 /// Why no compiled-in driver takes `url`, and what to write instead.
 pub(crate) fn no_driver(url: &str) -> String {
+    use driver::registry::BUILT_IN;
     let compiled: Vec<&str> = driver::DRIVERS
         .iter()
         .flat_map(|d| d.schemes.iter().copied())
         .collect();
     let compiled = compiled.join(", ");
-    let known = KNOWN.iter().map(|(s, _, _)| *s);
+    let known = || BUILT_IN.iter().flat_map(|d| d.schemes.iter().copied());
     // `127.0.0.1:6379` and `localhost:6379` have no scheme, though they have a colon.
     let scheme = lockkit_core::url_scheme(url)
         .map(str::to_ascii_lowercase)
-        .filter(|s| {
-            url.contains("://")
-                || lockkit_core::url::did_you_mean(s, KNOWN.iter().map(|(k, _, _)| *k)).is_some()
-        });
+        .filter(|s| url.contains("://") || lockkit_core::url::did_you_mean(s, known()).is_some());
     let Some(scheme) = scheme else {
         // `127.0.0.1:6379`, `localhost`: a host without a scheme.
         let port = url
             .rsplit_once(':')
             .and_then(|(_, p)| p.trim_end_matches('/').parse::<u16>().ok());
-        let guess = port.and_then(|p| KNOWN.iter().find(|(_, _, d)| *d == Some(p)));
+        let guess = port.and_then(|p| BUILT_IN.iter().find(|d| d.default_port == Some(p)));
         return match guess {
-            Some((scheme, _, _)) => format!(
-                "no scheme; did you mean `{scheme}://{url}`? Write SCHEME://…, with one of: {compiled}"
+            Some(d) => format!(
+                "no scheme; did you mean `{}://{url}`? Write SCHEME://…, with one of: {compiled}",
+                d.schemes[0]
             ),
             None => format!("no scheme; write SCHEME://…, with one of: {compiled}"),
         };
     };
-    if let Some((_, feature, _)) = KNOWN.iter().find(|(s, _, _)| *s == scheme) {
+    if let Some(d) = BUILT_IN
+        .iter()
+        .find(|d| d.schemes.contains(&scheme.as_str()))
+    {
         return format!(
-            "the `{scheme}` driver is not compiled in; enable lockkit's `{feature}` feature \
-             (schemes compiled in: {compiled})"
+            "the `{scheme}` driver is not compiled in; enable lockkit's `{}` feature \
+             (schemes compiled in: {compiled})",
+            d.feature
         );
     }
-    match lockkit_core::url::did_you_mean(&scheme, known) {
+    match lockkit_core::url::did_you_mean(&scheme, known()) {
         Some(near) => format!(
             "unknown scheme `{scheme}`; did you mean `{near}://`? (schemes compiled in: {compiled})"
         ),

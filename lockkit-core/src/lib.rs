@@ -13,7 +13,7 @@
 
 mod batch;
 mod client;
-mod driver;
+pub mod driver;
 mod error;
 pub mod fence;
 mod human;
@@ -23,17 +23,22 @@ pub mod mem;
 pub mod tls;
 mod types;
 pub mod url;
+mod wait;
 
 pub use batch::renew_in_batches;
-pub use client::{DEFAULT_WATCHDOG_TTL, LockGuard, LockRequest, Locker, LostReason};
+pub use client::{
+    DEFAULT_WATCHDOG_TTL, LockGuard, LockRequest, Locker, LostReason, Semaphore, default_label,
+};
 pub use driver::{
-    AcquireRequest, Cancellation, Capabilities, ConnectFuture, DriverEntry, Grant, LockDriver,
-    LockMode, ReadWriteDriver, Renewal, Wait, WakeUp, url_scheme,
+    AcquireRequest, Cancellation, Capabilities, ConnectFuture, DriverEntry, Grant, Holder, Inspect,
+    Inspection, LockDriver, LockMode, Renewal, Wait, WakeUp, url_scheme,
 };
 pub use error::{KeyError, LockError, Result, TtlError, error_chain, redact_url, shown_user};
 pub use human::human_duration;
 pub use loss::LossSignal;
-pub use types::{FencingToken, LockKey, MAX_KEY_LEN, MAX_TTL, MIN_TTL, OwnerId, validate_ttl};
+pub use types::{
+    FencingToken, LockKey, MAX_KEY_LEN, MAX_LABEL_LEN, MAX_TTL, MIN_TTL, OwnerId, validate_ttl,
+};
 
 /// Re-exported so drivers implement [`LockDriver`] with the same macro version.
 pub use async_trait::async_trait;

@@ -151,7 +151,10 @@ impl TryFrom<String> for LockKey {
 /// assert!(a.to_hex().starts_with(a.to_string().trim_end_matches('…')));
 /// assert_eq!(OwnerId::from_hex(&a.to_hex()).unwrap(), a);
 /// ```
-#[derive(Clone, PartialEq, Eq, Hash)]
+///
+/// Two owner ids are equal when their random parts are: the label is not part of
+/// the identity.
+#[derive(Clone)]
 pub struct OwnerId {
     id: u128,
     label: Option<String>,
@@ -195,10 +198,10 @@ impl OwnerId {
         Ok(Self { id, label: None })
     }
 
-    /// Attaches a human-readable label, such as `host/pid/task`.
+    /// Attaches a human-readable label, such as `host/pid/task`: control
+    /// characters are dropped and it is cut to [`MAX_LABEL_LEN`] characters.
     pub fn with_label(mut self, label: impl Into<String>) -> Self {
-        let label: String = label.into().chars().filter(|c| !c.is_control()).collect();
-        self.label = Some(label);
+        self.label = Some(clean_label(label.into()));
         self
     }
 
@@ -216,6 +219,32 @@ impl OwnerId {
     pub fn to_hex(&self) -> String {
         format!("{:032x}", self.id)
     }
+}
+
+impl PartialEq for OwnerId {
+    fn eq(&self, other: &Self) -> bool {
+        self.id == other.id
+    }
+}
+
+impl Eq for OwnerId {}
+
+impl std::hash::Hash for OwnerId {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.id.hash(state);
+    }
+}
+
+/// The longest owner label kept, in characters.
+pub const MAX_LABEL_LEN: usize = 128;
+
+/// `label` without control characters, cut to [`MAX_LABEL_LEN`] characters.
+pub(crate) fn clean_label(label: String) -> String {
+    label
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(MAX_LABEL_LEN)
+        .collect()
 }
 
 impl Default for OwnerId {

@@ -23,6 +23,8 @@ struct Probe {
     loss: Option<LossSignal>,
     rounds: AtomicUsize,
     renewals: AtomicUsize,
+    /// Capabilities to claim instead of mem's.
+    caps: Option<Capabilities>,
 }
 
 #[async_trait]
@@ -31,7 +33,7 @@ impl LockDriver for Probe {
         "probe"
     }
     fn capabilities(&self) -> Capabilities {
-        self.inner.capabilities()
+        self.caps.unwrap_or_else(|| self.inner.capabilities())
     }
     async fn acquire(&self, req: &AcquireRequest) -> Result<Grant> {
         let mut grant = self.inner.acquire(req).await?;
@@ -210,23 +212,28 @@ async fn a_fired_loss_signal_makes_lost_fire_at_once() {
 }
 
 #[tokio::test]
-async fn read_write_requests_on_a_driver_without_them_are_refused() {
-    let locker = Locker::new(Arc::new(MemDriver::new()));
-    for (what, r) in [
-        ("read", locker.read_lock("rw").no_wait().await),
-        ("write", locker.write_lock("rw").no_wait().await),
-    ] {
-        assert!(
-            matches!(r, Err(LockError::Unsupported { .. })),
-            "{what}: {r:?}"
-        );
+async fn modes_a_driver_lacks_are_refused_naming_the_mode_and_the_driver() {
+    let exclusive_only = Probe {
+        caps: Some(Capabilities::baseline()),
+        ..Probe::default()
+    };
+    let locker = Locker::new(Arc::new(exclusive_only));
+    let read = locker.read_lock("rw").no_wait().await.unwrap_err();
+    let permit = locker.semaphore("rw", 3).try_acquire().await.unwrap_err();
+    for (e, mode) in [(read, "shared"), (permit, "permits")] {
+        assert!(matches!(e, LockError::Unsupported { .. }), "{e:?}");
+        let text = e.to_string();
+        assert!(text.contains("probe") && text.contains(mode), "{text}");
     }
-    // The plain lock of the same key is untouched.
-    locker
-        .try_lock("rw")
-        .await
-        .unwrap()
-        .release()
-        .await
-        .unwrap();
+    // The write lock is the exclusive lock: every driver has it.
+    let w = locker.write_lock("rw").no_wait().await.unwrap();
+    assert!(locker.try_lock("rw").await.is_err());
+    w.release().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_semaphore_of_zero_permits_is_a_config_error() {
+    let locker = Locker::new(Arc::new(MemDriver::new()));
+    let e = locker.semaphore("none", 0).try_acquire().await.unwrap_err();
+    assert!(matches!(e, LockError::Config(_)), "{e:?}");
 }

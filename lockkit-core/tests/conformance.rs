@@ -43,5 +43,21 @@ lockkit_conformance::suite!(
     MemHarness,
     skip {
         abandoned_by_killed_process_is_freed_after_ttl: "mem:// holds are process-local; a child process cannot share them",
+    },
+    with {
+        fifo_order,
+        readers_share,
+        writer_excludes_readers_and_writers,
+        read_write_order_is_fifo,
+        read_hold_is_not_upgraded,
+        at_most_limit_permits_under_contention,
+        permit_tokens_increase_across_permits,
+        an_expired_permit_is_reacquirable,
+        a_permit_limit_mismatch_is_a_config_error,
+        a_release_wakes_one_waiter,
+        a_cancelled_permit_acquire_leaves_nothing,
+        inspection_shows_holder_mode_token_and_lease,
+        a_free_key_inspects_empty,
+        inspection_counts_waiters,
     }
 );

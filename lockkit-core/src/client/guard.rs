@@ -69,8 +69,9 @@ impl LockGuard {
         self.hold().token
     }
 
-    /// Exclusive ([`crate::Locker::lock`], [`crate::Locker::write_lock`]) or shared
-    /// ([`crate::Locker::read_lock`]).
+    /// What the hold excludes: exclusive ([`crate::Locker::lock`],
+    /// [`crate::Locker::write_lock`]), shared ([`crate::Locker::read_lock`]), or a
+    /// semaphore permit ([`crate::Semaphore::acquire`]).
     pub fn mode(&self) -> crate::LockMode {
         self.hold().mode
     }

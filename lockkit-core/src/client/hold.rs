@@ -45,7 +45,7 @@ pub(crate) struct Hold {
     pub(crate) key: LockKey,
     pub(crate) owner: OwnerId,
     pub(crate) token: FencingToken,
-    /// Exclusive, or a shared (read) hold.
+    /// What the hold excludes.
     pub(crate) mode: LockMode,
     /// `Some(ttl)` when the watchdog renews this hold every `ttl / 3`.
     pub(crate) renew_ttl: Option<Duration>,
@@ -68,7 +68,6 @@ struct HoldInner {
 impl Hold {
     pub(crate) fn new(
         grant: crate::driver::Grant,
-        mode: LockMode,
         ttl: Duration,
         renew_ttl: Option<Duration>,
         acquired_at: Instant,
@@ -76,6 +75,7 @@ impl Hold {
         let crate::driver::Grant {
             key,
             owner,
+            mode,
             token,
             deadline,
             loss,

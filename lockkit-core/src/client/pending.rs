@@ -13,7 +13,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use super::guard::release_in_background;
-use crate::driver::{AcquireRequest, Cancellation, Grant, LockDriver, LockMode};
+use crate::driver::{AcquireRequest, Cancellation, Grant, LockDriver};
 use crate::error::{LockError, Result};
 
 pub(crate) struct PendingAcquire {
@@ -24,31 +24,17 @@ pub(crate) struct PendingAcquire {
 }
 
 impl PendingAcquire {
-    /// Prepares `driver.acquire(request)` (or its shared acquire, for
-    /// [`LockMode::Shared`]); it runs when [`join`](Self::join)ed.
+    /// Prepares `driver.acquire(request)`; it runs when [`join`](Self::join)ed.
     pub(crate) fn start(
         driver: Arc<dyn LockDriver>,
         request: AcquireRequest,
-        mode: LockMode,
         span: tracing::Span,
     ) -> Self {
         use tracing::Instrument;
         let request = Arc::new(request);
         let attempt = {
             let (driver, request) = (driver.clone(), request.clone());
-            async move {
-                match mode {
-                    LockMode::Exclusive => driver.acquire(&request).await,
-                    LockMode::Shared => match driver.read_write() {
-                        Some(rw) => rw.acquire_shared(&request).await,
-                        None => Err(LockError::Unsupported {
-                            driver: driver.name(),
-                            capability: "read-write locks",
-                        }),
-                    },
-                }
-            }
-            .instrument(span)
+            async move { driver.acquire(&request).await }.instrument(span)
         };
         Self {
             attempt: Some(Box::pin(attempt)),

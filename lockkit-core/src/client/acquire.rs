@@ -1,0 +1,111 @@
+//! How a [`Locker`] turns a [`LockRequest`] into a guard: mode checks,
+//! reentrancy, the cancel-safe driver acquire, the deadline check, registration.
+
+use tokio::time::Instant;
+
+use super::guard::LockGuard;
+use super::hold::Hold;
+use super::locker::Locker;
+use super::pending::PendingAcquire;
+use super::request::LockRequest;
+use crate::driver::{AcquireRequest, Admission, Held, admit};
+use crate::error::{LockError, Result};
+use crate::types::{LockKey, OwnerId, validate_ttl};
+
+impl Locker {
+    pub(super) async fn acquire(&self, req: LockRequest<'_>) -> Result<LockGuard> {
+        let key = LockKey::new(req.key)?;
+        let ttl = validate_ttl(req.ttl.unwrap_or(self.inner.default_ttl))?;
+        let owner = match req.owner {
+            Some(owner) if owner.label().is_some() => owner,
+            Some(owner) => owner.with_label(self.label()),
+            None => OwnerId::new().with_label(self.label()),
+        };
+        let driver = &self.inner.driver;
+        let request =
+            AcquireRequest::new(key.clone(), owner, ttl, req.wait.start()).with_mode(req.mode);
+        if !self.capabilities().supports(req.mode) {
+            return Err(request.unsupported(driver.name()));
+        }
+        if req.mode.limit() == Some(0) {
+            return Err(LockError::Config(format!(
+                "semaphore `{key}`: a limit of 0 permits can never be granted; give at least 1"
+            )));
+        }
+        if let Some(guard) = self.reenter(&request)? {
+            return Ok(guard);
+        }
+
+        let span = tracing::debug_span!(
+            "lockkit.acquire",
+            driver = driver.name(),
+            %key,
+            mode = %req.mode,
+            ttl_ms = ttl.as_millis() as u64
+        );
+        let started = Instant::now();
+        // From here on, dropping this future cancels the wait and releases whatever
+        // the in-flight attempt is granted, after it lands (see `pending`).
+        let mut pending = PendingAcquire::start(driver.clone(), request, span.clone());
+        let grant = match pending.join().await {
+            Ok(grant) => grant,
+            Err(e) => {
+                if e.is_retryable() {
+                    // Unknown outcome: the backend may have granted it.
+                    pending.release_later();
+                }
+                return Err(e);
+            }
+        };
+        if Instant::now() >= grant.deadline {
+            // Never report "acquired" after the lease deadline.
+            pending.release_later();
+            return Err(LockError::lost(
+                &key,
+                format!("the lease of {ttl:?} ran out before the grant arrived; use a longer TTL"),
+            ));
+        }
+        span.in_scope(|| {
+            tracing::debug!(
+                token = grant.token.get(),
+                waited_ms = started.elapsed().as_millis() as u64,
+                "acquired"
+            )
+        });
+        let renew_ttl = (!req.fixed).then_some(ttl);
+        let (hold, wake_watchdog) = self
+            .inner
+            .register(|| Hold::new(grant, ttl, renew_ttl, started));
+        if wake_watchdog {
+            self.ensure_watchdog();
+        }
+        Ok(LockGuard::new(hold, self.inner.clone()))
+    }
+
+    /// Another guard on the owner's live hold of the key, if it has one that covers
+    /// the request (the same mode, or a write hold for a read); an error if its
+    /// hold can never cover it (an upgrade, another semaphore limit).
+    fn reenter(&self, request: &AcquireRequest) -> Result<Option<LockGuard>> {
+        let Some(hold) = self.inner.reenter(&request.key, &request.owner) else {
+            return Ok(None);
+        };
+        let guard = LockGuard::new(hold.clone(), self.inner.clone());
+        let held = Held {
+            owner: request.owner.as_u128(),
+            mode: hold.mode,
+            token: hold.token,
+        };
+        match admit(self.inner.driver.name(), request, &[held], []) {
+            Admission::Reenter(_) => {
+                tracing::debug!(key = %request.key, count = hold.count(), "reentrant acquire");
+                Ok(Some(guard))
+            }
+            // Dropping `guard` gives back the count `reenter` took.
+            Admission::Refuse(e) => Err(e),
+            Admission::Admit | Admission::Wait => Err(LockError::Config(format!(
+                "BUG: the owner's own {} hold of `{}` neither covers nor refuses a {} request",
+                hold.mode, request.key, request.mode
+            ))),
+        }
+    }
+}

@@ -1,0 +1,121 @@
+//! [`LockDriver`]: the object-safe async trait each backend implements.
+
+use std::fmt;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use tokio::time::Instant;
+
+use super::capabilities::Capabilities;
+use super::grant::{Grant, Renewal};
+use super::inspect::Inspection;
+use super::request::AcquireRequest;
+use crate::error::{LockError, Result};
+use crate::types::{LockKey, OwnerId};
+
+/// The object-safe async trait each backend implements.
+///
+/// Rules every implementation keeps:
+/// - `acquire` is atomic: a hold is granted only if the key's holders leave room
+///   for the request's [`crate::LockMode`] — or `req.owner` already holds it, in
+///   which case the same token is returned and the lease refreshed (this makes
+///   retries after an unknown outcome safe). A mode the driver does not list in
+///   its [`Capabilities`] is refused with [`LockError::Unsupported`]
+///   ([`AcquireRequest::unsupported`]).
+/// - every grant carries a fencing token, strictly increasing per key across every
+///   grant of that key, whatever its mode.
+/// - the returned [`Grant::deadline`] is measured from before the request was sent.
+/// - `extend` and `release` act only on a hold owned by `owner`; they never touch
+///   another owner's hold. `extend` of a hold that is gone returns
+///   [`LockError::Lost`].
+/// - waiting goes through [`crate::driver::wait_for_grant`]: it is bounded by the
+///   request's [`crate::Wait`], wakes on a backend signal where there is one, and
+///   stops when [`AcquireRequest::cancel`] fires.
+#[async_trait]
+pub trait LockDriver: Send + Sync + fmt::Debug + 'static {
+    /// A short name for messages and reports (`"sqlite"`, `"mem"`).
+    fn name(&self) -> &'static str;
+
+    /// What this driver supports.
+    fn capabilities(&self) -> Capabilities;
+
+    /// Takes a hold in `req.mode`, waiting as `req.wait` allows.
+    ///
+    /// # Errors
+    ///
+    /// [`LockError::Contended`] for [`crate::Wait::NoWait`],
+    /// [`LockError::Timeout`] when the wait runs out, [`LockError::Unsupported`]
+    /// for a mode the driver lacks, [`LockError::Config`] for a semaphore limit that
+    /// differs from its holders', or a backend error.
+    async fn acquire(&self, req: &AcquireRequest) -> Result<Grant>;
+
+    /// Pushes the lease of `owner`'s hold on `key` out to `ttl` from now, and returns
+    /// the new deadline.
+    ///
+    /// # Errors
+    ///
+    /// [`LockError::Lost`] when `owner` no longer holds `key`.
+    async fn extend(&self, key: &LockKey, owner: &OwnerId, ttl: Duration) -> Result<Instant>;
+
+    /// Renews many holds at once. The default renews one by one; drivers that can
+    /// batch (one SQL statement, one pipeline) override it.
+    async fn extend_many(&self, renewals: &[Renewal]) -> Vec<Result<Instant>> {
+        let mut out = Vec::with_capacity(renewals.len());
+        for r in renewals {
+            out.push(self.extend(&r.key, &r.owner, r.ttl).await);
+        }
+        out
+    }
+
+    /// Releases `owner`'s hold on `key`, whatever its mode. Returns whether `owner`
+    /// held it.
+    async fn release(&self, key: &LockKey, owner: &OwnerId) -> Result<bool>;
+
+    /// Who holds `key` (mode, token, lease left, label) and how many wait, as far
+    /// as the backend knows ([`Capabilities::inspect`]). Reads only.
+    ///
+    /// # Errors
+    ///
+    /// [`LockError::Unsupported`] by default; a backend error.
+    async fn inspect(&self, key: &LockKey) -> Result<Inspection> {
+        let _ = key;
+        Err(LockError::Unsupported {
+            driver: self.name(),
+            capability: "inspection",
+        })
+    }
+
+    /// Frees `key` whoever holds it: an operator's break-glass (Redisson's
+    /// `forceUnlock`), and how the conformance suite makes a hold vanish. The holder
+    /// learns at its next renewal. Returns whether there was a live holder.
+    ///
+    /// # Errors
+    ///
+    /// [`LockError::Unsupported`] by default.
+    async fn force_release(&self, key: &LockKey) -> Result<bool> {
+        let _ = key;
+        Err(LockError::Unsupported {
+            driver: self.name(),
+            capability: "force_release",
+        })
+    }
+
+    /// Removes every trace of `key` from the backend: any holder, any waiter's
+    /// queue entry, and its fencing counter. This is how `lockkit check`, `lockkit
+    /// bench` and the conformance suite leave nothing behind on a live backend.
+    ///
+    /// **Only for keys nobody will use again.** A purged key's tokens start over,
+    /// so a resource that saw its old tokens refuses the new ones; and its holder
+    /// learns of the loss only at its next renewal.
+    ///
+    /// # Errors
+    ///
+    /// [`LockError::Unsupported`] by default; a backend error.
+    async fn purge(&self, key: &LockKey) -> Result<()> {
+        let _ = key;
+        Err(LockError::Unsupported {
+            driver: self.name(),
+            capability: "purge",
+        })
+    }
+}

@@ -1,0 +1,40 @@
+//! The contract between the client machinery and a backend.
+//!
+//! A driver implements [`LockDriver`]: atomic acquire in a [`LockMode`] (with a
+//! wait, through [`crate::driver::wait_for_grant`]), extend, release, inspect,
+//! force-release and purge, each keyed by `(key, owner)`. Everything above that —
+//! reentrancy counts, the watchdog, the lost signal, release on drop, cancellation
+//! safety — is written once in [`crate::Locker`].
+//!
+//! - [`request`](AcquireRequest): what is asked — key, owner, mode, lease, wait,
+//!   cancellation;
+//! - [`Grant`]: what is answered, and the [`Renewal`]s of a watchdog round;
+//! - [`Capabilities`]: which modes a driver grants, what its inspection tells, how
+//!   its waiters wake;
+//! - [`Inspection`]: who holds a key;
+//! - [`Driver`] and [`DriverEntry`]: how the facade finds a driver by URL;
+//! - [`wait_for_grant`]: the one wait loop, around a driver's [`Contender`];
+//! - [`admit`]: the mode rules, for drivers that keep a key's holders themselves.
+
+mod admission;
+mod capabilities;
+mod contract;
+mod grant;
+mod inspect;
+pub mod registry;
+mod request;
+
+pub use crate::wait::{
+    Attempt, Backoff, Busy, Contender, Jitter, Patience, Pauses, WaitPolicy, Wake, wait_for_grant,
+};
+pub use admission::{Admission, Held, admit, has_room, limit_mismatch};
+pub use capabilities::{Capabilities, Inspect, WakeUp};
+pub use contract::LockDriver;
+pub use grant::{Grant, Renewal};
+pub use inspect::{Holder, Inspection};
+pub use registry::{ConnectFuture, Driver, DriverEntry, url_scheme};
+pub use request::{AcquireRequest, Cancellation, LockMode, Wait};
+
+/// Re-exported so drivers implement [`LockDriver`] and [`Contender`] with the same
+/// macro version.
+pub use async_trait::async_trait;

@@ -1,0 +1,209 @@
+//! How the facade finds a driver by URL: each driver implements [`Driver`] once, and
+//! its `DRIVER` entry, [`DriverEntry::of`], is derived from it (as sqlx derives
+//! `AnyDriver` from `Database::NAME` and `URL_SCHEMES`).
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use super::contract::LockDriver;
+use crate::error::Result;
+
+/// A boxed future returning a driver, as produced by a [`DriverEntry`].
+pub type ConnectFuture = Pin<Box<dyn Future<Output = Result<Arc<dyn LockDriver>>> + Send>>;
+
+/// A driver, as the facade sees it: its name, URL schemes and feature, how it reads
+/// a URL into options, and how it connects with them.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use lockkit::driver::{Driver, DriverEntry, LockDriver};
+/// use lockkit::{LockError, mem::MemDriver}; // `mem`: the `mem` feature
+///
+/// struct Scratch;
+///
+/// impl Driver for Scratch {
+///     const NAME: &'static str = "scratch";
+///     const URL_SCHEMES: &'static [&'static str] = &["scratch"];
+///     const FEATURE: &'static str = "scratch";
+///     type Options = ();
+///
+///     fn options(url: &str) -> Result<(), LockError> {
+///         lockkit::driver::url::ParsedUrl::parse(url, Self::URL_SCHEMES, "scratch://")?
+///             .query
+///             .finish()
+///     }
+///
+///     async fn connect(_: ()) -> Result<Arc<dyn LockDriver>, LockError> {
+///         Ok(Arc::new(MemDriver::new()))
+///     }
+/// }
+///
+/// const DRIVER: DriverEntry = DriverEntry::of::<Scratch>();
+/// assert!(DRIVER.accepts("SCRATCH://"));
+/// ```
+pub trait Driver: Send + Sync + 'static {
+    /// Its name in messages and reports.
+    const NAME: &'static str;
+    /// The URL schemes it takes (without `://`), lowercase.
+    const URL_SCHEMES: &'static [&'static str];
+    /// The `lockkit` facade's feature that compiles it in.
+    const FEATURE: &'static str;
+    /// What a URL says to it.
+    type Options: Send + 'static;
+
+    /// Reads `url` (whose scheme is one of [`Self::URL_SCHEMES`]).
+    ///
+    /// # Errors
+    ///
+    /// [`crate::LockError::InvalidUrl`] naming what is wrong, with secrets hidden.
+    fn options(url: &str) -> Result<Self::Options>;
+
+    /// Connects with `options`.
+    fn connect(options: Self::Options) -> impl Future<Output = Result<Arc<dyn LockDriver>>> + Send;
+}
+
+/// How the facade finds a driver by URL scheme: each driver crate exports one of
+/// these as `DRIVER`, [`DriverEntry::of`] its [`Driver`].
+#[derive(Clone, Copy)]
+#[non_exhaustive]
+pub struct DriverEntry {
+    /// The driver's name.
+    pub name: &'static str,
+    /// The URL schemes it accepts (without `://`).
+    pub schemes: &'static [&'static str],
+    /// The Cargo feature of the `lockkit` facade that compiles it in.
+    pub feature: &'static str,
+    /// Connects to the backend at `url`.
+    pub connect: fn(&str) -> ConnectFuture,
+}
+
+fn connect_with<D: Driver>(url: &str) -> ConnectFuture {
+    let options = D::options(url);
+    Box::pin(async move { D::connect(options?).await })
+}
+
+impl DriverEntry {
+    /// The entry of driver `D`.
+    pub const fn of<D: Driver>() -> Self {
+        Self {
+            name: D::NAME,
+            schemes: D::URL_SCHEMES,
+            feature: D::FEATURE,
+            connect: connect_with::<D>,
+        }
+    }
+
+    /// Whether this driver accepts `url`'s scheme (in any case).
+    pub fn accepts(&self, url: &str) -> bool {
+        url_scheme(url).is_some_and(|s| self.schemes.iter().any(|k| k.eq_ignore_ascii_case(s)))
+    }
+}
+
+impl fmt::Debug for DriverEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DriverEntry")
+            .field("name", &self.name)
+            .field("schemes", &self.schemes)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The scheme of `url`: the part before `:` (`sqlite::memory:` → `sqlite`).
+pub fn url_scheme(url: &str) -> Option<&str> {
+    let (scheme, _) = url.split_once(':')?;
+    let valid = !scheme.is_empty()
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    valid.then_some(scheme)
+}
+
+/// One of lockkit's own drivers: its name, schemes and feature — written here once,
+/// and taken from here by the driver's [`Driver`] impl — so that the facade can say
+/// which feature to turn on for a scheme whose driver is not compiled in, and which
+/// scheme a bare `host:port` probably wants.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct BuiltIn {
+    /// The driver's name.
+    pub name: &'static str,
+    /// Its URL schemes.
+    pub schemes: &'static [&'static str],
+    /// The facade's feature.
+    pub feature: &'static str,
+    /// The port its server listens on by default, if it has one.
+    pub default_port: Option<u16>,
+}
+
+/// `mem://`.
+pub const MEM: BuiltIn = BuiltIn {
+    name: "mem",
+    schemes: &["mem"],
+    feature: "mem",
+    default_port: None,
+};
+/// `sqlite://`.
+pub const SQLITE: BuiltIn = BuiltIn {
+    name: "sqlite",
+    schemes: &["sqlite"],
+    feature: "sqlite",
+    default_port: None,
+};
+/// `postgres://`.
+pub const POSTGRES: BuiltIn = BuiltIn {
+    name: "postgres",
+    schemes: &["postgres", "postgresql"],
+    feature: "postgres",
+    default_port: Some(5432),
+};
+/// `mysql://`.
+pub const MYSQL: BuiltIn = BuiltIn {
+    name: "mysql",
+    schemes: &["mysql", "mariadb"],
+    feature: "mysql",
+    default_port: Some(3306),
+};
+/// `redis://`, `rediss://`, and the Cluster schemes.
+pub const REDIS: BuiltIn = BuiltIn {
+    name: "redis",
+    schemes: &["redis", "rediss", "redis-cluster", "rediss-cluster"],
+    feature: "redis",
+    default_port: Some(6379),
+};
+/// `redlock://` and `redlocks://`.
+pub const REDLOCK: BuiltIn = BuiltIn {
+    name: "redlock",
+    schemes: &["redlock", "redlocks"],
+    feature: "redis",
+    default_port: None,
+};
+/// `etcd://`.
+pub const ETCD: BuiltIn = BuiltIn {
+    name: "etcd",
+    schemes: &["etcd", "etcds"],
+    feature: "etcd",
+    default_port: Some(2379),
+};
+/// `zk://`.
+pub const ZOOKEEPER: BuiltIn = BuiltIn {
+    name: "zookeeper",
+    schemes: &["zk", "zookeeper", "zks"],
+    feature: "zk",
+    default_port: Some(2181),
+};
+/// `consul://`.
+pub const CONSUL: BuiltIn = BuiltIn {
+    name: "consul",
+    schemes: &["consul", "consuls"],
+    feature: "consul",
+    default_port: Some(8500),
+};
+
+/// Every driver of lockkit's own.
+pub const BUILT_IN: &[BuiltIn] = &[
+    MEM, SQLITE, POSTGRES, MYSQL, REDIS, REDLOCK, ETCD, ZOOKEEPER, CONSUL,
+];

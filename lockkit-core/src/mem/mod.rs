@@ -1,0 +1,222 @@
+//! `mem://`: the process-local reference driver.
+//!
+//! Holds live in a map inside this process, so it gives no protection across
+//! processes; it exists to define the contract precisely (the conformance suite's
+//! reference), to test the client machinery, and for single-process programs and
+//! tests. `mem://` is the process-wide default store; `mem://name` is a named store,
+//! shared by every driver connected to the same name.
+//!
+//! It grants every mode — exclusive, shared, semaphore permits — and inspects.
+//! Waiters queue per key and are served first come, first served: a reader never
+//! overtakes a writer queued before it, and queued permits count against the
+//! limit. A release wakes exactly the waiters it makes room for (one, for a
+//! mutex), plus the next one in line.
+
+mod contender;
+mod slot;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use self::contender::MemContender;
+use self::slot::Slot;
+use crate::driver::registry::MEM;
+use crate::driver::{
+    AcquireRequest, Capabilities, Driver, DriverEntry, Grant, Inspect, Inspection, LockDriver,
+    WaitPolicy, WakeUp, wait_for_grant,
+};
+use crate::error::{LockError, Result};
+use crate::types::{LockKey, OwnerId};
+
+/// How the facade finds this driver.
+pub const DRIVER: DriverEntry = DriverEntry::of::<MemDriver>();
+
+impl Driver for MemDriver {
+    const NAME: &'static str = MEM.name;
+    const URL_SCHEMES: &'static [&'static str] = MEM.schemes;
+    const FEATURE: &'static str = MEM.feature;
+    /// The store's name.
+    type Options = String;
+
+    fn options(url: &str) -> Result<String> {
+        parse_url(url)
+    }
+
+    async fn connect(name: String) -> Result<Arc<dyn LockDriver>> {
+        Ok(Arc::new(MemDriver::named(&name)))
+    }
+}
+
+fn parse_url(url: &str) -> Result<String> {
+    let parsed = crate::url::ParsedUrl::parse(url, MEM.schemes, "mem:// or mem://NAME")?;
+    let rest = parsed
+        .body()
+        .strip_prefix("//")
+        .ok_or_else(|| parsed.invalid("a mem URL is `mem://` or `mem://NAME`"))?;
+    let name = rest.trim_end_matches('/');
+    if name.contains(['/', '@', ':']) {
+        return Err(
+            parsed.invalid("a mem store name is a single word (letters, digits, `-`, `_`, `.`)")
+        );
+    }
+    parsed.query.finish()?;
+    Ok(name.to_string())
+}
+
+/// The process-local reference driver. See the [module docs](self).
+#[derive(Debug, Clone)]
+pub struct MemDriver {
+    store: Arc<Store>,
+}
+
+#[derive(Debug, Default)]
+struct Store {
+    slots: Mutex<HashMap<LockKey, Slot>>,
+    waiters: AtomicU64,
+}
+
+impl Store {
+    fn slots(&self) -> std::sync::MutexGuard<'_, HashMap<LockKey, Slot>> {
+        self.slots.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A queue entry's id and wake-up.
+    fn new_waiter(&self) -> (u64, Arc<Notify>) {
+        (
+            self.waiters.fetch_add(1, Ordering::Relaxed),
+            Arc::new(Notify::new()),
+        )
+    }
+}
+
+fn registry() -> &'static Mutex<HashMap<String, Weak<Store>>> {
+    static STORES: OnceLock<Mutex<HashMap<String, Weak<Store>>>> = OnceLock::new();
+    STORES.get_or_init(Default::default)
+}
+
+impl Default for MemDriver {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl MemDriver {
+    /// A driver over a private store of its own.
+    pub fn new() -> Self {
+        Self {
+            store: Arc::default(),
+        }
+    }
+
+    /// A driver over the store called `name` (created if needed), shared by every
+    /// driver in this process with the same name. `mem://NAME` connects here.
+    pub fn named(name: &str) -> Self {
+        let mut stores = registry().lock().unwrap_or_else(|e| e.into_inner());
+        stores.retain(|_, s| s.strong_count() > 0);
+        let store = match stores.get(name).and_then(Weak::upgrade) {
+            Some(store) => store,
+            None => {
+                let store = Arc::new(Store::default());
+                stores.insert(name.to_string(), Arc::downgrade(&store));
+                store
+            }
+        };
+        Self { store }
+    }
+}
+
+/// Waiters are woken by the release that makes room for them; the poll is only
+/// a fallback, which a mem wait never needs.
+const POLICY: WaitPolicy = WaitPolicy::DEFAULT;
+
+#[async_trait]
+impl LockDriver for MemDriver {
+    fn name(&self) -> &'static str {
+        MEM.name
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::baseline()
+            .with_shared(true)
+            .with_permits(true)
+            .with_inspect(Inspect::HoldersAndWaiters)
+            .with_fair(true)
+            .with_cross_process(false)
+            .with_wake_up(WakeUp::Notify)
+    }
+
+    async fn acquire(&self, req: &AcquireRequest) -> Result<Grant> {
+        let mut contender = MemContender {
+            driver: self,
+            req,
+            queued: None,
+        };
+        wait_for_grant(req, &POLICY, &mut contender).await
+    }
+
+    async fn extend(&self, key: &LockKey, owner: &OwnerId, ttl: Duration) -> Result<Instant> {
+        let sent = Instant::now();
+        let mut slots = self.store.slots();
+        let own = slots
+            .get_mut(key)
+            .and_then(|s| s.holders.iter_mut().find(|h| &h.owner == owner));
+        match own {
+            Some(h) if h.expires > sent => {
+                h.expires = sent + ttl;
+                Ok(h.expires)
+            }
+            _ => Err(LockError::lost(key, "not held by this owner any more")),
+        }
+    }
+
+    async fn release(&self, key: &LockKey, owner: &OwnerId) -> Result<bool> {
+        let mut slots = self.store.slots();
+        let Some(slot) = slots.get_mut(key) else {
+            return Ok(false);
+        };
+        let Some(pos) = slot.holders.iter().position(|h| &h.owner == owner) else {
+            return Ok(false);
+        };
+        let was_live = slot.holders.swap_remove(pos).expires > Instant::now();
+        slot.wake_next();
+        Ok(was_live)
+    }
+
+    async fn inspect(&self, key: &LockKey) -> Result<Inspection> {
+        let slots = self.store.slots();
+        Ok(match slots.get(key) {
+            Some(slot) => slot.inspection(key, Instant::now()),
+            None => Inspection::free(key.clone()).with_waiters(0),
+        })
+    }
+
+    async fn force_release(&self, key: &LockKey) -> Result<bool> {
+        let mut slots = self.store.slots();
+        let Some(slot) = slots.get_mut(key) else {
+            return Ok(false);
+        };
+        let now = Instant::now();
+        let had_live = slot.holders.drain(..).any(|h| h.expires > now);
+        slot.wake_next();
+        Ok(had_live)
+    }
+
+    async fn purge(&self, key: &LockKey) -> Result<()> {
+        if let Some(slot) = self.store.slots().remove(key) {
+            // Its waiters queue again on the fresh key.
+            for q in &slot.queue {
+                q.wake.notify_one();
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;
