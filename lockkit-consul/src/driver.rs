@@ -8,9 +8,10 @@ use lockkit_core::{
     AcquireRequest, Capabilities, FencingToken, Grant, LockDriver, LockError, LockKey, LossSignal,
     OwnerId, Renewal, Result, WakeUp,
 };
-use tokio::time::{Instant, sleep_until};
+use tokio::time::Instant;
 
 use crate::api::{Api, DRIVER, TxnOp, TxnOutcome};
+use crate::contender::Contending;
 use crate::holds::{Held, Holds};
 use crate::options::ConsulOptions;
 use crate::session::{Session, Sessions};
@@ -19,19 +20,17 @@ use crate::session::{Session, Sessions};
 const TXN_MAX_OPS: usize = 64;
 /// Why a hold whose `check-session` failed is lost.
 const NOT_OURS: &str = "the lock key is no longer held by our session";
-/// The longest single blocking query.
-const MAX_BLOCK: Duration = Duration::from_secs(300);
 
 /// The Consul driver. See the [crate docs](crate) for what it does and guarantees.
 #[derive(Debug)]
 pub struct ConsulDriver {
-    sessions: Sessions,
-    holds: Arc<Holds>,
+    pub(crate) sessions: Sessions,
+    pub(crate) holds: Arc<Holds>,
     prefix: String,
 }
 
 /// Why a lock attempt did not take the key.
-enum Refused {
+pub(crate) enum Refused {
     /// Another session (or another owner of this driver) holds it; block on the
     /// key from this index.
     Held(u64),
@@ -63,7 +62,7 @@ impl ConsulDriver {
         Ok(driver)
     }
 
-    fn api(&self) -> &Api {
+    pub(crate) fn api(&self) -> &Api {
         self.sessions.api()
     }
 
@@ -106,7 +105,7 @@ impl ConsulDriver {
     }
 
     /// One attempt: the lock and its token in one transaction.
-    async fn try_once(
+    pub(crate) async fn try_once(
         &self,
         req: &AcquireRequest,
         kv_key: &str,
@@ -171,55 +170,6 @@ impl ConsulDriver {
         }
     }
 
-    async fn acquire_inner(&self, req: &AcquireRequest) -> Result<Grant> {
-        let started = Instant::now();
-        if let Some(held) = self.holds.get(&req.key, &req.owner) {
-            if !held.loss.is_fired() && !held.session.is_gone() {
-                return Ok(grant_of(req, &held));
-            }
-            self.holds.remove(&req.key, &req.owner);
-        }
-        let kv_key = self.kv_key(&req.key);
-        let mut delay_backoff = Duration::from_millis(50);
-        loop {
-            let session = self.sessions.get().await?;
-            // Listen for another owner of this driver letting go of the key before
-            // looking at it, so that a release in between is not missed.
-            let unclaimed = self.holds.unclaimed.notified();
-            tokio::pin!(unclaimed);
-            unclaimed.as_mut().enable();
-            let refused = match self.try_once(req, &kv_key, &session).await? {
-                Ok(grant) => return Ok(grant),
-                Err(r) => r,
-            };
-            let until = req.keep_waiting(started)?;
-            let deadline = until.unwrap_or_else(|| Instant::now() + MAX_BLOCK);
-            match refused {
-                Refused::SessionGone => continue,
-                Refused::Delayed => {
-                    // Nothing changes on the key when a lock-delay ends: poll.
-                    let at = deadline.min(Instant::now() + delay_backoff);
-                    delay_backoff = (delay_backoff * 2).min(Duration::from_secs(1));
-                    tokio::select! {
-                        _ = sleep_until(at) => {}
-                        _ = req.cancel.cancelled() => return Err(req.cancelled()),
-                    }
-                }
-                Refused::Held(index) => {
-                    let wait = deadline
-                        .saturating_duration_since(Instant::now())
-                        .clamp(Duration::from_millis(1), MAX_BLOCK);
-                    tokio::select! {
-                        r = self.api().kv_get(&kv_key, Some((index, wait))) => { r?; }
-                        _ = unclaimed => {}
-                        _ = req.cancel.cancelled() => return Err(req.cancelled()),
-                        _ = sleep_until(deadline) => {}
-                    }
-                }
-            }
-        }
-    }
-
     /// Deletes the key if our session holds it for `owner` (after an acquire whose
     /// reply was lost, nothing is recorded).
     async fn release_unrecorded(&self, key: &LockKey, owner: &OwnerId) -> Result<bool> {
@@ -241,16 +191,10 @@ impl ConsulDriver {
     }
 }
 
-fn grant_of(req: &AcquireRequest, held: &Held) -> Grant {
+pub(crate) fn grant_of(req: &AcquireRequest, held: &Held) -> Grant {
     // The key lives as long as the session; the deadline is the client-side lease
     // the watchdog pushes out while the session is renewed and the key is ours.
-    Grant::new(
-        req.key.clone(),
-        req.owner.clone(),
-        held.token,
-        Instant::now() + req.ttl,
-    )
-    .with_loss_signal(held.loss.clone())
+    Grant::of(req, held.token, Instant::now() + req.ttl).with_loss_signal(held.loss.clone())
 }
 
 #[async_trait]
@@ -266,7 +210,14 @@ impl LockDriver for ConsulDriver {
     }
 
     async fn acquire(&self, req: &AcquireRequest) -> Result<Grant> {
-        self.acquire_inner(req).await
+        req.require_mode(DRIVER, self.capabilities())?;
+        if let Some(held) = self.holds.get(&req.key, &req.owner) {
+            if !held.loss.is_fired() && !held.session.is_gone() {
+                return Ok(grant_of(req, &held));
+            }
+            self.holds.remove(&req.key, &req.owner);
+        }
+        Contending::new(self, req).wait().await
     }
 
     async fn extend(&self, key: &LockKey, owner: &OwnerId, ttl: Duration) -> Result<Instant> {

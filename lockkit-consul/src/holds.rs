@@ -38,7 +38,7 @@ struct Inner {
 pub(crate) struct Holds {
     inner: Mutex<Inner>,
     /// Notified whenever a claim is dropped.
-    pub(crate) unclaimed: Notify,
+    pub(crate) unclaimed: Arc<Notify>,
 }
 
 impl Holds {

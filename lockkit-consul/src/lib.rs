@@ -55,6 +55,7 @@
 //!   file runs against a real agent when `CONSUL_HTTP_ADDR` is set.
 
 mod api;
+mod contender;
 mod driver;
 mod holds;
 mod options;
@@ -66,16 +67,23 @@ pub use options::{ConsulOptions, DEFAULT_LOCK_DELAY, DEFAULT_SESSION_TTL};
 
 use std::sync::Arc;
 
-use lockkit_core::{ConnectFuture, DriverEntry, LockDriver};
+use lockkit_core::driver::registry::CONSUL;
+use lockkit_core::driver::{Driver, DriverEntry, LockDriver};
 
 /// How the `lockkit` facade finds this driver.
-pub const DRIVER: DriverEntry =
-    DriverEntry::new("consul", &["consul", "consuls"], "consul", connect);
+pub const DRIVER: DriverEntry = DriverEntry::of::<ConsulDriver>();
 
-fn connect(url: &str) -> ConnectFuture {
-    let options = ConsulOptions::from_url(url);
-    Box::pin(async move {
-        let driver = ConsulDriver::connect(options?).await?;
-        Ok(Arc::new(driver) as Arc<dyn LockDriver>)
-    })
+impl Driver for ConsulDriver {
+    const NAME: &'static str = CONSUL.name;
+    const URL_SCHEMES: &'static [&'static str] = CONSUL.schemes;
+    const FEATURE: &'static str = CONSUL.feature;
+    type Options = ConsulOptions;
+
+    fn options(url: &str) -> lockkit_core::Result<ConsulOptions> {
+        ConsulOptions::from_url(url)
+    }
+
+    async fn connect(options: ConsulOptions) -> lockkit_core::Result<Arc<dyn LockDriver>> {
+        Ok(Arc::new(ConsulDriver::connect(options).await?))
+    }
 }

@@ -10,6 +10,7 @@ use etcd_client::{
     Client, Compare, CompareOp, ConnectOptions, GetOptions, PutOptions, SortOrder, SortTarget, Txn,
     TxnOp, TxnOpResponse,
 };
+use lockkit_core::driver::{Inspect, Inspection};
 use lockkit_core::{
     AcquireRequest, Capabilities, Grant, LockDriver, LockError, LockKey, OwnerId, Renewal, Result,
     WakeUp, async_trait,
@@ -18,6 +19,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::NAME;
+use super::contender::Contending;
 use super::error::{with_patience, within};
 use super::holds::{Holds, sweep};
 use super::keys;
@@ -379,11 +381,17 @@ impl LockDriver for EtcdDriver {
     fn capabilities(&self) -> Capabilities {
         Capabilities::baseline()
             .with_fair(true)
+            .with_inspect(Inspect::HoldersAndWaiters)
             .with_wake_up(WakeUp::Notify)
     }
 
+    async fn inspect(&self, key: &LockKey) -> Result<Inspection> {
+        self.inner.inspect(key).await
+    }
+
     async fn acquire(&self, req: &AcquireRequest) -> Result<Grant> {
-        self.inner.acquire(req).await
+        req.require_mode(super::NAME, self.capabilities())?;
+        Contending::new(&self.inner, req).wait().await
     }
 
     async fn extend(&self, key: &LockKey, owner: &OwnerId, ttl: Duration) -> Result<Instant> {

@@ -100,9 +100,11 @@
 //! - The lease expiry the guard trusts is measured from before the keep-alive round
 //!   that confirmed it, on the monotonic clock.
 
+mod contender;
 mod driver;
 mod error;
 mod holds;
+mod inspect;
 mod keys;
 mod lease;
 mod options;
@@ -115,18 +117,26 @@ pub use options::EtcdOptions;
 
 use std::sync::Arc;
 
-use lockkit_core::{ConnectFuture, DriverEntry, LockDriver};
+use lockkit_core::driver::registry::ETCD;
+use lockkit_core::driver::{Driver, DriverEntry, LockDriver};
 
 /// The driver's name.
-const NAME: &str = "etcd";
+const NAME: &str = ETCD.name;
 
 /// How the `lockkit` facade finds this driver.
-pub const DRIVER: DriverEntry = DriverEntry::new(NAME, &["etcd", "etcds"], "etcd", connect);
+pub const DRIVER: DriverEntry = DriverEntry::of::<EtcdDriver>();
 
-fn connect(url: &str) -> ConnectFuture {
-    let options = EtcdOptions::from_url(url);
-    Box::pin(async move {
-        let driver = EtcdDriver::connect(options?).await?;
-        Ok(Arc::new(driver) as Arc<dyn LockDriver>)
-    })
+impl Driver for EtcdDriver {
+    const NAME: &'static str = NAME;
+    const URL_SCHEMES: &'static [&'static str] = ETCD.schemes;
+    const FEATURE: &'static str = ETCD.feature;
+    type Options = EtcdOptions;
+
+    fn options(url: &str) -> lockkit_core::Result<EtcdOptions> {
+        EtcdOptions::from_url(url)
+    }
+
+    async fn connect(options: EtcdOptions) -> lockkit_core::Result<Arc<dyn LockDriver>> {
+        Ok(Arc::new(EtcdDriver::connect(options).await?))
+    }
 }

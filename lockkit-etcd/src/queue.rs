@@ -18,32 +18,23 @@ use etcd_client::{
     Compare, CompareOp, EventType, GetOptions, PutOptions, SortOrder, SortTarget, Txn, TxnOp,
     TxnOpResponse, WatchFilterType, WatchOptions,
 };
-use lockkit_core::{AcquireRequest, FencingToken, Grant, LockError, Result, Wait};
+use lockkit_core::{AcquireRequest, FencingToken, Grant, LockError, Result};
 use tokio::time::{Instant, sleep_until};
 
 use super::driver::Inner;
 use super::error::{etcd_error, is_lease_not_found, within};
-use super::holds::{Record, delete_if};
-use super::keys;
+use super::holds::Record;
 use super::lease::Lease;
-/// Backoff between retries of failed requests while waiting.
-const RETRY_FIRST: Duration = Duration::from_millis(20);
-const RETRY_MAX: Duration = Duration::from_millis(500);
-/// How many times an acquire starts over because its lease vanished.
-const MAX_REQUEUES: u32 = 5;
-/// How long a `try_lock` keeps retrying transient errors (an endpoint down, an
-/// election) before it reports them; a waiting acquire retries within its wait.
-const TRANSIENT_PATIENCE: Duration = Duration::from_millis(750);
 
 /// Our entry after the enqueue txn.
-struct Entry {
-    rev: i64,
-    created: bool,
-    first: Option<i64>,
+pub(crate) struct Entry {
+    pub(crate) rev: i64,
+    pub(crate) created: bool,
+    pub(crate) first: Option<i64>,
 }
 
 /// How a wait ended.
-enum Turn {
+pub(crate) enum Turn {
     Granted(Instant),
     /// Our entry or lease is gone: enqueue again.
     Requeue,
@@ -70,93 +61,9 @@ fn create_rev(op: Option<&TxnOpResponse>) -> Option<i64> {
 }
 
 impl Inner {
-    /// The whole acquire.
-    pub(crate) async fn acquire(&self, req: &AcquireRequest) -> Result<Grant> {
-        let started = Instant::now();
-        let name = keys::entry(&self.prefix, &req.key, &req.owner);
-        let queue = keys::queue(&self.prefix, &req.key);
-        let mut requeues = 0;
-        let mut backoff = RETRY_FIRST;
-        loop {
-            let entry = match self.enqueue_once(&name, &queue, req).await {
-                Ok(ok) => ok,
-                Err(EnqueueError::LeaseGone) if requeues < MAX_REQUEUES => {
-                    requeues += 1;
-                    continue;
-                }
-                Err(EnqueueError::LeaseGone) => {
-                    return Err(LockError::Backend {
-                        driver: super::NAME,
-                        message: "the lease kept vanishing while enqueueing".into(),
-                        source: None,
-                    });
-                }
-                Err(EnqueueError::Other(e)) if e.is_retryable() => {
-                    // An endpoint down or an election: the balanced channel may
-                    // pick a live member next time.
-                    let patience = match req.wait {
-                        Wait::NoWait => Some(started + TRANSIENT_PATIENCE),
-                        other => other.deadline(),
-                    };
-                    let retry = Instant::now() + backoff;
-                    if patience.is_some_and(|p| retry >= p) {
-                        return Err(e);
-                    }
-                    tracing::debug!(error = %e, "enqueue failed; retrying");
-                    backoff = (backoff * 2).min(RETRY_MAX);
-                    tokio::select! {
-                        _ = sleep_until(retry) => continue,
-                        _ = req.cancel.cancelled() => return Err(req.cancelled()),
-                    }
-                }
-                Err(EnqueueError::Other(e)) => return Err(e),
-            };
-            let (entry, lease, sent) = entry;
-            if entry.first == Some(entry.rev) {
-                let deadline = (sent + req.ttl).min(lease.alive_until());
-                return Ok(self.granted(req, name, entry.rev, lease, deadline));
-            }
-            if req.wait == Wait::NoWait {
-                // try_lock leaves no queue entry behind.
-                if entry.created && !delete_if(&self.client, &name, entry.rev).await {
-                    self.holds.delete_later(name, entry.rev);
-                }
-                return Err(LockError::Contended {
-                    key: req.key.to_string(),
-                });
-            }
-            match self
-                .wait_turn(req, &name, &queue, entry.rev, &lease, started)
-                .await
-            {
-                Ok(Turn::Granted(deadline)) => {
-                    return Ok(self.granted(req, name, entry.rev, lease, deadline));
-                }
-                Ok(Turn::Requeue) if requeues < MAX_REQUEUES => {
-                    tracing::debug!(key = %req.key, "our queue entry or lease vanished; enqueueing again");
-                    requeues += 1;
-                }
-                Ok(Turn::Requeue) => {
-                    return Err(LockError::Backend {
-                        driver: super::NAME,
-                        message: "the queue entry kept vanishing while waiting".into(),
-                        source: None,
-                    });
-                }
-                Err(e) => {
-                    // A timed-out or cancelled acquire deletes its entry.
-                    if entry.created && !delete_if(&self.client, &name, entry.rev).await {
-                        self.holds.delete_later(name, entry.rev);
-                    }
-                    return Err(e);
-                }
-            }
-        }
-    }
-
     /// Gets a confirmed lease for the request's TTL and enqueues on it; returns
     /// the entry, the lease, and when the enqueue was sent.
-    async fn enqueue_once(
+    pub(crate) async fn enqueue_once(
         &self,
         name: &str,
         queue: &str,
@@ -194,7 +101,7 @@ impl Inner {
         }
     }
 
-    fn granted(
+    pub(crate) fn granted(
         &self,
         req: &AcquireRequest,
         name: String,
@@ -205,12 +112,7 @@ impl Inner {
         self.holds.keep(&name);
         let effective = lease.ttl.max(req.ttl);
         self.holds.insert(name, Record::new(rev, lease, deadline));
-        let grant = Grant::new(
-            req.key.clone(),
-            req.owner.clone(),
-            FencingToken(u64::try_from(rev).unwrap_or(0)),
-            deadline,
-        );
+        let grant = Grant::of(req, FencingToken(u64::try_from(rev).unwrap_or(0)), deadline);
         if effective == req.ttl {
             grant
         } else {
@@ -276,46 +178,13 @@ impl Inner {
         })
     }
 
-    /// Waits until our entry (at `rev`) is first, keeping `lease` alive meanwhile.
-    async fn wait_turn(
-        &self,
-        req: &AcquireRequest,
-        name: &str,
-        queue: &str,
-        rev: i64,
-        lease: &Lease,
-        started: Instant,
-    ) -> Result<Turn> {
-        let mut backoff = RETRY_FIRST;
-        loop {
-            let until = req.keep_waiting(started)?;
-            let step = async {
-                if let Some((pred, at)) = self.predecessor(queue, rev).await? {
-                    self.await_delete(req, &pred, at, lease, until).await?;
-                }
-                self.check_turn(name, queue, rev, lease, req.ttl).await
-            };
-            match step.await {
-                Ok(Some(turn)) => return Ok(turn),
-                Ok(None) => backoff = RETRY_FIRST,
-                Err(e) if e.is_retryable() => {
-                    // A failover or a broken connection: try again, within the wait.
-                    tracing::debug!(error = %e, "queue request failed while waiting; retrying");
-                    let retry = Instant::now() + backoff;
-                    backoff = (backoff * 2).min(RETRY_MAX);
-                    tokio::select! {
-                        _ = sleep_until(until.map_or(retry, |u| u.min(retry))) => {}
-                        _ = req.cancel.cancelled() => return Err(req.cancelled()),
-                    }
-                }
-                Err(e) => return Err(e),
-            }
-        }
-    }
-
     /// Our predecessor's key, and the revision it was read at; `None` if nobody
     /// is ahead of us.
-    async fn predecessor(&self, queue: &str, rev: i64) -> Result<Option<(Vec<u8>, i64)>> {
+    pub(crate) async fn predecessor(
+        &self,
+        queue: &str,
+        rev: i64,
+    ) -> Result<Option<(Vec<u8>, i64)>> {
         let opts = GetOptions::new()
             .with_prefix()
             .with_max_create_revision(rev - 1)
@@ -334,15 +203,13 @@ impl Inner {
     }
 
     /// Waits for `pred` to be deleted after revision `at`, renewing `lease`
-    /// every third of its TTL. Returns on the delete, or when the watch breaks
-    /// (the caller re-reads the queue).
-    async fn await_delete(
-        &self,
-        req: &AcquireRequest,
-        pred: &[u8],
+    /// every third of its TTL. Returns on the delete, or when the watch ends or our
+    /// lease is gone (the next attempt re-reads the queue).
+    pub(crate) async fn await_delete(
+        self: Arc<Self>,
+        pred: Vec<u8>,
         at: i64,
-        lease: &Lease,
-        until: Option<Instant>,
+        lease: Arc<Lease>,
     ) -> Result<()> {
         let opts = WatchOptions::new()
             .with_start_revision(at + 1)
@@ -351,10 +218,9 @@ impl Inner {
         let mut watch = within(
             self.timeouts.request,
             "watch predecessor",
-            watches.watch(pred.to_vec(), Some(opts)),
+            watches.watch(pred, Some(opts)),
         )
         .await?;
-        let far = Instant::now() + Duration::from_secs(3600 * 24 * 365);
         let every = (lease.ttl / 3).max(Duration::from_millis(100));
         let mut renew_at = Instant::now() + every;
         loop {
@@ -378,15 +244,13 @@ impl Inner {
                         Err(e) => tracing::debug!(error = %e, "keep-alive failed while waiting"),
                     }
                 }
-                _ = sleep_until(until.unwrap_or(far)) => return Ok(()),
-                _ = req.cancel.cancelled() => return Err(req.cancelled()),
             }
         }
     }
 
     /// Confirms our lease, then reads the queue: `Some(Granted)` if we are first,
     /// `Some(Requeue)` if our entry is gone, `None` if someone is still ahead.
-    async fn check_turn(
+    pub(crate) async fn check_turn(
         &self,
         name: &str,
         queue: &str,
@@ -424,7 +288,7 @@ impl Inner {
 }
 
 /// Why an enqueue failed.
-enum EnqueueError {
+pub(crate) enum EnqueueError {
     /// The server no longer has the lease.
     LeaseGone,
     Other(LockError),

@@ -7,12 +7,13 @@ use std::time::Duration;
 use futures_util::future::join_all;
 use lockkit_core::{
     AcquireRequest, Capabilities, FencingToken, Grant, LockDriver, LockError, LockKey, OwnerId,
-    Renewal, Result, Wait, WakeUp, async_trait, renew_in_batches,
+    Renewal, Result, WakeUp, async_trait, renew_in_batches,
 };
 use redis::cluster_routing::Slot;
-use tokio::time::{Instant, sleep_until};
+use tokio::time::Instant;
 
 use super::connection::Conn;
+use super::contender::Contending;
 use super::keys::{Names, lock_name, names, wake_prefix};
 use super::options::{FenceSeed, RedisOptions, WakeMode};
 use super::scripts::Scripts;
@@ -25,21 +26,9 @@ const NAME: &str = "redis";
 /// which the server serves nobody else).
 const MAX_BATCH: usize = 500;
 
-/// With wake-ups working, the longest a waiter waits before trying again anyway
-/// (a lost message), which also refreshes its waiters entry.
-const NOTIFY_FALLBACK: Duration = Duration::from_secs(1);
-
 /// How long a waiters entry lives without a refresh: a waiter that died is skipped
 /// by releases after this.
-const ENTRY_LIFETIME: Duration = Duration::from_secs(3);
-
-/// Polling (no wake-ups, or the subscriber is reconnecting): first and longest delay.
-const POLL_FIRST: Duration = Duration::from_millis(2);
-const POLL_MAX: Duration = Duration::from_millis(50);
-
-/// How long a `try_lock` keeps retrying through transient cluster errors
-/// (a slot migrating, a failover) before it reports them.
-const TRANSIENT_PATIENCE: Duration = Duration::from_millis(250);
+pub(crate) const ENTRY_LIFETIME: Duration = Duration::from_secs(3);
 
 pub(crate) fn redis_error(e: redis::RedisError) -> LockError {
     if e.is_io_error() || e.is_connection_dropped() || e.is_connection_refusal() || e.is_timeout() {
@@ -99,7 +88,7 @@ fn connect_error(e: redis::RedisError, options: &RedisOptions) -> LockError {
 
 /// Errors a cluster answers while it changes shape: a slot migrating with only
 /// some of a script's keys moved (TRYAGAIN), or a failover in progress.
-fn is_transient(e: &redis::RedisError) -> bool {
+pub(crate) fn is_transient(e: &redis::RedisError) -> bool {
     use redis::{ErrorKind, ServerErrorKind};
     matches!(
         e.kind(),
@@ -107,15 +96,6 @@ fn is_transient(e: &redis::RedisError) -> bool {
             ServerErrorKind::TryAgain | ServerErrorKind::ClusterDown | ServerErrorKind::MasterDown
         )
     )
-}
-
-/// Whether an acquire may still retry after a transient error: a waiting one
-/// while its wait lasts, a `try_lock` for [`TRANSIENT_PATIENCE`].
-fn within_patience(req: &AcquireRequest, started: Instant) -> bool {
-    match req.wait {
-        Wait::NoWait => started.elapsed() < TRANSIENT_PATIENCE,
-        _ => req.keep_waiting(started).is_ok(),
-    }
 }
 
 pub(crate) fn ttl_ms(ttl: Duration) -> u64 {
@@ -129,13 +109,13 @@ pub struct RedisDriver {
     conn: Conn,
     scripts: Arc<Scripts>,
     /// `None` in [`WakeMode::Poll`].
-    subs: Option<Arc<Subscriptions>>,
+    pub(crate) subs: Option<Arc<Subscriptions>>,
     prefix: Arc<str>,
     wake_prefix: Arc<str>,
     fence_seed: FenceSeed,
 }
 
-enum Attempt {
+pub(crate) enum Outcome {
     Granted(Grant),
     Busy { pttl_ms: i64 },
 }
@@ -187,16 +167,16 @@ impl RedisDriver {
         self.conn.is_cluster()
     }
 
-    fn names(&self, key: &LockKey) -> Names {
+    pub(crate) fn names(&self, key: &LockKey) -> Names {
         names(&self.prefix, key)
     }
 
-    async fn attempt(
+    pub(crate) async fn attempt(
         &self,
         req: &AcquireRequest,
         n: &Names,
         waiter: Option<&Waiter>,
-    ) -> redis::RedisResult<Attempt> {
+    ) -> redis::RedisResult<Outcome> {
         let sent = Instant::now();
         let mut conn = self.conn.clone();
         let (held, value): (i64, i64) = self
@@ -214,19 +194,14 @@ impl RedisDriver {
             .await?;
         if held == 1 {
             let token = FencingToken(u64::try_from(value).unwrap_or(0));
-            return Ok(Attempt::Granted(Grant::new(
-                req.key.clone(),
-                req.owner.clone(),
-                token,
-                sent + req.ttl,
-            )));
+            return Ok(Outcome::Granted(Grant::of(req, token, sent + req.ttl)));
         }
-        Ok(Attempt::Busy { pttl_ms: value })
+        Ok(Outcome::Busy { pttl_ms: value })
     }
 
     /// A waiter gives up: drops its entry and passes on a wake-up it may have
     /// taken. Best effort: an entry left behind expires after [`ENTRY_LIFETIME`].
-    async fn leave(&self, n: &Names, waiter: Option<&Waiter>) {
+    pub(crate) async fn leave(&self, n: &Names, waiter: Option<&Waiter>) {
         let Some(waiter) = waiter else { return };
         let mut conn = self.conn.clone();
         let left: redis::RedisResult<i64> = self
@@ -275,74 +250,8 @@ impl LockDriver for RedisDriver {
     }
 
     async fn acquire(&self, req: &AcquireRequest) -> Result<Grant> {
-        let started = Instant::now();
-        let n = self.names(&req.key);
-        // A waiting request registers before its first attempt, so the attempt that
-        // finds the lock held also queues it, and a release right after wakes it.
-        let waiter = match (req.wait, &self.subs) {
-            (Wait::NoWait, _) | (_, None) => None,
-            (_, Some(subs)) => Some(subs.waiter()),
-        };
-        let mut poll = POLL_FIRST;
-        loop {
-            let attempt = self.attempt(req, &n, waiter.as_ref()).await;
-            let pttl_ms = match attempt {
-                Ok(Attempt::Granted(g)) => return Ok(g),
-                Ok(Attempt::Busy { pttl_ms }) => pttl_ms,
-                Err(e) if is_transient(&e) && within_patience(req, started) => {
-                    // A slot migrating (TRYAGAIN) or a failover in progress: the
-                    // outcome is "not now", so try again shortly.
-                    tracing::debug!(error = %e, "transient cluster error; retrying");
-                    let retry = Instant::now() + poll;
-                    poll = (poll * 2).min(POLL_MAX);
-                    tokio::select! {
-                        _ = sleep_until(retry) => continue,
-                        _ = req.cancel.cancelled() => {
-                            self.leave(&n, waiter.as_ref()).await;
-                            return Err(req.cancelled());
-                        }
-                    }
-                }
-                Err(e) => {
-                    self.leave(&n, waiter.as_ref()).await;
-                    return Err(redis_error(e));
-                }
-            };
-            let give_up = match req.keep_waiting(started) {
-                Ok(until) => until,
-                Err(e) => {
-                    self.leave(&n, waiter.as_ref()).await;
-                    return Err(e);
-                }
-            };
-            let notified = self.subs.as_ref().is_some_and(|s| s.is_live());
-            let fallback = if notified {
-                NOTIFY_FALLBACK
-            } else {
-                let d = poll;
-                poll = (poll * 2).min(POLL_MAX);
-                d
-            };
-            // Wake at the holder's expiry at the latest (nobody publishes when a
-            // lease runs out), plus jitter so waiters do not all retry at once.
-            let expiry = Duration::from_millis(u64::try_from(pttl_ms.max(1)).unwrap_or(1));
-            let jitter = Duration::from_micros(fastrand::u64(0..=fallback.as_micros() as u64 / 4));
-            let retry = Instant::now() + expiry.min(fallback) + jitter;
-            let until = give_up.map_or(retry, |d| d.min(retry));
-            tokio::select! {
-                _ = async {
-                    match &waiter {
-                        Some(w) => w.notify.notified().await,
-                        None => std::future::pending().await,
-                    }
-                } => {}
-                _ = sleep_until(until) => {}
-                _ = req.cancel.cancelled() => {
-                    self.leave(&n, waiter.as_ref()).await;
-                    return Err(req.cancelled());
-                }
-            }
-        }
+        req.require_mode(NAME, self.capabilities())?;
+        Contending::new(self, req).wait().await
     }
 
     async fn extend(&self, key: &LockKey, owner: &OwnerId, ttl: Duration) -> Result<Instant> {

@@ -84,6 +84,7 @@
 //!   hold it at once; fencing tokens checked by the resource are the defence.
 
 mod connection;
+mod contender;
 mod driver;
 mod keys;
 mod options;
@@ -98,36 +99,41 @@ pub use redlock::{RedlockDriver, RedlockOptions};
 
 use std::sync::Arc;
 
-use lockkit_core::{ConnectFuture, DriverEntry, LockDriver};
+use lockkit_core::driver::registry::{REDIS, REDLOCK};
+use lockkit_core::driver::{Driver, DriverEntry, LockDriver};
 
-/// How the `lockkit` facade finds this driver.
-pub const DRIVER: DriverEntry = DriverEntry::new(
-    "redis",
-    &[
-        "redis",
-        "rediss",
-        "redis-cluster",
-        "rediss-cluster",
-        "redlock",
-        "redlocks",
-    ],
-    "redis",
-    connect,
-);
+/// How the `lockkit` facade finds the single-server and Cluster driver.
+pub const DRIVER: DriverEntry = DriverEntry::of::<RedisDriver>();
 
-fn connect(url: &str) -> ConnectFuture {
-    let redlock = lockkit_core::url_scheme(url)
-        .is_some_and(|s| s.eq_ignore_ascii_case("redlock") || s.eq_ignore_ascii_case("redlocks"));
-    if redlock {
-        let options = RedlockOptions::from_url(url);
-        return Box::pin(async move {
-            let driver = RedlockDriver::connect(options?).await?;
-            Ok(Arc::new(driver) as Arc<dyn LockDriver>)
-        });
+/// How the `lockkit` facade finds the Redlock driver.
+pub const REDLOCK_DRIVER: DriverEntry = DriverEntry::of::<RedlockDriver>();
+
+impl Driver for RedisDriver {
+    const NAME: &'static str = REDIS.name;
+    const URL_SCHEMES: &'static [&'static str] = REDIS.schemes;
+    const FEATURE: &'static str = REDIS.feature;
+    type Options = RedisOptions;
+
+    fn options(url: &str) -> lockkit_core::Result<RedisOptions> {
+        RedisOptions::from_url(url)
     }
-    let options = RedisOptions::from_url(url);
-    Box::pin(async move {
-        let driver = RedisDriver::connect(options?).await?;
-        Ok(Arc::new(driver) as Arc<dyn LockDriver>)
-    })
+
+    async fn connect(options: RedisOptions) -> lockkit_core::Result<Arc<dyn LockDriver>> {
+        Ok(Arc::new(RedisDriver::connect(options).await?))
+    }
+}
+
+impl Driver for RedlockDriver {
+    const NAME: &'static str = REDLOCK.name;
+    const URL_SCHEMES: &'static [&'static str] = REDLOCK.schemes;
+    const FEATURE: &'static str = REDLOCK.feature;
+    type Options = RedlockOptions;
+
+    fn options(url: &str) -> lockkit_core::Result<RedlockOptions> {
+        RedlockOptions::from_url(url)
+    }
+
+    async fn connect(options: RedlockOptions) -> lockkit_core::Result<Arc<dyn LockDriver>> {
+        Ok(Arc::new(RedlockDriver::connect(options).await?))
+    }
 }

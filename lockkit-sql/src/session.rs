@@ -40,7 +40,7 @@ pub(crate) trait SessionBackend: Send + Sync + fmt::Debug + 'static {
     fn pool(&self) -> &sqlx::Pool<Self::Db>;
     fn capabilities(&self) -> Capabilities;
     /// Wakes this driver's waiters (fed by NOTIFY where there is one).
-    fn wake(&self) -> &Notify;
+    fn wake(&self) -> &Arc<Notify>;
     fn poll_cap(&self) -> Duration;
     /// Tries the lock on `conn` without waiting.
     async fn try_lock(
@@ -142,7 +142,7 @@ impl<B: SessionBackend> SessionDriver<B> {
 
     async fn try_acquire(&self, req: &AcquireRequest) -> Result<Option<Grant>> {
         let sent = Instant::now();
-        let grant = |token| Grant::new(req.key.clone(), req.owner.clone(), token, sent + req.ttl);
+        let grant = |token| Grant::of(req, token, sent + req.ttl);
         if self.held(&req.key, &req.owner).is_some() {
             // Idempotent re-acquire by the holder.
             return self
@@ -196,6 +196,7 @@ impl<B: SessionBackend> LockDriver for SessionDriver<B> {
     }
 
     async fn acquire(&self, req: &AcquireRequest) -> Result<Grant> {
+        req.require_mode(self.backend.name(), self.capabilities())?;
         acquire_polling(req, self.backend.wake(), self.backend.poll_cap(), || {
             self.try_acquire(req)
         })

@@ -4,16 +4,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use lockkit_core::driver::{Inspect, Inspection};
 use lockkit_core::{
     AcquireRequest, Capabilities, FencingToken, Grant, LockDriver, LockError, LockKey, LockMode,
-    LossSignal, OwnerId, ReadWriteDriver, Renewal, Result, Wait, WakeUp,
+    LossSignal, OwnerId, Renewal, Result, WakeUp,
 };
-use tokio::time::{Instant, sleep, sleep_until};
+use tokio::time::{Instant, sleep};
 use zookeeper_client::{CreateMode, Error as ZkError, EventType};
 
+use crate::contender::Contending;
 use crate::error::{DRIVER, outcome_unknown, session_over, zk_error};
 use crate::holds::{Held, Holds};
-use crate::nodes::{QueueNode, blocker, holders, key_dir, node_prefix, queue};
+use crate::nodes::{QueueNode, blocker, holders, key_dir, queue};
 use crate::options::ZkOptions;
 use crate::session::{Session, Sessions};
 
@@ -21,21 +23,21 @@ use crate::session::{Session, Sessions};
 /// guarantees.
 #[derive(Debug)]
 pub struct ZkDriver {
-    sessions: Sessions,
+    pub(crate) sessions: Sessions,
     holds: Arc<Holds>,
 }
 
 /// Our queue node while an acquire runs.
-struct Mine {
-    session: Arc<Session>,
-    name: String,
-    path: String,
+pub(crate) struct Mine {
+    pub(crate) session: Arc<Session>,
+    pub(crate) name: String,
+    pub(crate) path: String,
     /// The node's czxid, once known.
     czxid: Option<i64>,
 }
 
 /// What one look at the queue found.
-enum Position {
+pub(crate) enum Position {
     Granted(Grant),
     /// Wait for this node (full path) to go.
     Behind(String),
@@ -83,13 +85,14 @@ impl ZkDriver {
         Ok(held)
     }
 
-    fn dir(&self, key: &LockKey) -> String {
+    pub(crate) fn dir(&self, key: &LockKey) -> String {
         key_dir(self.options().root(), key)
     }
 
     /// A request by an owner this driver already holds for: the same grant,
     /// refreshed (or `None` when there is no live hold to re-enter).
-    fn reenter(&self, req: &AcquireRequest, mode: LockMode) -> Result<Option<Grant>> {
+    fn reenter(&self, req: &AcquireRequest) -> Result<Option<Grant>> {
+        let mode = req.mode;
         let Some(held) = self.holds.get(&req.key, &req.owner) else {
             return Ok(None);
         };
@@ -106,83 +109,18 @@ impl ZkDriver {
                 capability: "upgrading a read hold to a write hold (release the read hold first)",
             });
         }
-        Ok(Some(grant_of(&req.key, &req.owner, &held, req.ttl)))
-    }
-
-    async fn acquire_mode(&self, req: &AcquireRequest, mode: LockMode) -> Result<Grant> {
-        let started = Instant::now();
-        if let Some(grant) = self.reenter(req, mode)? {
-            return Ok(grant);
-        }
-        let dir = self.dir(&req.key);
-        let prefix = node_prefix(mode, &req.owner);
-        let mut mine: Option<Mine> = None;
-        // A create was sent and no reply came: the node may exist.
-        let mut unsure = false;
-        let mut failing_since: Option<Instant> = None;
-        loop {
-            let step = self
-                .step(req, mode, &dir, &prefix, &mut mine, &mut unsure)
-                .await;
-            let err = match step {
-                Ok(Position::Granted(grant)) => return Ok(grant),
-                Ok(Position::Vanished) => {
-                    // Our node went away under us (its session ended, or someone
-                    // deleted it): queue again, if the wait allows.
-                    mine = None;
-                    req.keep_waiting(started)?;
-                    continue;
-                }
-                Ok(Position::Behind(blocker)) => {
-                    failing_since = None;
-                    match self.wait_for(req, &mine, &blocker, started).await {
-                        Ok(()) => continue,
-                        Err(e) => e,
-                    }
-                }
-                Err(e) => e,
-            };
-            // Give up, or retry a connection problem within the wait budget.
-            let retry = err.is_retryable()
-                && !matches!(err, LockError::Backend { .. })
-                && req.wait != Wait::NoWait
-                && !req.cancel.is_cancelled()
-                && req.keep_waiting(started).is_ok()
-                && failing_since.is_none_or(|t| t.elapsed() < self.retry_budget());
-            if !retry {
-                if let Some(m) = mine.take() {
-                    delete_queued(m.session, m.path).await;
-                } else if unsure {
-                    // The create may have landed: release by owner finds it.
-                    self.delete_owned(&req.key, &req.owner).await.ok();
-                }
-                return Err(err);
-            }
-            tracing::debug!(key = %req.key, error = %err, "ZooKeeper acquire retrying");
-            let since = *failing_since.get_or_insert_with(Instant::now);
-            let backoff =
-                (since.elapsed() / 4).clamp(Duration::from_millis(20), Duration::from_secs(1));
-            let until = match req.wait.deadline() {
-                Some(d) => d.min(Instant::now() + backoff),
-                None => Instant::now() + backoff,
-            };
-            tokio::select! {
-                _ = sleep_until(until) => {}
-                _ = req.cancel.cancelled() => {}
-            }
-        }
+        Ok(Some(grant_of(req, &held)))
     }
 
     /// How long connection errors are retried in a row before an acquire gives up.
-    fn retry_budget(&self) -> Duration {
+    pub(crate) fn retry_budget(&self) -> Duration {
         (self.options().session_timeout() * 2).max(Duration::from_secs(10))
     }
 
     /// Makes sure our node exists, then looks at the queue once.
-    async fn step(
+    pub(crate) async fn step(
         &self,
         req: &AcquireRequest,
-        mode: LockMode,
         dir: &str,
         prefix: &str,
         mine: &mut Option<Mine>,
@@ -207,7 +145,9 @@ impl ZkDriver {
                     Some(m) => m,
                     None => {
                         *unsure = true;
-                        self.create_node(&session, dir, prefix).await?
+                        let label = req.owner.label().unwrap_or_default();
+                        self.create_node(&session, dir, prefix, label.as_bytes())
+                            .await?
                     }
                 };
                 *unsure = false;
@@ -237,7 +177,7 @@ impl ZkDriver {
         let held = Held {
             path: m.path.clone(),
             token: FencingToken(czxid as u64),
-            mode,
+            mode: req.mode,
             session: session.clone(),
             loss: LossSignal::new(),
         };
@@ -249,14 +189,18 @@ impl ZkDriver {
         }
         self.watch_own_node(&session, &m.path);
         *mine = None;
-        Ok(Position::Granted(grant_of(
-            &req.key, &req.owner, &held, req.ttl,
-        )))
+        Ok(Position::Granted(grant_of(req, &held)))
     }
 
-    /// Creates our ephemeral sequential node, creating the key's container node
-    /// first if it is missing.
-    async fn create_node(&self, session: &Arc<Session>, dir: &str, prefix: &str) -> Result<Mine> {
+    /// Creates our ephemeral sequential node, holding the owner's `label`, creating
+    /// the key's container node first if it is missing.
+    async fn create_node(
+        &self,
+        session: &Arc<Session>,
+        dir: &str,
+        prefix: &str,
+        label: &[u8],
+    ) -> Result<Mine> {
         let acls = self.sessions.acls();
         let node = CreateMode::EphemeralSequential.with_acls(acls);
         let container = CreateMode::Container.with_acls(acls);
@@ -265,7 +209,7 @@ impl ZkDriver {
         // creating it and our child's create.
         for _ in 0..3 {
             match session
-                .within(session.client.create(&path, &[], &node))
+                .within(session.client.create(&path, label, &node))
                 .await
             {
                 Ok((stat, seq)) => {
@@ -325,43 +269,6 @@ impl ZkDriver {
             }))
     }
 
-    /// Waits until `blocker` is deleted, the wait runs out, or the caller leaves.
-    async fn wait_for(
-        &self,
-        req: &AcquireRequest,
-        mine: &Option<Mine>,
-        blocker: &str,
-        started: Instant,
-    ) -> Result<()> {
-        let until = req.keep_waiting(started)?;
-        let Some(m) = mine else { return Ok(()) };
-        let session = &m.session;
-        let (stat, watcher) = session
-            .client
-            .check_and_watch_stat(blocker)
-            .await
-            .map_err(|e| zk_error("watching the node ahead in the queue", e))?;
-        if stat.is_none() {
-            return Ok(());
-        }
-        let mut states = session.client.state_watcher();
-        // A watch is not lost while the session lives (the client sets it again
-        // after a reconnect); this re-check only bounds the damage if it were.
-        let recheck = self.options().session_timeout().max(Duration::from_secs(1));
-        let deadline = until.unwrap_or_else(|| Instant::now() + recheck);
-        tokio::select! {
-            event = watcher.changed() => {
-                tracing::trace!(key = %req.key, ?event.event_type, "node ahead changed");
-                Ok(())
-            }
-            _ = states.changed() => Ok(()),
-            _ = sleep_until(deadline.min(Instant::now() + recheck)) => {
-                req.keep_waiting(started).map(|_| ())
-            }
-            _ = req.cancel.cancelled() => Err(req.cancelled()),
-        }
-    }
-
     /// Sets a watch on our own node, so its deletion (a break-glass
     /// `force_release`, an operator's `delete`) signals the hold lost at once. The
     /// request is sent in the background: it costs the acquire no round trip.
@@ -393,7 +300,7 @@ impl ZkDriver {
 
     /// Deletes every node of `owner` under `key` (a release without a recorded
     /// hold: after a create whose reply was lost). Returns whether any existed.
-    async fn delete_owned(&self, key: &LockKey, owner: &OwnerId) -> Result<bool> {
+    pub(crate) async fn delete_owned(&self, key: &LockKey, owner: &OwnerId) -> Result<bool> {
         let hex = owner.to_hex();
         self.delete_where(key, |queue| {
             queue
@@ -432,17 +339,16 @@ impl ZkDriver {
     }
 }
 
-fn grant_of(key: &LockKey, owner: &OwnerId, held: &Held, ttl: Duration) -> Grant {
+fn grant_of(req: &AcquireRequest, held: &Held) -> Grant {
     // The node lives as long as the session; the deadline is the client-side
     // lease that the watchdog keeps pushing out while the session is connected.
-    Grant::new(key.clone(), owner.clone(), held.token, Instant::now() + ttl)
-        .with_loss_signal(held.loss.clone())
+    Grant::of(req, held.token, Instant::now() + req.ttl).with_loss_signal(held.loss.clone())
 }
 
 /// Deletes a queue node we no longer want (a cancelled or timed-out wait). A node
 /// left behind in a live session would block the queue, so a delete whose outcome
 /// is unknown is retried in the background.
-async fn delete_queued(session: Arc<Session>, path: String) {
+pub(crate) async fn delete_queued(session: Arc<Session>, path: String) {
     match session.within(session.client.delete(&path, None)).await {
         Ok(()) | Err(ZkError::NoNode) => {}
         Err(e) if session_over(&e) => {}
@@ -486,14 +392,19 @@ impl LockDriver for ZkDriver {
 
     fn capabilities(&self) -> Capabilities {
         Capabilities::baseline()
+            .with_shared(true)
+            .with_inspect(Inspect::HoldersAndWaiters)
             .with_fair(true)
-            .with_read_write(true)
             .with_lease_expiry(false)
             .with_wake_up(WakeUp::Notify)
     }
 
     async fn acquire(&self, req: &AcquireRequest) -> Result<Grant> {
-        self.acquire_mode(req, LockMode::Exclusive).await
+        req.require_mode(DRIVER, self.capabilities())?;
+        if let Some(grant) = self.reenter(req)? {
+            return Ok(grant);
+        }
+        Contending::new(self, req).wait().await
     }
 
     async fn extend(&self, key: &LockKey, owner: &OwnerId, ttl: Duration) -> Result<Instant> {
@@ -559,8 +470,8 @@ impl LockDriver for ZkDriver {
         }
     }
 
-    fn read_write(&self) -> Option<&dyn ReadWriteDriver> {
-        Some(self)
+    async fn inspect(&self, key: &LockKey) -> Result<Inspection> {
+        self.inspect_queue(key).await
     }
 
     async fn force_release(&self, key: &LockKey) -> Result<bool> {
@@ -582,12 +493,5 @@ impl LockDriver for ZkDriver {
             Ok(()) | Err(ZkError::NoNode) | Err(ZkError::NotEmpty) => Ok(()),
             Err(e) => Err(zk_error("deleting the lock's node", e)),
         }
-    }
-}
-
-#[async_trait]
-impl ReadWriteDriver for ZkDriver {
-    async fn acquire_shared(&self, req: &AcquireRequest) -> Result<Grant> {
-        self.acquire_mode(req, LockMode::Shared).await
     }
 }

@@ -84,9 +84,11 @@
 //! - One session per driver: every lock of a driver is lost together when its
 //!   session is.
 
+mod contender;
 mod driver;
 mod error;
 mod holds;
+mod inspect;
 mod nodes;
 mod options;
 mod session;
@@ -96,16 +98,23 @@ pub use options::{DEFAULT_SESSION_TIMEOUT, ZkOptions};
 
 use std::sync::Arc;
 
-use lockkit_core::{ConnectFuture, DriverEntry, LockDriver};
+use lockkit_core::driver::registry::ZOOKEEPER;
+use lockkit_core::driver::{Driver, DriverEntry, LockDriver};
 
 /// How the `lockkit` facade finds this driver.
-pub const DRIVER: DriverEntry =
-    DriverEntry::new("zookeeper", &["zk", "zookeeper", "zks"], "zk", connect);
+pub const DRIVER: DriverEntry = DriverEntry::of::<ZkDriver>();
 
-fn connect(url: &str) -> ConnectFuture {
-    let options = ZkOptions::from_url(url);
-    Box::pin(async move {
-        let driver = ZkDriver::connect(options?).await?;
-        Ok(Arc::new(driver) as Arc<dyn LockDriver>)
-    })
+impl Driver for ZkDriver {
+    const NAME: &'static str = ZOOKEEPER.name;
+    const URL_SCHEMES: &'static [&'static str] = ZOOKEEPER.schemes;
+    const FEATURE: &'static str = ZOOKEEPER.feature;
+    type Options = ZkOptions;
+
+    fn options(url: &str) -> lockkit_core::Result<ZkOptions> {
+        ZkOptions::from_url(url)
+    }
+
+    async fn connect(options: ZkOptions) -> lockkit_core::Result<Arc<dyn LockDriver>> {
+        Ok(Arc::new(ZkDriver::connect(options).await?))
+    }
 }

@@ -3,14 +3,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::FutureExt;
 use lockkit_core::{
     AcquireRequest, Capabilities, FencingToken, Grant, LockDriver, LockError, LockKey, OwnerId,
-    Renewal, Result, Wait, WakeUp, async_trait, renew_in_batches,
+    Renewal, Result, WakeUp, async_trait, renew_in_batches,
 };
-use tokio::time::{Instant, sleep_until};
+use tokio::time::Instant;
 
 use super::NAME;
+use super::contender::Contending;
 use super::master::{self, Entry, Master, Reply};
 use super::options::RedlockOptions;
 use super::quorum::{answered, count, gather, quorum_unreachable, unreachable_error};
@@ -23,17 +23,17 @@ use crate::wait::Waiter;
 const MAX_BATCH: usize = 500;
 /// With wake-ups from a quorum of masters, the mean time a waiter waits before
 /// trying again anyway (a lost message), which also refreshes its waiters entries.
-const NOTIFY_FALLBACK: Duration = Duration::from_secs(1);
+pub(super) const NOTIFY_FALLBACK: Duration = Duration::from_secs(1);
 /// How long a waiters entry lives without a refresh: a waiter that died is skipped
 /// by releases after this (longer than the longest fallback wait).
-const ENTRY_LIFETIME: Duration = Duration::from_secs(3);
+pub(super) const ENTRY_LIFETIME: Duration = Duration::from_secs(3);
 /// The shortest per-master request timeout (loopback under load still answers).
 const MIN_REQUEST_TIMEOUT: Duration = Duration::from_millis(50);
 /// How long a [`lockkit_core::Wait::Forever`] acquire keeps retrying while a quorum
 /// of masters cannot be reached, before it gives up with the quorum error.
 pub(crate) const UNREACHABLE_PATIENCE: Duration = Duration::from_secs(10);
 
-fn ttl_ms(ttl: Duration) -> u64 {
+pub(super) fn ttl_ms(ttl: Duration) -> u64 {
     u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX / 2)
 }
 
@@ -127,22 +127,22 @@ fn ttl_ms(ttl: Duration) -> u64 {
 /// locking.
 #[derive(Clone)]
 pub struct RedlockDriver {
-    inner: Arc<Inner>,
+    pub(super) inner: Arc<Inner>,
 }
 
-struct Inner {
-    masters: Vec<Master>,
-    quorum: usize,
-    scripts: Arc<Scripts>,
+pub(super) struct Inner {
+    pub(super) masters: Vec<Master>,
+    pub(super) quorum: usize,
+    pub(super) scripts: Arc<Scripts>,
     prefix: String,
     drift: Duration,
-    retry: Duration,
-    request_timeout: Duration,
+    pub(super) retry: Duration,
+    pub(super) request_timeout: Duration,
     fence_seed: FenceSeed,
     /// `<prefix>:wake:`, the wake channels' prefix on every master.
-    wake_prefix: String,
+    pub(super) wake_prefix: String,
     /// Whether waiters are woken by releases (`wake=notify`) or only poll.
-    notify: bool,
+    pub(super) notify: bool,
 }
 
 impl std::fmt::Debug for RedlockDriver {
@@ -155,9 +155,9 @@ impl std::fmt::Debug for RedlockDriver {
     }
 }
 
-enum Attempt {
+pub(super) enum Outcome {
     Granted(Grant),
-    /// Held by another owner (or a split vote): retry after about this long.
+    /// Held by another owner (or a split vote): the holder's lease left, if known.
     Busy(Option<Duration>),
     /// Too few masters answered.
     Unreachable(LockError),
@@ -273,7 +273,7 @@ impl RedlockDriver {
         })
     }
 
-    fn names(&self, key: &LockKey) -> Names {
+    pub(super) fn names(&self, key: &LockKey) -> Names {
         names(&self.inner.prefix, key)
     }
 
@@ -294,30 +294,6 @@ impl RedlockDriver {
         sent + ttl.saturating_sub(self.drift(ttl))
     }
 
-    /// A random retry delay, as the Redlock spec asks (so contenders that split the
-    /// vote do not collide again), never later than the holder's expiry. While a
-    /// quorum of the masters can wake this waiter, it is only the fallback for a lost
-    /// wake-up, and [`NOTIFY_FALLBACK`] long on average.
-    fn retry_delay(&self, expiry: Option<Duration>, waiters: &[Option<Waiter>]) -> Duration {
-        let woken_by = self
-            .inner
-            .masters
-            .iter()
-            .zip(waiters)
-            .filter(|(m, w)| w.is_some() && m.wakes())
-            .count();
-        let mean = if woken_by >= self.inner.quorum {
-            ttl_ms(NOTIFY_FALLBACK)
-        } else {
-            ttl_ms(self.inner.retry).max(2)
-        };
-        let delay = Duration::from_millis(fastrand::u64(mean / 2..=mean + mean / 2));
-        match expiry {
-            Some(e) => delay.min(e + Duration::from_millis(fastrand::u64(0..20))),
-            None => delay,
-        }
-    }
-
     async fn release_everywhere(&self, n: &Names, owner: &str, limit: Duration) -> Vec<Reply<i64>> {
         let (s, wake) = (&self.inner.scripts, self.inner.wake_prefix.as_str());
         gather(
@@ -330,58 +306,12 @@ impl RedlockDriver {
         .await
     }
 
-    /// A waiter gives up: its entries leave every master's waiters set (passing on a
-    /// wake-up it may have taken). Best effort: an entry left behind expires after
-    /// [`ENTRY_LIFETIME`].
-    async fn leave_everywhere(&self, n: &Names, waiters: &[Option<Waiter>]) {
-        if waiters.iter().all(Option::is_none) {
-            return;
-        }
-        let (s, wake) = (&self.inner.scripts, self.inner.wake_prefix.as_str());
-        let limit = self.inner.request_timeout;
-        gather(
-            self.inner.masters.iter().zip(waiters).filter_map(|(m, w)| {
-                let entry = w.as_ref()?.entry.as_str();
-                Some(m.timed(limit, move |c| master::leave(s, c, n, entry, wake)))
-            }),
-            |_| false,
-        )
-        .await;
-    }
-
-    /// Waits for a wake-up from any master, or until `until`; `false` if cancelled.
-    async fn pause(req: &AcquireRequest, waiters: &[Option<Waiter>], until: Instant) -> bool {
-        let notified: Vec<_> = waiters
-            .iter()
-            .flatten()
-            .map(|w| Box::pin(w.notify.notified()))
-            .collect();
-        let woken = async move {
-            if notified.is_empty() {
-                std::future::pending::<()>().await;
-            } else {
-                futures_util::future::select_all(notified).await;
-            }
-        };
-        let go_on = tokio::select! {
-            _ = woken => true,
-            _ = sleep_until(until) => true,
-            _ = req.cancel.cancelled() => false,
-        };
-        // One release wakes us on each master that had us first: the attempt about
-        // to be made answers all the wake-ups received so far.
-        for w in waiters.iter().flatten() {
-            let _ = w.notify.notified().now_or_never();
-        }
-        go_on
-    }
-
-    async fn attempt(
+    pub(super) async fn attempt(
         &self,
         req: &AcquireRequest,
         n: &Names,
         waiters: &[Option<Waiter>],
-    ) -> Attempt {
+    ) -> Outcome {
         let (q, s) = (self.inner.quorum, &self.inner.scripts);
         let seed = self.inner.fence_seed;
         let owner = req.owner.to_hex();
@@ -447,13 +377,8 @@ impl RedlockDriver {
                 .as_ref()
                 .is_none_or(|raised| count(raised, |v| *v == 1) >= q);
             if agreed && Instant::now() < deadline {
-                let grant = Grant::new(
-                    req.key.clone(),
-                    req.owner.clone(),
-                    FencingToken(token),
-                    deadline,
-                );
-                return Attempt::Granted(grant);
+                let grant = Grant::of(req, FencingToken(token), deadline);
+                return Outcome::Granted(grant);
             }
             if let Some(raised) = raised.filter(|r| quorum_unreachable(r, q)) {
                 unreachable = Some(unreachable_error(&raised, q));
@@ -463,7 +388,7 @@ impl RedlockDriver {
         // said no or did not answer: their "no" may have been a lost "yes").
         self.release_everywhere(n, owner, limit).await;
         if let Some(e) = unreachable {
-            return Attempt::Unreachable(e);
+            return Outcome::Unreachable(e);
         }
         let expiry = replies
             .iter()
@@ -474,7 +399,7 @@ impl RedlockDriver {
                 _ => None,
             })
             .min();
-        Attempt::Busy(expiry)
+        Outcome::Busy(expiry)
     }
 }
 
@@ -493,52 +418,8 @@ impl LockDriver for RedlockDriver {
     }
 
     async fn acquire(&self, req: &AcquireRequest) -> Result<Grant> {
-        let started = Instant::now();
-        let n = self.names(&req.key);
-        // A waiting request registers on every subscribed master before its first
-        // attempt, so the attempt that finds the lock held also queues it there.
-        let waiters: Vec<Option<Waiter>> = self
-            .inner
-            .masters
-            .iter()
-            .map(|m| match req.wait {
-                Wait::NoWait => None,
-                _ if self.inner.notify => m.waiter(),
-                _ => None,
-            })
-            .collect();
-        let mut unreachable_since: Option<Instant> = None;
-        loop {
-            let (expiry, unreachable) = match self.attempt(req, &n, &waiters).await {
-                Attempt::Granted(g) => return Ok(g),
-                Attempt::Busy(expiry) => (expiry, None),
-                Attempt::Unreachable(e) => (None, Some(e)),
-            };
-            if unreachable.is_none() {
-                unreachable_since = None;
-            }
-            let give_up = match req.keep_waiting(started) {
-                Ok(until) => until,
-                // The quorum error says more than Contended/Timeout would.
-                Err(e) => {
-                    self.leave_everywhere(&n, &waiters).await;
-                    return Err(unreachable.unwrap_or(e));
-                }
-            };
-            if let Some(e) = unreachable {
-                let since = *unreachable_since.get_or_insert_with(Instant::now);
-                if give_up.is_none() && since.elapsed() >= UNREACHABLE_PATIENCE {
-                    self.leave_everywhere(&n, &waiters).await;
-                    return Err(e);
-                }
-            }
-            let retry = Instant::now() + self.retry_delay(expiry, &waiters);
-            let until = give_up.map_or(retry, |d| d.min(retry));
-            if !Self::pause(req, &waiters, until).await {
-                self.leave_everywhere(&n, &waiters).await;
-                return Err(req.cancelled());
-            }
-        }
+        req.require_mode(NAME, self.capabilities())?;
+        Contending::new(self, req).wait().await
     }
 
     async fn extend(&self, key: &LockKey, owner: &OwnerId, ttl: Duration) -> Result<Instant> {

@@ -1,6 +1,7 @@
 //! Redlock: one lock over N independent Redis masters. The algorithm, the fencing
 //! tokens and their limits are documented on [`RedlockDriver`].
 
+mod contender;
 mod driver;
 mod master;
 mod options;

@@ -106,14 +106,7 @@ impl MySqlDriver {
         let sent = Instant::now();
         let owner = req.owner.to_hex();
         let ttl = ttl_us(req.ttl);
-        let grant = |fence: u64| {
-            Grant::new(
-                req.key.clone(),
-                req.owner.clone(),
-                FencingToken(fence),
-                sent + req.ttl,
-            )
-        };
+        let grant = |fence: u64| Grant::of(req, FencingToken(fence), sent + req.ttl);
         // One connection for both statements: LAST_INSERT_ID is per connection.
         let mut conn = self.pool.acquire().await.map_err(db_error)?;
         let taken = sqlx::query(AssertSqlSafe(self.statements.acquire.clone()))
@@ -152,6 +145,7 @@ impl LockDriver for MySqlDriver {
     }
 
     async fn acquire(&self, req: &AcquireRequest) -> Result<Grant> {
+        req.require_mode(NAME, self.capabilities())?;
         acquire_polling(req, &self.wake, POLL_CAP, || self.try_acquire(req)).await
     }
 

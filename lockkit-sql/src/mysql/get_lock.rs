@@ -67,7 +67,7 @@ impl SessionBackend for GetLock {
         Capabilities::baseline().with_lease_expiry(false)
     }
 
-    fn wake(&self) -> &Notify {
+    fn wake(&self) -> &Arc<Notify> {
         &self.wake
     }
 

@@ -45,15 +45,27 @@ pub use options::MySqlOptions;
 
 use std::sync::Arc;
 
-use lockkit_core::{ConnectFuture, DriverEntry, LockDriver};
+use lockkit_core::driver::registry::MYSQL;
+use lockkit_core::driver::{Driver, DriverEntry, LockDriver};
 
 /// How the `lockkit` facade finds this driver.
-pub const DRIVER: DriverEntry =
-    DriverEntry::new("mysql", &["mysql", "mariadb"], "mysql", connect_url);
+pub const DRIVER: DriverEntry = DriverEntry::of::<MySqlDriver>();
 
-fn connect_url(url: &str) -> ConnectFuture {
-    let options = MySqlOptions::from_url(url);
-    Box::pin(async move { connect(options?).await })
+/// `mysql://` and `mariadb://` URLs: a [`MySqlDriver`], or with `mode=get_lock` the
+/// session-bound `GET_LOCK` driver (see [`connect`]).
+impl Driver for MySqlDriver {
+    const NAME: &'static str = MYSQL.name;
+    const URL_SCHEMES: &'static [&'static str] = MYSQL.schemes;
+    const FEATURE: &'static str = MYSQL.feature;
+    type Options = MySqlOptions;
+
+    fn options(url: &str) -> lockkit_core::Result<MySqlOptions> {
+        MySqlOptions::from_url(url)
+    }
+
+    async fn connect(options: MySqlOptions) -> lockkit_core::Result<Arc<dyn LockDriver>> {
+        connect(options).await
+    }
 }
 
 /// Connects in the mode `options` asks for: leases ([`MySqlDriver`], the default)

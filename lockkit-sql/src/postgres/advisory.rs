@@ -68,7 +68,7 @@ impl SessionBackend for Advisory {
             .with_wake_up(WakeUp::Notify)
     }
 
-    fn wake(&self) -> &Notify {
+    fn wake(&self) -> &Arc<Notify> {
         &self.wake
     }
 

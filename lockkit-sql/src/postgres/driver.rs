@@ -137,14 +137,7 @@ impl PgDriver {
             .within(self.timeout)
             .await
             .map_err(db_error)?;
-        Ok(fence.map(|f| {
-            Grant::new(
-                req.key.clone(),
-                req.owner.clone(),
-                FencingToken(f as u64),
-                sent + req.ttl,
-            )
-        }))
+        Ok(fence.map(|f| Grant::of(req, FencingToken(f as u64), sent + req.ttl)))
     }
 }
 
@@ -159,6 +152,7 @@ impl LockDriver for PgDriver {
     }
 
     async fn acquire(&self, req: &AcquireRequest) -> Result<Grant> {
+        req.require_mode(NAME, self.capabilities())?;
         acquire_polling(req, &self.wake, POLL_CAP, || self.try_acquire(req)).await
     }
 

@@ -53,19 +53,27 @@ pub use options::PgOptions;
 
 use std::sync::Arc;
 
-use lockkit_core::{ConnectFuture, DriverEntry, LockDriver};
+use lockkit_core::driver::registry::POSTGRES;
+use lockkit_core::driver::{Driver, DriverEntry, LockDriver};
 
 /// How the `lockkit` facade finds this driver.
-pub const DRIVER: DriverEntry = DriverEntry::new(
-    "postgres",
-    &["postgres", "postgresql"],
-    "postgres",
-    connect_url,
-);
+pub const DRIVER: DriverEntry = DriverEntry::of::<PgDriver>();
 
-fn connect_url(url: &str) -> ConnectFuture {
-    let options = PgOptions::from_url(url);
-    Box::pin(async move { connect(options?).await })
+/// `postgres://` and `postgresql://` URLs: a [`PgDriver`], or with
+/// `mode=advisory` the session-bound advisory-lock driver (see [`connect`]).
+impl Driver for PgDriver {
+    const NAME: &'static str = POSTGRES.name;
+    const URL_SCHEMES: &'static [&'static str] = POSTGRES.schemes;
+    const FEATURE: &'static str = POSTGRES.feature;
+    type Options = PgOptions;
+
+    fn options(url: &str) -> lockkit_core::Result<PgOptions> {
+        PgOptions::from_url(url)
+    }
+
+    async fn connect(options: PgOptions) -> lockkit_core::Result<Arc<dyn LockDriver>> {
+        connect(options).await
+    }
 }
 
 /// Connects in the mode `options` asks for: leases ([`PgDriver`], the default) or

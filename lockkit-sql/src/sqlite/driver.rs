@@ -5,25 +5,26 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
+use lockkit_core::driver::{Inspect, Inspection, LockMode};
 use lockkit_core::{
     AcquireRequest, Capabilities, FencingToken, Grant, LockDriver, LockError, LockKey, OwnerId,
     Renewal, Result, async_trait, renew_in_batches,
 };
-use sqlx::AssertSqlSafe;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
+use sqlx::{AssertSqlSafe, Sqlite, Transaction};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::clock::monotonic_ms;
 use super::options::SqliteOptions;
-use super::sql;
+use super::sql::{self, Statements};
 use crate::error;
 use crate::renew;
 use crate::wait::acquire_polling;
 
-const NAME: &str = "sqlite";
+pub(super) const NAME: &str = "sqlite";
 
 /// The SQLite lease-table driver. See the [module docs](super).
 ///
@@ -45,20 +46,10 @@ const NAME: &str = "sqlite";
 /// ```
 #[derive(Debug, Clone)]
 pub struct SqliteDriver {
-    pool: SqlitePool,
-    statements: Arc<Statements>,
+    pub(super) pool: SqlitePool,
+    pub(super) statements: Arc<Statements>,
     /// Wakes waiters in this process when a driver of this process releases.
     local_wake: Arc<Notify>,
-}
-
-#[derive(Debug)]
-struct Statements {
-    acquire: Arc<str>,
-    extend: Arc<str>,
-    release: Arc<str>,
-    force_release: Arc<str>,
-    purge: Arc<str>,
-    table: String,
 }
 
 fn local_wakers() -> &'static Mutex<HashMap<PathBuf, Weak<Notify>>> {
@@ -81,7 +72,7 @@ fn local_wake_for(options: &SqliteOptions) -> Arc<Notify> {
     notify
 }
 
-fn db_error(e: sqlx::Error) -> LockError {
+pub(super) fn db_error(e: sqlx::Error) -> LockError {
     error::db_error(NAME, e)
 }
 
@@ -113,6 +104,21 @@ async fn open(
         .await
         .map_err(OpenError::Connect)?;
     sqlx::query(AssertSqlSafe(sql::create_table(table)))
+        .execute(&pool)
+        .await
+        .map_err(OpenError::Table)?;
+    let columns: Vec<String> = sqlx::query_scalar(AssertSqlSafe(sql::table_columns(table)))
+        .fetch_all(&pool)
+        .await
+        .map_err(OpenError::Table)?;
+    if !columns.iter().any(|c| c == "label") {
+        // A table made by lockkit before holders had labels.
+        sqlx::query(AssertSqlSafe(sql::add_label(table)))
+            .execute(&pool)
+            .await
+            .map_err(OpenError::Table)?;
+    }
+    sqlx::query(AssertSqlSafe(sql::create_holders(table)))
         .execute(&pool)
         .await
         .map_err(OpenError::Table)?;
@@ -192,20 +198,44 @@ impl SqliteDriver {
         };
         Ok(Self {
             pool,
-            statements: Arc::new(Statements {
-                acquire: sql::acquire(table).into(),
-                extend: sql::extend(table).into(),
-                release: sql::release(table).into(),
-                force_release: sql::force_release(table).into(),
-                purge: sql::purge(table).into(),
-                table: table.to_string(),
-            }),
+            statements: Arc::new(Statements::new(table)),
             local_wake: local_wake_for(&options),
         })
     }
 
-    /// One acquire attempt: the token if granted.
+    /// A write transaction, holding SQLite's write lock from its start (so that
+    /// what it reads is what it decides on).
+    pub(super) async fn begin_write(&self) -> Result<Transaction<'static, Sqlite>> {
+        self.pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(db_error)
+    }
+
+    /// Runs one batch renewal `statement` (of [`sql::extend_many`]'s shape): which
+    /// of `batch` it renewed.
+    async fn renew_batch(
+        &self,
+        statement: String,
+        now: i64,
+        expires: i64,
+        batch: &[Renewal],
+    ) -> Result<Vec<bool>> {
+        let mut q = sqlx::query_as::<_, (String, String)>(AssertSqlSafe(statement))
+            .bind(expires)
+            .bind(now);
+        for r in batch {
+            q = q.bind(r.key.as_str()).bind(r.owner.to_hex());
+        }
+        let rows = q.fetch_all(&self.pool).await.map_err(db_error)?;
+        Ok(renew::renewed_flags(batch, rows))
+    }
+
+    /// One acquire attempt: the grant, or `None` when the key is held.
     async fn try_acquire(&self, req: &AcquireRequest) -> Result<Option<Grant>> {
+        if req.mode != LockMode::Exclusive {
+            return self.try_acquire_many(req).await;
+        }
         let sent = Instant::now();
         let now = monotonic_ms();
         let fence: Option<i64> = sqlx::query_scalar(AssertSqlSafe(self.statements.acquire.clone()))
@@ -213,21 +243,15 @@ impl SqliteDriver {
             .bind(req.owner.to_hex())
             .bind(now + ttl_ms(req.ttl))
             .bind(now)
+            .bind(req.owner.label())
             .fetch_optional(&self.pool)
             .await
             .map_err(db_error)?;
-        Ok(fence.map(|f| {
-            Grant::new(
-                req.key.clone(),
-                req.owner.clone(),
-                FencingToken(f as u64),
-                sent + req.ttl,
-            )
-        }))
+        Ok(fence.map(|f| Grant::of(req, FencingToken(f as u64), sent + req.ttl)))
     }
 }
 
-fn ttl_ms(ttl: Duration) -> i64 {
+pub(super) fn ttl_ms(ttl: Duration) -> i64 {
     i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX / 2)
 }
 
@@ -239,9 +263,13 @@ impl LockDriver for SqliteDriver {
 
     fn capabilities(&self) -> Capabilities {
         Capabilities::baseline()
+            .with_shared(true)
+            .with_permits(true)
+            .with_inspect(Inspect::Holders)
     }
 
     async fn acquire(&self, req: &AcquireRequest) -> Result<Grant> {
+        req.require_mode(NAME, self.capabilities())?;
         acquire_polling(req, &self.local_wake, POLL_CAP, || self.try_acquire(req)).await
     }
 
@@ -256,7 +284,7 @@ impl LockDriver for SqliteDriver {
             .execute(&self.pool)
             .await
             .map_err(db_error)?;
-        if done.rows_affected() == 0 {
+        if done.rows_affected() == 0 && !self.extend_many_holder(key, owner, ttl).await? {
             return Err(renew::not_ours(key));
         }
         Ok(sent + ttl)
@@ -264,28 +292,50 @@ impl LockDriver for SqliteDriver {
 
     async fn extend_many(&self, renewals: &[Renewal]) -> Vec<Result<Instant>> {
         renew_in_batches(NAME, renewals, renew::MAX_BATCH, |ttl, batch| async move {
-            let statement = sql::extend_many(&self.statements.table, batch.len());
+            let table = &self.statements.table;
             let now = monotonic_ms();
-            let mut q = sqlx::query_as::<_, (String, String)>(AssertSqlSafe(statement))
-                .bind(now + ttl_ms(ttl))
-                .bind(now);
-            for r in &batch {
-                q = q.bind(r.key.as_str()).bind(r.owner.to_hex());
+            let expires = now + ttl_ms(ttl);
+            let statement = sql::extend_many(table, batch.len());
+            let mut renewed = self.renew_batch(statement, now, expires, &batch).await?;
+            // What the key table did not renew may be shared holds or permits.
+            let rest: Vec<usize> = (0..batch.len()).filter(|i| !renewed[*i]).collect();
+            if rest.is_empty() {
+                return Ok(renewed);
             }
-            let rows = q.fetch_all(&self.pool).await.map_err(db_error)?;
-            Ok(renew::renewed_flags(&batch, rows))
+            let others: Vec<Renewal> = rest.iter().map(|i| batch[*i].clone()).collect();
+            let statement = sql::extend_many_holders(table, others.len());
+            let many = self.renew_batch(statement, now, expires, &others).await?;
+            for (i, done) in rest.into_iter().zip(many) {
+                if done {
+                    renewed[i] = true;
+                    self.raise_expiry(batch[i].key.as_str(), expires).await?;
+                }
+            }
+            Ok(renewed)
         })
         .await
     }
 
     async fn force_release(&self, key: &LockKey) -> Result<bool> {
+        let mut tx = self.begin_write().await?;
         let done = sqlx::query(AssertSqlSafe(self.statements.force_release.clone()))
             .bind(key.as_str())
-            .execute(&self.pool)
+            .bind(monotonic_ms())
+            .execute(&mut *tx)
             .await
             .map_err(db_error)?;
+        sqlx::query(AssertSqlSafe(self.statements.forget_holders.clone()))
+            .bind(key.as_str())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error)?;
+        tx.commit().await.map_err(db_error)?;
         self.local_wake.notify_waiters();
         Ok(done.rows_affected() > 0)
+    }
+
+    async fn inspect(&self, key: &LockKey) -> Result<Inspection> {
+        self.inspect_key(key).await
     }
 
     async fn release(&self, key: &LockKey, owner: &OwnerId) -> Result<bool> {
@@ -296,18 +346,21 @@ impl LockDriver for SqliteDriver {
             .execute(&self.pool)
             .await
             .map_err(db_error)?;
-        let released = done.rows_affected() > 0;
+        let released = done.rows_affected() > 0 || self.release_many_holder(key, owner).await?;
         if released {
             self.local_wake.notify_waiters();
         }
         Ok(released)
     }
     async fn purge(&self, key: &LockKey) -> Result<()> {
-        sqlx::query(AssertSqlSafe(self.statements.purge.clone()))
-            .bind(key.as_str())
-            .execute(&self.pool)
-            .await
-            .map_err(db_error)?;
-        Ok(())
+        let mut tx = self.begin_write().await?;
+        for statement in [&self.statements.purge, &self.statements.forget_holders] {
+            sqlx::query(AssertSqlSafe(statement.clone()))
+                .bind(key.as_str())
+                .execute(&mut *tx)
+                .await
+                .map_err(db_error)?;
+        }
+        tx.commit().await.map_err(db_error)
     }
 }

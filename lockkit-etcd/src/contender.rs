@@ -1,0 +1,183 @@
+//! One etcd acquire, as the wait engine drives it: enqueue once, then, while
+//! someone is ahead, watch only our predecessor (keeping our lease alive), and
+//! confirm the lease before reading the queue again.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use lockkit_core::driver::{
+    Attempt, Backoff, Busy, Contender, Jitter, Patience, WaitPolicy, wait_for_grant,
+};
+use lockkit_core::{AcquireRequest, Grant, LockError, Result, Wait, async_trait};
+
+use super::driver::Inner;
+use super::holds::delete_if;
+use super::keys;
+use super::lease::Lease;
+use super::queue::{EnqueueError, Turn};
+
+/// How many times an acquire starts over because its lease or entry vanished.
+const MAX_REQUEUES: u32 = 5;
+
+/// A `try_lock` retries transient errors (an endpoint down, an election) for 750
+/// ms before it reports them; a waiting acquire within its wait; pausing 20 ms
+/// doubling to 500 ms. Waiters are woken by their predecessor's delete.
+const POLICY: WaitPolicy = WaitPolicy::DEFAULT.with_transient(
+    Patience::DEFAULT
+        .with_no_wait(Duration::from_millis(750))
+        .with_backoff(Backoff::new(
+            Duration::from_millis(20),
+            Duration::from_millis(500),
+            Jitter::None,
+        )),
+);
+
+/// Our entry in the key's queue.
+struct Queued {
+    rev: i64,
+    /// We put it (a retry of the same owner may find it there already).
+    created: bool,
+    lease: Arc<Lease>,
+}
+
+pub(crate) struct Contending<'a> {
+    inner: &'a Arc<Inner>,
+    req: &'a AcquireRequest,
+    name: String,
+    queue: String,
+    queued: Option<Queued>,
+    requeues: u32,
+}
+
+impl<'a> Contending<'a> {
+    pub(crate) fn new(inner: &'a Arc<Inner>, req: &'a AcquireRequest) -> Self {
+        Self {
+            inner,
+            req,
+            name: keys::entry(&inner.prefix, &req.key, &req.owner),
+            queue: keys::queue(&inner.prefix, &req.key),
+            queued: None,
+            requeues: 0,
+        }
+    }
+
+    pub(crate) async fn wait(mut self) -> Result<Grant> {
+        let req = self.req;
+        wait_for_grant(req, &POLICY, &mut self).await
+    }
+
+    /// Counts one more start-over; an error once there were too many.
+    fn requeue(&mut self, what: &str) -> Result<()> {
+        self.queued = None;
+        self.requeues += 1;
+        if self.requeues > MAX_REQUEUES {
+            return Err(LockError::Backend {
+                driver: super::NAME,
+                message: format!("the {what} kept vanishing while acquiring"),
+                source: None,
+            });
+        }
+        tracing::debug!(key = %self.req.key, "our queue {what} vanished; enqueueing again");
+        Ok(())
+    }
+
+    /// Enqueues: granted at once if we are first.
+    async fn enqueue(&mut self) -> Result<Option<Attempt>> {
+        let (entry, lease, sent) = match self
+            .inner
+            .enqueue_once(&self.name, &self.queue, self.req)
+            .await
+        {
+            Ok(ok) => ok,
+            Err(EnqueueError::LeaseGone) => {
+                self.requeue("lease")?;
+                return Ok(None);
+            }
+            Err(EnqueueError::Other(e)) if e.is_retryable() => {
+                // The balanced channel may pick a live member next time.
+                return Ok(Some(Attempt::Transient(e)));
+            }
+            Err(EnqueueError::Other(e)) => return Err(e),
+        };
+        if entry.first == Some(entry.rev) {
+            let deadline = (sent + self.req.ttl).min(lease.alive_until());
+            let grant = self
+                .inner
+                .granted(self.req, self.name.clone(), entry.rev, lease, deadline);
+            return Ok(Some(Attempt::Granted(grant)));
+        }
+        self.queued = Some(Queued {
+            rev: entry.rev,
+            created: entry.created,
+            lease,
+        });
+        Ok(None)
+    }
+}
+
+#[async_trait]
+impl Contender for Contending<'_> {
+    async fn attempt(&mut self) -> Result<Attempt> {
+        loop {
+            let Some(q) = &self.queued else {
+                if let Some(done) = self.enqueue().await? {
+                    return Ok(done);
+                }
+                if self.queued.is_none() {
+                    continue;
+                }
+                break;
+            };
+            let turn = self
+                .inner
+                .check_turn(&self.name, &self.queue, q.rev, &q.lease, self.req.ttl)
+                .await;
+            match turn {
+                Ok(Some(Turn::Granted(deadline))) => {
+                    let Some(q) = self.queued.take() else {
+                        continue;
+                    };
+                    let grant =
+                        self.inner
+                            .granted(self.req, self.name.clone(), q.rev, q.lease, deadline);
+                    return Ok(Attempt::Granted(grant));
+                }
+                Ok(Some(Turn::Requeue)) => self.requeue("entry or lease")?,
+                Ok(None) => break,
+                Err(e) if e.is_retryable() => return Ok(Attempt::Transient(e)),
+                Err(e) => return Err(e),
+            }
+        }
+        if self.req.wait == Wait::NoWait {
+            // `try_lock` leaves no queue entry behind.
+            self.give_up(&LockError::Contended {
+                key: self.req.key.to_string(),
+            })
+            .await;
+            return Ok(Attempt::Busy(Busy::poll()));
+        }
+        let Some(q) = &self.queued else {
+            return Ok(Attempt::Busy(Busy::poll()));
+        };
+        match self.inner.predecessor(&self.queue, q.rev).await {
+            Ok(Some((pred, at))) => {
+                let wake = self.inner.clone().await_delete(pred, at, q.lease.clone());
+                Ok(Attempt::Busy(Busy::trusting(wake)))
+            }
+            // Nobody ahead any more: look again at once.
+            Ok(None) => Ok(Attempt::Busy(Busy::until(tokio::time::Instant::now()))),
+            Err(e) if e.is_retryable() => Ok(Attempt::Transient(e)),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// A timed-out or cancelled acquire deletes its entry.
+    async fn give_up(&mut self, _: &LockError) {
+        if let Some(q) = self.queued.take()
+            && q.created
+            && !delete_if(&self.inner.client, &self.name, q.rev).await
+        {
+            self.inner.holds.delete_later(self.name.clone(), q.rev);
+        }
+    }
+}

@@ -1,0 +1,117 @@
+//! One acquire on a single server or a Cluster, as the wait engine drives it: a
+//! waiters entry so that a release can wake us, the holder's expiry as the latest
+//! retry, and patience with a cluster changing shape.
+
+use std::time::Duration;
+
+use lockkit_core::driver::{
+    Attempt, Backoff, Busy, Contender, Jitter, Patience, WaitPolicy, wait_for_grant,
+};
+use lockkit_core::{AcquireRequest, Grant, LockError, Result, Wait, async_trait};
+use tokio::time::Instant;
+
+use super::driver::{Outcome, RedisDriver, is_transient, redis_error};
+use super::keys::Names;
+use super::wait::Waiter;
+
+/// With wake-ups working, the longest a waiter waits before trying again anyway
+/// (a lost message), which also refreshes its waiters entry.
+const NOTIFY_FALLBACK: Duration = Duration::from_secs(1);
+
+/// Polling (no wake-ups, or the subscriber is reconnecting): first and longest delay.
+const POLL_FIRST: Duration = Duration::from_millis(2);
+const POLL_MAX: Duration = Duration::from_millis(50);
+
+/// How long a `try_lock` keeps retrying through transient cluster errors
+/// (a slot migrating, a failover) before it reports them.
+const TRANSIENT_PATIENCE: Duration = Duration::from_millis(250);
+
+/// Polls (no wake-ups, or the subscriber reconnecting) from 2 ms doubling to 50 ms;
+/// a `try_lock` retries transient cluster errors (a slot migrating, a failover)
+/// for 250 ms, a waiting acquire for as long as it waits.
+const POLICY: WaitPolicy = WaitPolicy::DEFAULT
+    .with_poll(Backoff::new(POLL_FIRST, POLL_MAX, Jitter::Spread))
+    .with_transient(
+        Patience::DEFAULT
+            .with_no_wait(TRANSIENT_PATIENCE)
+            .with_backoff(Backoff::new(POLL_FIRST, POLL_MAX, Jitter::None)),
+    );
+
+/// One acquire, as the wait engine drives it.
+pub(crate) struct Contending<'a> {
+    driver: &'a RedisDriver,
+    req: &'a AcquireRequest,
+    names: Names,
+    waiter: Option<Waiter>,
+}
+
+#[async_trait]
+impl Contender for Contending<'_> {
+    async fn attempt(&mut self) -> Result<Attempt> {
+        let outcome = self
+            .driver
+            .attempt(self.req, &self.names, self.waiter.as_ref())
+            .await;
+        let pttl_ms = match outcome {
+            Ok(Outcome::Granted(g)) => return Ok(Attempt::Granted(g)),
+            Ok(Outcome::Busy { pttl_ms }) => pttl_ms,
+            Err(e) if is_transient(&e) => return Ok(Attempt::Transient(redis_error(e))),
+            Err(e) => return Err(redis_error(e)),
+        };
+        // Try again at the holder's expiry at the latest (nobody publishes when a
+        // lease runs out), plus jitter so waiters do not all retry at once; with
+        // wake-ups working, after NOTIFY_FALLBACK at the latest (a lost message).
+        let expiry = Duration::from_millis(u64::try_from(pttl_ms.max(1)).unwrap_or(1));
+        let notified = self.driver.subs.as_ref().is_some_and(|s| s.is_live());
+        let wake = self.waiter.as_ref().filter(|_| notified);
+        let bound = if wake.is_some() {
+            expiry.min(NOTIFY_FALLBACK)
+        } else {
+            expiry
+        };
+        let spread = bound.min(if wake.is_some() {
+            NOTIFY_FALLBACK
+        } else {
+            POLL_MAX
+        });
+        let jitter = Duration::from_micros(fastrand::u64(0..=spread.as_micros() as u64 / 4));
+        let busy = Busy::until(Instant::now() + bound + jitter);
+        Ok(Attempt::Busy(match wake {
+            Some(w) => {
+                let notify = w.notify.clone();
+                busy.with_wake(Box::pin(async move {
+                    notify.notified_owned().await;
+                    Ok(())
+                }))
+            }
+            None => busy,
+        }))
+    }
+
+    /// Drops the waiters entry, passing on a wake-up it may have taken.
+    async fn give_up(&mut self, _: &LockError) {
+        self.driver.leave(&self.names, self.waiter.as_ref()).await;
+    }
+}
+
+impl<'a> Contending<'a> {
+    /// A waiting request registers before its first attempt, so the attempt that
+    /// finds the lock held also queues it, and a release right after wakes it.
+    pub(crate) fn new(driver: &'a RedisDriver, req: &'a AcquireRequest) -> Self {
+        let waiter = match (req.wait, &driver.subs) {
+            (Wait::NoWait, _) | (_, None) => None,
+            (_, Some(subs)) => Some(subs.waiter()),
+        };
+        Self {
+            driver,
+            req,
+            names: driver.names(&req.key),
+            waiter,
+        }
+    }
+
+    pub(crate) async fn wait(mut self) -> Result<Grant> {
+        let req = self.req;
+        wait_for_grant(req, &POLICY, &mut self).await
+    }
+}

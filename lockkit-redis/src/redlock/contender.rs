@@ -1,0 +1,161 @@
+//! One Redlock acquire, as the wait engine drives it: waiters entries on every
+//! subscribed master, the spec's random retry delay, and patience while a quorum
+//! cannot be reached.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::FutureExt;
+use lockkit_core::driver::{
+    Attempt, Backoff, Busy, Contender, Jitter, Patience, WaitPolicy, wait_for_grant,
+};
+use lockkit_core::{AcquireRequest, Grant, LockError, Result, Wait, async_trait};
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use super::driver::{NOTIFY_FALLBACK, Outcome, RedlockDriver, UNREACHABLE_PATIENCE, ttl_ms};
+use super::master;
+use crate::keys::Names;
+use crate::wait::Waiter;
+
+pub(super) struct Contending<'a> {
+    driver: &'a RedlockDriver,
+    req: &'a AcquireRequest,
+    names: Names,
+    /// Our entry on each master that can wake us.
+    waiters: Vec<Option<Waiter>>,
+}
+
+impl<'a> Contending<'a> {
+    /// A waiting request registers on every subscribed master before its first
+    /// attempt, so the attempt that finds the lock held also queues it there.
+    pub(super) fn new(driver: &'a RedlockDriver, req: &'a AcquireRequest) -> Self {
+        let inner = &driver.inner;
+        let waiters = inner
+            .masters
+            .iter()
+            .map(|m| match req.wait {
+                Wait::NoWait => None,
+                _ if inner.notify => m.waiter(),
+                _ => None,
+            })
+            .collect();
+        Self {
+            driver,
+            req,
+            names: driver.names(&req.key),
+            waiters,
+        }
+    }
+
+    /// Retries after a random delay of half to one and a half `retry_ms` (so
+    /// contenders that split the vote do not collide again); with too few masters
+    /// answering, until the wait's deadline, or for 10 s of it without one.
+    pub(super) async fn wait(mut self) -> Result<Grant> {
+        let retry = self.driver.inner.retry.max(Duration::from_millis(2));
+        let spread = Backoff::new(retry, retry, Jitter::Spread);
+        let policy = WaitPolicy::DEFAULT.with_poll(spread).with_transient(
+            Patience::DEFAULT
+                .with_longest_endless_run(UNREACHABLE_PATIENCE)
+                .with_backoff(spread),
+        );
+        let req = self.req;
+        wait_for_grant(req, &policy, &mut self).await
+    }
+
+    /// A random retry delay, as the Redlock spec asks, never later than the
+    /// holder's expiry. While a quorum of the masters can wake this waiter, it is
+    /// only the fallback for a lost wake-up, and [`NOTIFY_FALLBACK`] long on
+    /// average.
+    fn retry_delay(&self, expiry: Option<Duration>) -> Duration {
+        let inner = &self.driver.inner;
+        let woken_by = inner
+            .masters
+            .iter()
+            .zip(&self.waiters)
+            .filter(|(m, w)| w.is_some() && m.wakes())
+            .count();
+        let mean = if woken_by >= inner.quorum {
+            ttl_ms(NOTIFY_FALLBACK)
+        } else {
+            ttl_ms(inner.retry).max(2)
+        };
+        let delay = Duration::from_millis(fastrand::u64(mean / 2..=mean + mean / 2));
+        expiry.map_or(delay, |e| delay.min(until_expiry(e)))
+    }
+
+    /// Resolves on a wake-up from any master.
+    fn woken(&self) -> Option<lockkit_core::driver::Wake> {
+        let notifies: Vec<Arc<Notify>> = self
+            .waiters
+            .iter()
+            .flatten()
+            .map(|w| w.notify.clone())
+            .collect();
+        if notifies.is_empty() {
+            return None;
+        }
+        Some(Box::pin(async move {
+            let notified = notifies.into_iter().map(|n| Box::pin(n.notified_owned()));
+            futures_util::future::select_all(notified).await;
+            Ok(())
+        }))
+    }
+}
+
+/// The holder's expiry, plus up to 20 ms so waiters do not all retry at once.
+fn until_expiry(expiry: Duration) -> Duration {
+    expiry + Duration::from_millis(fastrand::u64(0..20))
+}
+
+#[async_trait]
+impl Contender for Contending<'_> {
+    async fn attempt(&mut self) -> Result<Attempt> {
+        // One release wakes us on each master that had us first: this attempt
+        // answers all the wake-ups received so far.
+        for w in self.waiters.iter().flatten() {
+            let _ = w.notify.notified().now_or_never();
+        }
+        let expiry = match self
+            .driver
+            .attempt(self.req, &self.names, &self.waiters)
+            .await
+        {
+            Outcome::Granted(grant) => return Ok(Attempt::Granted(grant)),
+            Outcome::Unreachable(e) => return Ok(Attempt::Transient(e)),
+            Outcome::Busy(expiry) => expiry,
+        };
+        let now = Instant::now();
+        Ok(Attempt::Busy(match self.woken() {
+            Some(wake) => Busy::until(now + self.retry_delay(expiry)).with_wake(wake),
+            // The poll pause is the spec's random delay; the expiry bounds it.
+            None => match expiry {
+                Some(e) => Busy::until(now + until_expiry(e)),
+                None => Busy::poll(),
+            },
+        }))
+    }
+
+    /// Our entries leave every master's waiters set (passing on a wake-up we may
+    /// have taken). Best effort: an entry left behind expires.
+    async fn give_up(&mut self, _: &LockError) {
+        if self.waiters.iter().all(Option::is_none) {
+            return;
+        }
+        let inner = &self.driver.inner;
+        let (s, wake) = (&inner.scripts, inner.wake_prefix.as_str());
+        let (n, limit) = (&self.names, inner.request_timeout);
+        super::quorum::gather(
+            inner
+                .masters
+                .iter()
+                .zip(&self.waiters)
+                .filter_map(|(m, w)| {
+                    let entry = w.as_ref()?.entry.as_str();
+                    Some(m.timed(limit, move |c| master::leave(s, c, n, entry, wake)))
+                }),
+            |_| false,
+        )
+        .await;
+    }
+}

@@ -1,0 +1,240 @@
+//! Shared holds and semaphore permits: many holders of one key, in the holders
+//! table, decided by [`lockkit_core::driver::admit`] inside one write transaction.
+//!
+//! The key row keeps the fencing counter for every mode, and while a key has
+//! shared holds or permits its owner is [`sql::MANY`] and its expiry the latest of
+//! theirs — so the exclusive path, one statement on the key row, sees it held.
+
+use std::time::Duration;
+
+use lockkit_core::driver::{
+    AcquireRequest, Admission, Grant, Held, Holder, Inspection, LockMode, admit,
+};
+use lockkit_core::{FencingToken, LockKey, OwnerId, Result};
+use sqlx::AssertSqlSafe;
+use tokio::time::Instant;
+
+use super::clock::monotonic_ms;
+use super::driver::{SqliteDriver, db_error, ttl_ms};
+use super::sql;
+
+/// A key row: owner, fence, expiry, label.
+type KeyRow = (Option<String>, i64, i64, Option<String>);
+/// A holders row: owner, mode, limit, token, expiry, label.
+type HolderRow = (String, String, Option<i64>, i64, i64, Option<String>);
+
+fn mode_name(mode: LockMode) -> &'static str {
+    match mode {
+        LockMode::Permit { .. } => "permit",
+        _ => "shared",
+    }
+}
+
+fn mode_of(name: &str, limit: Option<i64>) -> LockMode {
+    match (name, limit.and_then(|l| u32::try_from(l).ok())) {
+        ("permit", Some(limit)) => LockMode::Permit { limit },
+        _ => LockMode::Shared,
+    }
+}
+
+fn owner_bits(hex: &str) -> u128 {
+    OwnerId::from_hex(hex).map_or(0, |o| o.as_u128())
+}
+
+/// The live holds of `key` at `now`: the key row's exclusive holder, or the
+/// holders table's rows.
+fn holds(row: Option<&KeyRow>, many: &[HolderRow], now: i64) -> Vec<(Held, i64, Option<String>)> {
+    match row {
+        Some((Some(owner), fence, expires, label)) if owner != sql::MANY && *expires > now => {
+            let held = Held {
+                owner: owner_bits(owner),
+                mode: LockMode::Exclusive,
+                token: FencingToken(*fence as u64),
+            };
+            vec![(held, *expires, label.clone())]
+        }
+        Some((Some(_), ..)) => many
+            .iter()
+            .map(|(owner, mode, lim, token, expires, label)| {
+                let held = Held {
+                    owner: owner_bits(owner),
+                    mode: mode_of(mode, *lim),
+                    token: FencingToken(*token as u64),
+                };
+                (held, *expires, label.clone())
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+impl SqliteDriver {
+    /// One attempt at a shared hold or permit: the grant, or `None` when it must
+    /// wait.
+    pub(super) async fn try_acquire_many(&self, req: &AcquireRequest) -> Result<Option<Grant>> {
+        let sent = Instant::now();
+        let mut tx = self.begin_write().await?;
+        let now = monotonic_ms();
+        let expires = now + ttl_ms(req.ttl);
+        let st = &self.statements;
+        let key = req.key.as_str();
+        sqlx::query(AssertSqlSafe(st.drop_expired.clone()))
+            .bind(key)
+            .bind(now)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error)?;
+        let row: Option<KeyRow> = sqlx::query_as(AssertSqlSafe(st.key_row.clone()))
+            .bind(key)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db_error)?;
+        let many: Vec<HolderRow> = sqlx::query_as(AssertSqlSafe(st.live_holders.clone()))
+            .bind(key)
+            .bind(now)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(db_error)?;
+        let held: Vec<Held> = holds(row.as_ref(), &many, now)
+            .into_iter()
+            .map(|h| h.0)
+            .collect();
+        let token = match admit(super::driver::NAME, req, &held, []) {
+            Admission::Wait => return Ok(None),
+            Admission::Refuse(e) => return Err(e),
+            Admission::Reenter(token) => {
+                // Ours already (a retry, or a read under our write hold): renew it.
+                let exclusive = held.iter().any(|h| h.mode == LockMode::Exclusive);
+                let renew = if exclusive {
+                    &st.extend
+                } else {
+                    &st.extend_holder
+                };
+                sqlx::query(AssertSqlSafe(renew.clone()))
+                    .bind(key)
+                    .bind(req.owner.to_hex())
+                    .bind(expires)
+                    .bind(now)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_error)?;
+                sqlx::query(AssertSqlSafe(st.raise_expiry.clone()))
+                    .bind(key)
+                    .bind(expires)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_error)?;
+                token
+            }
+            Admission::Admit => {
+                let fence: i64 = sqlx::query_scalar(AssertSqlSafe(st.claim_for_many.clone()))
+                    .bind(key)
+                    .bind(expires)
+                    .fetch_one(&mut *tx)
+                    .await
+                    .map_err(db_error)?;
+                sqlx::query(AssertSqlSafe(st.insert_holder.clone()))
+                    .bind(key)
+                    .bind(req.owner.to_hex())
+                    .bind(mode_name(req.mode))
+                    .bind(req.mode.limit().map(i64::from))
+                    .bind(fence)
+                    .bind(expires)
+                    .bind(req.owner.label())
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_error)?;
+                FencingToken(fence as u64)
+            }
+        };
+        tx.commit().await.map_err(db_error)?;
+        Ok(Some(Grant::of(req, token, sent + req.ttl)))
+    }
+
+    /// Keeps the key row's expiry the latest of its holds' after one was renewed
+    /// to `expires`.
+    pub(super) async fn raise_expiry(&self, key: &str, expires: i64) -> Result<()> {
+        sqlx::query(AssertSqlSafe(self.statements.raise_expiry.clone()))
+            .bind(key)
+            .bind(expires)
+            .execute(&self.pool)
+            .await
+            .map_err(db_error)?;
+        Ok(())
+    }
+
+    /// Renews `owner`'s shared hold or permit; whether it was live.
+    pub(super) async fn extend_many_holder(
+        &self,
+        key: &LockKey,
+        owner: &OwnerId,
+        ttl: Duration,
+    ) -> Result<bool> {
+        let now = monotonic_ms();
+        let expires = now + ttl_ms(ttl);
+        let done = sqlx::query(AssertSqlSafe(self.statements.extend_holder.clone()))
+            .bind(key.as_str())
+            .bind(owner.to_hex())
+            .bind(expires)
+            .bind(now)
+            .execute(&self.pool)
+            .await
+            .map_err(db_error)?;
+        if done.rows_affected() == 0 {
+            return Ok(false);
+        }
+        self.raise_expiry(key.as_str(), expires).await?;
+        Ok(true)
+    }
+
+    /// Removes `owner`'s shared hold or permit; whether it was live.
+    pub(super) async fn release_many_holder(&self, key: &LockKey, owner: &OwnerId) -> Result<bool> {
+        let now = monotonic_ms();
+        let live: Option<bool> =
+            sqlx::query_scalar(AssertSqlSafe(self.statements.release_holder.clone()))
+                .bind(key.as_str())
+                .bind(owner.to_hex())
+                .bind(now)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(db_error)?;
+        if live.is_some() {
+            sqlx::query(AssertSqlSafe(self.statements.settle.clone()))
+                .bind(key.as_str())
+                .bind(now)
+                .execute(&self.pool)
+                .await
+                .map_err(db_error)?;
+        }
+        Ok(live == Some(true))
+    }
+
+    /// Who holds `key`, read in one snapshot.
+    pub(super) async fn inspect_key(&self, key: &LockKey) -> Result<Inspection> {
+        let mut tx = self.pool.begin().await.map_err(db_error)?;
+        let now = monotonic_ms();
+        let row: Option<KeyRow> = sqlx::query_as(AssertSqlSafe(self.statements.key_row.clone()))
+            .bind(key.as_str())
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db_error)?;
+        let many: Vec<HolderRow> =
+            sqlx::query_as(AssertSqlSafe(self.statements.live_holders.clone()))
+                .bind(key.as_str())
+                .bind(now)
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(db_error)?;
+        tx.commit().await.map_err(db_error)?;
+        let holders = holds(row.as_ref(), &many, now)
+            .into_iter()
+            .map(|(h, expires, label)| {
+                let left = u64::try_from(expires - now).unwrap_or(0);
+                Holder::new(h.mode, h.token)
+                    .with_remaining(Duration::from_millis(left))
+                    .with_label(label)
+            })
+            .collect();
+        Ok(Inspection::free(key.clone()).with_holders(holders))
+    }
+}

@@ -1,0 +1,149 @@
+//! One ZooKeeper acquire, as the wait engine drives it: our ephemeral sequential
+//! node in the key's queue, a watch on the one node ahead of it, and patience with
+//! a connection that drops (the session may survive it).
+
+use std::time::Duration;
+
+use lockkit_core::driver::{
+    Attempt, Backoff, Busy, Contender, Jitter, Patience, WaitPolicy, wait_for_grant,
+};
+use lockkit_core::{AcquireRequest, Grant, LockError, Result, Wait, async_trait};
+use tokio::time::Instant;
+
+use crate::driver::{Mine, Position, ZkDriver, delete_queued};
+use crate::error::zk_error;
+use crate::nodes::node_prefix;
+
+pub(crate) struct Contending<'a> {
+    driver: &'a ZkDriver,
+    req: &'a AcquireRequest,
+    dir: String,
+    prefix: String,
+    /// Our queue node, once made.
+    mine: Option<Mine>,
+    /// A create was sent and no reply came: the node may exist.
+    unsure: bool,
+}
+
+impl<'a> Contending<'a> {
+    pub(crate) fn new(driver: &'a ZkDriver, req: &'a AcquireRequest) -> Self {
+        Self {
+            driver,
+            req,
+            dir: driver.dir(&req.key),
+            prefix: node_prefix(req.mode, &req.owner),
+            mine: None,
+            unsure: false,
+        }
+    }
+
+    /// A `try_lock` does not retry; a waiting acquire retries connection errors
+    /// for twice the session timeout (at least 10 s) in a row, pausing 20 ms
+    /// doubling to 1 s.
+    pub(crate) async fn wait(mut self) -> Result<Grant> {
+        let policy = WaitPolicy::DEFAULT.with_transient(
+            Patience::DEFAULT
+                .with_longest_run(self.driver.retry_budget())
+                .with_backoff(Backoff::new(
+                    Duration::from_millis(20),
+                    Duration::from_secs(1),
+                    Jitter::None,
+                )),
+        );
+        let req = self.req;
+        wait_for_grant(req, &policy, &mut self).await
+    }
+
+    /// Waits for `blocker` to go: a watch on it, or a change of the session's
+    /// state; re-checked after a session timeout in case a watch was lost.
+    async fn behind(&self, blocker: &str) -> Result<Attempt> {
+        let Some(m) = &self.mine else {
+            return Ok(Attempt::Busy(Busy::until(Instant::now())));
+        };
+        let session = &m.session;
+        let (stat, watcher) = session
+            .client
+            .check_and_watch_stat(blocker)
+            .await
+            .map_err(|e| zk_error("watching the node ahead in the queue", e))?;
+        if stat.is_none() {
+            return Ok(Attempt::Busy(Busy::until(Instant::now())));
+        }
+        let mut states = session.client.state_watcher();
+        let key = self.req.key.clone();
+        let wake = async move {
+            tokio::select! {
+                event = watcher.changed() => {
+                    tracing::trace!(%key, ?event.event_type, "node ahead changed");
+                }
+                _ = states.changed() => {}
+            }
+            Ok(())
+        };
+        // A watch is not lost while the session lives (the client sets it again
+        // after a reconnect); this re-check only bounds the damage if it were.
+        let recheck = self
+            .driver
+            .options()
+            .session_timeout()
+            .max(Duration::from_secs(1));
+        Ok(Attempt::Busy(
+            Busy::woken_by(wake).or_at(Instant::now() + recheck),
+        ))
+    }
+}
+
+/// A connection problem (not a refusal): it may pass, with the session alive.
+fn transient(e: LockError) -> Result<Attempt> {
+    if e.is_retryable() && !matches!(e, LockError::Backend { .. }) {
+        Ok(Attempt::Transient(e))
+    } else {
+        Err(e)
+    }
+}
+
+#[async_trait]
+impl Contender for Contending<'_> {
+    async fn attempt(&mut self) -> Result<Attempt> {
+        let step = self
+            .driver
+            .step(
+                self.req,
+                &self.dir,
+                &self.prefix,
+                &mut self.mine,
+                &mut self.unsure,
+            )
+            .await;
+        match step {
+            Ok(Position::Granted(grant)) => Ok(Attempt::Granted(grant)),
+            // Our node went away under us (its session ended, or someone deleted
+            // it): queue again, if the wait allows.
+            Ok(Position::Vanished) => {
+                self.mine = None;
+                Ok(Attempt::Busy(Busy::until(Instant::now())))
+            }
+            // A `try_lock` gives up (and deletes its node) without watching.
+            Ok(Position::Behind(_)) if self.req.wait == Wait::NoWait => {
+                Ok(Attempt::Busy(Busy::poll()))
+            }
+            Ok(Position::Behind(blocker)) => match self.behind(&blocker).await {
+                Ok(attempt) => Ok(attempt),
+                Err(e) => transient(e),
+            },
+            Err(e) => transient(e),
+        }
+    }
+
+    async fn give_up(&mut self, _: &LockError) {
+        if let Some(m) = self.mine.take() {
+            delete_queued(m.session, m.path).await;
+        } else if self.unsure {
+            // The create may have landed: release by owner finds it.
+            self.driver
+                .delete_owned(&self.req.key, &self.req.owner)
+                .await
+                .ok();
+        }
+    }
+}
