@@ -132,6 +132,8 @@ pub struct Ctx {
     prefix: String,
     /// Every key handed out, purged when the case ends.
     keys: std::sync::Mutex<Vec<String>>,
+    /// A driver that only looks ([`LockDriver::inspect`]), connected once.
+    pub(crate) inspector: tokio::sync::OnceCell<Arc<dyn LockDriver>>,
 }
 
 impl std::fmt::Debug for Ctx {
@@ -159,6 +161,7 @@ impl Ctx {
             caps,
             prefix,
             keys: std::sync::Mutex::default(),
+            inspector: tokio::sync::OnceCell::new(),
         }
     }
 

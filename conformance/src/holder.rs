@@ -26,6 +26,9 @@ pub const ENV_URL: &str = "LOCKKIT_HOLDER_URL";
 pub const ENV_KEY: &str = "LOCKKIT_HOLDER_KEY";
 /// The watchdog TTL the child uses, in milliseconds.
 pub const ENV_TTL_MS: &str = "LOCKKIT_HOLDER_TTL_MS";
+/// When set, the child takes a permit of a semaphore of this many permits
+/// instead of the lock.
+pub const ENV_LIMIT: &str = "LOCKKIT_HOLDER_LIMIT";
 /// What the child prints once it holds the lock, followed by the token and the
 /// lease the backend applies, in milliseconds ([`lockkit_core::LockGuard::effective_ttl`]).
 pub const ACQUIRED: &str = "LOCKKIT-HOLDER ACQUIRED";
@@ -59,7 +62,36 @@ impl HolderProcess {
         key: &str,
         ttl: Duration,
     ) -> Result<(Self, u64), String> {
+        Self::start_with(command, url, key, ttl, None).await
+    }
+
+    /// As [`HolderProcess::start`], but the child holds one permit of the
+    /// semaphore of `limit` permits on `key`.
+    ///
+    /// # Errors
+    ///
+    /// As [`HolderProcess::start`].
+    pub async fn start_permit(
+        command: std::process::Command,
+        url: &str,
+        key: &str,
+        ttl: Duration,
+        limit: u32,
+    ) -> Result<(Self, u64), String> {
+        Self::start_with(command, url, key, ttl, Some(limit)).await
+    }
+
+    async fn start_with(
+        command: std::process::Command,
+        url: &str,
+        key: &str,
+        ttl: Duration,
+        limit: Option<u32>,
+    ) -> Result<(Self, u64), String> {
         let mut cmd = tokio::process::Command::from(command);
+        if let Some(limit) = limit {
+            cmd.env(ENV_LIMIT, limit.to_string());
+        }
         cmd.env(ENV_URL, url)
             .env(ENV_KEY, key)
             .env(ENV_TTL_MS, ttl.as_millis().to_string())
@@ -168,13 +200,22 @@ where
         let _ = writeln!(std::io::stderr(), "holder: {ENV_TTL_MS} is not a number");
         std::process::exit(2);
     };
+    let limit = match std::env::var(ENV_LIMIT).ok().map(|l| l.parse::<u32>()) {
+        None => None,
+        Some(Ok(limit)) => Some(limit),
+        Some(Err(_)) => {
+            let _ = writeln!(std::io::stderr(), "holder: {ENV_LIMIT} is not a number");
+            std::process::exit(2);
+        }
+    };
     let result = async {
         let locker = Locker::new(connect(url).await?);
-        let guard = locker
-            .lock(key)
-            .ttl(ttl)
-            .wait(Duration::from_secs(30))
-            .await?;
+        let semaphore = limit.map(|limit| locker.semaphore(key.clone(), limit));
+        let request = match &semaphore {
+            Some(semaphore) => semaphore.acquire(),
+            None => locker.lock(key),
+        };
+        let guard = request.ttl(ttl).wait(Duration::from_secs(30)).await?;
         let mut out = std::io::stdout().lock();
         let _ = writeln!(
             out,

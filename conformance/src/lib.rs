@@ -17,11 +17,12 @@
 //!   is then reported as ignored (never as passed), and a case that finds a capability
 //!   missing without being listed fails and says so.
 //!
-//!   Optional cases test behaviour only some drivers promise: `fifo_order` for
-//!   drivers that claim `fair`; `readers_share`, `writer_excludes_readers_and_writers`,
-//!   `read_write_order_is_fifo` and `read_hold_is_not_upgraded` for drivers that
-//!   claim `read_write`. They are expanded only when the driver opts in,
-//!   so other drivers' suites neither pass nor ignore them:
+//!   Optional cases test behaviour only some drivers promise, each by the
+//!   capabilities it needs ([`Case::needs`]): `fifo_order` for drivers that claim
+//!   `fair`; the read-write cases for `shared`; the semaphore cases for `permits`;
+//!   the inspection cases for `inspect`. They are expanded only when the driver opts
+//!   in, so other drivers' suites neither pass nor ignore them — and the opt-in list
+//!   must match the driver's capabilities exactly (a generated test checks):
 //!
 //!   ```ignore
 //!   lockkit_conformance::suite!(etcd, EtcdHarness, with { fifo_order });
@@ -35,15 +36,17 @@ mod check;
 mod harness;
 pub mod history;
 pub mod holder;
+mod observe;
 mod report;
 mod runner;
 
-pub use cases::CASES;
+pub use cases::{CASES, Case, Needs};
 pub use check::{CaseError, CaseResult};
 pub use harness::{Ctx, Harness, TestHarness, UrlBackend, UrlHarness};
 pub use report::{CaseReport, Outcome, Report};
 pub use runner::{
-    CASE_TIMEOUT, HolderCommand, Progress, ProgressFn, RunOptions, run, run_test_case,
+    CASE_TIMEOUT, HolderCommand, Progress, ProgressFn, RunOptions, check_optional_cases, run,
+    run_test_case,
 };
 
 /// Declares a [`UrlBackend`] in one statement: a unit struct `$name` whose server
@@ -105,7 +108,8 @@ pub mod __private {
 /// "reason", … }` list marks cases the driver cannot support as `#[ignore]` with the
 /// reason. The optional `with { case, … }` list adds optional cases (behaviour only
 /// some drivers claim, such as `fifo_order` for `fair` drivers); they run, and must
-/// pass, like any other.
+/// pass, like any other, and they must be exactly the ones the driver's capabilities
+/// call for (a generated test checks).
 #[macro_export]
 macro_rules! suite {
     ($name:ident, $harness:ty
@@ -124,6 +128,13 @@ macro_rules! suite {
                     $crate::run_test_case::<$harness>(stringify!($with), module_path!()).await;
                 }
             )*)?
+
+            /// The optional cases listed are exactly those the driver's
+            /// capabilities call for.
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn optional_cases_match_capabilities() {
+                $crate::check_optional_cases::<$harness>(&[$($(stringify!($with)),*)?]).await;
+            }
 
             /// Entry point for the child process of the killed-holder case; does
             /// nothing unless started by that case.

@@ -120,6 +120,13 @@ async fn run_one(
         Ok(driver) => {
             let caps = driver.capabilities();
             drop(driver);
+            if let Some((needs, _)) = case.needs.filter(|_| !case.applies_to(&caps)) {
+                return CaseReport {
+                    name: case.name,
+                    outcome: Outcome::Skipped(format!("the driver does not claim `{needs}`")),
+                    duration_ms: 0,
+                };
+            }
             let ctx = Ctx::new(harness, holder, caps, case.name);
             let outcome = match tokio::time::timeout(CASE_TIMEOUT, (case.run)(&ctx)).await {
                 Err(_) => Outcome::Failed(format!(
@@ -176,4 +183,36 @@ pub async fn run_test_case<H: TestHarness>(name: &str, module: &str) {
             "conformance case `{name}` cannot run on this driver ({m}); list it under `skip {{ {name}: \"why\" }}` in the suite! invocation"
         ),
     }
+}
+
+/// Checks that `listed` — the optional cases a `suite!` invocation runs (its
+/// `with { … }`) — are exactly those the driver's capabilities call for: a driver
+/// that claims a capability must prove it, and one that does not must not list it.
+#[allow(clippy::panic)] // A test assertion: panicking is how a test fails.
+pub async fn check_optional_cases<H: TestHarness>(listed: &[&str]) {
+    let harness = H::start().await;
+    let caps = match harness.driver().await {
+        Ok(driver) => driver.capabilities(),
+        Err(e) => panic!("could not connect: {e}"),
+    };
+    let due: Vec<&str> = CASES
+        .iter()
+        .filter(|c| c.is_optional() && c.applies_to(&caps))
+        .map(|c| c.name)
+        .collect();
+    let missing: Vec<&str> = due
+        .iter()
+        .copied()
+        .filter(|c| !listed.contains(c))
+        .collect();
+    let extra: Vec<&str> = listed
+        .iter()
+        .copied()
+        .filter(|c| !due.contains(c))
+        .collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "the suite's `with {{ … }}` list does not match the driver's capabilities: \
+         add {missing:?}, remove {extra:?}"
+    );
 }

@@ -46,22 +46,31 @@ url_backend!(
     connect
 );
 
-lockkit_conformance::suite!(etcd, UrlHarness<Single>, with { fifo_order });
-lockkit_conformance::suite!(etcd_cluster, UrlHarness<Cluster>, with { fifo_order });
-lockkit_conformance::suite!(etcd_tls, UrlHarness<TlsSingle>, with { fifo_order });
-lockkit_conformance::suite!(
-    etcd_tls_cluster,
-    UrlHarness<TlsCluster>,
-    with { fifo_order }
-);
+/// The whole suite with every optional case etcd claims: `fair`, and inspection
+/// with waiter counts.
+macro_rules! etcd_suite {
+    ($name:ident, $backend:ty) => {
+        lockkit_conformance::suite!(
+            $name,
+            UrlHarness<$backend>,
+            with {
+                fifo_order,
+                inspection_shows_holder_mode_token_and_lease,
+                a_free_key_inspects_empty,
+                inspection_counts_waiters,
+            }
+        );
+    };
+}
+
+etcd_suite!(etcd, Single);
+etcd_suite!(etcd_cluster, Cluster);
+etcd_suite!(etcd_tls, TlsSingle);
+etcd_suite!(etcd_tls_cluster, TlsCluster);
 
 url_backend!(
     /// One node with etcd's default timing, as users run it: no lease under 2 s.
     DefaultFlags: Etcd = Etcd::start_with_default_flags(), |s| s.url(), connect
 );
 
-lockkit_conformance::suite!(
-    etcd_default_flags,
-    UrlHarness<DefaultFlags>,
-    with { fifo_order }
-);
+etcd_suite!(etcd_default_flags, DefaultFlags);

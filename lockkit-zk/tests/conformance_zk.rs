@@ -88,8 +88,8 @@ url_backend!(
     connect
 );
 
-/// The whole suite with every optional case the driver claims (`fair`,
-/// `read_write`); the two lease-expiry cases do not apply to session-bound holds.
+/// The whole suite with every optional case the driver claims (`fair`, `shared`,
+/// inspection); the two lease-expiry cases do not apply to session-bound holds.
 macro_rules! zk_suite {
     ($name:ident, $backend:ty) => {
         lockkit_conformance::suite!(
@@ -105,6 +105,9 @@ macro_rules! zk_suite {
                 writer_excludes_readers_and_writers,
                 read_write_order_is_fifo,
                 read_hold_is_not_upgraded,
+                inspection_shows_holder_mode_token_and_lease,
+                a_free_key_inspects_empty,
+                inspection_counts_waiters,
             }
         );
     };

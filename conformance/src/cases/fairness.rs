@@ -1,75 +1,58 @@
 //! Fairness: waiters served in the order they queued.
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use lockkit_core::LockError;
-use tokio::time::{sleep, timeout};
+use lockkit_core::LockMode;
 
-use super::{reference_op, tolerance};
-use crate::check::{CaseError, CaseResult, ensure, fail};
+use super::waiters::{Log, Waiter, until_granted};
+use crate::check::{CaseError, CaseResult, ensure};
 use crate::harness::Ctx;
 
 /// A holder holds; N waiters, each with its own driver, queue one after another
-/// (each started a measured gap — 50 ms plus ten reference round trips — after
-/// the previous, so it has queued before the next asks); then every release hands
-/// the lock to the next waiter in exactly the order they queued, with increasing
-/// tokens. Only for drivers that claim `fair`.
+/// (each queued, as the backend shows, before the next asks); then every release
+/// hands the lock to the next waiter in exactly the order they queued, with
+/// increasing tokens. For drivers that claim `fair` and count their waiters.
 pub(crate) async fn fifo_order(ctx: &Ctx) -> CaseResult {
-    const WAITERS: usize = 4;
-    if !ctx.capabilities().fair {
+    const NAMES: [&str; 4] = ["w0", "w1", "w2", "w3"];
+    const LIMIT: Duration = Duration::from_secs(10);
+    if !(ctx.capabilities().fair && ctx.counts_waiters()) {
         return Err(CaseError::Skipped(
-            "the driver does not claim `fair` (first-come first-served waiters)".into(),
+            "the driver does not serve and count its waiters in order".into(),
         ));
     }
     let holder = ctx.locker().await?;
-    let reference = reference_op(ctx, &holder).await?;
-    let gap = tolerance(Duration::from_millis(50), reference);
     let key = ctx.key("queue");
     let held = holder.try_lock(key.as_str()).await?;
-    let served: Arc<Mutex<Vec<(usize, u64)>>> = Arc::default();
-    let mut tasks = Vec::new();
-    for i in 0..WAITERS {
-        // Connect before the gap starts, so the gap covers only the enqueue.
-        let locker = ctx.locker().await?;
-        let (key, record) = (key.clone(), served.clone());
-        tasks.push(tokio::spawn(async move {
-            let g = locker
-                .lock(key.as_str())
-                .ttl(Duration::from_secs(10))
-                .wait(Duration::from_secs(60))
-                .await?;
-            record
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push((i, g.token().get()));
-            g.release().await?;
-            Ok::<_, LockError>(())
-        }));
-        sleep(gap).await;
-        let early = served.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let log = Log::default();
+    let mut waiters = Vec::new();
+    for (n, name) in NAMES.into_iter().enumerate() {
+        waiters.push(Waiter::start(ctx, &key, name, LockMode::Exclusive, &log).await?);
+        ctx.until_queued(&key, n + 1, LIMIT).await?;
+        let early = log.names();
         ensure!(
             early.is_empty(),
-            "waiter(s) {early:?} were granted while the lock was held"
+            "{early:?} were granted while the lock was held"
         );
     }
     held.release().await?;
-    for task in tasks {
-        match timeout(Duration::from_secs(60), task).await {
-            Ok(Ok(r)) => r?,
-            Ok(Err(e)) => fail!("a waiter task panicked: {e}"),
-            Err(_) => fail!("a waiter was not served within 60 s of the release"),
-        }
+    for (n, waiter) in waiters.into_iter().enumerate() {
+        until_granted(
+            &log,
+            &NAMES[..=n],
+            LIMIT,
+            "after the previous holder released",
+        )
+        .await?;
+        waiter.release().await?;
     }
-    let served = served.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    let order: Vec<usize> = served.iter().map(|(i, _)| *i).collect();
+    let served = log.all();
+    let order: Vec<&str> = served.iter().map(|g| g.name).collect();
     ensure!(
-        order == (0..WAITERS).collect::<Vec<_>>(),
-        "waiters were served in the order {order:?}, not in the order they queued (gap {})",
-        lockkit_core::human_duration(gap)
+        order == NAMES,
+        "waiters were served in the order {order:?}, not in the order they queued"
     );
     ensure!(
-        served.windows(2).all(|w| w[0].1 < w[1].1),
+        served.windows(2).all(|w| w[0].token < w[1].token),
         "tokens did not increase along the queue: {served:?}"
     );
     Ok(())

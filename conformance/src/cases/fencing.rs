@@ -5,17 +5,12 @@ use std::time::Duration;
 use lockkit_core::{AcquireRequest, LockKey, OwnerId, Wait};
 
 use super::expect_contended;
-use crate::check::{CaseError, CaseResult, ensure, fail};
+use crate::check::{CaseResult, ensure, fail};
 use crate::harness::Ctx;
 
 /// Tokens strictly increase across successive holders: after releases and (where
 /// holds expire) after an expiry.
 pub(crate) async fn fencing_tokens_increase_across_holders(ctx: &Ctx) -> CaseResult {
-    if !ctx.capabilities().fencing {
-        return Err(CaseError::Skipped(
-            "the driver does not issue fencing tokens".into(),
-        ));
-    }
     let key = ctx.key("fenced");
     let mut tokens = Vec::new();
     for _ in 0..3 {
@@ -78,27 +73,25 @@ pub(crate) async fn reentrant_acquire_returns_same_token(ctx: &Ctx) -> CaseResul
         Err(e) => fail!("still held after matching releases: {e}"),
     }
 
-    if ctx.capabilities().reentrant_server_side {
-        let driver = ctx.harness.driver().await?;
-        let key = LockKey::new(ctx.key("idempotent"))?;
-        let req = AcquireRequest::new(
-            key.clone(),
-            owner.clone(),
-            Duration::from_secs(10),
-            Wait::NoWait,
-        );
-        let first = driver.acquire(&req).await?;
-        let again = driver.acquire(&req).await?;
-        ensure!(
-            first.token == again.token,
-            "a repeated driver acquire by the holder changed the token: {} → {}",
-            first.token,
-            again.token
-        );
-        ensure!(
-            driver.release(&key, &owner).await?,
-            "the holder's release found nothing"
-        );
-    }
+    let driver = ctx.harness.driver().await?;
+    let key = LockKey::new(ctx.key("idempotent"))?;
+    let req = AcquireRequest::new(
+        key.clone(),
+        owner.clone(),
+        Duration::from_secs(10),
+        Wait::NoWait,
+    );
+    let first = driver.acquire(&req).await?;
+    let again = driver.acquire(&req).await?;
+    ensure!(
+        first.token == again.token,
+        "a repeated driver acquire by the holder changed the token: {} → {}",
+        first.token,
+        again.token
+    );
+    ensure!(
+        driver.release(&key, &owner).await?,
+        "the holder's release found nothing"
+    );
     Ok(())
 }

@@ -4,7 +4,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
-use lockkit_core::{LockError, LockGuard, Locker};
+use lockkit_core::{Capabilities, Inspect, LockError, LockGuard, Locker};
 use tokio::time::Instant;
 
 use crate::check::{CaseError, CaseResult};
@@ -15,26 +15,77 @@ mod expiry;
 mod fairness;
 mod fencing;
 mod input;
+mod inspect;
 mod process;
 mod read_write;
+mod semaphore;
+mod waiters;
 mod watchdog;
 
 /// A boxed case future.
 pub(crate) type CaseFuture<'a> = Pin<Box<dyn Future<Output = CaseResult> + Send + 'a>>;
+
+/// The capabilities an optional case needs: their name, and whether a driver's
+/// [`Capabilities`] have them.
+pub type Needs = (&'static str, fn(&Capabilities) -> bool);
 
 /// One named case.
 #[derive(Debug)]
 pub struct Case {
     /// The behaviour it proves.
     pub name: &'static str,
-    /// Whether it tests behaviour only some drivers claim (skipped elsewhere).
-    pub optional: bool,
+    /// For a case about behaviour only some drivers claim: the capabilities it
+    /// needs.
+    pub needs: Option<Needs>,
     pub(crate) run: for<'a> fn(&'a Ctx) -> CaseFuture<'a>,
+}
+
+impl Case {
+    /// Whether it tests behaviour only some drivers claim (skipped elsewhere).
+    pub fn is_optional(&self) -> bool {
+        self.needs.is_some()
+    }
+
+    /// Whether a driver with `caps` must pass it.
+    pub fn applies_to(&self, caps: &Capabilities) -> bool {
+        self.needs.is_none_or(|(_, has)| has(caps))
+    }
+}
+
+/// What the optional cases need, each a predicate over [`Capabilities`].
+mod needs {
+    use super::{Capabilities, Inspect};
+
+    /// Waiters served in order, and counted (the cases wait for them to queue).
+    pub(super) fn fair(c: &Capabilities) -> bool {
+        c.fair && c.inspect == Inspect::HoldersAndWaiters
+    }
+    pub(super) fn shared(c: &Capabilities) -> bool {
+        c.shared
+    }
+    pub(super) fn shared_and_fair(c: &Capabilities) -> bool {
+        c.shared && fair(c)
+    }
+    pub(super) fn permits(c: &Capabilities) -> bool {
+        c.permits
+    }
+    pub(super) fn permits_that_expire(c: &Capabilities) -> bool {
+        c.permits && c.lease_expiry
+    }
+    pub(super) fn permits_across_processes(c: &Capabilities) -> bool {
+        c.permits && c.cross_process
+    }
+    pub(super) fn inspect(c: &Capabilities) -> bool {
+        c.inspect != Inspect::No
+    }
+    pub(super) fn counted_waiters(c: &Capabilities) -> bool {
+        c.inspect == Inspect::HoldersAndWaiters
+    }
 }
 
 macro_rules! define_cases {
     ($d:tt; $($area:ident :: $case:ident),* $(,)?
-     ; optional: $($oarea:ident :: $ocase:ident),* $(,)?) => {
+     ; optional: $($oarea:ident :: $ocase:ident if $need:ident),* $(,)?) => {
         mod wrap {
             use super::*;
             $(
@@ -52,10 +103,15 @@ macro_rules! define_cases {
         /// Every case, in the order they run. [`crate::run`] runs them all; the
         /// optional ones (behaviour only some drivers claim, such as `fair`) are
         /// reported as skipped where the capability is missing, and
-        /// [`crate::suite!`] expands them only when listed under `with { … }`.
+        /// [`crate::suite!`] expands them only when listed under `with { … }` —
+        /// which must list exactly the ones the driver's capabilities call for.
         pub static CASES: &[Case] = &[
-            $( Case { name: stringify!($case), optional: false, run: wrap::$case }, )*
-            $( Case { name: stringify!($ocase), optional: true, run: wrap::$ocase }, )*
+            $( Case { name: stringify!($case), needs: None, run: wrap::$case }, )*
+            $( Case {
+                name: stringify!($ocase),
+                needs: Some((stringify!($need), needs::$need)),
+                run: wrap::$ocase,
+            }, )*
         ];
 
         /// Expands every case for [`crate::suite!`].
@@ -111,11 +167,21 @@ define_cases! {$;
     input::invalid_keys_are_rejected,
     input::invalid_ttls_are_rejected,
     ; optional:
-    fairness::fifo_order,
-    read_write::readers_share,
-    read_write::writer_excludes_readers_and_writers,
-    read_write::read_write_order_is_fifo,
-    read_write::read_hold_is_not_upgraded,
+    fairness::fifo_order if fair,
+    read_write::readers_share if shared,
+    read_write::writer_excludes_readers_and_writers if shared,
+    read_write::read_write_order_is_fifo if shared_and_fair,
+    read_write::read_hold_is_not_upgraded if shared,
+    semaphore::at_most_limit_permits_under_contention if permits,
+    semaphore::permit_tokens_increase_across_permits if permits,
+    semaphore::an_expired_permit_is_reacquirable if permits_that_expire,
+    semaphore::a_permit_limit_mismatch_is_a_config_error if permits,
+    semaphore::a_release_wakes_one_waiter if permits,
+    semaphore::a_cancelled_permit_acquire_leaves_nothing if permits,
+    semaphore::a_killed_holders_permit_is_freed if permits_across_processes,
+    inspect::inspection_shows_holder_mode_token_and_lease if inspect,
+    inspect::a_free_key_inspects_empty if inspect,
+    inspect::inspection_counts_waiters if counted_waiters,
 }
 
 /// Checks that `r` is the "held by someone else" error of a no-wait acquire.
