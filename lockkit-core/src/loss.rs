@@ -36,6 +36,8 @@ pub struct LossSignal {
 struct Inner {
     token: CancellationToken,
     reason: OnceLock<String>,
+    /// The signal this one derives from ([`LossSignal::child`]).
+    parent: Option<LossSignal>,
 }
 
 impl fmt::Debug for LossSignal {
@@ -52,15 +54,57 @@ impl LossSignal {
         Self::default()
     }
 
-    /// Fires the signal with `reason` (ignored if it already fired).
+    /// A signal that fires when this one does (with its reason), or on its own
+    /// without touching this one: how a session's loss reaches each of its holds,
+    /// while one hold can still be lost alone (its node deleted).
+    ///
+    /// A session keeps one signal and gives every hold a child, so it never needs
+    /// to know its holds (tokio-util's `CancellationToken::child_token`, which this
+    /// is built on, is the model).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lockkit::driver::LossSignal;
+    ///
+    /// let session = LossSignal::new();
+    /// let (a, b) = (session.child(), session.child());
+    /// a.fire("node deleted");
+    /// assert!(!session.is_fired() && !b.is_fired());
+    /// session.fire("session expired");
+    /// assert_eq!(b.reason().as_deref(), Some("session expired"));
+    /// assert_eq!(a.reason().as_deref(), Some("node deleted"));
+    /// ```
+    pub fn child(&self) -> LossSignal {
+        LossSignal {
+            inner: Arc::new(Inner {
+                token: self.inner.token.child_token(),
+                reason: OnceLock::new(),
+                parent: Some(self.clone()),
+            }),
+        }
+    }
+
+    /// Fires the signal with `reason` (ignored if it already fired, by itself or
+    /// through its parent).
     pub fn fire(&self, reason: impl Into<String>) {
+        if self.inner.token.is_cancelled() {
+            return;
+        }
         let _ = self.inner.reason.set(reason.into());
         self.inner.token.cancel();
     }
 
-    /// Why it fired, if it has.
+    /// Why it fired, if it has: its own reason, else its parent's.
     pub fn reason(&self) -> Option<String> {
-        self.inner.reason.get().cloned()
+        if !self.is_fired() {
+            return None;
+        }
+        self.inner
+            .reason
+            .get()
+            .cloned()
+            .or_else(|| self.inner.parent.as_ref().and_then(LossSignal::reason))
     }
 
     /// Whether it has fired.

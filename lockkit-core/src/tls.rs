@@ -113,6 +113,49 @@ impl TlsPaths {
     }
 }
 
+impl TlsPaths {
+    /// What a URL's scheme and its TLS options add up to, for every driver alike:
+    /// the checked files for a TLS scheme (`tls_scheme`; with no option given, the
+    /// files are empty and the client verifies against its default roots), `None`
+    /// for a plain scheme without options.
+    ///
+    /// `instead` tells a plain URL that gave TLS options what to write instead
+    /// (`"etcds:// instead of etcd://"`).
+    ///
+    /// # Errors
+    ///
+    /// `bad(reason)` for TLS options on a plain scheme, and as [`load`](Self::load).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lockkit::LockError;
+    /// use lockkit::driver::tls::TlsPaths;
+    ///
+    /// let bad = |why: &str| LockError::invalid_url("etcd://h:1", why);
+    /// assert!(TlsPaths::default().for_scheme(false, "etcds:// instead of etcd://", &bad)?.is_none());
+    /// let mut paths = TlsPaths::default();
+    /// paths.take("tls_ca", "/etc/ca.pem", &bad)?;
+    /// let err = paths.for_scheme(false, "etcds:// instead of etcd://", &bad).unwrap_err();
+    /// assert!(err.to_string().contains("use etcds:// instead of etcd://"), "{err}");
+    /// # Ok::<(), LockError>(())
+    /// ```
+    pub fn for_scheme(
+        self,
+        tls_scheme: bool,
+        instead: &str,
+        bad: &dyn Fn(&str) -> LockError,
+    ) -> Result<Option<TlsFiles>, LockError> {
+        match (tls_scheme, self.is_empty()) {
+            (true, _) => self.load(bad).map(Some),
+            (false, true) => Ok(None),
+            (false, false) => Err(bad(&format!(
+                "tls_ca, tls_cert and tls_key apply to TLS connections: use {instead}"
+            ))),
+        }
+    }
+}
+
 /// A checked PEM file: its path (for messages) and its contents. `Debug` shows the
 /// path only, never the contents (a private key).
 #[derive(Clone)]

@@ -11,7 +11,7 @@ mod query;
 mod suggest;
 
 pub use parsed::{ParsedUrl, Server};
-pub use query::{Query, Timeouts};
+pub use query::{PrefixRule, Query, Timeouts};
 pub use suggest::did_you_mean;
 
 /// Decodes `%XX` escapes (as in URL userinfo and option values); `None` for a

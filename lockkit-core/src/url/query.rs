@@ -185,6 +185,53 @@ impl Query {
         })
     }
 
+    /// Takes `prefix`, the namespace every lock key of a driver lives under, checked by
+    /// `rule`; `default` when the URL gives none.
+    ///
+    /// # Errors
+    ///
+    /// As [`take`](Self::take), and for a prefix `rule` refuses, saying why.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lockkit::driver::url::{PrefixRule, Query};
+    ///
+    /// let mut q = Query::parse("etcd://h:1?prefix=app/locks/", "prefix=app/locks/");
+    /// assert_eq!(q.take_prefix("lockkit", PrefixRule::Path)?, "app/locks");
+    /// let mut q = Query::parse("redis://h:1?prefix=a{b}", "prefix=a{b}");
+    /// assert!(q.take_prefix("lockkit", PrefixRule::NoBraces).is_err());
+    /// # Ok::<(), lockkit::LockError>(())
+    /// ```
+    pub fn take_prefix(&mut self, default: &str, rule: PrefixRule) -> Result<String, LockError> {
+        let Some(v) = self.take("prefix")? else {
+            return Ok(default.to_string());
+        };
+        let (v, ok, why) = match rule {
+            PrefixRule::Path => {
+                let v = v.trim_end_matches('/');
+                (
+                    v,
+                    !v.chars().any(char::is_control),
+                    "contain no control characters",
+                )
+            }
+            PrefixRule::RelativePath => {
+                let v = v.trim_matches('/');
+                (
+                    v,
+                    !v.chars().any(char::is_control),
+                    "contain no control characters",
+                )
+            }
+            PrefixRule::NoBraces => (v.as_str(), !v.contains(['{', '}']), "contain no braces"),
+        };
+        if v.is_empty() || !ok {
+            return Err(self.invalid(format!("prefix must be non-empty and {why}")));
+        }
+        Ok(v.to_string())
+    }
+
     /// Ends parsing: every option must have been taken.
     ///
     /// # Errors
@@ -250,6 +297,19 @@ pub(crate) fn one_of(names: &[&str]) -> String {
         [one] => (*one).to_string(),
         [rest @ .., last] => format!("{} or {last}", rest.join(", ")),
     }
+}
+
+/// How a driver's `prefix` option is checked ([`Query::take_prefix`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PrefixRule {
+    /// A key path (etcd): trailing `/` dropped, no control characters.
+    Path,
+    /// A path that must not start with `/` either (Consul KV): `/` trimmed at both
+    /// ends, no control characters.
+    RelativePath,
+    /// Part of a Redis key whose `{hash tag}` lockkit writes itself: no braces.
+    NoBraces,
 }
 
 /// How long a driver waits to connect, and for any one request to its backend.
