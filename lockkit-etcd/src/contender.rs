@@ -9,12 +9,14 @@ use lockkit_core::driver::{
     Attempt, Backoff, Busy, Contender, Jitter, Patience, WaitPolicy, wait_for_grant,
 };
 use lockkit_core::{AcquireRequest, Grant, LockError, Result, Wait, async_trait};
+use tokio::time::Instant;
 
-use super::driver::Inner;
+use super::connection::Inner;
+use super::error::backend;
 use super::holds::delete_if;
 use super::keys;
 use super::lease::Lease;
-use super::queue::{EnqueueError, Turn};
+use super::queue::{self, EnqueueError, Turn};
 
 /// How many times an acquire starts over because its lease or entry vanished.
 const MAX_REQUEUES: u32 = 5;
@@ -71,40 +73,40 @@ impl<'a> Contending<'a> {
         self.queued = None;
         self.requeues += 1;
         if self.requeues > MAX_REQUEUES {
-            return Err(LockError::Backend {
-                driver: super::NAME,
-                message: format!("the {what} kept vanishing while acquiring"),
-                source: None,
-            });
+            return Err(backend(format!(
+                "the {what} kept vanishing while acquiring"
+            )));
         }
         tracing::debug!(key = %self.req.key, "our queue {what} vanished; enqueueing again");
         Ok(())
     }
 
+    /// Records our hold on `lease` (its key created at `rev`) and grants it.
+    fn granted(&self, rev: i64, lease: Arc<Lease>, deadline: Instant) -> Attempt {
+        let name = self.name.clone();
+        Attempt::Granted(queue::granted(
+            self.inner, self.req, name, rev, lease, deadline,
+        ))
+    }
+
     /// Enqueues: granted at once if we are first.
     async fn enqueue(&mut self) -> Result<Option<Attempt>> {
-        let (entry, lease, sent) = match self
-            .inner
-            .enqueue_once(&self.name, &self.queue, self.req)
-            .await
-        {
-            Ok(ok) => ok,
-            Err(EnqueueError::LeaseGone) => {
-                self.requeue("lease")?;
-                return Ok(None);
-            }
-            Err(EnqueueError::Other(e)) if e.is_retryable() => {
-                // The balanced channel may pick a live member next time.
-                return Ok(Some(Attempt::Transient(e)));
-            }
-            Err(EnqueueError::Other(e)) => return Err(e),
-        };
+        let (entry, lease, sent) =
+            match queue::enqueue_once(self.inner, &self.name, &self.queue, self.req).await {
+                Ok(ok) => ok,
+                Err(EnqueueError::LeaseGone) => {
+                    self.requeue("lease")?;
+                    return Ok(None);
+                }
+                Err(EnqueueError::Other(e)) if e.is_retryable() => {
+                    // The balanced channel may pick a live member next time.
+                    return Ok(Some(Attempt::Transient(e)));
+                }
+                Err(EnqueueError::Other(e)) => return Err(e),
+            };
         if entry.first == Some(entry.rev) {
             let deadline = (sent + self.req.ttl).min(lease.alive_until());
-            let grant = self
-                .inner
-                .granted(self.req, self.name.clone(), entry.rev, lease, deadline);
-            return Ok(Some(Attempt::Granted(grant)));
+            return Ok(Some(self.granted(entry.rev, lease, deadline)));
         }
         self.queued = Some(Queued {
             rev: entry.rev,
@@ -128,19 +130,21 @@ impl Contender for Contending<'_> {
                 }
                 break;
             };
-            let turn = self
-                .inner
-                .check_turn(&self.name, &self.queue, q.rev, &q.lease, self.req.ttl)
-                .await;
+            let turn = queue::check_turn(
+                self.inner,
+                &self.name,
+                &self.queue,
+                q.rev,
+                &q.lease,
+                self.req.ttl,
+            )
+            .await;
             match turn {
                 Ok(Some(Turn::Granted(deadline))) => {
                     let Some(q) = self.queued.take() else {
                         continue;
                     };
-                    let grant =
-                        self.inner
-                            .granted(self.req, self.name.clone(), q.rev, q.lease, deadline);
-                    return Ok(Attempt::Granted(grant));
+                    return Ok(self.granted(q.rev, q.lease, deadline));
                 }
                 Ok(Some(Turn::Requeue)) => self.requeue("entry or lease")?,
                 Ok(None) => break,
@@ -159,13 +163,13 @@ impl Contender for Contending<'_> {
         let Some(q) = &self.queued else {
             return Ok(Attempt::Busy(Busy::poll()));
         };
-        match self.inner.predecessor(&self.queue, q.rev).await {
+        match queue::predecessor(self.inner, &self.queue, q.rev).await {
             Ok(Some((pred, at))) => {
-                let wake = self.inner.clone().await_delete(pred, at, q.lease.clone());
+                let wake = queue::await_delete(self.inner.clone(), pred, at, q.lease.clone());
                 Ok(Attempt::Busy(Busy::trusting(wake)))
             }
             // Nobody ahead any more: look again at once.
-            Ok(None) => Ok(Attempt::Busy(Busy::until(tokio::time::Instant::now()))),
+            Ok(None) => Ok(Attempt::Busy(Busy::until(Instant::now()))),
             Err(e) if e.is_retryable() => Ok(Attempt::Transient(e)),
             Err(e) => Err(e),
         }

@@ -1,11 +1,48 @@
-//! From etcd-client errors to [`LockError`], and request time limits.
-
-use std::future::Future;
-use std::time::Duration;
+//! From etcd-client errors to [`LockError`] (the cause chain said once), and the
+//! driver's own errors (a hold gone, a failed renewal batch).
 
 use lockkit_core::LockError;
 
-use super::NAME;
+use super::driver::NAME;
+
+/// A retryable `Connection` error of this driver.
+pub(crate) fn connection(message: impl Into<String>) -> LockError {
+    LockError::Connection {
+        driver: NAME,
+        message: message.into(),
+        source: None,
+    }
+}
+
+/// A retryable `Backend` error of this driver.
+pub(crate) fn backend(message: impl Into<String>) -> LockError {
+    LockError::Backend {
+        driver: NAME,
+        message: message.into(),
+        source: None,
+    }
+}
+
+/// The renewal answer for a hold whose key is no longer ours.
+pub(crate) fn gone(key: impl std::fmt::Display) -> LockError {
+    LockError::lost(
+        key,
+        "its etcd key is gone (deleted, expired, or taken over)",
+    )
+}
+
+/// The renewal answer for a hold whose key the watch saw deleted.
+pub(crate) fn deleted(key: impl std::fmt::Display) -> LockError {
+    LockError::lost(
+        key,
+        "its etcd key was deleted (force-released or removed by hand)",
+    )
+}
+
+/// A retryable error for every renewal in a failed batch.
+pub(crate) fn batch_error(e: &LockError) -> LockError {
+    backend(e.to_string())
+}
 
 /// A client error as a [`LockError`]: transport failures (and a request that timed
 /// out or could not reach a server) are `Connection`, other server answers are
@@ -71,46 +108,6 @@ pub(crate) fn describe(e: &etcd_client::Error) -> String {
 pub(crate) fn is_lease_not_found(e: &etcd_client::Error) -> bool {
     let text = e.to_string();
     text.contains("lease not found")
-}
-
-/// Runs `f`, failing with a retryable `Connection` error if it takes over `limit`.
-pub(crate) async fn within<T>(
-    limit: Duration,
-    what: &str,
-    f: impl Future<Output = Result<T, etcd_client::Error>>,
-) -> Result<T, LockError> {
-    match tokio::time::timeout(limit, f).await {
-        Ok(r) => r.map_err(etcd_error),
-        Err(_) => Err(LockError::Connection {
-            driver: NAME,
-            message: format!(
-                "{what}: no answer from etcd within {}",
-                lockkit_core::human_duration(limit)
-            ),
-            source: None,
-        }),
-    }
-}
-
-/// Runs `f` again on retryable errors (an endpoint down, an election) for up to
-/// `patience`, with backoff. Only for idempotent requests.
-pub(crate) async fn with_patience<T, F, Fut>(patience: Duration, mut f: F) -> Result<T, LockError>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<T, LockError>>,
-{
-    let until = tokio::time::Instant::now() + patience;
-    let mut backoff = Duration::from_millis(20);
-    loop {
-        match f().await {
-            Err(e) if e.is_retryable() && tokio::time::Instant::now() + backoff < until => {
-                tracing::debug!(error = %e, "transient etcd error; retrying");
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(Duration::from_millis(250));
-            }
-            r => return r,
-        }
-    }
 }
 
 /// A transport error's chain, without tonic's "transport error: " (it adds nothing).

@@ -20,8 +20,8 @@ use etcd_client::{Client, Compare, CompareOp, Txn, TxnOp};
 use tokio::sync::{Notify, mpsc};
 use tokio::time::{Instant, sleep_until};
 
-use super::error::within;
 use super::lease::Lease;
+use super::request::within;
 use super::watch::Cmd;
 
 /// The longest a delete may take before it is retried.
@@ -234,12 +234,18 @@ impl Holds {
     }
 }
 
+/// The txn that deletes `name` if its create_revision is still `rev`: a release
+/// or expiry never deletes another owner's entry.
+pub(crate) fn compare_and_delete(name: &[u8], rev: i64) -> Txn {
+    Txn::new()
+        .when([Compare::create_revision(name, CompareOp::Equal, rev)])
+        .and_then([TxnOp::delete(name, None)])
+}
+
 /// Deletes `name` if its create_revision is `rev`. True when the request was
 /// answered (deleted, or already gone).
 pub(crate) async fn delete_if(client: &Client, name: &str, rev: i64) -> bool {
-    let txn = Txn::new()
-        .when([Compare::create_revision(name, CompareOp::Equal, rev)])
-        .and_then([TxnOp::delete(name, None)]);
+    let txn = compare_and_delete(name.as_bytes(), rev);
     let mut kv = client.kv_client();
     match within(DELETE_LIMIT, "delete", kv.txn(txn)).await {
         Ok(_) => true,

@@ -15,7 +15,8 @@ use etcd_client::{Client, LeaseKeepAliveStream, LeaseKeeper};
 use lockkit_core::LockError;
 use tokio::time::Instant;
 
-use super::error::{is_lease_not_found, within};
+use super::error::{connection, etcd_error, is_lease_not_found};
+use super::request::within;
 
 /// The longest a keep-alive round may take before it counts as failed.
 pub(crate) fn round_limit(ttl: Duration) -> Duration {
@@ -101,12 +102,10 @@ impl Lease {
                         Ok(Some(self.ttl.as_secs() as i64))
                     }
                     Ok(Err(e)) if is_lease_not_found(&e) => Ok(Some(0)),
-                    Ok(Err(e)) => Err(super::error::etcd_error(e)),
-                    Err(_) => Err(LockError::Connection {
-                        driver: super::NAME,
-                        message: format!("lease keep-alive: no answer within {limit:?}"),
-                        source: None,
-                    }),
+                    Ok(Err(e)) => Err(etcd_error(e)),
+                    Err(_) => Err(connection(format!(
+                        "lease keep-alive: no answer within {limit:?}"
+                    ))),
                 }
             }
         };
@@ -124,11 +123,9 @@ impl Lease {
             Ok(None) | Err(_) => {
                 // A broken stream is reopened by the next round.
                 *stream = None;
-                Err(answer.err().unwrap_or_else(|| LockError::Connection {
-                    driver: super::NAME,
-                    message: "the lease keep-alive stream closed".into(),
-                    source: None,
-                }))
+                Err(answer
+                    .err()
+                    .unwrap_or_else(|| connection("the lease keep-alive stream closed")))
             }
         }
     }
@@ -231,7 +228,9 @@ impl Leases {
         map.retain(|_, l| l.id != lease.id);
     }
 
-    /// Every lease this driver currently uses.
+    /// Every lease this driver currently uses (one per distinct TTL in whole
+    /// seconds of its holds and waiters).
+    #[cfg(test)]
     pub(crate) fn ids(&self) -> Vec<i64> {
         let map = self.by_ttl.lock().unwrap_or_else(|e| e.into_inner());
         map.values().map(|l| l.id).collect()

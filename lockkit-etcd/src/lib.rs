@@ -100,6 +100,7 @@
 //! - The lease expiry the guard trusts is measured from before the keep-alive round
 //!   that confirmed it, on the monotonic clock.
 
+mod connection;
 mod contender;
 mod driver;
 mod error;
@@ -109,34 +110,16 @@ mod keys;
 mod lease;
 mod options;
 mod queue;
+mod release;
+mod renew;
+mod request;
 mod tls;
 mod watch;
 
 pub use driver::EtcdDriver;
 pub use options::EtcdOptions;
 
-use std::sync::Arc;
-
-use lockkit_core::driver::registry::ETCD;
-use lockkit_core::driver::{Driver, DriverEntry, LockDriver};
-
-/// The driver's name.
-const NAME: &str = ETCD.name;
+use lockkit_core::driver::DriverEntry;
 
 /// How the `lockkit` facade finds this driver.
 pub const DRIVER: DriverEntry = DriverEntry::of::<EtcdDriver>();
-
-impl Driver for EtcdDriver {
-    const NAME: &'static str = NAME;
-    const URL_SCHEMES: &'static [&'static str] = ETCD.schemes;
-    const FEATURE: &'static str = ETCD.feature;
-    type Options = EtcdOptions;
-
-    fn options(url: &str) -> lockkit_core::Result<EtcdOptions> {
-        EtcdOptions::from_url(url)
-    }
-
-    async fn connect(options: EtcdOptions) -> lockkit_core::Result<Arc<dyn LockDriver>> {
-        Ok(Arc::new(EtcdDriver::connect(options).await?))
-    }
-}

@@ -5,7 +5,7 @@ use std::fmt;
 use std::time::Duration;
 
 use lockkit_core::tls::TlsPaths;
-use lockkit_core::url::{ParsedUrl, Timeouts, credentials, host_port};
+use lockkit_core::url::{ParsedUrl, PrefixRule, Timeouts, credentials, host_port};
 use lockkit_core::{LockError, redact_url};
 
 use super::tls::Tls;
@@ -123,16 +123,9 @@ impl EtcdOptions {
             ));
         }
         let query = &mut parsed.query;
-        let mut prefix = "lockkit".to_string();
-        if let Some(v) = query.take("prefix").map_err(|e| bad(&reason(e)))? {
-            let v = v.trim_end_matches('/');
-            if v.is_empty() || v.chars().any(char::is_control) {
-                return Err(bad(
-                    "prefix must be non-empty and contain no control characters",
-                ));
-            }
-            prefix = v.to_string();
-        }
+        let prefix = query
+            .take_prefix("lockkit", PrefixRule::Path)
+            .map_err(|e| bad(&reason(e)))?;
         let timeouts = query
             .take_timeouts(DEFAULT_TIMEOUTS)
             .map_err(|e| bad(&reason(e)))?;
@@ -143,16 +136,9 @@ impl EtcdOptions {
             .host_list()
             .map(|h| endpoint(h, tls_scheme).map_err(|why| bad(&why)))
             .collect::<Result<Vec<_>, _>>()?;
-        let tls = match (tls_scheme, tls_paths.is_empty()) {
-            (true, _) => Some(Tls(tls_paths.load(&bad)?)),
-            (false, true) => None,
-            (false, false) => {
-                return Err(bad(
-                    "tls_ca, tls_cert and tls_key apply to TLS connections: use etcds:// \
-                     instead of etcd://",
-                ));
-            }
-        };
+        let tls = tls_paths
+            .for_scheme(tls_scheme, "etcds:// instead of etcd://", &bad)?
+            .map(Tls);
         Ok(Self {
             endpoints,
             user,

@@ -21,10 +21,11 @@ use etcd_client::{
 use lockkit_core::{AcquireRequest, FencingToken, Grant, LockError, Result};
 use tokio::time::{Instant, sleep_until};
 
-use super::driver::Inner;
-use super::error::{etcd_error, is_lease_not_found, within};
+use super::connection::Inner;
+use super::error::{backend, connection, etcd_error, is_lease_not_found};
 use super::holds::Record;
 use super::lease::Lease;
+use super::request::within;
 
 /// Our entry after the enqueue txn.
 pub(crate) struct Entry {
@@ -60,230 +61,214 @@ fn create_rev(op: Option<&TxnOpResponse>) -> Option<i64> {
     }
 }
 
-impl Inner {
-    /// Gets a confirmed lease for the request's TTL and enqueues on it; returns
-    /// the entry, the lease, and when the enqueue was sent.
-    pub(crate) async fn enqueue_once(
-        &self,
-        name: &str,
-        queue: &str,
-        req: &AcquireRequest,
-    ) -> std::result::Result<(Entry, Arc<Lease>, Instant), EnqueueError> {
-        let lease = self
-            .leases
-            .for_ttl(&self.client, req.ttl)
-            .await
-            .map_err(EnqueueError::Other)?;
-        // At least 2/3 of the TTL left on the lease, so a watchdog renewing at
-        // ttl/3 is in time.
-        let since = Instant::now()
-            .checked_sub(req.ttl / 3)
-            .unwrap_or_else(Instant::now);
-        match lease
-            .confirm(&self.client, since, &self.leases.rounds)
-            .await
-        {
-            Ok(_) => {}
-            Err(e) if e.is_lost() => {
-                self.leases.forget(&lease);
-                return Err(EnqueueError::LeaseGone);
-            }
-            Err(e) => return Err(EnqueueError::Other(e)),
+/// Gets a confirmed lease for the request's TTL and enqueues on it; returns
+/// the entry, the lease, and when the enqueue was sent.
+pub(crate) async fn enqueue_once(
+    inner: &Inner,
+    name: &str,
+    queue: &str,
+    req: &AcquireRequest,
+) -> std::result::Result<(Entry, Arc<Lease>, Instant), EnqueueError> {
+    let lease = inner
+        .leases
+        .for_ttl(&inner.client, req.ttl)
+        .await
+        .map_err(EnqueueError::Other)?;
+    // At least 2/3 of the TTL left on the lease, so a watchdog renewing at
+    // ttl/3 is in time.
+    let since = Instant::now()
+        .checked_sub(req.ttl / 3)
+        .unwrap_or_else(Instant::now);
+    match inner.confirm(&lease, since).await {
+        Ok(_) => {}
+        Err(e) if e.is_lost() => {
+            inner.leases.forget(&lease);
+            return Err(EnqueueError::LeaseGone);
         }
-        let sent = Instant::now();
-        match self.enqueue(name, queue, &lease, req).await {
-            Ok(entry) => Ok((entry, lease, sent)),
-            Err(EnqueueError::LeaseGone) => {
-                self.leases.forget(&lease);
-                Err(EnqueueError::LeaseGone)
-            }
-            Err(e) => Err(e),
+        Err(e) => return Err(EnqueueError::Other(e)),
+    }
+    let sent = Instant::now();
+    match enqueue(inner, name, queue, &lease, req).await {
+        Ok(entry) => Ok((entry, lease, sent)),
+        Err(EnqueueError::LeaseGone) => {
+            inner.leases.forget(&lease);
+            Err(EnqueueError::LeaseGone)
         }
+        Err(e) => Err(e),
     }
+}
 
-    pub(crate) fn granted(
-        &self,
-        req: &AcquireRequest,
-        name: String,
-        rev: i64,
-        lease: Arc<Lease>,
-        deadline: Instant,
-    ) -> Grant {
-        self.holds.keep(&name);
-        let effective = lease.ttl.max(req.ttl);
-        self.holds.insert(name, Record::new(rev, lease, deadline));
-        let grant = Grant::of(req, FencingToken(u64::try_from(rev).unwrap_or(0)), deadline);
-        if effective == req.ttl {
-            grant
-        } else {
-            // The lease is whole seconds, and etcd raises it to 1.5 × its election
-            // timeout: a holder that dies keeps the lock that long.
-            grant.with_effective_ttl(effective)
+/// Records the hold on `name` (which has its key watched) and makes its grant.
+pub(crate) fn granted(
+    inner: &Inner,
+    req: &AcquireRequest,
+    name: String,
+    rev: i64,
+    lease: Arc<Lease>,
+    deadline: Instant,
+) -> Grant {
+    inner.holds.keep(&name);
+    let effective = lease.ttl.max(req.ttl);
+    inner.holds.insert(name, Record::new(rev, lease, deadline));
+    let grant = Grant::of(req, FencingToken(u64::try_from(rev).unwrap_or(0)), deadline);
+    if effective == req.ttl {
+        grant
+    } else {
+        // The lease is whole seconds, and etcd raises it to 1.5 × its election
+        // timeout: a holder that dies keeps the lock that long.
+        grant.with_effective_ttl(effective)
+    }
+}
+
+/// One txn: put our entry with `lease` (create or refresh), read it and the
+/// queue's first entry.
+async fn enqueue(
+    inner: &Inner,
+    name: &str,
+    queue: &str,
+    lease: &Lease,
+    req: &AcquireRequest,
+) -> std::result::Result<Entry, EnqueueError> {
+    let value = req.owner.label().unwrap_or("").to_string();
+    let ops = || {
+        [
+            TxnOp::put(
+                name,
+                value.clone(),
+                Some(PutOptions::new().with_lease(lease.id)),
+            ),
+            TxnOp::get(name, None),
+            first_of(queue),
+        ]
+    };
+    let txn = Txn::new()
+        .when([Compare::create_revision(name, CompareOp::Equal, 0)])
+        .and_then(ops())
+        .or_else(ops());
+    let mut kv = inner.client.kv_client();
+    let resp = match tokio::time::timeout(inner.timeouts.request, kv.txn(txn)).await {
+        Ok(Ok(resp)) => resp,
+        Ok(Err(e)) if is_lease_not_found(&e) => return Err(EnqueueError::LeaseGone),
+        Ok(Err(e)) => return Err(EnqueueError::Other(etcd_error(e))),
+        Err(_) => {
+            return Err(EnqueueError::Other(connection(format!(
+                "enqueue: no answer from etcd within {} (request_timeout_ms)",
+                lockkit_core::human_duration(inner.timeouts.request)
+            ))));
         }
-    }
+    };
+    let ops = resp.op_responses();
+    let rev = create_rev(ops.get(1))
+        .ok_or_else(|| EnqueueError::Other(backend("the enqueue txn did not return our entry")))?;
+    Ok(Entry {
+        rev,
+        created: resp.succeeded(),
+        first: create_rev(ops.get(2)),
+    })
+}
 
-    /// One txn: put our entry with `lease` (create or refresh), read it and the
-    /// queue's first entry.
-    async fn enqueue(
-        &self,
-        name: &str,
-        queue: &str,
-        lease: &Lease,
-        req: &AcquireRequest,
-    ) -> std::result::Result<Entry, EnqueueError> {
-        let value = req.owner.label().unwrap_or("").to_string();
-        let ops = || {
-            [
-                TxnOp::put(
-                    name,
-                    value.clone(),
-                    Some(PutOptions::new().with_lease(lease.id)),
-                ),
-                TxnOp::get(name, None),
-                first_of(queue),
-            ]
-        };
-        let txn = Txn::new()
-            .when([Compare::create_revision(name, CompareOp::Equal, 0)])
-            .and_then(ops())
-            .or_else(ops());
-        let mut kv = self.client.kv_client();
-        let resp = match tokio::time::timeout(self.timeouts.request, kv.txn(txn)).await {
-            Ok(Ok(resp)) => resp,
-            Ok(Err(e)) if is_lease_not_found(&e) => return Err(EnqueueError::LeaseGone),
-            Ok(Err(e)) => return Err(EnqueueError::Other(etcd_error(e))),
-            Err(_) => {
-                return Err(EnqueueError::Other(LockError::Connection {
-                    driver: super::NAME,
-                    message: format!(
-                        "enqueue: no answer from etcd within {} (request_timeout_ms)",
-                        lockkit_core::human_duration(self.timeouts.request)
-                    ),
-                    source: None,
-                }));
-            }
-        };
-        let ops = resp.op_responses();
-        let rev = create_rev(ops.get(1)).ok_or_else(|| {
-            EnqueueError::Other(LockError::Backend {
-                driver: super::NAME,
-                message: "the enqueue txn did not return our entry".into(),
-                source: None,
-            })
-        })?;
-        Ok(Entry {
-            rev,
-            created: resp.succeeded(),
-            first: create_rev(ops.get(2)),
-        })
-    }
+/// Our predecessor's key, and the revision it was read at; `None` if nobody
+/// is ahead of us.
+pub(crate) async fn predecessor(
+    inner: &Inner,
+    queue: &str,
+    rev: i64,
+) -> Result<Option<(Vec<u8>, i64)>> {
+    let opts = GetOptions::new()
+        .with_prefix()
+        .with_max_create_revision(rev - 1)
+        .with_sort(SortTarget::Create, SortOrder::Descend)
+        .with_limit(1)
+        .with_keys_only();
+    let mut kv = inner.client.kv_client();
+    let resp = within(
+        inner.timeouts.request,
+        "read predecessor",
+        kv.get(queue, Some(opts)),
+    )
+    .await?;
+    let at = resp.header().map_or(0, |h| h.revision());
+    Ok(resp.kvs().first().map(|kv| (kv.key().to_vec(), at)))
+}
 
-    /// Our predecessor's key, and the revision it was read at; `None` if nobody
-    /// is ahead of us.
-    pub(crate) async fn predecessor(
-        &self,
-        queue: &str,
-        rev: i64,
-    ) -> Result<Option<(Vec<u8>, i64)>> {
-        let opts = GetOptions::new()
-            .with_prefix()
-            .with_max_create_revision(rev - 1)
-            .with_sort(SortTarget::Create, SortOrder::Descend)
-            .with_limit(1)
-            .with_keys_only();
-        let mut kv = self.client.kv_client();
-        let resp = within(
-            self.timeouts.request,
-            "read predecessor",
-            kv.get(queue, Some(opts)),
-        )
-        .await?;
-        let at = resp.header().map_or(0, |h| h.revision());
-        Ok(resp.kvs().first().map(|kv| (kv.key().to_vec(), at)))
-    }
-
-    /// Waits for `pred` to be deleted after revision `at`, renewing `lease`
-    /// every third of its TTL. Returns on the delete, or when the watch ends or our
-    /// lease is gone (the next attempt re-reads the queue).
-    pub(crate) async fn await_delete(
-        self: Arc<Self>,
-        pred: Vec<u8>,
-        at: i64,
-        lease: Arc<Lease>,
-    ) -> Result<()> {
-        let opts = WatchOptions::new()
-            .with_start_revision(at + 1)
-            .with_filters([WatchFilterType::NoPut]);
-        let mut watches = self.client.watch_client();
-        let mut watch = within(
-            self.timeouts.request,
-            "watch predecessor",
-            watches.watch(pred, Some(opts)),
-        )
-        .await?;
-        let every = (lease.ttl / 3).max(Duration::from_millis(100));
-        let mut renew_at = Instant::now() + every;
-        loop {
-            tokio::select! {
-                msg = watch.message() => match msg {
-                    Ok(Some(resp)) => {
-                        let deleted = resp.events().iter().any(|e| e.event_type() == EventType::Delete);
-                        if deleted || resp.canceled() {
-                            return Ok(());
-                        }
+/// Waits for `pred` to be deleted after revision `at`, renewing `lease`
+/// every third of its TTL. Returns on the delete, or when the watch ends or our
+/// lease is gone (the next attempt re-reads the queue).
+pub(crate) async fn await_delete(
+    inner: Arc<Inner>,
+    pred: Vec<u8>,
+    at: i64,
+    lease: Arc<Lease>,
+) -> Result<()> {
+    let opts = WatchOptions::new()
+        .with_start_revision(at + 1)
+        .with_filters([WatchFilterType::NoPut]);
+    let mut watches = inner.client.watch_client();
+    let mut watch = within(
+        inner.timeouts.request,
+        "watch predecessor",
+        watches.watch(pred, Some(opts)),
+    )
+    .await?;
+    let every = (lease.ttl / 3).max(Duration::from_millis(100));
+    let mut renew_at = Instant::now() + every;
+    loop {
+        tokio::select! {
+            msg = watch.message() => match msg {
+                Ok(Some(resp)) => {
+                    let deleted = resp.events().iter().any(|e| e.event_type() == EventType::Delete);
+                    if deleted || resp.canceled() {
+                        return Ok(());
                     }
-                    Ok(None) => return Ok(()),
-                    Err(e) => return Err(etcd_error(e)),
-                },
-                _ = sleep_until(renew_at) => {
-                    renew_at = Instant::now() + every;
-                    match lease.confirm(&self.client, Instant::now(), &self.leases.rounds).await {
-                        Ok(_) => {}
-                        // Our entry went with the lease: the check re-enqueues.
-                        Err(e) if e.is_lost() => return Ok(()),
-                        Err(e) => tracing::debug!(error = %e, "keep-alive failed while waiting"),
-                    }
+                }
+                Ok(None) => return Ok(()),
+                Err(e) => return Err(etcd_error(e)),
+            },
+            _ = sleep_until(renew_at) => {
+                renew_at = Instant::now() + every;
+                match inner.confirm(&lease, Instant::now()).await {
+                    Ok(_) => {}
+                    // Our entry went with the lease: the check re-enqueues.
+                    Err(e) if e.is_lost() => return Ok(()),
+                    Err(e) => tracing::debug!(error = %e, "keep-alive failed while waiting"),
                 }
             }
         }
     }
+}
 
-    /// Confirms our lease, then reads the queue: `Some(Granted)` if we are first,
-    /// `Some(Requeue)` if our entry is gone, `None` if someone is still ahead.
-    pub(crate) async fn check_turn(
-        &self,
-        name: &str,
-        queue: &str,
-        rev: i64,
-        lease: &Lease,
-        ttl: Duration,
-    ) -> Result<Option<Turn>> {
-        match lease
-            .confirm(&self.client, Instant::now(), &self.leases.rounds)
-            .await
-        {
-            Ok(_) => {}
-            Err(e) if e.is_lost() => {
-                self.leases.forget(lease);
-                return Ok(Some(Turn::Requeue));
-            }
-            Err(e) => return Err(e),
-        }
-        let sent = Instant::now();
-        let mut kv = self.client.kv_client();
-        let txn = Txn::new().and_then([TxnOp::get(name, None), first_of(queue)]);
-        let resp = within(self.timeouts.request, "read queue", kv.txn(txn)).await?;
-        let ops = resp.op_responses();
-        if create_rev(ops.first()) != Some(rev) {
+/// Confirms our lease, then reads the queue: `Some(Granted)` if we are first,
+/// `Some(Requeue)` if our entry is gone, `None` if someone is still ahead.
+pub(crate) async fn check_turn(
+    inner: &Inner,
+    name: &str,
+    queue: &str,
+    rev: i64,
+    lease: &Lease,
+    ttl: Duration,
+) -> Result<Option<Turn>> {
+    match inner.confirm(lease, Instant::now()).await {
+        Ok(_) => {}
+        Err(e) if e.is_lost() => {
+            inner.leases.forget(lease);
             return Ok(Some(Turn::Requeue));
         }
-        match create_rev(ops.get(1)) {
-            Some(first) if first == rev => {
-                Ok(Some(Turn::Granted((sent + ttl).min(lease.alive_until()))))
-            }
-            Some(first) if first < rev => Ok(None),
-            _ => Ok(Some(Turn::Requeue)),
+        Err(e) => return Err(e),
+    }
+    let sent = Instant::now();
+    let mut kv = inner.client.kv_client();
+    let txn = Txn::new().and_then([TxnOp::get(name, None), first_of(queue)]);
+    let resp = within(inner.timeouts.request, "read queue", kv.txn(txn)).await?;
+    let ops = resp.op_responses();
+    if create_rev(ops.first()) != Some(rev) {
+        return Ok(Some(Turn::Requeue));
+    }
+    match create_rev(ops.get(1)) {
+        Some(first) if first == rev => {
+            Ok(Some(Turn::Granted((sent + ttl).min(lease.alive_until()))))
         }
+        Some(first) if first < rev => Ok(None),
+        _ => Ok(Some(Turn::Requeue)),
     }
 }
 

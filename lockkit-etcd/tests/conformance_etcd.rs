@@ -2,8 +2,6 @@
 //! 3-node cluster reached through all three endpoints; each over plain TCP and over
 //! TLS (`etcds://` with the testkit's throwaway CA in `tls_ca`).
 
-#![allow(clippy::unwrap_used, clippy::panic)] // Tests fail by panicking.
-
 use std::sync::Arc;
 
 use lockkit_conformance::{UrlHarness, url_backend};

@@ -2,16 +2,14 @@
 //! (they measure, they do not check); run with
 //! `cargo nextest run -p lockkit-etcd --test measure --run-ignored only --no-capture`.
 
-#![allow(clippy::unwrap_used, clippy::panic)] // Tests fail by panicking.
-
 use std::sync::Arc;
 use std::time::Duration;
 
 use etcd_client::{Compare, CompareOp, Txn, TxnOp};
-use lockkit_core::Locker;
+use lockkit_core::{LockError, Locker};
 use lockkit_etcd::{EtcdDriver, EtcdOptions};
 use lockkit_testkit::Etcd;
-use tokio::time::{Instant, sleep};
+use tokio::time::{Instant, sleep, timeout};
 
 const ROUNDS: usize = 500;
 
@@ -21,12 +19,10 @@ fn percentiles(mut v: Vec<Duration>) -> (Duration, Duration) {
     (at(0.50), at(0.99))
 }
 
-async fn driver(url: &str) -> Arc<EtcdDriver> {
-    Arc::new(
-        EtcdDriver::connect(EtcdOptions::from_url(url).unwrap())
-            .await
-            .unwrap(),
-    )
+async fn driver(url: &str) -> Result<Arc<EtcdDriver>, LockError> {
+    Ok(Arc::new(
+        EtcdDriver::connect(EtcdOptions::from_url(url)?).await?,
+    ))
 }
 
 /// Uncontended `try_lock` + `release` through the driver, against the floor of one
@@ -35,7 +31,7 @@ async fn driver(url: &str) -> Arc<EtcdDriver> {
 #[ignore = "a measurement; run with --run-ignored only --no-capture"]
 async fn uncontended_lock_release_against_raw_txn_and_delete() {
     let etcd = Etcd::start().await.unwrap();
-    let d = driver(&etcd.url()).await;
+    let d = driver(&etcd.url()).await.unwrap();
     let locker = Locker::new(d.clone());
     for _ in 0..20 {
         locker
@@ -79,8 +75,8 @@ async fn uncontended_lock_release_against_raw_txn_and_delete() {
 async fn hand_off_latency() {
     const HANDOFFS: usize = 200;
     let etcd = Etcd::start().await.unwrap();
-    let holder = Locker::new(driver(&etcd.url()).await);
-    let waiter = Locker::new(driver(&etcd.url()).await);
+    let holder = Locker::new(driver(&etcd.url()).await.unwrap());
+    let waiter = Locker::new(driver(&etcd.url()).await.unwrap());
     let mut lat = Vec::with_capacity(HANDOFFS);
     for _ in 0..HANDOFFS {
         let g = holder.try_lock("handoff").await.unwrap();
@@ -93,9 +89,15 @@ async fn hand_off_latency() {
                 .unwrap();
             (Instant::now(), g)
         });
-        // Give the waiter time to queue and start watching (it is measured from
-        // the release, so this only has to be long enough).
-        sleep(Duration::from_millis(20)).await;
+        // Wait until the waiter is queued (it is measured from the release, so
+        // the hand-off starts from a queued waiter).
+        timeout(Duration::from_secs(10), async {
+            while holder.inspect("handoff").await.unwrap().waiters != Some(1) {
+                sleep(Duration::from_millis(2)).await;
+            }
+        })
+        .await
+        .expect("the waiter did not queue within 10 s");
         let released = Instant::now();
         g.release().await.unwrap();
         let (granted, g2) = task.await.unwrap();

@@ -1,0 +1,140 @@
+//! The connection an [`EtcdDriver`](super::EtcdDriver) and its clones share:
+//! the etcd client set up from [`EtcdOptions`] (endpoints, credentials, TLS,
+//! `require_leader`) and checked with one request, and what is kept on it (the
+//! leases, the holds, the sweeper and watch tasks). [`Inner`] and all its
+//! methods live here; the recipe's modules are functions over it.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+
+use etcd_client::{Client, ConnectOptions, GetOptions};
+use lockkit_core::url::Timeouts;
+use lockkit_core::{LockError, Result};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use super::error::{connection, describe};
+use super::holds::{Holds, sweep};
+use super::lease::{Lease, Leases};
+use super::options::EtcdOptions;
+use super::request::within;
+use super::tls;
+use super::watch::{self, Progress};
+
+/// One connected driver's state.
+pub(crate) struct Inner {
+    pub(crate) client: Client,
+    pub(crate) prefix: String,
+    pub(crate) leases: Leases,
+    /// Connecting, and each request.
+    pub(crate) timeouts: Timeouts,
+    pub(crate) holds: Arc<Holds>,
+    /// The watch stream's progress answers: is it alive?
+    pub(crate) progress: Arc<Progress>,
+    /// Existence-check txns sent by renewals (the fallback when the watch
+    /// stream cannot vouch for a hold): zero in the steady state.
+    pub(crate) existence_checks: AtomicU64,
+    sweeper: JoinHandle<()>,
+    watcher: JoinHandle<()>,
+    /// The URL, password redacted.
+    pub(crate) shown: String,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.sweeper.abort();
+        self.watcher.abort();
+    }
+}
+
+impl Inner {
+    /// Connects to the cluster, checks that it answers, and starts the sweeper
+    /// and the watch task.
+    ///
+    /// # Errors
+    ///
+    /// [`LockError::Connection`] if no endpoint answers within the connect
+    /// timeout, or the credentials or certificates are refused.
+    pub(crate) async fn connect(options: EtcdOptions) -> Result<Self> {
+        // require_leader: a member cut off from its leader ends our streams
+        // (watches, keep-alives) instead of leaving them quiet.
+        let mut connect = ConnectOptions::new()
+            .with_timeout(options.timeouts.request)
+            .with_connect_timeout(options.timeouts.connect)
+            .with_require_leader(true);
+        if let Some((user, password)) = &options.user {
+            connect = connect.with_user(user.clone(), password.clone());
+        }
+        if let Some(tls) = &options.tls {
+            connect = connect.with_tls(tls.options());
+        }
+        let shown = options.to_string();
+        let unreachable = |message: String| {
+            let hint = tls::hint(options.tls.as_ref(), &message);
+            connection(format!("{shown}: {message}{hint}"))
+        };
+        let connect_timeout = options.timeouts.connect;
+        let client = match tokio::time::timeout(
+            connect_timeout,
+            Client::connect(&options.endpoints, Some(connect)),
+        )
+        .await
+        {
+            Ok(Ok(c)) => c,
+            Ok(Err(e)) => return Err(unreachable(describe(&e))),
+            Err(_) => {
+                return Err(unreachable(format!(
+                    "no answer within {} (connect_timeout_ms)",
+                    lockkit_core::human_duration(connect_timeout)
+                )));
+            }
+        };
+        // The channel connects lazily: make one request so a wrong URL fails here.
+        let mut kv = client.kv_client();
+        let probe = GetOptions::new().with_count_only();
+        within(
+            connect_timeout,
+            "connect",
+            kv.get(options.prefix.as_bytes().to_vec(), Some(probe)),
+        )
+        .await
+        .map_err(|e| match e {
+            LockError::Connection { message, .. } | LockError::Backend { message, .. } => {
+                unreachable(message)
+            }
+            other => other,
+        })?;
+        let (watch_commands, watch_queue) = tokio::sync::mpsc::unbounded_channel();
+        let holds = Arc::new(Holds::new(watch_commands));
+        let progress = Arc::new(Progress::default());
+        let sweeper = tokio::spawn(sweep(holds.clone(), client.clone()));
+        let watcher = tokio::spawn(watch::run(
+            client.clone(),
+            options.prefix.clone(),
+            holds.clone(),
+            progress.clone(),
+            watch_queue,
+        ));
+        Ok(Self {
+            client,
+            prefix: options.prefix,
+            leases: Leases::default(),
+            timeouts: options.timeouts,
+            holds,
+            progress,
+            existence_checks: AtomicU64::new(0),
+            sweeper,
+            watcher,
+            shown,
+        })
+    }
+
+    /// Makes sure `lease` was confirmed by a keep-alive round sent at or after
+    /// `since` (one more round if not, counted in the driver's rounds), and
+    /// returns when that round was sent. See [`Lease::confirm`].
+    pub(crate) async fn confirm(&self, lease: &Lease, since: Instant) -> Result<Instant> {
+        lease
+            .confirm(&self.client, since, &self.leases.rounds)
+            .await
+    }
+}
