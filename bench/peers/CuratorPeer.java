@@ -1,4 +1,4 @@
-// The Apache Curator peer of `ci/benchmarks`: InterProcessMutex (Debian's
+// The Apache Curator peer of `ci/bench-peers`: InterProcessMutex (Debian's
 // libcurator-recipes-java), used as its documentation shows, with Curator's defaults
 // (60 s session timeout, 15 s connection timeout), one CuratorFramework (one ZooKeeper
 // session) per client.
@@ -6,7 +6,7 @@
 // Usage: java CuratorPeer CONNECT uncontended ITERATIONS
 //        java CuratorPeer CONNECT handoff WAITERS ROUNDS
 // It speaks the peer protocol of bench/peers/README.md; run it with
-// ci/benchmarks, which compiles it into a throwaway directory.
+// ci/bench-peers, which compiles it into a throwaway directory.
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The Python peers of `ci/benchmarks`, each used as its documentation shows.
+"""The Python peers of `ci/bench-peers`, each used as its documentation shows.
 
 Usage:
   python_peers.py PEER ADDRESSES uncontended ITERATIONS
@@ -7,9 +7,9 @@ Usage:
 
 PEER is one of the names in PEERS below; ADDRESSES is HOST:PORT, or a comma-separated
 list of them (pottery's Redlock masters; a ZooKeeper connect string). The runner
-(lockkit-cli/benches/peers) starts this program and speaks the peer protocol described
-in bench/peers/README.md: raw timings in nanoseconds on stdout, one JSON line per
-measurement, so every library's figures go through the same percentile code.
+(lockkit-cli/benches/peer_comparison) starts this program and speaks the peer protocol
+described in bench/peers/README.md: raw timings in nanoseconds on stdout, one JSON line
+per measurement, so every library's figures go through the same percentile code.
 """
 
 import json

@@ -7,7 +7,7 @@
 //! second run that appends `B <token>`. The log must show no `A` line after the
 //! first `B` line, and the first command must be gone.
 
-#![allow(clippy::unwrap_used, clippy::panic)] // Tests fail by panicking.
+#![cfg(test)] // Test code throughout: clippy.toml allows unwrap, expect and panic here.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

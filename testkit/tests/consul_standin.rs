@@ -2,7 +2,7 @@
 //! sessions, TTL invalidation, lock-delay, behaviors, acquire/release/cas, the
 //! transaction endpoint, blocking queries, indexes, ACLs, errors and pause.
 
-#![allow(clippy::unwrap_used, clippy::panic)] // Tests fail by panicking.
+#![cfg(test)] // Test code throughout: clippy.toml allows unwrap, expect and panic here.
 
 use std::time::{Duration, Instant};
 
@@ -629,6 +629,7 @@ async fn blocking_queries_return_on_change_on_delete_and_at_the_wait() {
     // A change: back promptly after the write, with the new index.
     for change in ["put", "delete"] {
         let index = c.get("/v1/kv/w").await.index.unwrap();
+        let reads = consul.requests("GET", "/v1/kv/");
         let blocked = {
             let c = Client::new(&consul);
             tokio::spawn(async move {
@@ -636,7 +637,11 @@ async fn blocking_queries_return_on_change_on_delete_and_at_the_wait() {
                 (r, Instant::now())
             })
         };
-        tokio::time::sleep(Duration::from_millis(150)).await;
+        // Write only once the stand-in has the blocking read (it waits from there).
+        wait_until("the blocking read to arrive", || {
+            consul.requests("GET", "/v1/kv/") > reads
+        })
+        .await;
         let written = Instant::now();
         if change == "put" {
             assert!(c.kv_put("w", "2").await);
@@ -806,6 +811,15 @@ async fn pause_holds_replies_until_resume_and_drop_closes() {
         .send()
         .await;
     assert!(after.is_err(), "answered after drop");
+}
+
+/// Polls `done` every 5 ms for at most 5 s.
+async fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let until = Instant::now() + Duration::from_secs(5);
+    while !done() {
+        assert!(Instant::now() < until, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
 }
 
 /// A reqwest client. Built with every workspace feature, reqwest has rustls

@@ -192,7 +192,6 @@ fn exit_code(status: std::process::ExitStatus) -> ExitCode {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]

@@ -1,5 +1,5 @@
 //! The Rust sides of the peer protocol (bench/peers/README.md): lockkit itself and
-//! rslock, each run as a child process of the runner (`peers participant NAME …`) like
+//! rslock, each run as a child process of the runner (`peer_comparison participant NAME …`) like
 //! the Python and Java peers, so every library is timed in a process of its own.
 
 use std::io::{BufRead, Write};

@@ -1,0 +1,140 @@
+//! Measures one backend group: the floor and lockkit from `lockkit bench`, then every
+//! program's uncontended runs and hand-off rounds.
+
+use crate::Args;
+use crate::backend::Failure;
+use crate::program::Program;
+use crate::results::{Floor, Group, Measured, Row, Stats};
+
+/// Each library's uncontended pairs are taken in this many turns, interleaved.
+pub(crate) const UNCONTENDED_CHUNKS: u64 = 4;
+
+/// `lockkit bench URL --json` for lockkit's uncontended figures and the floor's,
+/// measured alternating in one process.
+pub(crate) async fn lockkit_bench(
+    url: &str,
+    iterations: u64,
+    extra: &[&str],
+) -> Result<serde_json::Value, Failure> {
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_lockkit"))
+        .args(["bench", url, "--iterations", &iterations.to_string()])
+        .args(["--duration", "0", "--json"])
+        .args(extra)
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .await?;
+    if !out.status.success() {
+        return Err(format!("lockkit bench exited with {}", out.status).into());
+    }
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    Ok(report["backends"][0].clone())
+}
+
+/// Stats from `lockkit bench`'s JSON latency object.
+fn bench_stats(latency: &serde_json::Value) -> Option<Stats> {
+    Some(Stats {
+        samples: latency["samples"].as_u64()? as usize,
+        p50_us: latency["p50_us"].as_f64()?,
+        p99_us: latency["p99_us"].as_f64()?,
+        per_second: latency["ops_per_second"].as_f64()?,
+    })
+}
+
+/// One backend: the floor and lockkit from `lockkit bench`, then every program's
+/// uncontended runs (interleaved) and hand-off rounds.
+pub(crate) async fn run_group(
+    args: &Args,
+    mut group: Group,
+    lockkit_url: &str,
+    programs: Vec<Result<Program, String>>,
+) -> Group {
+    eprintln!("== {}", group.title);
+    let before = round_trip(&mut group).await;
+    group.floor = match lockkit_bench(lockkit_url, args.iterations, &["--handoffs", "0"]).await {
+        Ok(report) => match (
+            bench_stats(&report["floor"]),
+            bench_stats(&report["lockkit"]),
+        ) {
+            (Some(stats), Some(lockkit)) => Some(Floor {
+                stats,
+                lockkit,
+                description: report["floor_description"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+            }),
+            _ => None,
+        },
+        Err(e) => {
+            group.failures.push(format!("lockkit bench: {e}"));
+            None
+        }
+    };
+    let mut runnable = Vec::new();
+    for program in programs {
+        match program {
+            Ok(p) => runnable.push(p),
+            Err(reason) => group.skipped.push(reason),
+        }
+    }
+    // Uncontended: every library in turn, UNCONTENDED_CHUNKS times over, so drift in
+    // the machine's load hits them all alike.
+    let mut samples: Vec<Result<Vec<u64>, String>> = vec![Ok(Vec::new()); runnable.len()];
+    for _ in 0..UNCONTENDED_CHUNKS {
+        for (program, samples) in runnable.iter().zip(&mut samples) {
+            if let Ok(so_far) = samples {
+                eprintln!("   {}: uncontended", program.library);
+                match program
+                    .uncontended(args.iterations.div_ceil(UNCONTENDED_CHUNKS))
+                    .await
+                {
+                    Ok(ns) => so_far.extend(ns),
+                    Err(e) => *samples = Err(e.to_string()),
+                }
+            }
+        }
+    }
+    for (program, samples) in runnable.iter().zip(samples) {
+        eprintln!("   {}: hand-offs", program.library);
+        let mut row = Row::new(&program.library);
+        row.uncontended = samples.map(|ns| Stats::from_ns(&ns));
+        for &waiters in &args.waiters {
+            let rounds = args.handoffs.div_ceil(waiters).max(1);
+            let measured = program
+                .handoffs(&group.backend, waiters, rounds)
+                .await
+                .map(|h| Measured {
+                    commands_per_handoff: h
+                        .commands
+                        .map(|c| c as f64 / h.gaps_ns.len().max(1) as f64),
+                    stats: Stats::from_ns(&h.gaps_ns),
+                })
+                .map_err(|e| e.to_string());
+            row.handoffs.push((waiters, measured));
+        }
+        // A peer that cannot finish (say, a Redlock that livelocks under contention)
+        // is a result, shown in its table; lockkit failing fails the run.
+        if row.library == "lockkit" {
+            for failure in row.failures() {
+                group.failures.push(format!("lockkit: {failure}"));
+            }
+        }
+        group.rows.push(row);
+    }
+    // A server just started may still be warming up (ZooKeeper's JIT): the lower of
+    // the round trips measured first and last.
+    let after = round_trip(&mut group).await;
+    group.round_trip = before.into_iter().chain(after).min();
+    group
+}
+
+/// The backend's round trip now, or `None` (noted as a failure).
+async fn round_trip(group: &mut Group) -> Option<std::time::Duration> {
+    match group.backend.round_trip(1000).await {
+        Ok(rtt) => rtt,
+        Err(e) => {
+            group.failures.push(format!("round trip: {e}"));
+            None
+        }
+    }
+}

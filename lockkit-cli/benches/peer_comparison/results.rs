@@ -1,0 +1,127 @@
+//! What one run found: each library's timings on each backend, the floor's, and
+//! each backend group's failures and skips.
+
+use std::time::Duration;
+
+use crate::backend::Backend;
+
+/// Percentiles (nearest rank) and rate of a set of timings.
+#[derive(Debug, Clone)]
+pub(crate) struct Stats {
+    pub(crate) samples: usize,
+    pub(crate) p50_us: f64,
+    pub(crate) p99_us: f64,
+    /// Timed operations per second of their summed time.
+    pub(crate) per_second: f64,
+}
+
+impl Stats {
+    pub(crate) fn from_ns(ns: &[u64]) -> Self {
+        let mut s = ns.to_vec();
+        s.sort_unstable();
+        let pct = |q: f64| {
+            let rank = (q * s.len() as f64).ceil() as usize;
+            s.get(rank.clamp(1, s.len().max(1)) - 1)
+                .copied()
+                .unwrap_or(0) as f64
+                / 1000.0
+        };
+        let total: u64 = s.iter().sum();
+        Self {
+            samples: s.len(),
+            p50_us: pct(0.5),
+            p99_us: pct(0.99),
+            per_second: s.len() as f64 / (total as f64 / 1e9).max(1e-9),
+        }
+    }
+}
+
+/// One waiter count's hand-offs.
+#[derive(Debug, Clone)]
+pub(crate) struct Measured {
+    pub(crate) stats: Stats,
+    pub(crate) commands_per_handoff: Option<f64>,
+}
+
+/// One library on one backend.
+#[derive(Debug)]
+pub(crate) struct Row {
+    pub(crate) library: String,
+    pub(crate) uncontended: Result<Stats, String>,
+    pub(crate) handoffs: Vec<(u64, Result<Measured, String>)>,
+}
+
+impl Row {
+    pub(crate) fn new(library: &str) -> Self {
+        Self {
+            library: library.to_owned(),
+            uncontended: Err("not run".into()),
+            handoffs: Vec::new(),
+        }
+    }
+
+    pub(crate) fn failures(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .uncontended
+            .as_ref()
+            .err()
+            .cloned()
+            .into_iter()
+            .collect();
+        for (waiters, h) in &self.handoffs {
+            if let Err(e) = h {
+                out.push(format!("{waiters} waiters: {e}"));
+            }
+        }
+        out
+    }
+
+    pub(crate) fn handoff(&self, waiters: u64) -> Option<&Measured> {
+        self.handoffs
+            .iter()
+            .find(|(w, _)| *w == waiters)
+            .and_then(|(_, h)| h.as_ref().ok())
+    }
+}
+
+/// The raw floor and lockkit, measured alternating pair by pair by `lockkit bench`.
+#[derive(Debug)]
+pub(crate) struct Floor {
+    pub(crate) stats: Stats,
+    /// lockkit in the same process, alternating with the floor.
+    pub(crate) lockkit: Stats,
+    pub(crate) description: String,
+}
+
+/// One backend's results.
+#[derive(Debug)]
+pub(crate) struct Group {
+    pub(crate) title: &'static str,
+    pub(crate) backend: Backend,
+    pub(crate) server: String,
+    pub(crate) round_trip: Option<Duration>,
+    pub(crate) floor: Option<Floor>,
+    pub(crate) rows: Vec<Row>,
+    /// Libraries that could not run here, and why.
+    pub(crate) skipped: Vec<String>,
+    pub(crate) failures: Vec<String>,
+}
+
+impl Group {
+    pub(crate) fn new(title: &'static str, backend: Backend, server: String) -> Self {
+        Self {
+            title,
+            backend,
+            server,
+            round_trip: None,
+            floor: None,
+            rows: Vec::new(),
+            skipped: Vec::new(),
+            failures: Vec::new(),
+        }
+    }
+
+    pub(crate) fn lockkit(&self) -> Option<&Row> {
+        self.rows.iter().find(|r| r.library == "lockkit")
+    }
+}

@@ -1,0 +1,48 @@
+//! The `mem://` floor: an insert and a remove in a mutex-guarded map shared by every
+//! floor client of the process (like `mem://` locks).
+
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
+use lockkit::LockError;
+
+use super::{Held, RawLock};
+
+/// What the `mem://` floor sends.
+pub(super) const DESCRIPTION: &str = "insert + remove in a Mutex<HashMap>";
+
+/// A `mem://` floor client (all of them share [`mem_table`]).
+pub(crate) struct MemFloor;
+
+/// Keys held by `mem://` floor clients in this process (shared, like `mem://` locks).
+fn mem_table() -> &'static Mutex<HashMap<String, String>> {
+    static TABLE: OnceLock<Mutex<HashMap<String, String>>> = OnceLock::new();
+    TABLE.get_or_init(Mutex::default)
+}
+
+impl RawLock for MemFloor {
+    async fn clean_up(&self, keys: &[String]) {
+        let mut table = mem_table().lock().unwrap_or_else(|e| e.into_inner());
+        for key in keys {
+            table.remove(key);
+        }
+    }
+
+    async fn try_acquire(&self, key: &str, owner: &str) -> Result<Option<Held>, LockError> {
+        let mut table = mem_table().lock().unwrap_or_else(|e| e.into_inner());
+        if table.contains_key(key) {
+            return Ok(None);
+        }
+        table.insert(key.to_owned(), owner.to_owned());
+        Ok(Some(Held(owner.to_owned())))
+    }
+
+    async fn release(&self, key: &str, held: Held) -> Result<(), LockError> {
+        let Held(owner) = held;
+        let mut table = mem_table().lock().unwrap_or_else(|e| e.into_inner());
+        if table.get(key) == Some(&owner) {
+            table.remove(key);
+        }
+        Ok(())
+    }
+}

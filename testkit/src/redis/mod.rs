@@ -1,0 +1,137 @@
+//! Redis: one instance, or N independent masters (for Redlock), or a Cluster.
+//!
+//! [`Redis`] is here; [`launch`] runs redis-server and waits for it, [`tls`] holds a
+//! TLS server's certificates, [`masters`] and [`cluster`] the multi-server setups.
+
+mod cluster;
+mod launch;
+mod masters;
+mod tls;
+
+use std::ops::{Deref, DerefMut};
+
+use tempfile::TempDir;
+
+use crate::TestkitError;
+use crate::process::{Server, temp_dir};
+pub use cluster::RedisCluster;
+pub use masters::RedisMasters;
+pub use tls::TlsFiles;
+
+/// A throwaway Redis server on 127.0.0.1, without persistence; plain TCP, or TLS
+/// only ([`start_tls`](Redis::start_tls)).
+#[derive(Debug)]
+pub struct Redis {
+    server: Server,
+    tls: Option<TlsFiles>,
+    _dir: TempDir,
+}
+
+impl Redis {
+    /// Starts `redis-server` with `--save '' --appendonly no`.
+    ///
+    /// # Errors
+    ///
+    /// [`TestkitError::NotFound`] if redis-server is not installed; `NotReady` with
+    /// the log's tail if it does not answer PING.
+    pub async fn start() -> Result<Self, TestkitError> {
+        Self::start_with(&[], ClusterBus::Default).await
+    }
+
+    /// Starts `redis-server` with an append-only file fsync'ed on every write
+    /// (`--appendonly yes --appendfsync always`): a [`restart`](Self::restart)
+    /// keeps the locks and the fencing counters.
+    ///
+    /// # Errors
+    ///
+    /// As [`start`](Self::start).
+    pub async fn start_persistent() -> Result<Self, TestkitError> {
+        let aof = ["--appendonly", "yes", "--appendfsync", "always"].map(String::from);
+        Self::start_with(&aof, ClusterBus::Default).await
+    }
+
+    /// Starts `redis-server` listening on TLS only (`--port 0 --tls-port P`), with
+    /// a throwaway CA and a server certificate for `IP:127.0.0.1` generated in its
+    /// temp dir by the `openssl` CLI; clients need not present a certificate.
+    /// [`url`](Self::url) is `rediss://127.0.0.1:P?tls_ca=<the CA file>`.
+    ///
+    /// # Errors
+    ///
+    /// As [`start`](Self::start); `NotFound` if `openssl` is not installed, `Setup`
+    /// if a certificate cannot be made.
+    pub async fn start_tls() -> Result<Self, TestkitError> {
+        Self::start_tls_with(false).await
+    }
+
+    /// As [`start_tls`](Self::start_tls), but the server requires a client
+    /// certificate signed by its CA (`--tls-auth-clients yes`). [`url`](Self::url)
+    /// carries `tls_cert` and `tls_key` for the one in [`TlsFiles`].
+    ///
+    /// # Errors
+    ///
+    /// As [`start_tls`](Self::start_tls).
+    pub async fn start_mutual_tls() -> Result<Self, TestkitError> {
+        Self::start_tls_with(true).await
+    }
+
+    async fn start_tls_with(mutual: bool) -> Result<Self, TestkitError> {
+        let dir = temp_dir()?;
+        let files = TlsFiles::generate(dir.path(), mutual)?;
+        Self::launch_tls(dir, files, &[], ClusterBus::Default).await
+    }
+
+    /// `redis://127.0.0.1:PORT`; for a TLS server
+    /// `rediss://127.0.0.1:PORT?tls_ca=<CA file>` (plus `&tls_cert=…&tls_key=…` when
+    /// it requires a client certificate).
+    pub fn url(&self) -> String {
+        let port = self.server.port();
+        match &self.tls {
+            None => format!("redis://127.0.0.1:{port}"),
+            Some(f) if f.mutual => format!(
+                "rediss://127.0.0.1:{port}?tls_ca={}&tls_cert={}&tls_key={}",
+                f.ca.display(),
+                f.client_cert.display(),
+                f.client_key.display()
+            ),
+            Some(f) => format!("rediss://127.0.0.1:{port}?tls_ca={}", f.ca.display()),
+        }
+    }
+
+    /// The certificate files of a TLS server; `None` for a plain one.
+    pub fn tls_files(&self) -> Option<&TlsFiles> {
+        self.tls.as_ref()
+    }
+
+    /// Starts it again on the same port. Unless it was started with
+    /// [`start_persistent`](Self::start_persistent), the data is gone.
+    ///
+    /// # Errors
+    ///
+    /// As [`start`](Self::start).
+    pub async fn restart(&mut self) -> Result<(), TestkitError> {
+        self.server.respawn()?;
+        self.wait_ready().await
+    }
+}
+
+impl Deref for Redis {
+    type Target = Server;
+    fn deref(&self) -> &Server {
+        &self.server
+    }
+}
+
+impl DerefMut for Redis {
+    fn deref_mut(&mut self) -> &mut Server {
+        &mut self.server
+    }
+}
+
+/// Whether a node needs a cluster-bus port of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ClusterBus {
+    /// Not a cluster node (Redis would use the client port + 10000 if it were).
+    Default,
+    /// A cluster node: the bus gets its own free port.
+    FreePort,
+}
