@@ -207,29 +207,7 @@ impl Query {
         let Some(v) = self.take("prefix")? else {
             return Ok(default.to_string());
         };
-        let (v, ok, why) = match rule {
-            PrefixRule::Path => {
-                let v = v.trim_end_matches('/');
-                (
-                    v,
-                    !v.chars().any(char::is_control),
-                    "contain no control characters",
-                )
-            }
-            PrefixRule::RelativePath => {
-                let v = v.trim_matches('/');
-                (
-                    v,
-                    !v.chars().any(char::is_control),
-                    "contain no control characters",
-                )
-            }
-            PrefixRule::NoBraces => (v.as_str(), !v.contains(['{', '}']), "contain no braces"),
-        };
-        if v.is_empty() || !ok {
-            return Err(self.invalid(format!("prefix must be non-empty and {why}")));
-        }
-        Ok(v.to_string())
+        rule.check(&v).map_err(|why| self.invalid(why))
     }
 
     /// Ends parsing: every option must have been taken.
@@ -310,6 +288,47 @@ pub enum PrefixRule {
     RelativePath,
     /// Part of a Redis key whose `{hash tag}` lockkit writes itself: no braces.
     NoBraces,
+}
+
+impl PrefixRule {
+    /// `prefix` as this rule keeps it (trimmed of the slashes it drops), or why it
+    /// is refused: for a prefix set in code rather than in a URL.
+    ///
+    /// # Errors
+    ///
+    /// The reason, for an empty prefix or a character the rule forbids.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lockkit::driver::url::PrefixRule;
+    ///
+    /// assert_eq!(PrefixRule::RelativePath.check("/app/locks/").as_deref(), Ok("app/locks"));
+    /// assert!(PrefixRule::NoBraces.check("").is_err());
+    /// ```
+    pub fn check(self, prefix: &str) -> Result<String, &'static str> {
+        let (kept, allowed, refusal) = match self {
+            Self::Path => (
+                prefix.trim_end_matches('/'),
+                !prefix.chars().any(char::is_control),
+                "prefix must be non-empty and contain no control characters",
+            ),
+            Self::RelativePath => (
+                prefix.trim_matches('/'),
+                !prefix.chars().any(char::is_control),
+                "prefix must be non-empty and contain no control characters",
+            ),
+            Self::NoBraces => (
+                prefix,
+                !prefix.contains(['{', '}']),
+                "prefix must be non-empty and contain no braces",
+            ),
+        };
+        if kept.is_empty() || !allowed {
+            return Err(refusal);
+        }
+        Ok(kept.to_string())
+    }
 }
 
 /// How long a driver waits to connect, and for any one request to its backend.
