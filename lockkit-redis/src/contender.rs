@@ -10,13 +10,11 @@ use lockkit_core::driver::{
 use lockkit_core::{AcquireRequest, Grant, LockError, Result, Wait, async_trait};
 use tokio::time::Instant;
 
-use super::driver::{Outcome, RedisDriver, is_transient, redis_error};
-use super::keys::Names;
-use super::wait::Waiter;
-
-/// With wake-ups working, the longest a waiter waits before trying again anyway
-/// (a lost message), which also refreshes its waiters entry.
-const NOTIFY_FALLBACK: Duration = Duration::from_secs(1);
+use crate::acquire::Outcome;
+use crate::driver::RedisDriver;
+use crate::error::{is_transient, redis_error};
+use crate::keys::Names;
+use crate::wait::{NOTIFY_FALLBACK, Waiter};
 
 /// Polling (no wake-ups, or the subscriber is reconnecting): first and longest delay.
 const POLL_FIRST: Duration = Duration::from_millis(2);

@@ -83,14 +83,18 @@
 //!   asynchronous replica, the replica may not have the lock yet, so two clients can
 //!   hold it at once; fencing tokens checked by the resource are the defence.
 
+mod acquire;
 mod connection;
 mod contender;
 mod driver;
+mod error;
 mod keys;
 mod options;
 mod redlock;
+mod renew;
 mod scripts;
 mod tls;
+mod url;
 mod wait;
 
 pub use driver::RedisDriver;

@@ -4,7 +4,18 @@
 //! release, force-release and leave share to wake exactly one waiter, and is
 //! prepended to each of them here.
 
+use std::time::Duration;
+
 use redis::Script;
+
+/// Most locks renewed by one `extend_many.lua` call (bounds the script's run time,
+/// during which the server serves nobody else).
+pub(crate) const MAX_BATCH: usize = 500;
+
+/// A TTL as the scripts' millisecond argument.
+pub(crate) fn ttl_ms(ttl: Duration) -> u64 {
+    u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX / 2)
+}
 
 /// Prepends the shared `wake_next` function to a script file.
 macro_rules! with_wake_next {

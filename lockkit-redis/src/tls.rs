@@ -18,32 +18,27 @@ use redis::{ClientTlsConfig, TlsCertificates};
 ///
 /// # Errors
 ///
-/// [`LockError::InvalidUrl`] for options on a plain (`redis://`) URL, or a client
-/// certificate without its key (or the reverse); [`LockError::Config`] naming the
-/// option and the path for a file that cannot be read or holds no valid PEM.
+/// [`LockError::InvalidUrl`] for options on a plain URL (telling it to use
+/// `instead`, e.g. `"redlocks:// instead of redlock://"`), or a client
+/// certificate without its key (or the reverse); [`LockError::Config`] naming
+/// the option and the path for a file that cannot be read or holds no valid PEM.
 pub(crate) fn load(
     paths: TlsPaths,
     url: &str,
     tls_scheme: bool,
+    instead: &str,
 ) -> Result<Option<TlsCertificates>, LockError> {
-    if paths.is_empty() {
-        return Ok(None);
-    }
     let bad = |why: &str| LockError::invalid_url(url, why);
-    if !tls_scheme {
-        return Err(bad(
-            "tls_ca, tls_cert and tls_key apply to TLS connections: use rediss:// \
-             (or rediss-cluster://) instead of redis://",
-        ));
-    }
-    let TlsFiles { ca, identity } = paths.load(&bad)?;
-    Ok(Some(TlsCertificates {
-        client_tls: identity.map(|id| ClientTlsConfig {
-            client_cert: id.cert.pem,
-            client_key: id.key.pem,
-        }),
-        root_cert: ca.map(|ca| ca.pem),
-    }))
+    let files = paths.for_scheme(tls_scheme, instead, &bad)?;
+    Ok(files
+        .filter(|f| f.ca.is_some() || f.identity.is_some())
+        .map(|TlsFiles { ca, identity }| TlsCertificates {
+            client_tls: identity.map(|id| ClientTlsConfig {
+                client_cert: id.cert.pem,
+                client_key: id.key.pem,
+            }),
+            root_cert: ca.map(|ca| ca.pem),
+        }))
 }
 
 /// Advice to add to the connection error of a plain (`redis://`) URL when the

@@ -18,6 +18,15 @@ use futures_util::StreamExt;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
+/// With wake-ups working, how long a waiter waits before trying again anyway (a
+/// lost message), which also refreshes its waiters entries: at most this on a
+/// single server or Cluster, this on average with Redlock (its random retry).
+pub(crate) const NOTIFY_FALLBACK: Duration = Duration::from_secs(1);
+
+/// How long a waiters entry lives without a refresh: a waiter that died is skipped
+/// by releases after this (longer than the longest fallback wait).
+pub(crate) const ENTRY_LIFETIME: Duration = Duration::from_secs(3);
+
 type Routes = Arc<Mutex<HashMap<u64, Arc<Notify>>>>;
 
 /// The driver's wake channel and its local waiters. The reader task ends with the

@@ -2,7 +2,7 @@
 //! from a plain `redis://` URL, locking through a slot migration (MOVED
 //! redirects), and watchdog renewals of locks spread over many slots.
 
-#![allow(clippy::unwrap_used, clippy::panic)] // Tests fail by panicking.
+#![cfg(test)] // Test code throughout: clippy.toml allows unwrap, expect and panic here.
 
 mod common;
 
@@ -12,6 +12,7 @@ use std::time::Duration;
 use lockkit_core::{LockError, Locker};
 use lockkit_redis::{RedisDriver, RedisOptions};
 use lockkit_testkit::RedisCluster;
+use tokio::time::Instant;
 
 async fn driver(url: &str) -> Arc<RedisDriver> {
     Arc::new(
@@ -194,7 +195,8 @@ async fn watchdog_keeps_locks_in_many_slots_past_their_ttl() {
         );
     }
     // Three TTLs: without renewals every lock would have expired twice over.
-    tokio::time::sleep(ttl * 3).await;
+    let ports: Vec<u16> = cluster.nodes.iter().map(|n| n.port()).collect();
+    watch_renewals(&ports, 60, Instant::now() + ttl * 3).await;
     for (i, g) in guards.iter().enumerate() {
         assert!(!g.is_lost(), "lock {i} was lost");
         assert!(matches!(
@@ -204,5 +206,43 @@ async fn watchdog_keeps_locks_in_many_slots_past_their_ttl() {
     }
     for g in guards {
         g.release().await.unwrap();
+    }
+}
+
+/// Watches the locks `many/0..count` on the cluster until `until` has passed and
+/// each has been seen renewed twice (its remaining lease going back up); every
+/// lock must exist at every look.
+async fn watch_renewals(ports: &[u16], count: usize, until: Instant) {
+    let seeds: Vec<String> = ports
+        .iter()
+        .map(|p| format!("redis://127.0.0.1:{p}"))
+        .collect();
+    let mut conn = redis::cluster::ClusterClientBuilder::new(seeds)
+        .response_timeout(Duration::from_secs(10))
+        .build()
+        .unwrap()
+        .get_async_connection()
+        .await
+        .unwrap();
+    let keys: Vec<String> = (0..count)
+        .map(|i| format!("lockkit:{{many/{i}}}:lock"))
+        .collect();
+    let (mut last, mut renewals) = (vec![i64::MAX; count], vec![0; count]);
+    let deadline = until + Duration::from_secs(20);
+    while Instant::now() < until || renewals.iter().any(|&r| r < 2) {
+        assert!(Instant::now() < deadline, "renewals seen: {renewals:?}");
+        for (i, key) in keys.iter().enumerate() {
+            let left: i64 = redis::cmd("PTTL")
+                .arg(key)
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+            assert!(left > 0, "lock {i} expired (PTTL {left})");
+            if left > last[i] {
+                renewals[i] += 1;
+            }
+            last[i] = left;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }

@@ -3,8 +3,6 @@
 //! again over TLS (`rediss://`, the URL carrying the throwaway CA, so the
 //! killed-holder child process connects with it too).
 
-#![allow(clippy::unwrap_used, clippy::panic)] // Tests fail by panicking.
-
 use std::sync::Arc;
 
 use lockkit_conformance::UrlHarness;

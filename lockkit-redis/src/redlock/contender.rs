@@ -13,10 +13,17 @@ use lockkit_core::{AcquireRequest, Grant, LockError, Result, Wait, async_trait};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use super::driver::{NOTIFY_FALLBACK, Outcome, RedlockDriver, UNREACHABLE_PATIENCE, ttl_ms};
+use super::acquire::Outcome;
+use super::driver::RedlockDriver;
+use super::fan_out::gather;
 use super::master;
 use crate::keys::Names;
-use crate::wait::Waiter;
+use crate::scripts::ttl_ms;
+use crate::wait::{NOTIFY_FALLBACK, Waiter};
+
+/// How long a [`lockkit_core::Wait::Forever`] acquire keeps retrying while a quorum
+/// of masters cannot be reached, before it gives up with the quorum error.
+const UNREACHABLE_PATIENCE: Duration = Duration::from_secs(10);
 
 pub(super) struct Contending<'a> {
     driver: &'a RedlockDriver,
@@ -145,7 +152,7 @@ impl Contender for Contending<'_> {
         let inner = &self.driver.inner;
         let (s, wake) = (&inner.scripts, inner.wake_prefix.as_str());
         let (n, limit) = (&self.names, inner.request_timeout);
-        super::quorum::gather(
+        gather(
             inner
                 .masters
                 .iter()

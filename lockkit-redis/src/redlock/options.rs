@@ -3,12 +3,12 @@
 use std::fmt;
 use std::time::Duration;
 
+use lockkit_core::tls::TlsPaths;
+use lockkit_core::url::{ParsedUrl, PrefixRule, Timeouts};
 use lockkit_core::{LockError, redact_url};
 
-use lockkit_core::tls::TlsPaths;
-use lockkit_core::url::{ParsedUrl, Timeouts};
-
 use crate::options::{FenceSeed, WakeMode};
+use crate::url::{DEFAULT_PREFIX, take_fence_seed, take_prefix, take_wake};
 
 /// The fixed part of the clock-drift allowance (the other part is 1 % of the TTL).
 pub(crate) const DEFAULT_DRIFT: Duration = Duration::from_millis(2);
@@ -76,22 +76,12 @@ impl fmt::Debug for RedlockOptions {
     }
 }
 
-fn check_prefix(url: &str, prefix: &str) -> Result<(), LockError> {
-    if prefix.is_empty() || prefix.contains(['{', '}']) {
-        return Err(LockError::invalid_url(
-            url,
-            "prefix must be non-empty and contain no braces",
-        ));
-    }
-    Ok(())
-}
-
 impl RedlockOptions {
     fn new(masters: Vec<String>, shown: Vec<String>) -> Self {
         Self {
             masters,
             shown,
-            prefix: "lockkit".to_string(),
+            prefix: DEFAULT_PREFIX.to_string(),
             drift: DEFAULT_DRIFT,
             retry: DEFAULT_RETRY,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
@@ -170,10 +160,7 @@ impl RedlockOptions {
         let shown = masters.iter().map(|m| redact_url(m)).collect();
         let mut options = Self::new(masters, shown);
         let query = &mut parsed.query;
-        if let Some(prefix) = query.take("prefix")? {
-            check_prefix(url, &prefix)?;
-            options.prefix = prefix;
-        }
+        options.prefix = take_prefix(query)?;
         const MS: std::ops::RangeInclusive<u64> = 1..=3_600_000;
         if let Some(drift) = query.take_millis("drift_ms", 0..=3_600_000)? {
             options.drift = drift;
@@ -191,29 +178,16 @@ impl RedlockOptions {
             Some(t) => t,
             None => timeouts.request,
         };
-        options.fence_seed = query
-            .take_choice(
-                "fence_seed",
-                &[("counter", FenceSeed::Counter), ("clock", FenceSeed::Clock)],
-            )?
-            .unwrap_or_default();
-        options.wake = query
-            .take_choice(
-                "wake",
-                &[("notify", WakeMode::Notify), ("poll", WakeMode::Poll)],
-            )?
-            .unwrap_or(WakeMode::Notify);
+        options.fence_seed = take_fence_seed(query)?;
+        options.wake = take_wake(query)?;
         let tls_paths = TlsPaths::from_query(query)?;
         parsed.query.finish()?;
-        options.tls = crate::tls::load(tls_paths, url, tls_scheme).map_err(|e| match e {
-            // The single-server wording names rediss://; Redlock's is redlocks://.
-            LockError::InvalidUrl { .. } if !tls_scheme => bad(
-                "tls_ca, tls_cert and tls_key apply to TLS connections: use redlocks:// \
-                 instead of redlock://"
-                    .into(),
-            ),
-            e => e,
-        })?;
+        options.tls = crate::tls::load(
+            tls_paths,
+            url,
+            tls_scheme,
+            "redlocks:// instead of redlock://",
+        )?;
         for m in &options.masters {
             crate::tls::client(m, options.tls.as_ref()).map_err(|e| {
                 bad(format!(
@@ -273,10 +247,9 @@ impl RedlockOptions {
     ///
     /// [`LockError::Config`] for an empty prefix or one with braces.
     pub fn prefix(mut self, prefix: &str) -> Result<Self, LockError> {
-        check_prefix("", prefix).map_err(|_| {
-            LockError::Config("the Redlock prefix must be non-empty and contain no braces".into())
-        })?;
-        self.prefix = prefix.to_string();
+        self.prefix = PrefixRule::NoBraces
+            .check(prefix)
+            .map_err(|why| LockError::Config(format!("the Redlock {why}")))?;
         Ok(self)
     }
 

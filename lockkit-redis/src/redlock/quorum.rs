@@ -1,41 +1,9 @@
-//! Sending one request to every master at once, and counting the answers.
+//! Counting the masters' answers to one round: how many said yes, whether a
+//! quorum could still answer, and the error when it could not.
 
-use std::future::Future;
-
-use futures_util::StreamExt;
-use futures_util::stream::FuturesUnordered;
 use lockkit_core::LockError;
 
 use super::master::Reply;
-
-/// Runs one request per master concurrently and returns the replies in master
-/// order. Stops early (leaving the rest [`Reply::Pending`]) once `enough` holds for
-/// the replies so far; otherwise waits for every request, each bounded by its own
-/// timeout. A request already handed to a connection still runs on its server when
-/// it is left pending.
-pub(crate) async fn gather<T, Fut>(
-    requests: impl IntoIterator<Item = Fut>,
-    enough: impl Fn(&[Reply<T>]) -> bool,
-) -> Vec<Reply<T>>
-where
-    Fut: Future<Output = Reply<T>>,
-{
-    let mut running: FuturesUnordered<_> = requests
-        .into_iter()
-        .enumerate()
-        .map(|(i, f)| async move { (i, f.await) })
-        .collect();
-    let mut replies: Vec<Reply<T>> = (0..running.len()).map(|_| Reply::Pending).collect();
-    while let Some((i, reply)) = running.next().await {
-        if let Some(slot) = replies.get_mut(i) {
-            *slot = reply;
-        }
-        if enough(&replies) {
-            break;
-        }
-    }
-    replies
-}
 
 /// How many replies satisfy `yes`.
 pub(crate) fn count<T>(replies: &[Reply<T>], yes: impl Fn(&T) -> bool) -> usize {

@@ -1,0 +1,95 @@
+//! Renewals on a single server or a Cluster: `extend.lua` for one hold, and for
+//! the watchdog one `extend_many.lua` call per batch, split by hash slot on a
+//! cluster and sent together, so each node's connection carries them as one
+//! pipeline.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use futures_util::future::join_all;
+use lockkit_core::{LockError, LockKey, OwnerId, Renewal, Result, renew_in_batches};
+use redis::cluster_routing::Slot;
+use tokio::time::Instant;
+
+use crate::driver::{NAME, RedisDriver};
+use crate::error::redis_error;
+use crate::keys::lock_name;
+use crate::scripts::{MAX_BATCH, ttl_ms};
+
+impl RedisDriver {
+    /// Extends `owner`'s hold on `key` to `ttl` from now.
+    pub(crate) async fn extend_one(
+        &self,
+        key: &LockKey,
+        owner: &OwnerId,
+        ttl: Duration,
+    ) -> Result<Instant> {
+        let sent = Instant::now();
+        let mut conn = self.conn.clone();
+        let extended: i64 = self
+            .scripts
+            .extend
+            .key(lock_name(&self.prefix, key))
+            .arg(owner.to_hex())
+            .arg(ttl_ms(ttl))
+            .invoke_async(&mut conn)
+            .await
+            .map_err(redis_error)?;
+        if extended == 1 {
+            Ok(sent + ttl)
+        } else {
+            Err(LockError::lost(
+                key,
+                "the lock key is gone or belongs to another owner",
+            ))
+        }
+    }
+
+    /// The watchdog's round: every renewal in batches of at most [`MAX_BATCH`].
+    pub(crate) async fn renew_all(&self, renewals: &[Renewal]) -> Vec<Result<Instant>> {
+        renew_in_batches(NAME, renewals, MAX_BATCH, |ttl, batch| async move {
+            if !self.conn.is_cluster() {
+                return self.renew_slot(ttl, &batch).await;
+            }
+            // A script may only touch one slot: one call per slot, all sent at
+            // once, so each node's connection carries them as one pipeline.
+            let mut by_slot: HashMap<Slot, Vec<usize>> = HashMap::new();
+            for (i, r) in batch.iter().enumerate() {
+                by_slot
+                    .entry(Slot::for_key(lock_name(&self.prefix, &r.key)))
+                    .or_default()
+                    .push(i);
+            }
+            let groups: Vec<Vec<usize>> = by_slot.into_values().collect();
+            let answers = join_all(groups.iter().map(|idx| {
+                let part: Vec<Renewal> = idx.iter().map(|&i| batch[i].clone()).collect();
+                async move { self.renew_slot(ttl, &part).await }
+            }))
+            .await;
+            let mut renewed = vec![false; batch.len()];
+            for (idx, answer) in groups.iter().zip(answers) {
+                for (&i, ok) in idx.iter().zip(answer?) {
+                    renewed[i] = ok;
+                }
+            }
+            Ok(renewed)
+        })
+        .await
+    }
+
+    /// Renews holds that all live in one hash slot, with one script call.
+    async fn renew_slot(&self, ttl: Duration, batch: &[Renewal]) -> Result<Vec<bool>> {
+        let mut invocation = self.scripts.extend_many.prepare_invoke();
+        invocation.arg(ttl_ms(ttl));
+        for r in batch {
+            invocation.key(lock_name(&self.prefix, &r.key));
+            invocation.arg(r.owner.to_hex());
+        }
+        let mut conn = self.conn.clone();
+        let flags: Vec<i64> = invocation
+            .invoke_async(&mut conn)
+            .await
+            .map_err(redis_error)?;
+        Ok(flags.into_iter().map(|f| f == 1).collect())
+    }
+}

@@ -1,0 +1,335 @@
+//! Parsing `redis://`, `rediss://` and `redis-cluster://` URLs into
+//! [`RedisOptions`], and the options Redlock's URL shares with them.
+
+use std::time::Duration;
+
+use lockkit_core::tls::TlsPaths;
+use lockkit_core::url::{ParsedUrl, PrefixRule, Query, Timeouts, host_port};
+use lockkit_core::{LockError, redact_url};
+
+use crate::options::{FenceSeed, RedisOptions, Topology, WakeMode};
+use crate::tls;
+
+/// The key prefix when the URL gives none.
+pub(crate) const DEFAULT_PREFIX: &str = "lockkit";
+
+/// `prefix=NAME`: part of every key, around the hash tag lockkit writes itself,
+/// so it may not contain braces.
+pub(crate) fn take_prefix(query: &mut Query) -> Result<String, LockError> {
+    query.take_prefix(DEFAULT_PREFIX, PrefixRule::NoBraces)
+}
+
+/// `wake=notify|poll` (default `notify`).
+pub(crate) fn take_wake(query: &mut Query) -> Result<WakeMode, LockError> {
+    Ok(query
+        .take_choice(
+            "wake",
+            &[("notify", WakeMode::Notify), ("poll", WakeMode::Poll)],
+        )?
+        .unwrap_or(WakeMode::Notify))
+}
+
+/// `fence_seed=counter|clock` (default `counter`).
+pub(crate) fn take_fence_seed(query: &mut Query) -> Result<FenceSeed, LockError> {
+    Ok(query
+        .take_choice(
+            "fence_seed",
+            &[("counter", FenceSeed::Counter), ("clock", FenceSeed::Clock)],
+        )?
+        .unwrap_or_default())
+}
+
+/// The options the redis crate reads from a node URL, passed on as written.
+const CLIENT_OPTIONS: &[&str] = &["protocol"];
+
+/// How long connecting, and each command, may take by default.
+pub(crate) const DEFAULT_TIMEOUTS: Timeouts =
+    Timeouts::new(Duration::from_secs(2), Duration::from_secs(5));
+
+impl RedisOptions {
+    /// Parses a Redis URL:
+    ///
+    /// - `redis://[user:password@]host:port[/db]`, `rediss://…` (TLS): one server. If
+    ///   it is a cluster node, the driver detects that and uses the cluster.
+    /// - `redis-cluster://[user:password@]host:port[,host:port…]`,
+    ///   `rediss-cluster://…`: a Redis Cluster, through these seed nodes.
+    ///
+    /// The scheme may be written in any case. The path, if any, is the database
+    /// index (`/0`; single server only).
+    ///
+    /// Query options: `prefix=NAME` (key prefix, default `lockkit`; no braces),
+    /// `wake=notify|poll` (see [`WakeMode`]), `fence_seed=counter|clock` (see
+    /// [`FenceSeed`]), `connect_timeout_ms=N` (default 2000) and
+    /// `request_timeout_ms=N` (each command, default 5000), and the redis crate's
+    /// `protocol=resp2|resp3`. Any other option is an
+    /// [`InvalidUrl`](LockError::InvalidUrl) that names it: a mistyped safety
+    /// option (`fence_sed=clock`) is never silently ignored.
+    ///
+    /// TLS options (`rediss://` and `rediss-cluster://` only; values are file paths,
+    /// `%XX`-escapes decoded, and the files are read now):
+    ///
+    /// - `tls_ca=PATH`: a PEM bundle of the CA certificates to verify the server
+    ///   with — and only those. Without it, the system's root certificates are used.
+    /// - `tls_cert=PATH&tls_key=PATH`: a PEM client certificate (chain) and its
+    ///   private key, for servers that require one (mutual TLS). Both or neither.
+    ///
+    /// The server's certificate must name the host of the URL (e.g. `IP:127.0.0.1`
+    /// for `rediss://127.0.0.1:6380`). The same certificates are used for every node
+    /// of a cluster and for the wake-up connection.
+    ///
+    /// # Errors
+    ///
+    /// [`LockError::InvalidUrl`] naming what is wrong (the password redacted), also
+    /// for `tls_*` options on a plain `redis://` URL; [`LockError::Config`] naming
+    /// the option and the path for a TLS file that cannot be read or is not PEM.
+    pub fn from_url(url: &str) -> Result<Self, LockError> {
+        let mut parsed = ParsedUrl::parse(
+            url,
+            &["redis", "rediss", "redis-cluster", "rediss-cluster"],
+            "redis://host:6379 or redis-cluster://host:port,host:port",
+        )?;
+        let (node_scheme, topology) = match parsed.scheme() {
+            "redis" => ("redis", Topology::Detect),
+            "rediss" => ("rediss", Topology::Detect),
+            "redis-cluster" => ("redis", Topology::Cluster),
+            _ => ("rediss", Topology::Cluster),
+        };
+        let server = parsed.server()?;
+        let query = &mut parsed.query;
+        let prefix = take_prefix(query)?;
+        let wake = take_wake(query)?;
+        let fence_seed = take_fence_seed(query)?;
+        let timeouts = query.take_timeouts(DEFAULT_TIMEOUTS)?;
+        let tls_paths = TlsPaths::from_query(query)?;
+        let passthrough = parsed.query.finish_passing(CLIENT_OPTIONS)?;
+        let tls = tls::load(
+            tls_paths,
+            url,
+            node_scheme == "rediss",
+            "rediss:// (or rediss-cluster://) instead of redis://",
+        )?;
+        let bad = |why: &str| LockError::invalid_url(url, why);
+        let query = if passthrough.is_empty() {
+            String::new()
+        } else {
+            format!("?{}", passthrough.join("&"))
+        };
+        let userinfo = server.userinfo.map(|u| format!("{u}@")).unwrap_or_default();
+        let db = match server.path.trim_end_matches('/') {
+            "" => "",
+            path => {
+                let index = &path[1..];
+                if index.parse::<u32>().is_err() {
+                    return Err(bad(
+                        "the path is the database index, a whole number (redis://host:6379/0)",
+                    ));
+                }
+                path
+            }
+        };
+        for h in server.host_list() {
+            host_port(h, "Redis listens on 6379").map_err(|why| bad(&why))?;
+        }
+        let nodes: Vec<String> = if topology == Topology::Cluster {
+            if !db.is_empty() {
+                return Err(bad("a cluster has only database 0: remove the /db path"));
+            }
+            server
+                .host_list()
+                .map(|h| format!("{node_scheme}://{userinfo}{h}{query}"))
+                .collect()
+        } else {
+            if server.hosts.contains(',') {
+                return Err(bad(
+                    "several hosts: use redis-cluster:// for a cluster or redlock:// for Redlock",
+                ));
+            }
+            vec![format!(
+                "{node_scheme}://{userinfo}{}{db}{query}",
+                server.hosts
+            )]
+        };
+        for node in &nodes {
+            tls::client(node, tls.as_ref())
+                .map_err(|e| LockError::invalid_url(url, redact_url(&e.to_string())))?;
+        }
+        Ok(Self {
+            nodes,
+            topology,
+            prefix,
+            wake,
+            fence_seed,
+            tls,
+            timeouts,
+            shown: redact_url(url),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cluster_seeds_each_get_the_credentials_and_options() {
+        let o = RedisOptions::from_url("redis-cluster://u:pw@h1:1,h2:2?prefix=p&protocol=resp3")
+            .unwrap();
+        assert_eq!(
+            o.nodes,
+            [
+                "redis://u:pw@h1:1?protocol=resp3",
+                "redis://u:pw@h2:2?protocol=resp3"
+            ]
+        );
+        assert_eq!(o.prefix(), "p");
+        assert!(!format!("{o:?}").contains("pw"));
+    }
+
+    #[test]
+    fn bad_urls_get_typed_errors_without_the_password() {
+        for url in [
+            "redis://:hunter2@h1:1,h2:2",
+            "redis-cluster://:hunter2@h1:1,,h2:2",
+            "redis-cluster://:hunter2@h1:1/3",
+            "redis://:hunter2@h:1?prefix={x}",
+            "redis://:hunter2@h:1?wake=sometimes",
+            "memcache://:hunter2@h:1",
+        ] {
+            let e = RedisOptions::from_url(url).unwrap_err();
+            assert!(matches!(e, LockError::InvalidUrl { .. }), "{url}: {e:?}");
+            assert!(!e.to_string().contains("hunter2"), "{e}");
+            assert!(!format!("{e:?}").contains("hunter2"), "{e:?}");
+        }
+    }
+
+    /// A file in the temp dir holding `text`, removed on drop.
+    struct TempFile(std::path::PathBuf);
+
+    impl TempFile {
+        fn new(name: &str, text: &str) -> Self {
+            let path = std::env::temp_dir().join(format!(
+                "lockkit-redis-{}-{}-{name}",
+                std::process::id(),
+                fastrand::u64(..)
+            ));
+            std::fs::write(&path, text).unwrap();
+            Self(path)
+        }
+        fn path(&self) -> String {
+            self.0.display().to_string()
+        }
+    }
+
+    impl Drop for TempFile {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+
+    fn assert_no_password(e: &LockError) {
+        assert!(!e.to_string().contains("hunter2"), "{e}");
+        assert!(!format!("{e:?}").contains("hunter2"), "{e:?}");
+    }
+
+    #[test]
+    fn tls_options_on_plain_redis_ask_for_rediss() {
+        for url in [
+            "redis://:hunter2@h:1?tls_ca=/etc/ssl/ca.pem",
+            "redis-cluster://:hunter2@h1:1,h2:2?tls_cert=/c.pem&tls_key=/k.pem",
+        ] {
+            let e = RedisOptions::from_url(url).unwrap_err();
+            assert!(matches!(e, LockError::InvalidUrl { .. }), "{url}: {e:?}");
+            assert!(e.to_string().contains("use rediss://"), "{e}");
+            assert_no_password(&e);
+        }
+    }
+
+    #[test]
+    fn a_missing_tls_file_names_the_option_and_path() {
+        for (option, url) in [
+            (
+                "tls_ca",
+                "rediss://:hunter2@h:1?tls_ca=/nonexistent/lockkit/ca.pem",
+            ),
+            (
+                "tls_cert",
+                "rediss://:hunter2@h:1?tls_cert=/nonexistent/lockkit/ca.pem&tls_key=/k",
+            ),
+        ] {
+            let e = RedisOptions::from_url(url).unwrap_err();
+            assert!(matches!(e, LockError::Config(_)), "{e:?}");
+            let text = e.to_string();
+            assert!(
+                text.contains(&format!("{option}=/nonexistent/lockkit/ca.pem")),
+                "{text}"
+            );
+            assert!(text.contains("cannot read"), "{text}");
+            assert_no_password(&e);
+        }
+    }
+
+    #[test]
+    fn a_tls_file_that_is_not_pem_is_refused() {
+        let junk = TempFile::new("junk.pem", "this is not a certificate\n");
+        let url = format!("rediss://:hunter2@h:1?tls_ca={}", junk.path());
+        let e = RedisOptions::from_url(&url).unwrap_err();
+        assert!(matches!(e, LockError::Config(_)), "{e:?}");
+        assert!(
+            e.to_string().contains(&format!("tls_ca={}", junk.path())),
+            "{e}"
+        );
+        assert!(e.to_string().contains("no PEM certificate"), "{e}");
+        assert_no_password(&e);
+
+        let url = format!(
+            "rediss://:hunter2@h:1?tls_cert={}&tls_key={}",
+            junk.path(),
+            junk.path()
+        );
+        let e = RedisOptions::from_url(&url).unwrap_err();
+        assert!(e.to_string().contains("tls_cert="), "{e}");
+        assert_no_password(&e);
+    }
+
+    #[test]
+    fn a_client_certificate_needs_its_key_and_paths_are_not_empty() {
+        for url in [
+            "rediss://:hunter2@h:1?tls_cert=/c.pem",
+            "rediss://:hunter2@h:1?tls_key=/k.pem",
+            "rediss://:hunter2@h:1?tls_ca=",
+        ] {
+            let e = RedisOptions::from_url(url).unwrap_err();
+            assert!(matches!(e, LockError::InvalidUrl { .. }), "{url}: {e:?}");
+            assert_no_password(&e);
+        }
+    }
+
+    #[test]
+    fn rediss_without_tls_options_uses_the_system_roots() {
+        let o = RedisOptions::from_url("rediss://:hunter2@h:1/2?prefix=p").unwrap();
+        assert!(o.tls.is_none());
+        assert_eq!(o.nodes, ["rediss://:hunter2@h:1/2"]);
+        assert!(!format!("{o:?}").contains("hunter2"));
+    }
+
+    #[test]
+    fn wake_mode_is_parsed() {
+        let o = RedisOptions::from_url("redis://h:1?wake=poll").unwrap();
+        assert_eq!(o.wake(), WakeMode::Poll);
+        assert_eq!(o.nodes, ["redis://h:1"]);
+    }
+
+    #[test]
+    fn fence_seed_is_parsed_and_a_bad_one_names_the_choices() {
+        let o = RedisOptions::from_url("redis://h:1?fence_seed=clock").unwrap();
+        assert_eq!(o.fence_seed(), FenceSeed::Clock);
+        assert_eq!(o.nodes, ["redis://h:1"]);
+        let o = RedisOptions::from_url("redis://h:1").unwrap();
+        assert_eq!(o.fence_seed(), FenceSeed::Counter);
+        let e = RedisOptions::from_url("redis://:pw@h:1?fence_seed=time").unwrap_err();
+        assert!(e.to_string().contains("counter or clock"), "{e}");
+        assert!(!e.to_string().contains("pw"), "{e}");
+        let e = crate::RedlockOptions::from_url("redlock://a:1,b:1,c:1?fence_seed=x").unwrap_err();
+        assert!(e.to_string().contains("counter or clock"), "{e}");
+    }
+}
