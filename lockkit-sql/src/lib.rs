@@ -23,7 +23,11 @@ mod connect;
 #[cfg(feature = "_sql")]
 mod error;
 #[cfg(feature = "_sql")]
+mod lease;
+#[cfg(feature = "_sql")]
 mod renew;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+mod server_options;
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 mod session;
 #[cfg(feature = "_sql")]

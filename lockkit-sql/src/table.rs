@@ -28,7 +28,7 @@ pub(crate) fn validate_table(name: &str) -> Result<String, LockError> {
 /// What a database server URL says, for lockkit and for the database client.
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct ServerUrl {
+pub struct ServerUrl {
     /// The schemes, the first being the one the client library takes.
     pub(crate) schemes: &'static [&'static str],
     /// What a URL looks like, for errors.

@@ -2,8 +2,6 @@
 //! throwaway server per test), in lease mode and in advisory mode; and both
 //! again over TLS, against a server that accepts TLS connections only.
 
-#![allow(clippy::unwrap_used, clippy::panic)] // Tests fail by panicking.
-
 use std::sync::Arc;
 
 use lockkit_conformance::{UrlHarness, url_backend};

@@ -1,8 +1,6 @@
 //! The conformance suite against SQLite: a lock file in a temp dir, shared by every
 //! driver the harness hands out (each its own pool) and by the holder child process.
 
-#![allow(clippy::unwrap_used, clippy::panic)] // Tests fail by panicking.
-
 use std::sync::Arc;
 
 use lockkit_conformance::{UrlHarness, url_backend};

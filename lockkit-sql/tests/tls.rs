@@ -3,8 +3,7 @@
 //! `ssl-mode`, `ssl-ca`, `ssl-cert`, `ssl-key`), and each way of getting TLS wrong
 //! — no TLS, an unknown CA, a client certificate the server does not trust — fails
 //! with a typed error that says what to change, and never shows a key.
-
-#![allow(clippy::unwrap_used, clippy::panic)] // Tests fail by panicking.
+#![cfg(test)] // Test code throughout: clippy.toml allows unwrap, expect and panic here.
 
 use std::path::Path;
 

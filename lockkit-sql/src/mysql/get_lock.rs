@@ -10,7 +10,6 @@ use sqlx::pool::PoolConnection;
 use sqlx::{AssertSqlSafe, MySql, MySqlPool};
 use tokio::sync::Notify;
 
-use super::driver::pool;
 use super::options::MySqlOptions;
 use crate::connect::Within;
 use crate::session::{SessionBackend, SessionDriver};
@@ -154,7 +153,7 @@ impl SessionBackend for GetLock {
 
 /// Connects a `GET_LOCK`-mode driver.
 pub(super) async fn connect(options: MySqlOptions) -> lockkit_core::Result<SessionDriver<GetLock>> {
-    let pool = pool(&options).await?;
+    let pool = options.pool().await?;
     let t = &options.settings.table;
     sqlx::query(AssertSqlSafe(create_fences(t)))
         .execute(&pool)

@@ -37,6 +37,7 @@
 
 mod driver;
 mod get_lock;
+mod leases;
 mod options;
 mod sql;
 

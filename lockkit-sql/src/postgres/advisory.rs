@@ -10,7 +10,7 @@ use sqlx::pool::PoolConnection;
 use sqlx::{AssertSqlSafe, PgPool, Postgres};
 use tokio::sync::Notify;
 
-use super::driver::{channel, migrate, pool};
+use super::driver::{channel, migrate};
 use super::listen::{self, Listener};
 use super::options::PgOptions;
 use crate::connect::Within;
@@ -156,7 +156,7 @@ impl SessionBackend for Advisory {
 
 /// Connects an advisory-mode driver.
 pub(super) async fn connect(options: PgOptions) -> lockkit_core::Result<SessionDriver<Advisory>> {
-    let pool = pool(&options).await?;
+    let pool = options.pool().await?;
     let t = &options.settings.table;
     migrate(&pool, &create_fences(t)).await?;
     let channel = channel(t);

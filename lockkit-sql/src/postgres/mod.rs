@@ -44,6 +44,7 @@
 
 mod advisory;
 mod driver;
+mod leases;
 mod listen;
 mod options;
 mod sql;

@@ -1,12 +1,7 @@
 //! [`PgOptions`]: where the lock table lives.
 
-use std::fmt;
-use std::str::FromStr;
-
-use lockkit_core::{LockError, redact_url};
-use sqlx::postgres::PgConnectOptions;
-
-use crate::table::{ServerSettings, ServerUrl, TlsNames, validate_table};
+use crate::server_options::{ServerKind, ServerOptions};
+use crate::table::{ServerUrl, TlsNames};
 
 /// How a PostgreSQL URL is read.
 const URL: ServerUrl = ServerUrl {
@@ -52,82 +47,33 @@ const URL: ServerUrl = ServerUrl {
     },
 };
 
+/// PostgreSQL, for [`ServerOptions`].
+#[derive(Debug)]
+pub struct PgServer;
+
+impl ServerKind for PgServer {
+    type Db = sqlx::Postgres;
+    const NAME: &'static str = "postgres";
+    const OPTIONS: &'static str = "PgOptions";
+    const URL: ServerUrl = URL;
+}
+
 /// Settings for [`super::PgDriver`]. `Debug` never shows the password.
-#[derive(Clone)]
-pub struct PgOptions {
-    pub(super) connect: PgConnectOptions,
-    pub(super) settings: ServerSettings,
-}
+pub type PgOptions = ServerOptions<PgServer>;
 
-impl fmt::Debug for PgOptions {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PgOptions")
-            .field("settings", &self.settings)
-            .finish_non_exhaustive()
-    }
-}
-
-impl PgOptions {
-    /// Parses `postgres://…` or `postgresql://…` (the scheme in any case).
-    ///
-    /// lockkit's options: `table=NAME`, `mode=lease|advisory`,
-    /// `connect_timeout_ms=N` (connecting, and waiting for a pooled connection;
-    /// default 5000) and `request_timeout_ms=N` (each statement; default 5000).
-    /// The Postgres client's own options (`sslmode`, `sslrootcert`, `sslcert`,
-    /// `sslkey`, `application_name`, `options`, …) go to it as written. Any other
-    /// option is an error that names it.
-    ///
-    /// # Errors
-    ///
-    /// [`LockError::InvalidUrl`] naming what is wrong (the password redacted).
-    pub fn from_url(url: &str) -> Result<Self, LockError> {
-        let (settings, client_url) = ServerSettings::parse(url, URL)?;
-        let connect = PgConnectOptions::from_str(&client_url)
-            .map_err(|e| LockError::invalid_url(url, redact_url(&e.to_string())))?;
-        Ok(Self { connect, settings })
-    }
-
-    /// Uses the lease table `name` (letters, digits and `_`).
-    ///
-    /// # Errors
-    ///
-    /// [`LockError::Config`] if `name` is not a plain SQL identifier.
-    pub fn table(mut self, name: &str) -> Result<Self, LockError> {
-        self.settings.table = validate_table(name)?;
-        Ok(self)
-    }
-
+impl ServerOptions<PgServer> {
     /// Session-bound advisory locks instead of leases (see the `session` docs in
     /// the README): no TTL, freed when the holding session ends.
-    pub fn advisory(mut self, on: bool) -> Self {
-        self.settings.session_mode = on;
-        self
-    }
-
-    /// The connection pool size (default 8; 32 in advisory mode, where every held
-    /// lock keeps a connection), plus one listener connection.
-    pub fn max_connections(mut self, n: u32) -> Self {
-        self.settings.pool_size = Some(n.max(1));
-        self
-    }
-
-    /// The pool size this driver will open (see
-    /// [`max_connections`](Self::max_connections)).
-    pub fn pool_size(&self) -> u32 {
-        self.settings.pool_size()
-    }
-
-    /// The lease table's name.
-    pub fn table_name(&self) -> &str {
-        &self.settings.table
+    pub fn advisory(self, on: bool) -> Self {
+        self.session_mode(on)
     }
 }
 
-impl Default for PgOptions {
+impl Default for ServerOptions<PgServer> {
     fn default() -> Self {
         Self {
-            connect: PgConnectOptions::new(),
-            settings: ServerSettings::new("postgres://", URL),
+            connect: sqlx::postgres::PgConnectOptions::new(),
+            settings: crate::table::ServerSettings::new("postgres://", URL),
         }
     }
 }

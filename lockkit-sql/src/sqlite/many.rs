@@ -15,7 +15,7 @@ use sqlx::AssertSqlSafe;
 use tokio::time::Instant;
 
 use super::clock::monotonic_ms;
-use super::driver::{SqliteDriver, db_error, ttl_ms};
+use super::leases::{SqliteLeases, db_error, ttl_ms};
 use super::sql;
 
 /// A key row: owner, fence, expiry, label.
@@ -68,7 +68,7 @@ fn holds(row: Option<&KeyRow>, many: &[HolderRow], now: i64) -> Vec<(Held, i64, 
     }
 }
 
-impl SqliteDriver {
+impl SqliteLeases {
     /// One attempt at a shared hold or permit: the grant, or `None` when it must
     /// wait.
     pub(super) async fn try_acquire_many(&self, req: &AcquireRequest) -> Result<Option<Grant>> {
@@ -99,7 +99,7 @@ impl SqliteDriver {
             .into_iter()
             .map(|h| h.0)
             .collect();
-        let token = match admit(super::driver::NAME, req, &held, []) {
+        let token = match admit(super::leases::NAME, req, &held, []) {
             Admission::Wait => return Ok(None),
             Admission::Refuse(e) => return Err(e),
             Admission::Reenter(token) => {

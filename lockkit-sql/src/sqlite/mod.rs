@@ -53,7 +53,9 @@
 
 mod clock;
 mod driver;
+mod leases;
 mod many;
+mod open;
 mod options;
 mod sql;
 

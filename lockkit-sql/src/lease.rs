@@ -1,0 +1,186 @@
+//! [`LeaseDriver`]: the one lease-table driver of every SQL database, over a
+//! [`LeaseBackend`] that holds the database's own statements and wake-up (the
+//! lease-table counterpart of `session.rs`).
+//!
+//! What every database shares lives here once: the wait loop around the acquiring
+//! statement, a renewal that finds the row gone being [`LockError::Lost`], batched
+//! or one-by-one renewals, and waking this driver's own waiters on a release.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use lockkit_core::{
+    AcquireRequest, Capabilities, Grant, Inspection, LockDriver, LockError, LockKey, OwnerId,
+    Renewal, Result, async_trait, renew_in_batches,
+};
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use crate::renew;
+use crate::wait::acquire_polling;
+
+/// What a database provides for the lease table: each operation as its own
+/// statements, answering whether it took effect.
+#[async_trait]
+pub trait LeaseBackend: Send + Sync + fmt::Debug + 'static {
+    /// The driver's name in messages (`"postgres"`).
+    const NAME: &'static str;
+    /// The longest pause between a waiter's attempts when no wake-up comes.
+    const POLL_CAP: Duration;
+    /// Whether [`Self::extend_batch`] renews many holds in one statement; if not,
+    /// holds are renewed one [`Self::extend`] at a time.
+    const BATCH_RENEWALS: bool = false;
+    /// Whether a release wakes this driver's waiters at once. Not on PostgreSQL,
+    /// whose release statements send the NOTIFY that wakes every driver's
+    /// waiters, this one's included.
+    const WAKE_ON_RELEASE: bool = true;
+
+    /// What the database supports.
+    fn capabilities(&self) -> Capabilities;
+
+    /// Wakes this driver's waiters.
+    fn wake(&self) -> &Arc<Notify>;
+
+    /// One acquire attempt: the grant, or `None` when the key is held.
+    async fn try_acquire(&self, req: &AcquireRequest) -> Result<Option<Grant>>;
+
+    /// Pushes out `owner`'s live lease on `key`; false if it is not theirs.
+    async fn extend(&self, key: &LockKey, owner: &OwnerId, ttl: Duration) -> Result<bool>;
+
+    /// Pushes out every lease of `batch` (all of `ttl`) in one statement: which
+    /// were renewed. Only called when [`Self::BATCH_RENEWALS`] says so.
+    async fn extend_batch(&self, ttl: Duration, batch: &[Renewal]) -> Result<Vec<bool>> {
+        let _ = (ttl, batch);
+        Err(LockError::Unsupported {
+            driver: Self::NAME,
+            capability: "batch renewal",
+        })
+    }
+
+    /// Frees `owner`'s live hold on `key`; whether it held it.
+    async fn release(&self, key: &LockKey, owner: &OwnerId) -> Result<bool>;
+
+    /// Frees `key` whoever holds it; whether anyone did.
+    async fn force_release(&self, key: &LockKey) -> Result<bool>;
+
+    /// Deletes every trace of `key`, its fencing counter included.
+    async fn purge(&self, key: &LockKey) -> Result<()>;
+
+    /// Who holds `key`, where the database can tell.
+    async fn inspect(&self, key: &LockKey) -> Result<Inspection> {
+        let _ = key;
+        Err(LockError::Unsupported {
+            driver: Self::NAME,
+            capability: "inspection",
+        })
+    }
+}
+
+/// A lease-table [`LockDriver`] over a [`LeaseBackend`]. Clones share the
+/// connection pool (and PostgreSQL's listener, which stops with the last clone).
+pub struct LeaseDriver<B: LeaseBackend> {
+    backend: Arc<B>,
+}
+
+impl<B: LeaseBackend> Clone for LeaseDriver<B> {
+    fn clone(&self) -> Self {
+        Self {
+            backend: self.backend.clone(),
+        }
+    }
+}
+
+impl<B: LeaseBackend> fmt::Debug for LeaseDriver<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LeaseDriver")
+            .field("backend", &self.backend)
+            .finish()
+    }
+}
+
+impl<B: LeaseBackend> LeaseDriver<B> {
+    /// The driver over `backend`.
+    pub(crate) fn new(backend: B) -> Self {
+        Self {
+            backend: Arc::new(backend),
+        }
+    }
+
+    /// The database's side.
+    pub(crate) fn backend(&self) -> &B {
+        &self.backend
+    }
+
+    fn wake_waiters(&self) {
+        if B::WAKE_ON_RELEASE {
+            self.backend.wake().notify_waiters();
+        }
+    }
+}
+
+#[async_trait]
+impl<B: LeaseBackend> LockDriver for LeaseDriver<B> {
+    fn name(&self) -> &'static str {
+        B::NAME
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        self.backend.capabilities()
+    }
+
+    async fn acquire(&self, req: &AcquireRequest) -> Result<Grant> {
+        req.require_mode(B::NAME, self.capabilities())?;
+        acquire_polling(req, self.backend.wake(), B::POLL_CAP, || {
+            self.backend.try_acquire(req)
+        })
+        .await
+    }
+
+    async fn extend(&self, key: &LockKey, owner: &OwnerId, ttl: Duration) -> Result<Instant> {
+        let sent = Instant::now();
+        if !self.backend.extend(key, owner, ttl).await? {
+            return Err(renew::not_ours(key));
+        }
+        Ok(sent + ttl)
+    }
+
+    async fn extend_many(&self, renewals: &[Renewal]) -> Vec<Result<Instant>> {
+        if !B::BATCH_RENEWALS {
+            let mut out = Vec::with_capacity(renewals.len());
+            for r in renewals {
+                out.push(self.extend(&r.key, &r.owner, r.ttl).await);
+            }
+            return out;
+        }
+        renew_in_batches(
+            B::NAME,
+            renewals,
+            renew::MAX_BATCH,
+            |ttl, batch| async move { self.backend.extend_batch(ttl, &batch).await },
+        )
+        .await
+    }
+
+    async fn release(&self, key: &LockKey, owner: &OwnerId) -> Result<bool> {
+        let released = self.backend.release(key, owner).await?;
+        if released {
+            self.wake_waiters();
+        }
+        Ok(released)
+    }
+
+    async fn force_release(&self, key: &LockKey) -> Result<bool> {
+        let freed = self.backend.force_release(key).await?;
+        self.wake_waiters();
+        Ok(freed)
+    }
+
+    async fn inspect(&self, key: &LockKey) -> Result<Inspection> {
+        self.backend.inspect(key).await
+    }
+
+    async fn purge(&self, key: &LockKey) -> Result<()> {
+        self.backend.purge(key).await
+    }
+}

@@ -1,0 +1,172 @@
+//! [`PgLeases`]: PostgreSQL's side of [`super::PgDriver`] — the statements each
+//! lease operation runs, and the wake-up its listener feeds.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use lockkit_core::{
+    AcquireRequest, Capabilities, FencingToken, Grant, LockError, LockKey, OwnerId, Renewal,
+    Result, WakeUp, async_trait,
+};
+use sqlx::AssertSqlSafe;
+use sqlx::postgres::PgPool;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use super::listen::Listener;
+use super::sql;
+use crate::connect::Within;
+use crate::lease::LeaseBackend;
+use crate::renew;
+
+pub(super) const NAME: &str = "postgres";
+
+pub(super) fn db_error(e: sqlx::Error) -> LockError {
+    crate::error::db_error(NAME, e)
+}
+
+fn ttl_ms(ttl: Duration) -> f64 {
+    ttl.as_secs_f64() * 1000.0
+}
+
+/// PostgreSQL's side of [`super::PgDriver`]: its pool, statements and listener.
+#[derive(Debug)]
+pub struct PgLeases {
+    pub(super) pool: PgPool,
+    statements: Statements,
+    wake: Arc<Notify>,
+    _listener: Listener,
+    /// Each statement (`request_timeout_ms`).
+    timeout: Duration,
+}
+
+#[derive(Debug)]
+struct Statements {
+    acquire: Arc<str>,
+    extend: Arc<str>,
+    extend_many: Arc<str>,
+    release: Arc<str>,
+    force_release: Arc<str>,
+    purge: Arc<str>,
+    channel: String,
+}
+
+impl PgLeases {
+    /// Statements on `table`, releases notified on `channel`, waiters woken by
+    /// `wake` (which `listener` feeds).
+    pub(super) fn new(
+        pool: PgPool,
+        table: &str,
+        channel: String,
+        wake: Arc<Notify>,
+        listener: Listener,
+        timeout: Duration,
+    ) -> Self {
+        Self {
+            pool,
+            statements: Statements {
+                acquire: sql::acquire(table).into(),
+                extend: sql::extend(table).into(),
+                extend_many: sql::extend_many(table).into(),
+                release: sql::release(table).into(),
+                force_release: sql::force_release(table).into(),
+                purge: sql::purge(table).into(),
+                channel,
+            },
+            wake,
+            _listener: listener,
+            timeout,
+        }
+    }
+}
+
+#[async_trait]
+impl LeaseBackend for PgLeases {
+    const NAME: &'static str = NAME;
+    /// No NOTIFY arrived (a lost one, a broken listener): poll.
+    const POLL_CAP: Duration = Duration::from_millis(250);
+    const BATCH_RENEWALS: bool = true;
+    const WAKE_ON_RELEASE: bool = false;
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::baseline().with_wake_up(WakeUp::Notify)
+    }
+
+    fn wake(&self) -> &Arc<Notify> {
+        &self.wake
+    }
+
+    async fn try_acquire(&self, req: &AcquireRequest) -> Result<Option<Grant>> {
+        let sent = Instant::now();
+        let fence: Option<i64> = sqlx::query_scalar(AssertSqlSafe(self.statements.acquire.clone()))
+            .bind(req.key.as_str())
+            .bind(req.owner.to_hex())
+            .bind(ttl_ms(req.ttl))
+            .fetch_optional(&self.pool)
+            .within(self.timeout)
+            .await
+            .map_err(db_error)?;
+        Ok(fence.map(|f| Grant::of(req, FencingToken(f as u64), sent + req.ttl)))
+    }
+
+    async fn extend(&self, key: &LockKey, owner: &OwnerId, ttl: Duration) -> Result<bool> {
+        let done = sqlx::query(AssertSqlSafe(self.statements.extend.clone()))
+            .bind(key.as_str())
+            .bind(owner.to_hex())
+            .bind(ttl_ms(ttl))
+            .execute(&self.pool)
+            .within(self.timeout)
+            .await
+            .map_err(db_error)?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn extend_batch(&self, ttl: Duration, batch: &[Renewal]) -> Result<Vec<bool>> {
+        let names: Vec<&str> = batch.iter().map(|r| r.key.as_str()).collect();
+        let owners: Vec<String> = batch.iter().map(|r| r.owner.to_hex()).collect();
+        let rows = sqlx::query_as::<_, (String, String)>(AssertSqlSafe(
+            self.statements.extend_many.clone(),
+        ))
+        .bind(ttl_ms(ttl))
+        .bind(&names)
+        .bind(&owners)
+        .fetch_all(&self.pool)
+        .within(self.timeout)
+        .await
+        .map_err(db_error)?;
+        Ok(renew::renewed_flags(batch, rows))
+    }
+
+    async fn release(&self, key: &LockKey, owner: &OwnerId) -> Result<bool> {
+        let freed: i64 = sqlx::query_scalar(AssertSqlSafe(self.statements.release.clone()))
+            .bind(key.as_str())
+            .bind(owner.to_hex())
+            .bind(&self.statements.channel)
+            .fetch_one(&self.pool)
+            .within(self.timeout)
+            .await
+            .map_err(db_error)?;
+        Ok(freed > 0)
+    }
+
+    async fn force_release(&self, key: &LockKey) -> Result<bool> {
+        let freed: i64 = sqlx::query_scalar(AssertSqlSafe(self.statements.force_release.clone()))
+            .bind(key.as_str())
+            .bind(&self.statements.channel)
+            .fetch_one(&self.pool)
+            .within(self.timeout)
+            .await
+            .map_err(db_error)?;
+        Ok(freed > 0)
+    }
+
+    async fn purge(&self, key: &LockKey) -> Result<()> {
+        sqlx::query(AssertSqlSafe(self.statements.purge.clone()))
+            .bind(key.as_str())
+            .execute(&self.pool)
+            .within(self.timeout)
+            .await
+            .map_err(db_error)?;
+        Ok(())
+    }
+}

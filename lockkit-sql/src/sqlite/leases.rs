@@ -1,0 +1,197 @@
+//! [`SqliteLeases`]: SQLite's side of [`super::SqliteDriver`] — the statements each
+//! lease operation runs on the key table; shared holds and permits are in
+//! [`super::many`].
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use lockkit_core::driver::{Inspect, Inspection, LockMode};
+use lockkit_core::{
+    AcquireRequest, Capabilities, FencingToken, Grant, LockError, LockKey, OwnerId, Renewal,
+    Result, async_trait,
+};
+use sqlx::sqlite::SqlitePool;
+use sqlx::{AssertSqlSafe, Sqlite, Transaction};
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use super::clock::monotonic_ms;
+use super::sql::{self, Statements};
+use crate::lease::LeaseBackend;
+use crate::renew;
+
+pub(super) const NAME: &str = "sqlite";
+
+/// SQLite's side of [`super::SqliteDriver`]: its pool and statements.
+#[derive(Debug)]
+pub struct SqliteLeases {
+    pub(super) pool: SqlitePool,
+    pub(super) statements: Statements,
+    /// Wakes waiters in this process when a driver of this process releases.
+    local_wake: Arc<Notify>,
+}
+
+pub(super) fn db_error(e: sqlx::Error) -> LockError {
+    crate::error::db_error(NAME, e)
+}
+
+pub(super) fn ttl_ms(ttl: Duration) -> i64 {
+    i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX / 2)
+}
+
+impl SqliteLeases {
+    /// The statements on `table`; `local_wake` wakes this process's waiters.
+    pub(super) fn new(pool: SqlitePool, table: &str, local_wake: Arc<Notify>) -> Self {
+        Self {
+            pool,
+            statements: Statements::new(table),
+            local_wake,
+        }
+    }
+
+    /// A write transaction, holding SQLite's write lock from its start (so that
+    /// what it reads is what it decides on).
+    pub(super) async fn begin_write(&self) -> Result<Transaction<'static, Sqlite>> {
+        self.pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(db_error)
+    }
+
+    /// Runs one batch renewal `statement` (of [`sql::extend_many`]'s shape): which
+    /// of `batch` it renewed.
+    async fn renew_batch(
+        &self,
+        statement: String,
+        now: i64,
+        expires: i64,
+        batch: &[Renewal],
+    ) -> Result<Vec<bool>> {
+        let mut q = sqlx::query_as::<_, (String, String)>(AssertSqlSafe(statement))
+            .bind(expires)
+            .bind(now);
+        for r in batch {
+            q = q.bind(r.key.as_str()).bind(r.owner.to_hex());
+        }
+        let rows = q.fetch_all(&self.pool).await.map_err(db_error)?;
+        Ok(renew::renewed_flags(batch, rows))
+    }
+}
+
+#[async_trait]
+impl LeaseBackend for SqliteLeases {
+    const NAME: &'static str = NAME;
+    /// Bounds hand-off latency across processes (waiters in the releasing process
+    /// are woken at once).
+    const POLL_CAP: Duration = Duration::from_millis(50);
+    const BATCH_RENEWALS: bool = true;
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::baseline()
+            .with_shared(true)
+            .with_permits(true)
+            .with_inspect(Inspect::Holders)
+    }
+
+    fn wake(&self) -> &Arc<Notify> {
+        &self.local_wake
+    }
+
+    async fn try_acquire(&self, req: &AcquireRequest) -> Result<Option<Grant>> {
+        if req.mode != LockMode::Exclusive {
+            return self.try_acquire_many(req).await;
+        }
+        let sent = Instant::now();
+        let now = monotonic_ms();
+        let fence: Option<i64> = sqlx::query_scalar(AssertSqlSafe(self.statements.acquire.clone()))
+            .bind(req.key.as_str())
+            .bind(req.owner.to_hex())
+            .bind(now + ttl_ms(req.ttl))
+            .bind(now)
+            .bind(req.owner.label())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_error)?;
+        Ok(fence.map(|f| Grant::of(req, FencingToken(f as u64), sent + req.ttl)))
+    }
+
+    async fn extend(&self, key: &LockKey, owner: &OwnerId, ttl: Duration) -> Result<bool> {
+        let now = monotonic_ms();
+        let done = sqlx::query(AssertSqlSafe(self.statements.extend.clone()))
+            .bind(key.as_str())
+            .bind(owner.to_hex())
+            .bind(now + ttl_ms(ttl))
+            .bind(now)
+            .execute(&self.pool)
+            .await
+            .map_err(db_error)?;
+        Ok(done.rows_affected() > 0 || self.extend_many_holder(key, owner, ttl).await?)
+    }
+
+    async fn extend_batch(&self, ttl: Duration, batch: &[Renewal]) -> Result<Vec<bool>> {
+        let table = &self.statements.table;
+        let now = monotonic_ms();
+        let expires = now + ttl_ms(ttl);
+        let statement = sql::extend_many(table, batch.len());
+        let mut renewed = self.renew_batch(statement, now, expires, batch).await?;
+        // What the key table did not renew may be shared holds or permits.
+        let rest: Vec<usize> = (0..batch.len()).filter(|i| !renewed[*i]).collect();
+        if rest.is_empty() {
+            return Ok(renewed);
+        }
+        let others: Vec<Renewal> = rest.iter().map(|i| batch[*i].clone()).collect();
+        let statement = sql::extend_many_holders(table, others.len());
+        let many = self.renew_batch(statement, now, expires, &others).await?;
+        for (i, done) in rest.into_iter().zip(many) {
+            if done {
+                renewed[i] = true;
+                self.raise_expiry(batch[i].key.as_str(), expires).await?;
+            }
+        }
+        Ok(renewed)
+    }
+
+    async fn release(&self, key: &LockKey, owner: &OwnerId) -> Result<bool> {
+        let done = sqlx::query(AssertSqlSafe(self.statements.release.clone()))
+            .bind(key.as_str())
+            .bind(owner.to_hex())
+            .bind(monotonic_ms())
+            .execute(&self.pool)
+            .await
+            .map_err(db_error)?;
+        Ok(done.rows_affected() > 0 || self.release_many_holder(key, owner).await?)
+    }
+
+    async fn force_release(&self, key: &LockKey) -> Result<bool> {
+        let mut tx = self.begin_write().await?;
+        let done = sqlx::query(AssertSqlSafe(self.statements.force_release.clone()))
+            .bind(key.as_str())
+            .bind(monotonic_ms())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error)?;
+        sqlx::query(AssertSqlSafe(self.statements.forget_holders.clone()))
+            .bind(key.as_str())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error)?;
+        tx.commit().await.map_err(db_error)?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn purge(&self, key: &LockKey) -> Result<()> {
+        let mut tx = self.begin_write().await?;
+        for statement in [&self.statements.purge, &self.statements.forget_holders] {
+            sqlx::query(AssertSqlSafe(statement.clone()))
+                .bind(key.as_str())
+                .execute(&mut *tx)
+                .await
+                .map_err(db_error)?;
+        }
+        tx.commit().await.map_err(db_error)
+    }
+
+    async fn inspect(&self, key: &LockKey) -> Result<Inspection> {
+        self.inspect_key(key).await
+    }
+}
