@@ -8,9 +8,9 @@ use reqwest::{Method, RequestBuilder, StatusCode};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use crate::driver::NAME;
+use crate::error::{backend, config_or_backend, http_error};
 use crate::options::ConsulOptions;
-
-pub(crate) const DRIVER: &str = "consul";
 
 /// One KV entry, as `GET /v1/kv/<key>` and `/v1/txn` return it.
 #[derive(Debug, Clone, Deserialize)]
@@ -101,20 +101,6 @@ struct TxnError {
     what: String,
 }
 
-/// What went wrong with a request, cause included ("error sending request" says
-/// nothing by itself), without the URL (it may carry `?token=`).
-fn http_error(e: reqwest::Error, limit: Duration, https: bool) -> String {
-    if e.is_timeout() {
-        return format!(
-            "no answer within {} (request_timeout_ms, connect_timeout_ms)",
-            lockkit_core::human_duration(limit)
-        );
-    }
-    let text = lockkit_core::redact_url(&lockkit_core::error_chain(&e.without_url()));
-    let hint = crate::tls::hint(&text, https);
-    format!("{text}{hint}")
-}
-
 /// A client of one Consul agent. `Debug` never shows the token.
 #[derive(Clone)]
 pub(crate) struct Api {
@@ -175,7 +161,7 @@ impl Api {
     /// Sends `r` and returns the status, the `X-Consul-Index` and the body.
     async fn send(&self, r: RequestBuilder, what: &str) -> Result<(StatusCode, u64, String)> {
         let response = r.send().await.map_err(|e| LockError::Connection {
-            driver: DRIVER,
+            driver: NAME,
             message: format!(
                 "{what}: {}",
                 http_error(e, self.request_timeout, self.base.starts_with("https://"))
@@ -190,7 +176,7 @@ impl Api {
             .and_then(|v| v.parse().ok())
             .unwrap_or(0);
         let body = response.text().await.map_err(|e| LockError::Connection {
-            driver: DRIVER,
+            driver: NAME,
             message: format!(
                 "{what}: reading the reply: {}",
                 http_error(e, self.request_timeout, self.base.starts_with("https://"))
@@ -218,7 +204,7 @@ impl Api {
             Ok(())
         } else {
             Err(LockError::Connection {
-                driver: DRIVER,
+                driver: NAME,
                 message: format!("the Consul agent knows no leader ({status})"),
                 source: None,
             })
@@ -354,32 +340,7 @@ impl Api {
 }
 
 /// The URL path of a KV key (made of URL-safe characters, see
-/// [`crate::ConsulDriver::kv_key`]).
+/// [`crate::driver::kv_key`]).
 fn kv_path(key: &str) -> String {
     format!("/v1/kv/{key}")
-}
-
-fn backend(what: &str, status: StatusCode, body: &str) -> LockError {
-    LockError::Backend {
-        driver: DRIVER,
-        message: format!("{what}: Consul answered {status}: {}", body.trim()),
-        source: None,
-    }
-}
-
-fn config_or_backend(what: &str, status: StatusCode, body: &str) -> LockError {
-    // Consul answers 500 for session settings it refuses (a TTL out of range).
-    let refused_setting = [
-        "Invalid Session TTL",
-        "Session TTL",
-        "Invalid Behavior",
-        "LockDelay",
-    ]
-    .iter()
-    .any(|m| body.contains(m));
-    if status == StatusCode::BAD_REQUEST || refused_setting {
-        LockError::Config(format!("{what}: Consul refused it: {}", body.trim()))
-    } else {
-        backend(what, status, body)
-    }
 }

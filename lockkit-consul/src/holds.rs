@@ -9,8 +9,9 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use lockkit_core::{FencingToken, LockKey, LossSignal, OwnerId};
+use lockkit_core::{AcquireRequest, FencingToken, Grant, LockKey, LossSignal, OwnerId};
 use tokio::sync::Notify;
+use tokio::time::Instant;
 
 use crate::session::Session;
 
@@ -22,8 +23,19 @@ pub(crate) struct Held {
     /// The ModifyIndex of the acquiring write.
     pub(crate) token: FencingToken,
     pub(crate) session: Arc<Session>,
-    /// Fired when the session is invalidated or the key is found gone.
+    /// Fired when the session is invalidated (a child of the session's signal,
+    /// see [`Session::hold_loss`]) or the key is found gone.
     pub(crate) loss: LossSignal,
+}
+
+impl Held {
+    /// The grant `req` gets for this hold (a first grant, or a re-entry).
+    pub(crate) fn grant(&self, req: &AcquireRequest) -> Grant {
+        // The key lives as long as the session; the deadline is the client-side
+        // lease the watchdog pushes out while the session is renewed and the key
+        // is ours.
+        Grant::of(req, self.token, Instant::now() + req.ttl).with_loss_signal(self.loss.clone())
+    }
 }
 
 #[derive(Debug, Default)]
@@ -98,17 +110,5 @@ impl Holds {
         drop(inner);
         self.unclaimed.notify_waiters();
         held
-    }
-
-    /// Signals every hold of `session` lost.
-    pub(crate) fn fire_session(&self, session: &str, why: &str) {
-        for held in self
-            .inner()
-            .held
-            .values()
-            .filter(|h| h.session.id == session)
-        {
-            held.loss.fire(why);
-        }
     }
 }

@@ -54,11 +54,13 @@
 //!   `ConsulStandIn` follows the documented HTTP semantics; the same conformance
 //!   file runs against a real agent when `CONSUL_HTTP_ADDR` is set.
 
+mod acquire;
 mod api;
-mod contender;
 mod driver;
+mod error;
 mod holds;
 mod options;
+mod renew;
 mod session;
 mod tls;
 

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use lockkit_core::LockError;
 use lockkit_core::tls::{TlsFiles, TlsPaths};
-use lockkit_core::url::{ParsedUrl, Timeouts, percent_decode};
+use lockkit_core::url::{ParsedUrl, PrefixRule, Timeouts, percent_decode};
 
 /// The session TTL asked for when the URL gives none.
 pub const DEFAULT_SESSION_TTL: Duration = Duration::from_secs(15);
@@ -118,7 +118,6 @@ impl ConsulOptions {
         let mut options = Self {
             base: format!("{}://{host}", if https { "https" } else { "http" }),
             token: None,
-            prefix: "lockkit".into(),
             session_ttl: query
                 .take_millis("session_ttl_ms", 1..=86_400_000)?
                 .unwrap_or(DEFAULT_SESSION_TTL),
@@ -128,30 +127,17 @@ impl ConsulOptions {
             datacenter: query.take_nonempty("dc")?,
             tls: None,
             timeouts: query.take_timeouts(DEFAULT_TIMEOUTS)?,
+            // `/` trimmed at both ends: Consul's KV keys do not start with one.
+            prefix: query.take_prefix("lockkit", PrefixRule::RelativePath)?,
             shown,
         };
-        if let Some(prefix) = query.take("prefix")? {
-            let v = prefix.trim_matches('/');
-            if v.is_empty() || v.chars().any(char::is_control) {
-                return Err(query.invalid("prefix must be non-empty with no control characters"));
-            }
-            options.prefix = v.to_string();
-        }
         let tls_paths = TlsPaths::from_query(query)?;
         parsed.query.finish()?;
         let bad = |why: &str| LockError::invalid_url(url, why);
         options.token = token
             .or_else(|| std::env::var("CONSUL_HTTP_TOKEN").ok())
             .filter(|t| !t.is_empty());
-        options.tls = match (https, tls_paths.is_empty()) {
-            (true, _) => Some(tls_paths.load(&bad)?),
-            (false, true) => None,
-            (false, false) => {
-                return Err(bad(
-                    "tls_ca, tls_cert and tls_key apply to HTTPS: use consuls:// instead of consul://",
-                ));
-            }
-        };
+        options.tls = tls_paths.for_scheme(https, "consuls:// instead of consul://", &bad)?;
         Ok(options)
     }
 
@@ -189,7 +175,6 @@ impl ConsulOptions {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]

@@ -7,16 +7,18 @@
 //! or no renewal has succeeded for a whole TTL (Consul may invalidate it from then
 //! on), every hold of the session is signalled lost; the next acquire creates a
 //! new session.
+//!
+//! The session knows nothing of its holds: it fires its one [`LossSignal`] when it
+//! ends, and each hold's signal is a [`LossSignal::child`] of it.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 
-use lockkit_core::Result;
+use lockkit_core::{LossSignal, Result};
 use tokio::sync::Mutex;
 use tokio::time::{Instant, sleep, sleep_until};
 
 use crate::api::Api;
-use crate::holds::Holds;
 use crate::options::ConsulOptions;
 
 /// One Consul session.
@@ -24,6 +26,8 @@ use crate::options::ConsulOptions;
 pub(crate) struct Session {
     pub(crate) id: String,
     gone: AtomicBool,
+    /// Fired when the session ends; every hold's signal is a child of it.
+    loss: LossSignal,
     /// When the last successful renewal (or the create) was sent: Consul keeps the
     /// session at least one TTL from then.
     renewed_at: std::sync::Mutex<Instant>,
@@ -33,6 +37,20 @@ impl Session {
     /// Whether the session is known (or must be assumed) to be invalidated.
     pub(crate) fn is_gone(&self) -> bool {
         self.gone.load(Ordering::SeqCst)
+    }
+
+    /// A loss signal for a hold of this session: fired when the session ends, or
+    /// on its own (the key found gone).
+    pub(crate) fn hold_loss(&self) -> LossSignal {
+        self.loss.child()
+    }
+
+    /// Records that the session is gone and signals its holds lost.
+    pub(crate) fn end(&self, why: &str) {
+        if !self.gone.swap(true, Ordering::SeqCst) {
+            tracing::warn!("{why}");
+        }
+        self.loss.fire(why);
     }
 
     fn renewed_at(&self) -> Instant {
@@ -50,16 +68,14 @@ impl Session {
 pub(crate) struct Sessions {
     api: Api,
     options: ConsulOptions,
-    holds: Weak<Holds>,
     current: Mutex<Option<Arc<Session>>>,
 }
 
 impl Sessions {
-    pub(crate) fn new(api: Api, options: ConsulOptions, holds: Weak<Holds>) -> Self {
+    pub(crate) fn new(api: Api, options: ConsulOptions) -> Self {
         Self {
             api,
             options,
-            holds,
             current: Mutex::new(None),
         }
     }
@@ -94,22 +110,17 @@ impl Sessions {
         let session = Arc::new(Session {
             id,
             gone: AtomicBool::new(false),
+            loss: LossSignal::new(),
             renewed_at: std::sync::Mutex::new(sent),
         });
         tokio::spawn(keep_alive(
             self.api.clone(),
             Arc::downgrade(&session),
             self.options.session_ttl,
-            self.holds.clone(),
         ));
         tracing::debug!(ttl = ?self.options.session_ttl, "Consul session created");
         *current = Some(session.clone());
         Ok(session)
-    }
-
-    /// Records that `session` is gone and signals its holds lost.
-    pub(crate) fn end(&self, session: &Session, why: &str) {
-        end(session, &self.holds, why);
     }
 
     /// Renews `session` now (the watchdog's one request per round).
@@ -119,7 +130,7 @@ impl Sessions {
         if alive {
             session.renewed(sent);
         } else {
-            self.end(session, "Consul no longer has the session (invalidated)");
+            session.end("Consul no longer has the session (invalidated)");
         }
         Ok(alive)
     }
@@ -147,23 +158,9 @@ impl Drop for Sessions {
     }
 }
 
-fn end(session: &Session, holds: &Weak<Holds>, why: &str) {
-    if !session.gone.swap(true, Ordering::SeqCst) {
-        tracing::warn!("{why}");
-    }
-    if let Some(holds) = holds.upgrade() {
-        holds.fire_session(&session.id, why);
-    }
-}
-
 /// Renews the session once TTL/3 has passed since its last renewal (by this task
 /// or a watchdog round), until it is gone or dropped.
-async fn keep_alive(
-    api: Api,
-    session: Weak<Session>,
-    ttl: std::time::Duration,
-    holds: Weak<Holds>,
-) {
+async fn keep_alive(api: Api, session: Weak<Session>, ttl: std::time::Duration) {
     loop {
         let due = {
             let Some(s) = session.upgrade() else { return };
@@ -186,16 +183,14 @@ async fn keep_alive(
         match answer {
             Some(Ok(true)) => s.renewed(sent),
             Some(Ok(false)) => {
-                return end(&s, &holds, "Consul no longer has the session (invalidated)");
+                return s.end("Consul no longer has the session (invalidated)");
             }
             Some(Err(e)) if Instant::now() < vouched_until => {
                 tracing::debug!(error = %e, "session renewal failed; retrying");
                 sleep(ttl / 10).await;
             }
             _ => {
-                return end(
-                    &s,
-                    &holds,
+                return s.end(
                     "the Consul session could not be renewed within its TTL; Consul may have invalidated it",
                 );
             }

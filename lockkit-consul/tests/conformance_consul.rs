@@ -7,8 +7,6 @@
 //! that the killed-holder case (a 1 s lease) sees the session invalidated within
 //! its limits: sessions of 600 ms, no lock-delay.
 
-#![allow(clippy::unwrap_used, clippy::panic)] // Tests fail by panicking.
-
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -3,30 +3,31 @@
 //! follows, owners sharing a session, ACL tokens and `consuls://`. (A key deleted
 //! behind its holder is a conformance case for every driver.)
 
-#![allow(clippy::unwrap_used, clippy::panic)] // Tests fail by panicking.
-
 use std::sync::Arc;
 use std::time::Duration;
 
 use lockkit_consul::{ConsulDriver, ConsulOptions};
-use lockkit_core::{LockError, LockKey, Locker};
+use lockkit_core::{LockError, Locker};
 use lockkit_testkit::{ConsulStandIn, StandInOptions};
 use tokio::time::{Instant, timeout};
 
-async fn driver(url: &str) -> Arc<ConsulDriver> {
-    Arc::new(
-        ConsulDriver::connect(ConsulOptions::from_url(url).unwrap())
-            .await
-            .unwrap(),
-    )
+async fn driver(url: &str) -> Result<Arc<ConsulDriver>, LockError> {
+    Ok(Arc::new(
+        ConsulDriver::connect(ConsulOptions::from_url(url)?).await?,
+    ))
 }
 
-/// The session holding lock `key` of driver `d`.
-async fn holder_session(consul: &ConsulStandIn, d: &ConsulDriver, key: &str) -> String {
-    let kv_key = d.kv_key(&LockKey::new(key).unwrap());
-    let url = format!("http://{}/v1/kv/{kv_key}", consul.addr());
-    let entries: serde_json::Value = reqwest::get(url).await.unwrap().json().await.unwrap();
-    entries[0]["Session"].as_str().unwrap().to_string()
+/// The sessions holding a lock on `consul`, as the agent reports them: the
+/// entries under the default `lockkit/` prefix that have a session.
+async fn holder_sessions(consul: &ConsulStandIn) -> Result<Vec<String>, reqwest::Error> {
+    let url = format!("http://{}/v1/kv/lockkit/?recurse", consul.addr());
+    let entries: serde_json::Value = reqwest::get(url).await?.json().await?;
+    Ok(entries
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e["Session"].as_str().map(str::to_string))
+        .collect())
 }
 
 /// Destroy the holder's session (an invalidation, as when its TTL lapses): its
@@ -38,13 +39,19 @@ async fn holder_session(consul: &ConsulStandIn, d: &ConsulDriver, key: &str) -> 
 async fn after_a_session_is_invalidated_nobody_acquires_until_the_lock_delay_has_passed() {
     const LOCK_DELAY: Duration = Duration::from_millis(1500);
     let consul = ConsulStandIn::start().await.unwrap();
-    let holder_driver = driver(&format!(
-        "{}?session_ttl_ms=10000&lock_delay_ms=1500",
-        consul.url()
-    ))
-    .await;
-    let holder = Locker::new(holder_driver.clone());
-    let other = Locker::new(driver(&format!("{}?lock_delay_ms=0", consul.url())).await);
+    let holder = Locker::new(
+        driver(&format!(
+            "{}?session_ttl_ms=10000&lock_delay_ms=1500",
+            consul.url()
+        ))
+        .await
+        .unwrap(),
+    );
+    let other = Locker::new(
+        driver(&format!("{}?lock_delay_ms=0", consul.url()))
+            .await
+            .unwrap(),
+    );
     let g = holder
         .lock("delayed")
         .ttl(Duration::from_millis(600))
@@ -52,7 +59,9 @@ async fn after_a_session_is_invalidated_nobody_acquires_until_the_lock_delay_has
         .await
         .unwrap();
     let lost = g.lost();
-    let session = holder_session(&consul, &holder_driver, "delayed").await;
+    let held = holder_sessions(&consul).await.unwrap();
+    assert_eq!(held.len(), 1, "one lock is held: {held:?}");
+    let session = &held[0];
 
     let client = reqwest::Client::new(); // the driver installed ring already
     let invalidated = Instant::now();
@@ -107,7 +116,11 @@ async fn after_a_session_is_invalidated_nobody_acquires_until_the_lock_delay_has
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn owners_sharing_a_session_exclude_each_other() {
     let consul = ConsulStandIn::start().await.unwrap();
-    let shared = Locker::new(driver(&format!("{}?lock_delay_ms=0", consul.url())).await);
+    let shared = Locker::new(
+        driver(&format!("{}?lock_delay_ms=0", consul.url()))
+            .await
+            .unwrap(),
+    );
     let g = shared.try_lock("shared-session").await.unwrap();
     match shared.try_lock("shared-session").await {
         Err(LockError::Contended { .. }) => {}
@@ -148,7 +161,7 @@ async fn a_missing_acl_token_is_a_config_error_and_the_token_is_never_shown() {
     assert!(matches!(err, LockError::Config(_)), "{shown}");
     assert!(shown.contains("ACL token"), "{shown}");
     let url = format!("consul://s3cret-token@{}?lock_delay_ms=0", consul.addr());
-    let d = driver(&url).await;
+    let d = driver(&url).await.unwrap();
     assert!(!format!("{d:?}").contains("s3cret"));
     let locker = Locker::new(d);
     locker
@@ -169,8 +182,11 @@ async fn consuls_locks_over_https_and_names_each_tls_mistake() {
     let consul = ConsulStandIn::start_with(StandInOptions::default().with_tls(true))
         .await
         .unwrap();
-    let locker =
-        lockkit_core::Locker::new(driver(&format!("{}&lock_delay_ms=0", consul.url())).await);
+    let locker = lockkit_core::Locker::new(
+        driver(&format!("{}&lock_delay_ms=0", consul.url()))
+            .await
+            .unwrap(),
+    );
     locker
         .try_lock("tls")
         .await
@@ -223,7 +239,11 @@ async fn consuls_locks_over_https_and_names_each_tls_mistake() {
 async fn a_hundred_held_locks_cost_one_session_renewal_per_round() {
     const LOCKS: usize = 100;
     let consul = ConsulStandIn::start().await.unwrap();
-    let locker = Locker::new(driver(&format!("{}?lock_delay_ms=0", consul.url())).await);
+    let locker = Locker::new(
+        driver(&format!("{}?lock_delay_ms=0", consul.url()))
+            .await
+            .unwrap(),
+    );
     let mut guards = Vec::new();
     for i in 0..LOCKS {
         let g = locker

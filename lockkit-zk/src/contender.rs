@@ -10,9 +10,11 @@ use lockkit_core::driver::{
 use lockkit_core::{AcquireRequest, Grant, LockError, Result, Wait, async_trait};
 use tokio::time::Instant;
 
-use crate::driver::{Mine, Position, ZkDriver, delete_queued};
+use crate::cleanup::delete_queued;
+use crate::driver::ZkDriver;
 use crate::error::zk_error;
 use crate::nodes::node_prefix;
+use crate::queue::{Mine, Position};
 
 pub(crate) struct Contending<'a> {
     driver: &'a ZkDriver,
@@ -43,7 +45,7 @@ impl<'a> Contending<'a> {
     pub(crate) async fn wait(mut self) -> Result<Grant> {
         let policy = WaitPolicy::DEFAULT.with_transient(
             Patience::DEFAULT
-                .with_longest_run(self.driver.retry_budget())
+                .with_longest_run(retry_budget(self.driver))
                 .with_backoff(Backoff::new(
                     Duration::from_millis(20),
                     Duration::from_secs(1),
@@ -91,6 +93,11 @@ impl<'a> Contending<'a> {
             Busy::woken_by(wake).or_at(Instant::now() + recheck),
         ))
     }
+}
+
+/// How long connection errors are retried in a row before an acquire gives up.
+fn retry_budget(driver: &ZkDriver) -> Duration {
+    (driver.options().session_timeout() * 2).max(Duration::from_secs(10))
 }
 
 /// A connection problem (not a refusal): it may pass, with the session alive.

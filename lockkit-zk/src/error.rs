@@ -1,9 +1,9 @@
 //! ZooKeeper errors as [`LockError`]s.
 
 use lockkit_core::LockError;
-use zookeeper_client::Error as ZkError;
 
-pub(crate) const DRIVER: &str = "zookeeper";
+use crate::driver::NAME;
+use zookeeper_client::Error as ZkError;
 
 /// Maps a ZooKeeper error; `what` says what was being done.
 pub(crate) fn zk_error(what: &str, e: ZkError) -> LockError {
@@ -17,7 +17,7 @@ pub(crate) fn zk_error(what: &str, e: ZkError) -> LockError {
         | ZkError::ClientClosed
         | ZkError::Throttled
         | ZkError::Custom(_) => LockError::Connection {
-            driver: DRIVER,
+            driver: NAME,
             message,
             source: Some(Box::new(e)),
         },
@@ -25,7 +25,7 @@ pub(crate) fn zk_error(what: &str, e: ZkError) -> LockError {
             "{message}; check the user:password in the URL and the ACLs of the lock nodes"
         )),
         _ => LockError::Backend {
-            driver: DRIVER,
+            driver: NAME,
             message,
             source: Some(Box::new(e)),
         },

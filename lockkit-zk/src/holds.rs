@@ -1,9 +1,11 @@
-//! The holds this driver has been granted, with the node behind each.
+//! The holds this driver has been granted, with the node behind each. A hold
+//! knows its session; the session does not know its holds.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use lockkit_core::{FencingToken, LockKey, LockMode, LossSignal, OwnerId};
+use lockkit_core::{AcquireRequest, FencingToken, Grant, LockKey, LockMode, LossSignal, OwnerId};
+use tokio::time::Instant;
 
 use crate::session::Session;
 
@@ -15,8 +17,18 @@ pub(crate) struct Held {
     pub(crate) token: FencingToken,
     pub(crate) mode: LockMode,
     pub(crate) session: Arc<Session>,
-    /// Fired when the session drops or the node is deleted.
+    /// Fired when the session drops (a child of the session's signal, see
+    /// [`Session::hold_loss`]) or the node is deleted.
     pub(crate) loss: LossSignal,
+}
+
+impl Held {
+    /// The grant `req` gets for this hold (a first grant, or a re-entry).
+    pub(crate) fn grant(&self, req: &AcquireRequest) -> Grant {
+        // The node lives as long as the session; the deadline is the client-side
+        // lease that the watchdog keeps pushing out while the session is connected.
+        Grant::of(req, self.token, Instant::now() + req.ttl).with_loss_signal(self.loss.clone())
+    }
 }
 
 /// Holds by `(key, owner)`.
@@ -40,13 +52,6 @@ impl Holds {
 
     pub(crate) fn remove(&self, key: &LockKey, owner: &OwnerId) -> Option<Held> {
         self.map().remove(&(key.clone(), owner.clone()))
-    }
-
-    /// Signals every hold of `session` lost.
-    pub(crate) fn fire_session(&self, session: i64, why: &str) {
-        for held in self.map().values().filter(|h| h.session.id == session) {
-            held.loss.fire(why);
-        }
     }
 
     /// Signals the hold whose node is `path` lost, if it is still held.

@@ -84,6 +84,7 @@
 //! - One session per driver: every lock of a driver is lost together when its
 //!   session is.
 
+mod cleanup;
 mod contender;
 mod driver;
 mod error;
@@ -91,6 +92,8 @@ mod holds;
 mod inspect;
 mod nodes;
 mod options;
+mod queue;
+mod renew;
 mod session;
 
 pub use driver::ZkDriver;

@@ -99,7 +99,6 @@ pub(crate) fn holders(queue: &[QueueNode]) -> &[QueueNode] {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     fn q(spec: &str) -> Vec<QueueNode> {

@@ -120,28 +120,18 @@ impl ZkOptions {
             url: shown.clone(),
             reason: why.to_string(),
         };
-        let tls = match (tls_scheme, tls_paths.is_empty()) {
-            (true, true) => {
-                return Err(bad(
-                    "zks:// needs the CA to verify the servers with: add tls_ca=PATH \
-                     (the ZooKeeper client does not use the system's root certificates)",
-                ));
-            }
-            (true, false) => {
-                let files = tls_paths.load(&bad)?;
-                if files.ca.is_none() {
-                    return Err(bad("zks:// needs tls_ca=PATH as well"));
-                }
-                Some(files)
-            }
-            (false, true) => None,
-            (false, false) => {
-                return Err(bad(
-                    "tls_ca, tls_cert and tls_key apply to TLS connections: use zks:// \
-                     instead of zk://",
-                ));
-            }
-        };
+        // zks:// needs a CA on top of the rule every driver follows: the ZooKeeper
+        // client verifies only against a CA it is given.
+        if tls_scheme && tls_paths.is_empty() {
+            return Err(bad(
+                "zks:// needs the CA to verify the servers with: add tls_ca=PATH \
+                 (the ZooKeeper client does not use the system's root certificates)",
+            ));
+        }
+        let tls = tls_paths.for_scheme(tls_scheme, "zks:// instead of zk://", &bad)?;
+        if tls.as_ref().is_some_and(|files| files.ca.is_none()) {
+            return Err(bad("zks:// needs tls_ca=PATH as well"));
+        }
         let digest = match server.userinfo {
             None => None,
             Some(u) => {
@@ -200,7 +190,6 @@ impl ZkOptions {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]

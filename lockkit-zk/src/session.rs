@@ -6,18 +6,22 @@
 //! because the servers may expire the session before the client hears of it; when
 //! the session ends (`Expired`, `AuthFailed`, `Closed`) the nodes are gone for
 //! sure. The next acquire then opens a new session.
+//!
+//! The session knows nothing of its holds: it keeps one [`LossSignal`] per
+//! connection and fires it when that connection drops (then starts a fresh one,
+//! since the session may reconnect and grant again); each hold's signal is a
+//! [`LossSignal::child`] of it.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use lockkit_core::{LockError, Result};
+use lockkit_core::{LockError, LossSignal, Result};
 use tokio::sync::Mutex;
 use zookeeper_client::{Acls, Client, CreateMode, Error as ZkError, SessionState};
 
 use crate::error::zk_error;
-use crate::holds::Holds;
 use crate::options::ZkOptions;
 
 /// One ZooKeeper session.
@@ -27,14 +31,50 @@ pub(crate) struct Session {
     pub(crate) id: i64,
     /// How long one request may take (`request_timeout_ms`).
     request_timeout: Duration,
+    /// Its connection drops, shared with the task that follows its state.
+    drops: Arc<Drops>,
+}
+
+/// How often a session's connection dropped, and the loss signal of its current
+/// connection.
+#[derive(Debug, Default)]
+struct Drops {
     /// How often the connection dropped or the session ended: a grant confirmed
     /// while this number did not change was confirmed on a live connection.
-    drops: Arc<AtomicU64>,
+    count: AtomicU64,
+    /// Fired when the current connection drops (or the session ends).
+    loss: std::sync::Mutex<LossSignal>,
+}
+
+impl Drops {
+    fn loss(&self) -> std::sync::MutexGuard<'_, LossSignal> {
+        self.loss.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Counts a drop, then fires the current connection's signal, `why`. A
+    /// session that may come back (`last` false) gets a fresh signal for its next
+    /// connection: a hold's signal taken before this swap fires with it, and one
+    /// taken after sees the count changed.
+    fn dropped(&self, why: &str, last: bool) {
+        self.count.fetch_add(1, Ordering::SeqCst);
+        let fired = if last {
+            self.loss().clone()
+        } else {
+            std::mem::take(&mut *self.loss())
+        };
+        fired.fire(why);
+    }
 }
 
 impl Session {
     pub(crate) fn drops(&self) -> u64 {
-        self.drops.load(Ordering::SeqCst)
+        self.drops.count.load(Ordering::SeqCst)
+    }
+
+    /// A loss signal for a hold of this session: fired when the current
+    /// connection drops or the session ends, or on its own (the node deleted).
+    pub(crate) fn hold_loss(&self) -> LossSignal {
+        self.drops.loss().child()
     }
 
     /// Runs one request of this session, failing it with [`ZkError::Timeout`] (an
@@ -64,15 +104,13 @@ impl Session {
 #[derive(Debug)]
 pub(crate) struct Sessions {
     options: ZkOptions,
-    holds: Weak<Holds>,
     current: Mutex<Option<Arc<Session>>>,
 }
 
 impl Sessions {
-    pub(crate) fn new(options: ZkOptions, holds: Weak<Holds>) -> Self {
+    pub(crate) fn new(options: ZkOptions) -> Self {
         Self {
             options,
-            holds,
             current: Mutex::new(None),
         }
     }
@@ -130,7 +168,7 @@ impl Sessions {
             Ok(Err(e)) => return Err(connect_error(o, e, started.elapsed())),
             Err(_) => {
                 return Err(LockError::Connection {
-                    driver: crate::error::DRIVER,
+                    driver: crate::driver::NAME,
                     message: format!(
                         "no ZooKeeper session with {}: no answer within {} (connect_timeout_ms)",
                         o.hosts,
@@ -156,13 +194,8 @@ impl Sessions {
                 .map_err(|e| zk_error(&format!("creating {}", o.root), e))?;
         }
         let id = client.session_id().0;
-        let drops = Arc::new(AtomicU64::new(0));
-        tokio::spawn(follow_state(
-            client.state_watcher(),
-            id,
-            drops.clone(),
-            self.holds.clone(),
-        ));
+        let drops = Arc::new(Drops::default());
+        tokio::spawn(follow_state(client.state_watcher(), id, drops.clone()));
         tracing::debug!(session = format_args!("{id:#x}"), timeout = ?client.session_timeout(), "ZooKeeper session opened");
         Ok(Session {
             client,
@@ -207,7 +240,7 @@ fn connect_error(o: &ZkOptions, e: zookeeper_client::Error, took: Duration) -> L
             "ZooKeeper at {o} refused the digest credentials in the URL"
         )),
         zookeeper_client::Error::NoHosts if o.tls.is_some() => LockError::Connection {
-            driver: crate::error::DRIVER,
+            driver: crate::driver::NAME,
             message: format!(
                 "no ZooKeeper session with {}: no server completed the TLS handshake \
                  and the session; check that tls_ca names the CA that signed the servers' \
@@ -220,7 +253,7 @@ fn connect_error(o: &ZkOptions, e: zookeeper_client::Error, took: Duration) -> L
         },
         zookeeper_client::Error::NoHosts if took < o.timeouts.connect / 2 => {
             LockError::Connection {
-                driver: crate::error::DRIVER,
+                driver: crate::driver::NAME,
                 message: format!(
                     "no ZooKeeper session with {}: every server refused or closed the \
                      connection, or could not be reached; is ZooKeeper running there? (A \
@@ -232,7 +265,7 @@ fn connect_error(o: &ZkOptions, e: zookeeper_client::Error, took: Duration) -> L
         }
         zookeeper_client::Error::NoHosts | zookeeper_client::Error::Timeout => {
             LockError::Connection {
-                driver: crate::error::DRIVER,
+                driver: crate::driver::NAME,
                 message: format!(
                     "no ZooKeeper session with {}: no server answered within {} \
                      (connect_timeout_ms); is ZooKeeper running there?",
@@ -243,7 +276,7 @@ fn connect_error(o: &ZkOptions, e: zookeeper_client::Error, took: Duration) -> L
             }
         }
         e => LockError::Connection {
-            driver: crate::error::DRIVER,
+            driver: crate::driver::NAME,
             message: format!("no ZooKeeper session with {}: {e}", o.hosts),
             source: Some(Box::new(e)),
         },
@@ -252,12 +285,7 @@ fn connect_error(o: &ZkOptions, e: zookeeper_client::Error, took: Duration) -> L
 
 /// Follows one session's state until it ends, signalling its holds lost when the
 /// connection drops or the session ends.
-async fn follow_state(
-    mut states: zookeeper_client::StateWatcher,
-    session: i64,
-    drops: Arc<AtomicU64>,
-    holds: Weak<Holds>,
-) {
+async fn follow_state(mut states: zookeeper_client::StateWatcher, session: i64, drops: Arc<Drops>) {
     loop {
         let state = states.changed().await;
         let why = match state {
@@ -276,16 +304,13 @@ async fn follow_state(
                 continue;
             }
         };
-        drops.fetch_add(1, Ordering::SeqCst);
         if state == SessionState::Closed {
             // The driver was dropped: the normal end.
             tracing::debug!(session = format_args!("{session:#x}"), "{why}");
         } else {
             tracing::warn!(session = format_args!("{session:#x}"), ?state, "{why}");
         }
-        if let Some(holds) = holds.upgrade() {
-            holds.fire_session(session, why);
-        }
+        drops.dropped(why, state.is_terminated());
         if state.is_terminated() {
             return;
         }

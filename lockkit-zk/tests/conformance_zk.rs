@@ -7,8 +7,6 @@
 //! killed holder process's lock is freed about a second after the kill, as the
 //! `abandoned_by_killed_process_is_freed_after_ttl` case expects of its 1 s TTL.
 
-#![allow(clippy::unwrap_used, clippy::panic)] // Tests fail by panicking.
-
 use std::sync::Arc;
 use std::time::Duration;
 

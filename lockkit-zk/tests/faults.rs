@@ -7,8 +7,6 @@
 //! client declares the connection lost after 400 ms without a reply (2/5 of the
 //! session timeout) and the server expires a silent session after 1 to 1.2 s.
 
-#![allow(clippy::unwrap_used, clippy::panic)] // Tests fail by panicking.
-
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,30 +19,44 @@ use zookeeper_client::{Acls, Client, CreateMode};
 
 const SESSION_MS: u64 = 1000;
 
-async fn driver(url: &str) -> Arc<ZkDriver> {
+async fn driver(url: &str) -> Result<Arc<ZkDriver>, LockError> {
     let url = format!("{url}?session_timeout_ms={SESSION_MS}");
-    Arc::new(
-        ZkDriver::connect(ZkOptions::from_url(&url).unwrap())
-            .await
-            .unwrap(),
-    )
+    Ok(Arc::new(
+        ZkDriver::connect(ZkOptions::from_url(&url)?).await?,
+    ))
 }
 
-async fn locker(url: &str) -> Locker {
-    Locker::new(driver(url).await)
+async fn locker(url: &str) -> Result<Locker, LockError> {
+    Ok(Locker::new(driver(url).await?))
 }
 
 /// A waiter on its own client: resolves with its guard and when it was granted.
-fn waiter(locker: Locker, key: &'static str) -> JoinHandle<(lockkit_core::LockGuard, Instant)> {
+fn waiter(
+    locker: Locker,
+    key: &'static str,
+) -> JoinHandle<Result<(lockkit_core::LockGuard, Instant), LockError>> {
     tokio::spawn(async move {
         let g = locker
             .lock(key)
             .ttl(Duration::from_secs(5))
             .wait(Duration::from_secs(30))
-            .await
-            .unwrap();
-        (g, Instant::now())
+            .await?;
+        Ok((g, Instant::now()))
     })
+}
+
+/// Whether lock `key`'s queue on the servers at `hosts` comes to hold two nodes,
+/// the holder's and a waiter's, within 10 s.
+async fn waiter_queued(hosts: &str, key: &str) -> Result<bool, zookeeper_client::Error> {
+    let raw = Client::connect(hosts).await?;
+    let dir = format!("/lockkit/{key}");
+    let queued = timeout(Duration::from_secs(10), async {
+        while raw.list_children(&dir).await.map_or(0, |c| c.len()) < 2 {
+            sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    Ok(queued.is_ok())
 }
 
 /// Pause the server (SIGSTOP) for three session timeouts while one client holds
@@ -56,7 +68,10 @@ fn waiter(locker: Locker, key: &'static str) -> JoinHandle<(lockkit_core::LockGu
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn paused_server_past_the_session_timeout_signals_lost_before_another_client_acquires() {
     let zk = ZooKeeper::start().await.unwrap();
-    let (holder, other) = (locker(&zk.url()).await, locker(&zk.url()).await);
+    let (holder, other) = (
+        locker(&zk.url()).await.unwrap(),
+        locker(&zk.url()).await.unwrap(),
+    );
     let g = holder
         .lock("paused")
         .ttl(Duration::from_secs(5))
@@ -65,7 +80,11 @@ async fn paused_server_past_the_session_timeout_signals_lost_before_another_clie
         .unwrap();
     let lost = g.lost();
     let queued = waiter(other, "paused");
-    sleep(Duration::from_millis(200)).await;
+    let hosts = format!("127.0.0.1:{}", zk.port());
+    assert!(
+        waiter_queued(&hosts, "paused").await.unwrap(),
+        "no waiter queued within 10 s"
+    );
     assert!(
         !queued.is_finished(),
         "the waiter was granted while the lock was held"
@@ -87,7 +106,7 @@ async fn paused_server_past_the_session_timeout_signals_lost_before_another_clie
     let token = g.token();
     let mut held = Some(g);
     let (expired, (next, granted_at)) = match timeout(Duration::from_secs(10), &mut queued).await {
-        Ok(r) => (true, r.unwrap()),
+        Ok(r) => (true, r.unwrap().unwrap()),
         Err(_) => {
             if let Some(g) = held.take() {
                 let _ = g.release().await;
@@ -96,6 +115,7 @@ async fn paused_server_past_the_session_timeout_signals_lost_before_another_clie
             (
                 false,
                 r.expect("the waiter was not granted after the release")
+                    .unwrap()
                     .unwrap(),
             )
         }
@@ -143,12 +163,19 @@ async fn killing_the_member_a_holder_uses_signals_lost_and_the_lock_moves_on() {
         .filter(|i| *i != victim)
         .map(|i| ensemble.members[i].address())
         .collect();
-    let holder = locker(&format!("zk://{}", ensemble.members[victim].address())).await;
-    let other = locker(&format!("zk://{}", others.join(","))).await;
+    let holder = locker(&format!("zk://{}", ensemble.members[victim].address()))
+        .await
+        .unwrap();
+    let other = locker(&format!("zk://{}", others.join(","))).await.unwrap();
     let g = holder.lock("member-kill").no_wait().await.unwrap();
     let lost = g.lost();
     let queued = waiter(other, "member-kill");
-    sleep(Duration::from_millis(200)).await;
+    assert!(
+        waiter_queued(&others.join(","), "member-kill")
+            .await
+            .unwrap(),
+        "no waiter queued within 10 s"
+    );
     assert!(
         !queued.is_finished(),
         "the waiter was granted while the lock was held"
@@ -163,6 +190,7 @@ async fn killing_the_member_a_holder_uses_signals_lost_and_the_lock_moves_on() {
     let (next, granted_at) = timeout(Duration::from_secs(20), queued)
         .await
         .expect("the waiter was not granted within 20 s")
+        .unwrap()
         .unwrap();
     eprintln!(
         "member m{} killed: lost() after {:?} ({reason}); waiter granted after {:?}",
@@ -189,7 +217,7 @@ async fn killing_the_member_a_holder_uses_signals_lost_and_the_lock_moves_on() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_from_a_lost_create_reply_is_found_by_owner_and_removed() {
     let zk = ZooKeeper::start().await.unwrap();
-    let d = driver(&zk.url()).await;
+    let d = driver(&zk.url()).await.unwrap();
     let owner = OwnerId::new();
     // What a create that landed without its reply leaves behind.
     let raw = Client::connect(&format!("127.0.0.1:{}", zk.port()))
@@ -208,7 +236,7 @@ async fn a_node_from_a_lost_create_reply_is_found_by_owner_and_removed() {
     .await
     .unwrap();
     let key = LockKey::new("lost-reply").unwrap();
-    let other = Locker::new(driver(&zk.url()).await);
+    let other = Locker::new(driver(&zk.url()).await.unwrap());
     assert!(matches!(
         other.try_lock("lost-reply").await,
         Err(LockError::Contended { .. })
@@ -237,7 +265,10 @@ async fn a_node_from_a_lost_create_reply_is_found_by_owner_and_removed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refused_try_locks_leave_no_node_behind() {
     let zk = ZooKeeper::start().await.unwrap();
-    let (a, b) = (driver(&zk.url()).await, driver(&zk.url()).await);
+    let (a, b) = (
+        driver(&zk.url()).await.unwrap(),
+        driver(&zk.url()).await.unwrap(),
+    );
     let key = LockKey::new("no-leak").unwrap();
     let req = |o: &OwnerId| {
         AcquireRequest::new(key.clone(), o.clone(), Duration::from_secs(5), Wait::NoWait)
@@ -268,7 +299,7 @@ async fn refused_try_locks_leave_no_node_behind() {
 async fn a_thousand_used_keys_leave_no_nodes_behind() {
     const KEYS: usize = 1000;
     let zk = ZooKeeper::start().await.unwrap();
-    let l = locker(&zk.url()).await;
+    let l = locker(&zk.url()).await.unwrap();
     let raw = Client::connect(&format!("127.0.0.1:{}", zk.port()))
         .await
         .unwrap();
@@ -315,8 +346,12 @@ async fn a_thousand_used_keys_leave_no_nodes_behind() {
 async fn digest_credentials_keep_other_identities_off_the_lock() {
     let zk = ZooKeeper::start().await.unwrap();
     let port = zk.port();
-    let alice = locker(&format!("zk://alice:s3cret@127.0.0.1:{port}/acl")).await;
-    let bob = driver(&format!("zk://bob:hunter2@127.0.0.1:{port}/acl")).await;
+    let alice = locker(&format!("zk://alice:s3cret@127.0.0.1:{port}/acl"))
+        .await
+        .unwrap();
+    let bob = driver(&format!("zk://bob:hunter2@127.0.0.1:{port}/acl"))
+        .await
+        .unwrap();
     let g = alice.lock("guarded").no_wait().await.unwrap();
     let key = LockKey::new("guarded").unwrap();
     let req = AcquireRequest::new(
@@ -341,7 +376,9 @@ async fn digest_credentials_keep_other_identities_off_the_lock() {
         );
     }
     assert!(!g.is_lost());
-    let again = locker(&format!("zk://alice:s3cret@127.0.0.1:{port}/acl")).await;
+    let again = locker(&format!("zk://alice:s3cret@127.0.0.1:{port}/acl"))
+        .await
+        .unwrap();
     assert!(matches!(
         again.try_lock("guarded").await,
         Err(LockError::Contended { .. })

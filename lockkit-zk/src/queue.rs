@@ -1,0 +1,217 @@
+//! The acquire recipe on a key's queue: make sure our ephemeral sequential node
+//! exists (finding it by owner after a create whose reply was lost), list the
+//! queue, and either hold (recording the hold and watching its node) or name the
+//! one node to wait for.
+
+use std::sync::Arc;
+
+use lockkit_core::{AcquireRequest, FencingToken, Grant, LockError, Result};
+use zookeeper_client::{CreateMode, Error as ZkError, EventType};
+
+use crate::driver::NAME;
+use crate::driver::ZkDriver;
+use crate::error::zk_error;
+use crate::holds::Held;
+use crate::nodes::{QueueNode, blocker, queue};
+use crate::session::Session;
+
+/// Our queue node while an acquire runs.
+pub(crate) struct Mine {
+    pub(crate) session: Arc<Session>,
+    pub(crate) name: String,
+    pub(crate) path: String,
+    /// The node's czxid, once known.
+    czxid: Option<i64>,
+}
+
+/// What one look at the queue found.
+pub(crate) enum Position {
+    Granted(Grant),
+    /// Wait for this node (full path) to go.
+    Behind(String),
+    /// Our node is gone (its session ended, or it was deleted): make another.
+    Vanished,
+}
+
+impl ZkDriver {
+    /// Makes sure our node exists, then looks at the queue once.
+    pub(crate) async fn step(
+        &self,
+        req: &AcquireRequest,
+        dir: &str,
+        prefix: &str,
+        mine: &mut Option<Mine>,
+        unsure: &mut bool,
+    ) -> Result<Position> {
+        let session = self.sessions.get().await?;
+        if mine.as_ref().is_some_and(|m| m.session.id != session.id) {
+            // The node died with its session.
+            *mine = None;
+            *unsure = false;
+        }
+        let drops_before = session.drops();
+        let m = match mine {
+            Some(m) => m,
+            None => {
+                let found = if *unsure {
+                    self.find_owned(&session, dir, prefix).await?
+                } else {
+                    None
+                };
+                let m = match found {
+                    Some(m) => m,
+                    None => {
+                        *unsure = true;
+                        let label = req.owner.label().unwrap_or_default();
+                        self.create_node(&session, dir, prefix, label.as_bytes())
+                            .await?
+                    }
+                };
+                *unsure = false;
+                mine.insert(m)
+            }
+        };
+        let children = match session.within(session.client.list_children(dir)).await {
+            Ok(c) => c,
+            Err(ZkError::NoNode) => return Ok(Position::Vanished),
+            Err(e) => return Err(zk_error("listing the lock queue", e)),
+        };
+        let queue = queue(&children);
+        let Some(index) = queue.iter().position(|n| n.name == m.name) else {
+            return Ok(Position::Vanished);
+        };
+        if let Some(b) = blocker(&queue, index) {
+            return Ok(Position::Behind(format!("{dir}/{}", b.name)));
+        }
+        let czxid = match m.czxid {
+            Some(z) => z,
+            None => match session.within(session.client.check_stat(&m.path)).await {
+                Ok(Some(stat)) => stat.czxid,
+                Ok(None) => return Ok(Position::Vanished),
+                Err(e) => return Err(zk_error("reading the lock node", e)),
+            },
+        };
+        let held = Held {
+            path: m.path.clone(),
+            token: FencingToken(czxid as u64),
+            mode: req.mode,
+            session: session.clone(),
+            loss: session.hold_loss(),
+        };
+        self.holds
+            .insert(req.key.clone(), req.owner.clone(), held.clone());
+        if session.drops() != drops_before || !session.is_connected() {
+            held.loss
+                .fire("the connection to ZooKeeper dropped while the lock was being granted");
+        }
+        self.watch_own_node(&session, &m.path);
+        *mine = None;
+        Ok(Position::Granted(held.grant(req)))
+    }
+
+    /// Creates our ephemeral sequential node, holding the owner's `label`, creating
+    /// the key's container node first if it is missing.
+    async fn create_node(
+        &self,
+        session: &Arc<Session>,
+        dir: &str,
+        prefix: &str,
+        label: &[u8],
+    ) -> Result<Mine> {
+        let acls = self.sessions.acls();
+        let node = CreateMode::EphemeralSequential.with_acls(acls);
+        let container = CreateMode::Container.with_acls(acls);
+        let path = format!("{dir}/{prefix}");
+        // Twice at most: the container may be removed by the server between our
+        // creating it and our child's create.
+        for _ in 0..3 {
+            match session
+                .within(session.client.create(&path, label, &node))
+                .await
+            {
+                Ok((stat, seq)) => {
+                    let name = format!("{prefix}{seq}");
+                    return Ok(Mine {
+                        session: session.clone(),
+                        path: format!("{dir}/{name}"),
+                        name,
+                        czxid: Some(stat.czxid),
+                    });
+                }
+                Err(ZkError::NoNode) => match session
+                    .within(session.client.create(dir, &[], &container))
+                    .await
+                {
+                    Ok(_) | Err(ZkError::NodeExists) => continue,
+                    Err(ZkError::NoNode) => {
+                        // The root itself was removed by someone: put it back.
+                        let root = CreateMode::Persistent.with_acls(self.sessions.acls());
+                        session
+                            .within(session.client.mkdir(self.options().root(), &root))
+                            .await
+                            .map_err(|e| zk_error("creating the lockkit root node", e))?;
+                    }
+                    Err(e) => return Err(zk_error("creating the lock's container node", e)),
+                },
+                Err(e) => return Err(zk_error("creating the queue node", e)),
+            }
+        }
+        Err(LockError::Backend {
+            driver: NAME,
+            message: format!("the container node {dir} kept disappearing; try again"),
+            source: None,
+        })
+    }
+
+    /// Our node in `dir`, made by an earlier create whose reply was lost.
+    async fn find_owned(
+        &self,
+        session: &Arc<Session>,
+        dir: &str,
+        prefix: &str,
+    ) -> Result<Option<Mine>> {
+        let children = match session.within(session.client.list_children(dir)).await {
+            Ok(c) => c,
+            Err(ZkError::NoNode) => return Ok(None),
+            Err(e) => return Err(zk_error("listing the lock queue", e)),
+        };
+        Ok(children
+            .into_iter()
+            .find(|c| c.starts_with(prefix) && QueueNode::parse(c).is_some())
+            .map(|name| Mine {
+                session: session.clone(),
+                path: format!("{dir}/{name}"),
+                name,
+                czxid: None,
+            }))
+    }
+
+    /// Sets a watch on our own node, so its deletion (a break-glass
+    /// `force_release`, an operator's `delete`) signals the hold lost at once. The
+    /// request is sent in the background: it costs the acquire no round trip.
+    fn watch_own_node(&self, session: &Arc<Session>, path: &str) {
+        let client = session.client.clone();
+        let holds = Arc::downgrade(&self.holds);
+        let path = path.to_string();
+        tokio::spawn(async move {
+            let why = "the lock node was deleted (force_release, or by hand)";
+            match client.check_and_watch_stat(&path).await {
+                Ok((Some(_), watcher)) => {
+                    let event = watcher.changed().await;
+                    if event.event_type == EventType::NodeDeleted
+                        && let Some(holds) = holds.upgrade()
+                    {
+                        holds.fire_path(&path, why);
+                    }
+                }
+                Ok((None, _)) => {
+                    if let Some(holds) = holds.upgrade() {
+                        holds.fire_path(&path, why);
+                    }
+                }
+                // The session is in trouble; its state watcher signals that.
+                Err(_) => {}
+            }
+        });
+    }
+}
