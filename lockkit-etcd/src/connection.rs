@@ -56,54 +56,8 @@ impl Inner {
     /// [`LockError::Connection`] if no endpoint answers within the connect
     /// timeout, or the credentials or certificates are refused.
     pub(crate) async fn connect(options: EtcdOptions) -> Result<Self> {
-        // require_leader: a member cut off from its leader ends our streams
-        // (watches, keep-alives) instead of leaving them quiet.
-        let mut connect = ConnectOptions::new()
-            .with_timeout(options.timeouts.request)
-            .with_connect_timeout(options.timeouts.connect)
-            .with_require_leader(true);
-        if let Some((user, password)) = &options.user {
-            connect = connect.with_user(user.clone(), password.clone());
-        }
-        if let Some(tls) = &options.tls {
-            connect = connect.with_tls(tls.options());
-        }
+        let client = open(&options).await?;
         let shown = options.to_string();
-        let unreachable = |message: String| {
-            let hint = tls::hint(options.tls.as_ref(), &message);
-            connection(format!("{shown}: {message}{hint}"))
-        };
-        let connect_timeout = options.timeouts.connect;
-        let client = match tokio::time::timeout(
-            connect_timeout,
-            Client::connect(&options.endpoints, Some(connect)),
-        )
-        .await
-        {
-            Ok(Ok(c)) => c,
-            Ok(Err(e)) => return Err(unreachable(describe(&e))),
-            Err(_) => {
-                return Err(unreachable(format!(
-                    "no answer within {} (connect_timeout_ms)",
-                    lockkit_core::human_duration(connect_timeout)
-                )));
-            }
-        };
-        // The channel connects lazily: make one request so a wrong URL fails here.
-        let mut kv = client.kv_client();
-        let probe = GetOptions::new().with_count_only();
-        within(
-            connect_timeout,
-            "connect",
-            kv.get(options.prefix.as_bytes().to_vec(), Some(probe)),
-        )
-        .await
-        .map_err(|e| match e {
-            LockError::Connection { message, .. } | LockError::Backend { message, .. } => {
-                unreachable(message)
-            }
-            other => other,
-        })?;
         let (watch_commands, watch_queue) = tokio::sync::mpsc::unbounded_channel();
         let holds = Arc::new(Holds::new(watch_commands));
         let progress = Arc::new(Progress::default());
@@ -137,4 +91,63 @@ impl Inner {
             .confirm(&self.client, since, &self.leases.rounds)
             .await
     }
+}
+
+/// An etcd client set up as `options` say (endpoints, credentials, TLS,
+/// `require_leader`, timeouts) and checked with one request.
+///
+/// # Errors
+///
+/// [`LockError::Connection`] if no endpoint answers within the connect timeout,
+/// or the credentials or certificates are refused.
+pub(crate) async fn open(options: &EtcdOptions) -> Result<Client> {
+    // require_leader: a member cut off from its leader ends our streams
+    // (watches, keep-alives) instead of leaving them quiet.
+    let mut connect = ConnectOptions::new()
+        .with_timeout(options.timeouts.request)
+        .with_connect_timeout(options.timeouts.connect)
+        .with_require_leader(true);
+    if let Some((user, password)) = &options.user {
+        connect = connect.with_user(user.clone(), password.clone());
+    }
+    if let Some(tls) = &options.tls {
+        connect = connect.with_tls(tls.options());
+    }
+    let shown = options.to_string();
+    let unreachable = |message: String| {
+        let hint = tls::hint(options.tls.as_ref(), &message);
+        connection(format!("{shown}: {message}{hint}"))
+    };
+    let connect_timeout = options.timeouts.connect;
+    let client = match tokio::time::timeout(
+        connect_timeout,
+        Client::connect(&options.endpoints, Some(connect)),
+    )
+    .await
+    {
+        Ok(Ok(c)) => c,
+        Ok(Err(e)) => return Err(unreachable(describe(&e))),
+        Err(_) => {
+            return Err(unreachable(format!(
+                "no answer within {} (connect_timeout_ms)",
+                lockkit_core::human_duration(connect_timeout)
+            )));
+        }
+    };
+    // The channel connects lazily: make one request so a wrong URL fails here.
+    let mut kv = client.kv_client();
+    let probe = GetOptions::new().with_count_only();
+    within(
+        connect_timeout,
+        "connect",
+        kv.get(options.prefix.as_bytes().to_vec(), Some(probe)),
+    )
+    .await
+    .map_err(|e| match e {
+        LockError::Connection { message, .. } | LockError::Backend { message, .. } => {
+            unreachable(message)
+        }
+        other => other,
+    })?;
+    Ok(client)
 }

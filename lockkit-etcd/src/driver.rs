@@ -8,7 +8,6 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use etcd_client::Client;
 use lockkit_core::driver::registry::ETCD;
 use lockkit_core::driver::{Driver, Inspect, Inspection};
 use lockkit_core::{
@@ -55,11 +54,6 @@ impl EtcdDriver {
         Ok(Self {
             inner: Arc::new(Inner::connect(options).await?),
         })
-    }
-
-    /// The underlying etcd client (for inspection and benchmarks).
-    pub fn client(&self) -> &Client {
-        &self.inner.client
     }
 }
 

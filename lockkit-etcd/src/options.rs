@@ -164,6 +164,19 @@ impl EtcdOptions {
         self.user.as_ref().map(|(u, _)| u.as_str())
     }
 
+    /// A raw etcd client of its own, set up as this URL says (endpoints,
+    /// credentials, TLS, timeouts) and checked with one request: for tools that
+    /// speak etcd directly beside lockkit, such as `lockkit bench`'s raw floor. It
+    /// shares nothing with any driver; what it writes is not a lockkit hold.
+    ///
+    /// # Errors
+    ///
+    /// [`LockError::Connection`] if no endpoint answers within the connect
+    /// timeout, or the credentials or certificates are refused.
+    pub async fn connect_client(&self) -> Result<etcd_client::Client, LockError> {
+        crate::connection::open(self).await
+    }
+
     /// Whether the URL is `etcds://` (TLS to every endpoint).
     pub fn is_tls(&self) -> bool {
         self.tls.is_some()

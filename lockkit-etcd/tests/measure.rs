@@ -49,7 +49,12 @@ async fn uncontended_lock_release_against_raw_txn_and_delete() {
         g.release().await.unwrap();
         lock.push(t.elapsed());
     }
-    let mut kv = d.client().kv_client();
+    let raw_client = EtcdOptions::from_url(&etcd.url())
+        .unwrap()
+        .connect_client()
+        .await
+        .unwrap();
+    let mut kv = raw_client.kv_client();
     let mut raw = Vec::with_capacity(ROUNDS);
     for _ in 0..ROUNDS {
         let t = Instant::now();

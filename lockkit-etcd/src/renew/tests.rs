@@ -66,7 +66,7 @@ async fn a_thousand_locks_share_one_lease_and_one_keep_alive_per_round() {
     }
     let acquiring = started.elapsed();
 
-    let mut client = driver.client().clone();
+    let mut client = driver.inner.client.clone();
     let on_server = client.leases().await.unwrap();
     let ids: Vec<i64> = on_server.leases().iter().map(|l| l.id()).collect();
     assert_eq!(ids.len(), 1, "the server has {} leases: {ids:?}", ids.len());

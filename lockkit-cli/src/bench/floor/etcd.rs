@@ -17,9 +17,10 @@ impl EtcdFloor {
     /// A client of its own, set up from the same URL as lockkit's: endpoints,
     /// credentials, TLS.
     pub(super) async fn connect(url: &str) -> Result<Self, LockError> {
-        let driver =
-            lockkit::etcd::EtcdDriver::connect(lockkit::etcd::EtcdOptions::from_url(url)?).await?;
-        Ok(Self(Box::new(driver.client().clone())))
+        let client = lockkit::etcd::EtcdOptions::from_url(url)?
+            .connect_client()
+            .await?;
+        Ok(Self(Box::new(client)))
     }
 }
 
