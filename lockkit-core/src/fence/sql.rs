@@ -136,7 +136,6 @@ fn check_identifier(name: &str) -> Result<(), LockError> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]

@@ -147,7 +147,6 @@ impl<'a> ParsedUrl<'a> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]
