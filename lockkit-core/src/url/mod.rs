@@ -7,11 +7,13 @@
 //! percent-decoding, `user:password@` and `host:port` lists.
 
 mod parsed;
+mod prefix;
 mod query;
 mod suggest;
 
 pub use parsed::{ParsedUrl, Server};
-pub use query::{PrefixRule, Query, Timeouts};
+pub use prefix::PrefixRule;
+pub use query::{Query, Timeouts};
 pub use suggest::did_you_mean;
 
 /// Decodes `%XX` escapes (as in URL userinfo and option values); `None` for a
