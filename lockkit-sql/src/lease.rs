@@ -77,7 +77,10 @@ pub trait LeaseBackend: Send + Sync + fmt::Debug + 'static {
     }
 }
 
-/// A lease-table [`LockDriver`] over a [`LeaseBackend`]. Clones share the
+/// A lease-table [`LockDriver`]: the one driver behind
+/// [`PgDriver`](crate::postgres::PgDriver), [`MySqlDriver`](crate::mysql::MySqlDriver)
+/// and [`SqliteDriver`](crate::sqlite::SqliteDriver), each a `LeaseDriver` over its
+/// database's side (as sqlx's `PgPool` is a `Pool<Postgres>`). Clones share the
 /// connection pool (and PostgreSQL's listener, which stops with the last clone).
 pub struct LeaseDriver<B: LeaseBackend> {
     backend: Arc<B>,
@@ -108,6 +111,7 @@ impl<B: LeaseBackend> LeaseDriver<B> {
     }
 
     /// The database's side.
+    #[cfg(any(feature = "postgres", feature = "mysql"))]
     pub(crate) fn backend(&self) -> &B {
         &self.backend
     }

@@ -4,7 +4,7 @@
 //! # Mapping
 //!
 //! Each lock is a row of the lease table (default `lockkit_locks`, `?table=NAME`),
-//! created on first use (or by [`MySqlDriver::migrate`]):
+//! created on first use (or by `MySqlDriver::migrate`):
 //!
 //! ```sql
 //! CREATE TABLE lockkit_locks (
@@ -42,6 +42,7 @@ mod options;
 mod sql;
 
 pub use driver::MySqlDriver;
+pub use leases::MySqlLeases;
 pub use options::MySqlOptions;
 
 use std::sync::Arc;

@@ -3,7 +3,7 @@
 //! # Mapping
 //!
 //! Each lock is a row of the lease table (default `lockkit_locks`, `?table=NAME`),
-//! created on first use (or by [`PgDriver::migrate`]) under an advisory lock so that
+//! created on first use (or by `PgDriver::migrate`) under an advisory lock so that
 //! concurrent first users do not collide:
 //!
 //! ```sql
@@ -50,6 +50,7 @@ mod options;
 mod sql;
 
 pub use driver::PgDriver;
+pub use leases::PgLeases;
 pub use options::PgOptions;
 
 use std::sync::Arc;
