@@ -1,7 +1,7 @@
 -- Redlock: records the token a quorum agreed on. Raises the fencing counter to at
 -- least that token (so the next holder's INCR on this master goes past it) and, if
 -- the lock is ours, rewrites its value as owner:token keeping the TTL (so a repeated
--- acquire by the same owner returns the same token).
+-- acquire by the same owner returns the same token). Redlock stores no label.
 -- KEYS[1] lock, KEYS[2] fencing counter; ARGV[1] owner, ARGV[2] token.
 -- Returns 1 if the lock is ours (value rewritten), 0 if not (counter still raised).
 local fence = tonumber(redis.call('GET', KEYS[2]) or '0')

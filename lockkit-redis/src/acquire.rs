@@ -38,6 +38,7 @@ impl RedisDriver {
             .arg(waiter.map_or("", |w| w.entry.as_str()))
             .arg(ttl_ms(ENTRY_LIFETIME))
             .arg(self.fence_seed.script_arg())
+            .arg(req.owner.label().unwrap_or(""))
             .invoke_async(&mut conn)
             .await?;
         if held == 1 {

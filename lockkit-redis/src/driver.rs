@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use lockkit_core::driver::{Inspect, Inspection};
 use lockkit_core::{
     AcquireRequest, Capabilities, Grant, LockDriver, LockKey, OwnerId, Renewal, Result, WakeUp,
     async_trait,
@@ -95,11 +96,15 @@ impl LockDriver for RedisDriver {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities::baseline().with_wake_up(if self.subs.is_some() {
-            WakeUp::Notify
+        // Only waiters that can be woken queue in Redis, so only they are counted.
+        let (wake_up, inspect) = if self.subs.is_some() {
+            (WakeUp::Notify, Inspect::HoldersAndWaiters)
         } else {
-            WakeUp::Poll
-        })
+            (WakeUp::Poll, Inspect::Holders)
+        };
+        Capabilities::baseline()
+            .with_wake_up(wake_up)
+            .with_inspect(inspect)
     }
 
     async fn acquire(&self, req: &AcquireRequest) -> Result<Grant> {
@@ -144,6 +149,10 @@ impl LockDriver for RedisDriver {
             .await
             .map_err(redis_error)?;
         Ok(deleted == 1)
+    }
+
+    async fn inspect(&self, key: &LockKey) -> Result<Inspection> {
+        self.inspect_key(key).await
     }
 
     async fn purge(&self, key: &LockKey) -> Result<()> {

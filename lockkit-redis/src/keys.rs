@@ -6,7 +6,8 @@ use lockkit_core::LockKey;
 /// they live in one slot and one script can touch them all.
 #[derive(Debug, Clone)]
 pub(crate) struct Names {
-    /// `<prefix>:{K}:lock`: `<owner>:<token>` with a `PX` TTL.
+    /// `<prefix>:{K}:lock`: `<owner>:<token>`, or `<owner>:<token>:<label>`, with a
+    /// `PX` TTL.
     pub(crate) lock: String,
     /// `<prefix>:{K}:fence`: the fencing counter, never expired.
     pub(crate) fence: String,

@@ -35,7 +35,8 @@
 //! A lock `K` uses three keys sharing the hash tag `{K}`, so that in a cluster they
 //! live in one slot and one script can touch them all:
 //!
-//! - `<prefix>:{K}:lock` holds `<owner>:<token>` with a `PX` TTL;
+//! - `<prefix>:{K}:lock` holds `<owner>:<token>` with a `PX` TTL, followed by
+//!   `:<label>` (the owner label, for inspection) on a single server or Cluster;
 //! - `<prefix>:{K}:fence` is the fencing counter (`INCR`ed by the acquiring script,
 //!   never expired);
 //! - `<prefix>:{K}:waiters` is a sorted set of waiting acquires, scored by when
@@ -88,6 +89,7 @@ mod connection;
 mod contender;
 mod driver;
 mod error;
+mod inspect;
 mod keys;
 mod options;
 mod redlock;

@@ -36,6 +36,8 @@ pub(crate) struct Scripts {
     pub(crate) release: Script,
     pub(crate) force_release: Script,
     pub(crate) leave: Script,
+    /// Reads a lock's holder and waiter count, changing nothing.
+    pub(crate) inspect: Script,
     /// Redlock only: writes the quorum's token back (see `redlock`).
     pub(crate) raise_fence: Script,
 }
@@ -54,6 +56,7 @@ impl Scripts {
             &self.release,
             &self.force_release,
             &self.leave,
+            &self.inspect,
             &self.raise_fence,
         ] {
             script.prepare_invoke().load_async(conn).await?;
@@ -69,6 +72,7 @@ impl Scripts {
             release: Script::new(with_wake_next!("release.lua")),
             force_release: Script::new(with_wake_next!("force_release.lua")),
             leave: Script::new(with_wake_next!("leave.lua")),
+            inspect: Script::new(include_str!("../scripts/inspect.lua")),
             raise_fence: Script::new(include_str!("../scripts/raise_fence.lua")),
         }
     }

@@ -38,8 +38,31 @@ url_backend!(
     TlsCluster: RedisCluster = RedisCluster::start_tls(3), |s| s.url(), connect
 );
 
-lockkit_conformance::suite!(redis, UrlHarness<Single>);
-lockkit_conformance::suite!(redis_polling, UrlHarness<SinglePolling>);
-lockkit_conformance::suite!(redis_cluster, UrlHarness<Cluster>);
-lockkit_conformance::suite!(redis_tls, UrlHarness<Tls>);
-lockkit_conformance::suite!(redis_tls_cluster, UrlHarness<TlsCluster>);
+/// Every Redis suite: the mutex cases and inspection (holder and waiter count).
+macro_rules! redis_suite {
+    ($name:ident, $backend:ty) => {
+        lockkit_conformance::suite!(
+            $name,
+            UrlHarness<$backend>,
+            with {
+                inspection_shows_holder_mode_token_and_lease,
+                a_free_key_inspects_empty,
+                inspection_counts_waiters,
+            }
+        );
+    };
+}
+
+redis_suite!(redis, Single);
+redis_suite!(redis_cluster, Cluster);
+// Polling waiters never queue in Redis, so there are no waiters to count.
+lockkit_conformance::suite!(
+    redis_polling,
+    UrlHarness<SinglePolling>,
+    with {
+        inspection_shows_holder_mode_token_and_lease,
+        a_free_key_inspects_empty,
+    }
+);
+redis_suite!(redis_tls, Tls);
+redis_suite!(redis_tls_cluster, TlsCluster);
