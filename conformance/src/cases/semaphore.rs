@@ -51,8 +51,9 @@ pub(crate) async fn at_most_limit_permits_under_contention(ctx: &Ctx) -> CaseRes
                     .await?;
                 let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
                 most.fetch_max(now, Ordering::SeqCst);
-                // The work done under the permit.
-                tokio::time::sleep(Duration::from_millis(2)).await;
+                // The work done under the permit: long beside a round trip, so
+                // every free permit is contended while it runs.
+                tokio::time::sleep(Duration::from_millis(20)).await;
                 inside.fetch_sub(1, Ordering::SeqCst);
                 permit.release().await?;
             }
