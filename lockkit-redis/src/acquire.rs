@@ -1,8 +1,10 @@
 //! The single-server and Cluster recipe for one acquire attempt: `acquire.lua`
-//! takes the lock or, for a waiting request, queues its waiters entry in the same
-//! round trip; `leave.lua` takes the entry back when the waiter gives up.
+//! (`acquire_permit.lua` for a semaphore's permit) takes the lock or, for a waiting
+//! request, queues its waiters entry in the same round trip; `leave.lua` takes the
+//! entry back when the waiter gives up.
 
-use lockkit_core::{AcquireRequest, FencingToken, Grant};
+use lockkit_core::driver::limit_mismatch;
+use lockkit_core::{AcquireRequest, FencingToken, Grant, LockError, LockMode};
 use tokio::time::Instant;
 
 use crate::driver::RedisDriver;
@@ -13,7 +15,12 @@ use crate::wait::{ENTRY_LIFETIME, Waiter};
 /// What one attempt found.
 pub(crate) enum Outcome {
     Granted(Grant),
-    Busy { pttl_ms: i64 },
+    Busy {
+        pttl_ms: i64,
+    },
+    /// The request cannot be granted as asked (a permit limit that differs from
+    /// the holders').
+    Refused(LockError),
 }
 
 impl RedisDriver {
@@ -27,9 +34,15 @@ impl RedisDriver {
     ) -> redis::RedisResult<Outcome> {
         let sent = Instant::now();
         let mut conn = self.conn.clone();
-        let (held, value): (i64, i64) = self
-            .scripts
-            .acquire
+        let limit = match req.mode {
+            LockMode::Permit { limit } => Some(limit),
+            _ => None,
+        };
+        let mut invocation = match limit {
+            Some(_) => self.scripts.acquire_permit.prepare_invoke(),
+            None => self.scripts.acquire.prepare_invoke(),
+        };
+        invocation
             .key(&n.lock)
             .key(&n.fence)
             .key(&n.waiters)
@@ -38,9 +51,19 @@ impl RedisDriver {
             .arg(waiter.map_or("", |w| w.entry.as_str()))
             .arg(ttl_ms(ENTRY_LIFETIME))
             .arg(self.fence_seed.script_arg())
-            .arg(req.owner.label().unwrap_or(""))
-            .invoke_async(&mut conn)
-            .await?;
+            .arg(req.owner.label().unwrap_or(""));
+        if let Some(limit) = limit {
+            invocation.key(&n.permits).key(&n.permit_tokens).arg(limit);
+        }
+        let (held, value): (i64, i64) = invocation.invoke_async(&mut conn).await?;
+        if held == -1 {
+            let theirs = u32::try_from(value).unwrap_or(0);
+            return Ok(Outcome::Refused(limit_mismatch(
+                req,
+                theirs,
+                limit.unwrap_or(0),
+            )));
+        }
         if held == 1 {
             let token = FencingToken(u64::try_from(value).unwrap_or(0));
             return Ok(Outcome::Granted(Grant::of(req, token, sent + req.ttl)));

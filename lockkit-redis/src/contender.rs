@@ -53,6 +53,7 @@ impl Contender for Contending<'_> {
         let pttl_ms = match outcome {
             Ok(Outcome::Granted(g)) => return Ok(Attempt::Granted(g)),
             Ok(Outcome::Busy { pttl_ms }) => pttl_ms,
+            Ok(Outcome::Refused(e)) => return Err(e),
             Err(e) if is_transient(&e) => return Ok(Attempt::Transient(redis_error(e))),
             Err(e) => return Err(redis_error(e)),
         };

@@ -103,6 +103,7 @@ impl LockDriver for RedisDriver {
             (WakeUp::Poll, Inspect::Holders)
         };
         Capabilities::baseline()
+            .with_permits(true)
             .with_wake_up(wake_up)
             .with_inspect(inspect)
     }
@@ -128,6 +129,8 @@ impl LockDriver for RedisDriver {
             .release
             .key(&n.lock)
             .key(&n.waiters)
+            .key(&n.permits)
+            .key(&n.permit_tokens)
             .arg(owner.to_hex())
             .arg(&*self.wake_prefix)
             .invoke_async(&mut conn)
@@ -144,6 +147,8 @@ impl LockDriver for RedisDriver {
             .force_release
             .key(&n.lock)
             .key(&n.waiters)
+            .key(&n.permits)
+            .key(&n.permit_tokens)
             .arg(&*self.wake_prefix)
             .invoke_async(&mut conn)
             .await
@@ -158,11 +163,13 @@ impl LockDriver for RedisDriver {
     async fn purge(&self, key: &LockKey) -> Result<()> {
         let n = self.names(key);
         let mut conn = self.conn.clone();
-        // One slot: the three share the key's hash tag.
+        // One slot: they all share the key's hash tag.
         redis::cmd("DEL")
             .arg(&n.lock)
             .arg(&n.fence)
             .arg(&n.waiters)
+            .arg(&n.permits)
+            .arg(&n.permit_tokens)
             .exec_async(&mut conn)
             .await
             .map_err(redis_error)

@@ -1,6 +1,8 @@
 //! Inspection: one read-only run of `inspect.lua` on the key's slot. The lock's
 //! value names its holder (`owner:token[:label]`), its PTTL is the lease left, and
-//! the waiters whose entries have not expired are counted.
+//! the waiters whose entries have not expired are counted. While a semaphore's
+//! permits are held, the value is `~P:<limit>` and each live permit comes back with
+//! its lease left and `token[:label]`.
 
 use std::time::Duration;
 
@@ -15,16 +17,22 @@ impl RedisDriver {
     pub(crate) async fn inspect_key(&self, key: &LockKey) -> Result<Inspection> {
         let n = self.names(key);
         let mut conn = self.conn.clone();
-        let (value, pttl_ms, waiting): (String, i64, usize) = self
+        let (value, pttl_ms, waiting, permits): (String, i64, usize, Vec<String>) = self
             .scripts
             .inspect
             .key(&n.lock)
             .key(&n.waiters)
+            .key(&n.permits)
+            .key(&n.permit_tokens)
             .invoke_async(&mut conn)
             .await
             .map_err(redis_error)?;
+        let holders = match value.strip_prefix("~P:") {
+            Some(limit) => permit_holders(limit, &permits),
+            None => holder(&value, pttl_ms).into_iter().collect(),
+        };
         Ok(Inspection::free(key.clone())
-            .with_holders(holder(&value, pttl_ms).into_iter().collect())
+            .with_holders(holders)
             .with_waiters(waiting))
     }
 }
@@ -44,6 +52,30 @@ fn holder(value: &str, pttl_ms: i64) -> Option<Holder> {
         held = held.with_remaining(Duration::from_millis(ms));
     }
     Some(held)
+}
+
+/// A semaphore's live permits, from `inspect.lua`'s flat list of ms left and
+/// `token[:label]`.
+fn permit_holders(limit: &str, permits: &[String]) -> Vec<Holder> {
+    let Ok(limit) = limit.parse::<u32>() else {
+        return Vec::new();
+    };
+    permits
+        .chunks_exact(2)
+        .filter_map(|pair| {
+            let left = pair[0].parse::<u64>().ok()?;
+            let (token, label) = match pair[1].split_once(':') {
+                Some((token, label)) => (token, Some(label.to_string())),
+                None => (pair[1].as_str(), None),
+            };
+            let token = FencingToken(token.parse().ok()?);
+            Some(
+                Holder::new(LockMode::Permit { limit }, token)
+                    .with_remaining(Duration::from_millis(left))
+                    .with_label(label),
+            )
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -68,6 +100,23 @@ mod tests {
             (plain.token, plain.label, plain.remaining),
             (FencingToken(7), None, None)
         );
+    }
+
+    #[test]
+    fn permits_come_with_their_limit_token_lease_and_label() {
+        let list = ["900", "5:worker-a", "1200", "6"].map(String::from);
+        let held = permit_holders("3", &list);
+        assert_eq!(held.len(), 2);
+        assert_eq!(held[0].mode, LockMode::Permit { limit: 3 });
+        assert_eq!(
+            (held[0].token, held[0].label.as_deref()),
+            (FencingToken(5), Some("worker-a"))
+        );
+        assert_eq!(
+            (held[1].token, held[1].remaining),
+            (FencingToken(6), Some(Duration::from_millis(1200)))
+        );
+        assert!(permit_holders("x", &list).is_empty());
     }
 
     #[test]

@@ -13,6 +13,10 @@ pub(crate) struct Names {
     pub(crate) fence: String,
     /// `<prefix>:{K}:waiters`: who waits, scored by entry expiry.
     pub(crate) waiters: String,
+    /// `<prefix>:{K}:permits`: a semaphore's holders, scored by lease end.
+    pub(crate) permits: String,
+    /// `<prefix>:{K}:permit_tokens`: each permit holder's `token[:label]`.
+    pub(crate) permit_tokens: String,
 }
 
 pub(crate) fn names(prefix: &str, key: &LockKey) -> Names {
@@ -21,6 +25,8 @@ pub(crate) fn names(prefix: &str, key: &LockKey) -> Names {
         lock: format!("{base}:lock"),
         fence: format!("{base}:fence"),
         waiters: format!("{base}:waiters"),
+        permits: format!("{base}:permits"),
+        permit_tokens: format!("{base}:permit_tokens"),
     }
 }
 
@@ -44,7 +50,7 @@ mod tests {
     fn names_share_one_hash_tag() {
         let n = names("lockkit", &LockKey::new("orders:{eu}:7").unwrap());
         // Redis hashes the text between the first `{` and the next `}`: the same
-        // for all three, even when the key itself has braces.
+        // for all of them, even when the key itself has braces.
         let tag = |s: &str| {
             let open = s.find('{').unwrap();
             let close = open + s[open..].find('}').unwrap();
@@ -52,6 +58,8 @@ mod tests {
         };
         assert_eq!(tag(&n.lock), tag(&n.fence));
         assert_eq!(tag(&n.lock), tag(&n.waiters));
+        assert_eq!(tag(&n.lock), tag(&n.permits));
+        assert_eq!(tag(&n.lock), tag(&n.permit_tokens));
         assert_eq!(
             lock_name("lockkit", &LockKey::new("orders:{eu}:7").unwrap()),
             n.lock

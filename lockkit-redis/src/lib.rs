@@ -32,15 +32,21 @@
 //!
 //! # Mapping
 //!
-//! A lock `K` uses three keys sharing the hash tag `{K}`, so that in a cluster they
-//! live in one slot and one script can touch them all:
+//! A lock `K` uses these keys, all sharing the hash tag `{K}`, so that in a cluster
+//! they live in one slot and one script can touch them all:
 //!
 //! - `<prefix>:{K}:lock` holds `<owner>:<token>` with a `PX` TTL, followed by
 //!   `:<label>` (the owner label, for inspection) on a single server or Cluster;
 //! - `<prefix>:{K}:fence` is the fencing counter (`INCR`ed by the acquiring script,
 //!   never expired);
 //! - `<prefix>:{K}:waiters` is a sorted set of waiting acquires, scored by when
-//!   their entry expires (it expires as a whole when nobody waits).
+//!   their entry expires (it expires as a whole when nobody waits);
+//! - for a semaphore (single server and Cluster): `<prefix>:{K}:permits`, a sorted
+//!   set of permit holders scored by when their own lease ends (expired ones are
+//!   dropped by the next acquire), and `<prefix>:{K}:permit_tokens`, each holder's
+//!   `token[:label]`. Meanwhile `lock` holds `~P:<limit>`, expiring with the last
+//!   lease: an exclusive acquire sees the key held, and every permit request is
+//!   checked against that limit. Redlock refuses permits (see the README).
 //!
 //! Each driver listens on its own channel `<prefix>:wake:<driver id>`.
 //!

@@ -31,8 +31,12 @@ macro_rules! with_wake_next {
 #[derive(Debug)]
 pub(crate) struct Scripts {
     pub(crate) acquire: Script,
+    /// One permit of a semaphore.
+    pub(crate) acquire_permit: Script,
     pub(crate) extend: Script,
     pub(crate) extend_many: Script,
+    /// Renews permits, many in one call.
+    pub(crate) extend_many_permits: Script,
     pub(crate) release: Script,
     pub(crate) force_release: Script,
     pub(crate) leave: Script,
@@ -51,8 +55,10 @@ impl Scripts {
     ) -> redis::RedisResult<()> {
         for script in [
             &self.acquire,
+            &self.acquire_permit,
             &self.extend,
             &self.extend_many,
+            &self.extend_many_permits,
             &self.release,
             &self.force_release,
             &self.leave,
@@ -67,8 +73,10 @@ impl Scripts {
     pub(crate) fn new() -> Self {
         Self {
             acquire: Script::new(include_str!("../scripts/acquire.lua")),
+            acquire_permit: Script::new(include_str!("../scripts/acquire_permit.lua")),
             extend: Script::new(include_str!("../scripts/extend.lua")),
             extend_many: Script::new(include_str!("../scripts/extend_many.lua")),
+            extend_many_permits: Script::new(include_str!("../scripts/extend_many_permits.lua")),
             release: Script::new(with_wake_next!("release.lua")),
             force_release: Script::new(with_wake_next!("force_release.lua")),
             leave: Script::new(with_wake_next!("leave.lua")),

@@ -38,31 +38,32 @@ url_backend!(
     TlsCluster: RedisCluster = RedisCluster::start_tls(3), |s| s.url(), connect
 );
 
-/// Every Redis suite: the mutex cases and inspection (holder and waiter count).
+/// Every Redis suite: the mutex, the semaphore and inspection (holders and, where
+/// waiters queue in Redis, their count).
 macro_rules! redis_suite {
-    ($name:ident, $backend:ty) => {
+    ($name:ident, $backend:ty $(, $extra:ident)*) => {
         lockkit_conformance::suite!(
             $name,
             UrlHarness<$backend>,
             with {
+                at_most_limit_permits_under_contention,
+                permit_tokens_increase_across_permits,
+                an_expired_permit_is_reacquirable,
+                a_permit_limit_mismatch_is_a_config_error,
+                a_release_wakes_one_waiter,
+                a_cancelled_permit_acquire_leaves_nothing,
+                a_killed_holders_permit_is_freed,
                 inspection_shows_holder_mode_token_and_lease,
                 a_free_key_inspects_empty,
-                inspection_counts_waiters,
+                $($extra,)*
             }
         );
     };
 }
 
-redis_suite!(redis, Single);
-redis_suite!(redis_cluster, Cluster);
+redis_suite!(redis, Single, inspection_counts_waiters);
+redis_suite!(redis_cluster, Cluster, inspection_counts_waiters);
 // Polling waiters never queue in Redis, so there are no waiters to count.
-lockkit_conformance::suite!(
-    redis_polling,
-    UrlHarness<SinglePolling>,
-    with {
-        inspection_shows_holder_mode_token_and_lease,
-        a_free_key_inspects_empty,
-    }
-);
-redis_suite!(redis_tls, Tls);
-redis_suite!(redis_tls_cluster, TlsCluster);
+redis_suite!(redis_polling, SinglePolling);
+redis_suite!(redis_tls, Tls, inspection_counts_waiters);
+redis_suite!(redis_tls_cluster, TlsCluster, inspection_counts_waiters);
