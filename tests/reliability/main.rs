@@ -1,0 +1,319 @@
+//! The reliability suite: every backend under every fault, judged from recorded
+//! histories.
+//!
+//! Each test starts real servers through the testkit (the Consul stand-in for
+//! Consul), runs three workers (each with its own connections) through
+//! acquire → fenced write → hold → fenced write → release on one key, injects one
+//! fault, lets the workers recover, and checks the history
+//! ([`lockkit_conformance::history::check`]): stale writes rejected and accepted,
+//! token order, overlapping holds, and the time from the fault's end to the next
+//! grant. Where the README promises safety under the fault, the test fails on any
+//! violation; where it documents a weakness (Redis restarted without persistence),
+//! the test shows the weakness.
+//!
+//! With `LOCKKIT_RELIABILITY_DIR` set, each test also writes its row there as JSON;
+//! `ci/reliability` runs the suite that way and renders RELIABILITY.md.
+
+#![cfg(feature = "all-drivers")]
+#![cfg(test)] // Test code throughout: clippy.toml allows unwrap, expect and panic here.
+
+use std::time::Duration;
+
+use lockkit::Locker;
+use lockkit_conformance::history::{
+    self, FencedResource, History, Recorder, Running, Verdict, Workload,
+};
+use lockkit_conformance::holder::{self, HolderProcess};
+use lockkit_testkit::{
+    ConsulStandIn, Etcd, EtcdCluster, Fault, FaultProxy, MariaDb, Postgres, Redis, RedisMasters,
+    StandInOptions, ZooKeeper, ZooKeeperEnsemble,
+};
+use tokio::time::{Instant, sleep, timeout};
+
+#[macro_use]
+mod faults;
+mod report;
+mod trial;
+
+use faults::*;
+use trial::*;
+
+/// Workers per test.
+const CLIENTS: usize = 3;
+/// The workers' (and the outside holder's) watchdog TTL.
+const TTL: Duration = Duration::from_secs(1);
+/// How long a server is paused or partitioned away: past the TTL, so leases run out.
+const OUTAGE: Duration = Duration::from_millis(2500);
+/// How long a killed server stays down before it is restarted.
+const DOWNTIME: Duration = Duration::from_secs(1);
+/// How long the workers run before the fault, and again after they have recovered.
+const STEADY: Duration = Duration::from_secs(1);
+/// The longest a test waits for the lock to be granted again after a fault.
+const RECOVERY_LIMIT: Duration = Duration::from_secs(30);
+/// The longest the workers run at all.
+const RUN_LIMIT: Duration = Duration::from_secs(90);
+
+/// Entry point of the holder child; does nothing unless started by a holder fault.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "child-process entry point for the holder faults"]
+async fn holder_process_entry() {
+    holder::child_main(|url: String| async move { lockkit::driver::connect(&url).await }).await;
+}
+
+// ---------------------------------------------------------------------------------
+// The backends.
+
+fn sqlite_url(dir: &tempfile::TempDir) -> String {
+    format!("sqlite://{}", dir.path().join("locks.db").display())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_holder_paused_past_its_lease() {
+    let dir = tempfile::tempdir().unwrap();
+    holder_paused("sqlite", &sqlite_url(&dir)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_holder_killed() {
+    let dir = tempfile::tempdir().unwrap();
+    holder_killed("sqlite", &sqlite_url(&dir)).await;
+}
+
+/// The four faults every single-server backend takes, as tests named
+/// `<backend>_<fault>`.
+macro_rules! single_server_faults {
+    ($backend:ident, $start:expr, $url:expr) => {
+        mod $backend {
+            use super::*;
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn holder_paused_past_its_lease() {
+                let server = $start.await.unwrap();
+                holder_paused(stringify!($backend), &$url(&server)).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn holder_killed() {
+                let server = $start.await.unwrap();
+                super::holder_killed(stringify!($backend), &$url(&server)).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn server_paused() {
+                let server = $start.await.unwrap();
+                super::server_paused(
+                    stringify!($backend),
+                    &$url(&server),
+                    || server.pause(),
+                    || server.resume(),
+                )
+                .await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn client_server_partition() {
+                let server = $start.await.unwrap();
+                partitioned(stringify!($backend), server.port(), &$url(&server)).await;
+            }
+        }
+    };
+}
+
+single_server_faults!(postgres, Postgres::start(), |s: &Postgres| s.url());
+single_server_faults!(mysql, MariaDb::start(), |s: &MariaDb| s.url());
+single_server_faults!(redis, Redis::start(), |s: &Redis| s.url());
+single_server_faults!(etcd, Etcd::start(), |s: &Etcd| s.url());
+single_server_faults!(zookeeper, ZooKeeper::start(), |s: &ZooKeeper| format!(
+    "{}?session_timeout_ms=1000",
+    s.url()
+));
+single_server_faults!(
+    consul,
+    ConsulStandIn::start_with(
+        StandInOptions::default().with_min_session_ttl(Duration::from_millis(100))
+    ),
+    |s: &ConsulStandIn| format!("{}?session_ttl_ms=1000&lock_delay_ms=0", s.url())
+);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_server_killed_and_restarted() {
+    let mut server = Postgres::start().await.unwrap();
+    server_restarted!("postgres", server.url(), server, Promise::Safe);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mysql_server_killed_and_restarted() {
+    let mut server = MariaDb::start().await.unwrap();
+    server_restarted!("mysql", server.url(), server, Promise::Safe);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etcd_server_killed_and_restarted() {
+    let mut server = Etcd::start().await.unwrap();
+    server_restarted!("etcd", server.url(), server, Promise::Safe);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zookeeper_server_killed_and_restarted() {
+    let mut server = ZooKeeper::start().await.unwrap();
+    let url = format!("{}?session_timeout_ms=1000", server.url());
+    server_restarted!("zookeeper", url, server, Promise::Safe);
+}
+
+/// Redis with `appendfsync always`: a restart keeps locks and counters.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_with_fsynced_aof_killed_and_restarted_stays_safe() {
+    let mut server = Redis::start_persistent().await.unwrap();
+    server_restarted!(
+        "redis (appendfsync always)",
+        server.url(),
+        server,
+        Promise::Safe
+    );
+}
+
+/// How long workers hold the lock in the Redis restart-during-a-hold tests: longer
+/// than the restart, so the holder writes again after it.
+const HOLD_ACROSS_RESTART: Duration = Duration::from_millis(1500);
+
+/// Redis (no persistence) is killed while a worker holds the lock (holds last
+/// [`HOLD_ACROSS_RESTART`] here) and restarted at once, without its data.
+async fn redis_restarted_during_a_hold(
+    backend: &'static str,
+    url: &str,
+    server: &mut Redis,
+    promise: Promise,
+) -> Verdict {
+    let mut trial = Trial::new(backend, "restarted while a lock is held");
+    trial.hold = HOLD_ACROSS_RESTART;
+    let running = trial.start_workers(url).await;
+    trial
+        .wait_until("a worker holding the lock", |h| {
+            h.grants.iter().any(|g| g.held_until.is_none())
+        })
+        .await;
+    let started = Instant::now();
+    server.kill();
+    server.restart().await.unwrap();
+    trial
+        .finish(running, started, Instant::now(), promise)
+        .await
+}
+
+/// Redis without persistence: a restart forgets the lock and the fencing counter.
+/// The counter starts again and tokens go backwards; the worker that held the lock
+/// through the restart is not told until its next renewal, and its later write is
+/// accepted by the resource (it has the higher token) while the new holder's is
+/// refused — what the README says.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_without_persistence_restarted_resets_the_token_counter() {
+    let mut server = Redis::start().await.unwrap();
+    let url = server.url();
+    let v = redis_restarted_during_a_hold(
+        "redis (no persistence)",
+        &url,
+        &mut server,
+        Promise::Documented(
+            "a restart without persistence loses locks and fencing counters: tokens \
+             start again from 1, so the resource refuses the new holder and accepts the \
+             old one",
+        ),
+    )
+    .await;
+    assert!(
+        !v.token_regressions.is_empty(),
+        "the restart should have reset the token counter: {v:?}"
+    );
+}
+
+/// The mitigation: with `?fence_seed=clock` the counter Redis lost starts again from
+/// the server's clock, above every token handed out before, so tokens keep rising and
+/// the resource refuses the old holder. The lock itself is still lost: until the old
+/// holder's next renewal fails, two clients can believe they hold it (documented).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_without_persistence_restarted_with_clock_seeded_tokens_keeps_tokens_rising() {
+    let mut server = Redis::start().await.unwrap();
+    let url = format!("{}?fence_seed=clock", server.url());
+    let v = redis_restarted_during_a_hold(
+        "redis (no persistence, fence_seed=clock)",
+        &url,
+        &mut server,
+        Promise::Documented(
+            "a restart without persistence loses the lock; until the old holder's next \
+             renewal fails, two clients can believe they hold it (fencing still refuses \
+             the old holder)",
+        ),
+    )
+    .await;
+    assert!(
+        v.token_regressions.is_empty(),
+        "tokens went backwards: {v:?}"
+    );
+    assert_eq!(v.stale_accepted, 0, "{v:?}");
+}
+
+// ---------------------------------------------------------------------------------
+// Cluster members.
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etcd_cluster_leader_killed() {
+    let mut cluster = EtcdCluster::start(3).await.unwrap();
+    let trial = Trial::new("etcd (3 members)", "leader killed");
+    let running = trial.start_workers(&cluster.url()).await;
+    let leader = cluster.leader().await.expect("the cluster has a leader");
+    let started = Instant::now();
+    cluster.members[leader].kill();
+    trial
+        .finish(running, started, Instant::now(), Promise::Safe)
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zookeeper_ensemble_leader_killed() {
+    let mut ensemble = ZooKeeperEnsemble::start(3).await.unwrap();
+    let trial = Trial::new("zookeeper (3 members)", "leader killed");
+    let url = format!("{}?session_timeout_ms=2000", ensemble.url());
+    let running = trial.start_workers(&url).await;
+    let leader = ensemble.leader().await.expect("the ensemble has a leader");
+    let started = Instant::now();
+    ensemble.members[leader].kill();
+    trial
+        .finish(running, started, Instant::now(), Promise::Safe)
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redlock_two_of_five_masters_killed() {
+    let mut masters = RedisMasters::start(5).await.unwrap();
+    let trial = Trial::new("redlock (5 masters)", "2 of 5 masters killed");
+    let running = trial.start_workers(&masters.url()).await;
+    let started = Instant::now();
+    masters.nodes[0].kill();
+    masters.nodes[3].kill();
+    trial
+        .finish(running, started, Instant::now(), Promise::Safe)
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redlock_holder_paused_past_its_lease() {
+    let masters = RedisMasters::start(5).await.unwrap();
+    holder_paused("redlock (5 masters)", &masters.url()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redlock_holder_killed() {
+    let masters = RedisMasters::start(5).await.unwrap();
+    holder_killed("redlock (5 masters)", &masters.url()).await;
+}
+
+// ---------------------------------------------------------------------------------
+// RELIABILITY.md
+
+/// Renders RELIABILITY.md from the rows the tests wrote to `LOCKKIT_RELIABILITY_DIR`
+/// (`ci/reliability` runs the tests first, then this).
+#[test]
+#[ignore = "run by ci/reliability after the suite has written its rows"]
+fn render_reliability_md() {
+    report::render();
+}

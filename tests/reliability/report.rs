@@ -1,0 +1,134 @@
+//! RELIABILITY.md, rendered from the rows the tests wrote.
+
+/// Renders RELIABILITY.md from the rows in `LOCKKIT_RELIABILITY_DIR` to
+/// `LOCKKIT_RELIABILITY_MD`.
+pub(crate) fn render() {
+    let dir = std::env::var("LOCKKIT_RELIABILITY_DIR").expect("LOCKKIT_RELIABILITY_DIR is set");
+    let out = std::env::var("LOCKKIT_RELIABILITY_MD").expect("LOCKKIT_RELIABILITY_MD is set");
+    let mut rows: Vec<serde_json::Value> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| serde_json::from_slice(&std::fs::read(e.unwrap().path()).unwrap()).unwrap())
+        .collect();
+    assert!(!rows.is_empty(), "no rows in {dir}");
+    let rank = |backend: &str| {
+        [
+            "sqlite",
+            "postgres",
+            "mysql",
+            "redis",
+            "redlock",
+            "etcd",
+            "zookeeper",
+            "consul",
+        ]
+        .iter()
+        .position(|b| backend.starts_with(b))
+        .unwrap_or(usize::MAX)
+    };
+    rows.sort_by_key(|r| {
+        let backend = r["backend"].as_str().unwrap_or_default().to_owned();
+        (
+            rank(&backend),
+            backend,
+            r["fault"].as_str().unwrap_or_default().to_owned(),
+        )
+    });
+    let mut md = String::from(HEADER);
+    md.push_str(&format!(
+        "Generated {} on {} by `ci/reliability`.\n\n",
+        command_output("date", &["-u", "+%Y-%m-%d %H:%M UTC"]),
+        command_output("uname", &["-srm"]),
+    ));
+    md.push_str(
+        "| backend | fault | operations | grants | stale writes rejected | stale writes accepted \
+         | mutual-exclusion violations | token regressions | late writes | time to recover |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    let mut notes = Vec::new();
+    for r in &rows {
+        let v = &r["verdict"];
+        let count = |k: &str| v[k].as_array().map_or(0, Vec::len);
+        let mut backend = r["backend"].as_str().unwrap_or_default().to_owned();
+        if backend == "consul" {
+            backend.push_str(" (stand-in)");
+        }
+        if let Some(why) = r["documented"].as_str() {
+            notes.push(why.to_owned());
+            backend.push_str(&format!(" [{}]", notes.len()));
+        }
+        md.push_str(&format!(
+            "| {backend} | {} | {} | {} | {} | {} | {} | {} | {} | {} ms |\n",
+            r["fault"].as_str().unwrap_or_default(),
+            v["operations"],
+            v["grants"],
+            v["stale_rejected"],
+            v["stale_accepted"],
+            count("overlaps"),
+            count("token_regressions"),
+            v["late_accepted"],
+            r["recovery_ms"],
+        ));
+    }
+    md.push('\n');
+    for (i, why) in notes.iter().enumerate() {
+        md.push_str(&format!("[{}] Documented weakness: {why}.\n\n", i + 1));
+    }
+    md.push_str(FOOTER);
+    std::fs::write(&out, md).unwrap();
+}
+
+fn command_output(cmd: &str, args: &[&str]) -> String {
+    std::process::Command::new(cmd)
+        .args(args)
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default()
+}
+
+const HEADER: &str = "# Reliability\n\n\
+Every backend under every fault, judged from recorded histories. Do not edit: \
+regenerate with `ci/reliability` (it installs the servers, runs `tests/reliability/` \
+and writes this file).\n\n\
+Each row is one test: three workers, each with its own connections, loop on one key \
+through *acquire → fenced write → hold 5 ms → fenced write → release* (1 s watchdog \
+TTL), while the fault is injected. Every operation is recorded with its monotonic \
+invoke and complete times, every write with its place in the resource's order; \
+`lockkit_conformance::history::check` then counts, from the history alone:\n\n\
+- **stale writes**: a write from a grant older than one that has already written to \
+the resource (a `FencedCell`). *Rejected* is fencing doing its job; *accepted* is a \
+safety violation.\n\
+- **mutual-exclusion violations**: pairs of grants whose known-held intervals \
+(from the acquire's return to the release, the loss notice or the lease deadline) \
+overlap.\n\
+- **token regressions**: consecutive grants whose token did not increase.\n\
+- **late writes**: writes accepted after a newer grant was given but before its \
+first write reached the resource — fencing cannot see those (the resource does not \
+know the newer token yet); the workers write without checking `is_lost()` first, so \
+a holder that lost its lock during a fault still tries.\n\
+- **time to recover**: from the end of the fault (the thaw, heal or restart; for a \
+holder fault or a killed member, the fault itself) to the next grant.\n\n\
+Faults: *holder paused past its lease* (an outside holder process is SIGSTOPped once \
+it holds the lock; after a worker has been granted the lock and written, it is \
+thawed and makes its write, which must be refused, and it must report the loss); \
+*holder killed* (SIGKILL while holding); *server paused* (SIGSTOP for 2.5 s); \
+*client-server partition* (every connection through the testkit's TCP proxy, \
+black-holed for 2.5 s); *server killed and restarted* (SIGKILL, 1 s down); *leader \
+killed* (etcd and ZooKeeper with 3 members); *2 of 5 masters killed* (Redlock); \
+*restarted while a lock is held* (Redis without persistence: SIGKILL while a worker \
+holds the lock, restarted at once; holds last 1.5 s in these rows). \
+Every server is real and on 127.0.0.1, except Consul: those rows ran against the \
+testkit's Consul stand-in, which follows Consul's documented HTTP semantics but is \
+not Consul.\n\n";
+
+const FOOTER: &str = "\n\
+**Redis without persistence.** Restarted without `appendonly yes` + `appendfsync \
+always`, Redis forgets the lock and its fencing counter: the next grant gets token 1 \
+(the token regression in the *no persistence* row), and a client that held the lock \
+at the restart still believes it does while another is granted it (until its next \
+renewal fails), so the resource, which remembers the higher token, refuses the new \
+holder and accepts the old one. Mitigations lockkit offers: run the lock's Redis with \
+`appendonly yes` and `appendfsync always` (the *appendfsync always* row: the same \
+restart, nothing lost), and/or connect with `?fence_seed=clock`, which starts a \
+missing counter from the server's clock in microseconds, so tokens keep rising across \
+the restart and fencing refuses the old holder (the *fence_seed=clock* row); the lock \
+itself is still lost. See the README's Redis section.\n";
