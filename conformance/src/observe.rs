@@ -11,7 +11,7 @@ use crate::check::{CaseError, CaseResult};
 use crate::harness::Ctx;
 
 /// How often a wait for a backend state looks again.
-const LOOK_EVERY: Duration = Duration::from_millis(2);
+pub(crate) const LOOK_EVERY: Duration = Duration::from_millis(2);
 
 impl Ctx {
     /// Who holds `key` and how many wait, by the backend ([`lockkit_core::LockDriver::inspect`]).

@@ -5,7 +5,7 @@ use std::time::Duration;
 use lockkit_core::LockMode;
 
 use super::waiters::{Log, Waiter, until_granted};
-use crate::check::{CaseError, CaseResult, ensure};
+use crate::check::{CaseResult, ensure};
 use crate::harness::Ctx;
 
 /// A holder holds; N waiters, each with its own driver, queue one after another
@@ -15,11 +15,6 @@ use crate::harness::Ctx;
 pub(crate) async fn fifo_order(ctx: &Ctx) -> CaseResult {
     const NAMES: [&str; 4] = ["w0", "w1", "w2", "w3"];
     const LIMIT: Duration = Duration::from_secs(10);
-    if !(ctx.capabilities().fair && ctx.counts_waiters()) {
-        return Err(CaseError::Skipped(
-            "the driver does not serve and count its waiters in order".into(),
-        ));
-    }
     let holder = ctx.locker().await?;
     let key = ctx.key("queue");
     let held = holder.try_lock(key.as_str()).await?;

@@ -17,23 +17,12 @@ use crate::holder::HolderProcess;
 
 const LIMIT: Duration = Duration::from_secs(10);
 
-fn require_permits(ctx: &Ctx) -> CaseResult {
-    if ctx.capabilities().permits {
-        Ok(())
-    } else {
-        Err(CaseError::Skipped(
-            "the driver has no semaphore permits".into(),
-        ))
-    }
-}
-
 /// Six tasks, each on its own driver, take a permit of a 3-permit semaphore five
 /// times each; inside, a shared counter of holders never goes past 3.
 pub(crate) async fn at_most_limit_permits_under_contention(ctx: &Ctx) -> CaseResult {
     const PERMITS: u32 = 3;
     const TASKS: usize = 6;
     const ROUNDS: usize = 5;
-    require_permits(ctx)?;
     let key = ctx.key("pool");
     let inside = Arc::new(AtomicUsize::new(0));
     let most = Arc::new(AtomicUsize::new(0));
@@ -79,7 +68,6 @@ pub(crate) async fn at_most_limit_permits_under_contention(ctx: &Ctx) -> CaseRes
 /// greater than the last; a fourth is refused; a permit released and taken again
 /// gets a greater token still.
 pub(crate) async fn permit_tokens_increase_across_permits(ctx: &Ctx) -> CaseResult {
-    require_permits(ctx)?;
     let key = ctx.key("tokens");
     let mut lockers = Vec::new();
     for _ in 0..4 {
@@ -117,8 +105,6 @@ pub(crate) async fn permit_tokens_increase_across_permits(ctx: &Ctx) -> CaseResu
 /// A permit on a fixed lease that is not renewed expires, and a waiter gets it
 /// then, with a greater token.
 pub(crate) async fn an_expired_permit_is_reacquirable(ctx: &Ctx) -> CaseResult {
-    require_permits(ctx)?;
-    ctx.require_lease_expiry()?;
     let (a, b) = (ctx.locker().await?, ctx.locker().await?);
     let key = ctx.key("expiring");
     let first = a
@@ -147,7 +133,6 @@ pub(crate) async fn an_expired_permit_is_reacquirable(ctx: &Ctx) -> CaseResult {
 /// A request whose limit differs from the one the holders use is refused with a
 /// `Config` error at once — waiting or not — and the holders are untouched.
 pub(crate) async fn a_permit_limit_mismatch_is_a_config_error(ctx: &Ctx) -> CaseResult {
-    require_permits(ctx)?;
     let (a, b) = (ctx.locker().await?, ctx.locker().await?);
     let key = ctx.key("mismatch");
     let held = a.semaphore(key.as_str(), 2).try_acquire().await?;
@@ -187,7 +172,6 @@ pub(crate) async fn a_permit_limit_mismatch_is_a_config_error(ctx: &Ctx) -> Case
 /// Two permits of two are held and two waiters queue; one release lets exactly
 /// one waiter in (the semaphore is full again), the second release the other.
 pub(crate) async fn a_release_wakes_one_waiter(ctx: &Ctx) -> CaseResult {
-    require_permits(ctx)?;
     let mode = LockMode::Permit { limit: 2 };
     let (a, b, c) = (
         ctx.locker().await?,
@@ -222,7 +206,6 @@ pub(crate) async fn a_release_wakes_one_waiter(ctx: &Ctx) -> CaseResult {
 /// A waiter for a full semaphore goes away mid-wait; when the holder releases,
 /// the permit is free at once for someone else: nothing of the waiter is left.
 pub(crate) async fn a_cancelled_permit_acquire_leaves_nothing(ctx: &Ctx) -> CaseResult {
-    require_permits(ctx)?;
     let mode = LockMode::Permit { limit: 1 };
     let (a, c) = (ctx.locker().await?, ctx.locker().await?);
     let key = ctx.key("cancelled");
@@ -245,10 +228,6 @@ pub(crate) async fn a_cancelled_permit_acquire_leaves_nothing(ctx: &Ctx) -> Case
 /// A child process takes a permit (with the watchdog) and is killed with SIGKILL;
 /// its permit is free within one TTL of the kill, with a greater token.
 pub(crate) async fn a_killed_holders_permit_is_freed(ctx: &Ctx) -> CaseResult {
-    require_permits(ctx)?;
-    if !ctx.capabilities().cross_process {
-        return Err(CaseError::Skipped("holds are process-local".into()));
-    }
     let (Some(url), Some(command)) = (ctx.harness.holder_url(), ctx.holder.as_ref()) else {
         return Err(CaseError::Skipped(
             "the harness cannot start a holder process".into(),

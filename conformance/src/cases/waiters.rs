@@ -11,6 +11,7 @@ use tokio::time::{Instant, sleep, timeout};
 
 use crate::check::{CaseError, CaseResult, fail};
 use crate::harness::Ctx;
+use crate::observe::LOOK_EVERY;
 
 /// The lease waiters take.
 const TTL: Duration = Duration::from_secs(10);
@@ -42,16 +43,12 @@ impl Log {
         self.all().iter().map(|g| g.name).collect()
     }
 
-    /// The grant of `name` (token 0 if there was none).
-    pub(crate) fn get(&self, name: &str) -> Granted {
-        self.all()
-            .into_iter()
-            .find(|g| g.name == name)
-            .unwrap_or(Granted {
-                name: "none",
-                token: 0,
-                at: Instant::now(),
-            })
+    /// The grant of `name`, or a failure saying there was none.
+    pub(crate) fn get(&self, name: &str) -> Result<Granted, CaseError> {
+        match self.all().into_iter().find(|g| g.name == name) {
+            Some(grant) => Ok(grant),
+            None => fail!("{name} was never granted: {:?}", self.names()),
+        }
     }
 }
 
@@ -167,7 +164,7 @@ pub(crate) async fn until_granted(
             if now == want || now.len() > want.len() {
                 return now;
             }
-            sleep(Duration::from_millis(2)).await;
+            sleep(LOOK_EVERY).await;
         }
     };
     match timeout(limit, look).await {
@@ -194,7 +191,7 @@ pub(crate) async fn until_count(
             if now.len() >= n {
                 return now;
             }
-            sleep(Duration::from_millis(2)).await;
+            sleep(LOOK_EVERY).await;
         }
     };
     match timeout(limit, look).await {
