@@ -205,6 +205,13 @@ impl OwnerId {
         self
     }
 
+    /// Attaches a label that is already clean ([`clean_label`]): the `Locker`'s own,
+    /// cleaned once when it was set rather than on every acquire.
+    pub(crate) fn with_clean_label(mut self, label: String) -> Self {
+        self.label = Some(label);
+        self
+    }
+
     /// The label, if one was attached.
     pub fn label(&self) -> Option<&str> {
         self.label.as_deref()

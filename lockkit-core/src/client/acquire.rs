@@ -18,8 +18,8 @@ impl Locker {
         let ttl = validate_ttl(req.ttl.unwrap_or(self.inner.default_ttl))?;
         let owner = match req.owner {
             Some(owner) if owner.label().is_some() => owner,
-            Some(owner) => owner.with_label(self.label()),
-            None => OwnerId::new().with_label(self.label()),
+            Some(owner) => owner.with_clean_label(self.label()),
+            None => OwnerId::new().with_clean_label(self.label()),
         };
         let driver = &self.inner.driver;
         let request =

@@ -120,7 +120,8 @@ impl Locker {
         self
     }
 
-    /// The label of the next hold taken.
+    /// The label of the next hold taken, clean: [`with_label`](Self::with_label)
+    /// cleaned it when it was set, and the default is cleaned here.
     pub(super) fn label(&self) -> String {
         let set = self
             .inner
@@ -128,7 +129,10 @@ impl Locker {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
-        set.map_or_else(default_label, |l| l.to_string())
+        set.map_or_else(
+            || crate::types::clean_label(default_label()),
+            |l| l.to_string(),
+        )
     }
 
     /// The driver underneath.
