@@ -1,21 +1,19 @@
--- Takes the lock if it is free or already ours (then refreshes the TTL and keeps
+-- Redlock, on one master. Takes the lock if it is free or already ours (then refreshes the TTL and keeps
 -- the token); bumps the per-key fencing counter for a new holder. A waiting caller
 -- that finds the lock held joins the waiters (or refreshes its entry there), so a
 -- release wakes it and only it.
 -- KEYS[1] lock, KEYS[2] fencing counter, KEYS[3] waiters.
 -- ARGV[1] owner, ARGV[2] ttl ms, ARGV[3] waiter entry ('' when not waiting),
 -- ARGV[4] waiter entry lifetime ms, ARGV[5] 'clock' to start a missing counter from
--- the server's clock in microseconds (fence_seed=clock), '' to start it from 0,
--- ARGV[6] the holder's label for inspection ('' or absent: none).
--- The lock's value is owner:token, or owner:token:label.
+-- the server's clock in microseconds (fence_seed=clock), '' to start it from 0.
+-- The lock's value is owner:token.
 -- Returns {1, token} when held by us, {0, pttl} when held by another owner.
 local current = redis.call('GET', KEYS[1])
 if current then
   local sep = string.find(current, ':', 1, true)
   if sep and string.sub(current, 1, sep - 1) == ARGV[1] then
     redis.call('PEXPIRE', KEYS[1], ARGV[2])
-    local token_end = string.find(current, ':', sep + 1, true)
-    return {1, tonumber(string.sub(current, sep + 1, token_end and token_end - 1 or -1))}
+    return {1, tonumber(string.sub(current, sep + 1))}
   end
   if ARGV[3] ~= '' then
     local t = redis.call('TIME')
@@ -36,11 +34,7 @@ end
 local token = redis.call('INCR', KEYS[2])
 -- '%d', not `..`: concatenating a number keeps only 14 significant digits, and a
 -- clock-seeded token has 16.
-local value = ARGV[1] .. ':' .. string.format('%d', token)
-if ARGV[6] and ARGV[6] ~= '' then
-  value = value .. ':' .. ARGV[6]
-end
-redis.call('SET', KEYS[1], value, 'PX', ARGV[2])
+redis.call('SET', KEYS[1], ARGV[1] .. ':' .. string.format('%d', token), 'PX', ARGV[2])
 if ARGV[3] ~= '' then
   redis.call('ZREM', KEYS[3], ARGV[3])
 end

@@ -1,20 +1,20 @@
--- Who holds the lock and how many wait, changing nothing.
--- KEYS[1] lock, KEYS[2] waiters, KEYS[3] permits, KEYS[4] permit tokens.
--- Returns {value, pttl, waiting, permits}: the lock's value (owner:token or
--- owner:token:label for an exclusive hold, '~P:<limit>' while permits are held, ''
--- when free), its PTTL in ms, the waiters whose entries have not expired, and for a
--- semaphore a flat list of ms left, token[:label] for each live permit.
-local value = redis.call('GET', KEYS[1]) or ''
-local pttl = redis.call('PTTL', KEYS[1])
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local waiting = redis.call('ZCOUNT', KEYS[2], '(' .. now, '+inf')
-local permits = {}
-if string.sub(value, 1, 3) == '~P:' then
-  local live = redis.call('ZRANGEBYSCORE', KEYS[3], '(' .. now, '+inf', 'WITHSCORES')
-  for i = 1, #live, 2 do
-    permits[#permits + 1] = tostring(tonumber(live[i + 1]) - now)
-    permits[#permits + 1] = redis.call('HGET', KEYS[4], live[i]) or ''
+-- Who holds the key and how many wait, changing nothing.
+-- KEYS: see queue.lua.
+-- Returns {value, pttl, waiting, holds}: the lock's value ('owner:token[:label]'
+-- for an exclusive hold, '~S' or '~P:<limit>' while shared holds or permits are
+-- held, '' when free), its PTTL in ms, the live waiters (waiting, or woken and not
+-- yet back), and for shared holds and permits a flat list of ms left and
+-- 'token[:label]' for each live one.
+local value = redis.call('GET', k.lock) or ''
+local pttl = redis.call('PTTL', k.lock)
+local waiting = redis.call('ZCOUNT', k.waiters, '(' .. now, '+inf')
+  + redis.call('ZCOUNT', k.woken, '(' .. now, '+inf')
+local holds = {}
+if string.sub(value, 1, 1) == '~' then
+  local held = redis.call('ZRANGEBYSCORE', k.holders, '(' .. now, '+inf', 'WITHSCORES')
+  for i = 1, #held, 2 do
+    holds[#holds + 1] = tostring(tonumber(held[i + 1]) - now)
+    holds[#holds + 1] = redis.call('HGET', k.holds, held[i]) or ''
   end
 end
-return {value, pttl, waiting, permits}
+return {value, pttl, waiting, holds}

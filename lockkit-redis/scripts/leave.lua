@@ -1,4 +1,4 @@
--- A waiter gives up (timed out, cancelled): removes its entry and, if the lock is
+-- Redlock, on one master: a waiter gives up (timed out, cancelled): removes its entry and, if the lock is
 -- free, passes the wake-up on (wake_next.lua), since the release that woke this
 -- waiter woke nobody else.
 -- KEYS[1] lock, KEYS[2] waiters; ARGV[1] waiter entry, ARGV[2] wake channel prefix.

@@ -1,5 +1,5 @@
--- Shared by release.lua, force_release.lua and leave.lua (prepended to each; not a
--- script of its own). Wakes exactly one live waiter of a free lock.
+-- Redlock: shared by release.lua, force_release.lua and leave.lua (prepended to
+-- each; not a script of its own). Wakes exactly one live waiter of a free lock.
 --
 -- `waiters` is a sorted set of "<driver id>:<waiter id>" scored by the entry's
 -- expiry (server ms): a waiter refreshes its entry on every attempt, so an entry

@@ -1,92 +1,166 @@
-//! The single-server and Cluster recipe for one acquire attempt: `acquire.lua`
-//! (`acquire_permit.lua` for a semaphore's permit) takes the lock or, for a waiting
-//! request, queues its waiters entry in the same round trip; `leave.lua` takes the
-//! entry back when the waiter gives up.
+//! The single-server and Cluster recipe for one acquire attempt: one script per
+//! mode (`acquire_exclusive.lua`, `acquire_shared.lua`, `acquire_permit.lua`)
+//! takes the hold or, for a waiting request, queues its member in the same round
+//! trip; `leave_queue.lua` takes the member back when the waiter gives up.
 
-use lockkit_core::driver::limit_mismatch;
+use lockkit_core::driver::{Admission, Held, admit, limit_mismatch};
 use lockkit_core::{AcquireRequest, FencingToken, Grant, LockError, LockMode};
 use tokio::time::Instant;
 
-use crate::driver::RedisDriver;
+use crate::driver::{NAME, RedisDriver};
 use crate::keys::Names;
 use crate::scripts::ttl_ms;
-use crate::wait::{ENTRY_LIFETIME, Waiter};
+use crate::wait::ENTRY_LIFETIME;
 
 /// What one attempt found.
 pub(crate) enum Outcome {
     Granted(Grant),
     Busy {
-        pttl_ms: i64,
+        /// The longest to wait before trying again, ms (at least 1).
+        retry_ms: i64,
     },
-    /// The request cannot be granted as asked (a permit limit that differs from
-    /// the holders').
+    /// The request cannot be granted as asked: the owner holds the key in another
+    /// mode, or a permit limit differs from the holders'.
     Refused(LockError),
 }
 
+/// A waiter's member in the key's queue: its entry and the mode it asks for (`X`,
+/// `S` or `P<limit>`), so that a release knows whom it admits.
+pub(crate) fn member(entry: &str, mode: LockMode) -> String {
+    match mode {
+        LockMode::Shared => format!("{entry}:S"),
+        LockMode::Permit { limit } => format!("{entry}:P{limit}"),
+        _ => format!("{entry}:X"),
+    }
+}
+
+/// The mode a script's refusal code names: 0 exclusive, -1 shared, n a permit of n.
+fn held_mode(code: i64) -> LockMode {
+    match u32::try_from(code) {
+        Ok(0) => LockMode::Exclusive,
+        Ok(limit) => LockMode::Permit { limit },
+        Err(_) => LockMode::Shared,
+    }
+}
+
+/// Why the owner's own hold in `held` refuses `req`: the same rule, and message,
+/// as every driver's (`lockkit_core::driver::admit`).
+fn refusal(req: &AcquireRequest, held: LockMode) -> LockError {
+    let own = Held {
+        owner: req.owner.as_u128(),
+        mode: held,
+        token: FencingToken(0),
+    };
+    match admit(NAME, req, &[own], []) {
+        Admission::Refuse(e) => e,
+        _ => LockError::Config(format!(
+            "`{}` is held by this owner as {held}; it cannot also be taken as {}",
+            req.key, req.mode
+        )),
+    }
+}
+
 impl RedisDriver {
-    /// One run of `acquire.lua`: the grant, or the holder's remaining lease (with
-    /// `waiter`, now queued in the lock's waiters set).
+    /// One run of the mode's acquire script: the grant, or how long to wait (with
+    /// `member`, now queued).
     pub(crate) async fn attempt(
         &self,
         req: &AcquireRequest,
         n: &Names,
-        waiter: Option<&Waiter>,
+        member: Option<&str>,
     ) -> redis::RedisResult<Outcome> {
         let sent = Instant::now();
         let mut conn = self.conn.clone();
-        let limit = match req.mode {
-            LockMode::Permit { limit } => Some(limit),
-            _ => None,
+        let mut invocation = match req.mode {
+            LockMode::Shared => self.scripts.acquire_shared.prepare_invoke(),
+            LockMode::Permit { .. } => self.scripts.acquire_permit.prepare_invoke(),
+            _ => self.scripts.acquire_exclusive.prepare_invoke(),
         };
-        let mut invocation = match limit {
-            Some(_) => self.scripts.acquire_permit.prepare_invoke(),
-            None => self.scripts.acquire.prepare_invoke(),
-        };
+        for key in n.all() {
+            invocation.key(key);
+        }
         invocation
-            .key(&n.lock)
-            .key(&n.fence)
-            .key(&n.waiters)
             .arg(req.owner.to_hex())
             .arg(ttl_ms(req.ttl))
-            .arg(waiter.map_or("", |w| w.entry.as_str()))
+            .arg(member.unwrap_or(""))
             .arg(ttl_ms(ENTRY_LIFETIME))
             .arg(self.fence_seed.script_arg())
             .arg(req.owner.label().unwrap_or(""));
-        if let Some(limit) = limit {
-            invocation.key(&n.permits).key(&n.permit_tokens).arg(limit);
+        if let Some(limit) = req.mode.limit() {
+            invocation.arg(limit);
         }
-        let (held, value): (i64, i64) = invocation.invoke_async(&mut conn).await?;
-        if held == -1 {
-            let theirs = u32::try_from(value).unwrap_or(0);
-            return Ok(Outcome::Refused(limit_mismatch(
-                req,
-                theirs,
-                limit.unwrap_or(0),
-            )));
-        }
-        if held == 1 {
-            let token = FencingToken(u64::try_from(value).unwrap_or(0));
-            return Ok(Outcome::Granted(Grant::of(req, token, sent + req.ttl)));
-        }
-        Ok(Outcome::Busy { pttl_ms: value })
+        let (status, value): (i64, i64) = invocation.invoke_async(&mut conn).await?;
+        Ok(match status {
+            1 => {
+                let token = FencingToken(u64::try_from(value).unwrap_or(0));
+                Outcome::Granted(Grant::of(req, token, sent + req.ttl))
+            }
+            0 => Outcome::Busy { retry_ms: value },
+            -1 => Outcome::Refused(refusal(req, held_mode(value))),
+            _ => {
+                let theirs = u32::try_from(value).unwrap_or(0);
+                let limit = req.mode.limit().unwrap_or(0);
+                Outcome::Refused(limit_mismatch(req, theirs, limit))
+            }
+        })
     }
 
-    /// A waiter gives up: drops its entry and passes on a wake-up it may have
-    /// taken. Best effort: an entry left behind expires after [`ENTRY_LIFETIME`].
-    pub(crate) async fn leave(&self, n: &Names, waiter: Option<&Waiter>) {
-        let Some(waiter) = waiter else { return };
+    /// A waiter gives up: drops its member and wakes whom its leaving admits.
+    /// Best effort: a member left behind expires after [`ENTRY_LIFETIME`].
+    pub(crate) async fn leave(&self, n: &Names, member: Option<&str>) {
+        let Some(member) = member else { return };
         let mut conn = self.conn.clone();
-        let left: redis::RedisResult<i64> = self
-            .scripts
-            .leave
-            .key(&n.lock)
-            .key(&n.waiters)
-            .arg(&waiter.entry)
+        let mut invocation = self.scripts.leave_queue.prepare_invoke();
+        for key in n.all() {
+            invocation.key(key);
+        }
+        let left: redis::RedisResult<i64> = invocation
+            .arg(member)
             .arg(&*self.wake_prefix)
+            .arg(ttl_ms(ENTRY_LIFETIME))
             .invoke_async(&mut conn)
             .await;
         if let Err(e) = left {
-            tracing::debug!(error = %e, "could not remove a waiters entry; it will expire");
+            tracing::debug!(error = %e, "could not remove a queue member; it will expire");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use lockkit_core::{LockKey, OwnerId, Wait};
+
+    use super::*;
+
+    fn req(mode: LockMode) -> AcquireRequest {
+        AcquireRequest::new(
+            LockKey::new("k").unwrap(),
+            OwnerId::new(),
+            Duration::from_secs(1),
+            Wait::NoWait,
+        )
+        .with_mode(mode)
+    }
+
+    #[test]
+    fn a_member_names_its_mode() {
+        assert_eq!(member("d:1", LockMode::Exclusive), "d:1:X");
+        assert_eq!(member("d:1", LockMode::Shared), "d:1:S");
+        assert_eq!(member("d:1", LockMode::Permit { limit: 4 }), "d:1:P4");
+    }
+
+    #[test]
+    fn an_upgrade_is_unsupported_and_other_families_are_config_errors() {
+        let upgrade = refusal(&req(LockMode::Exclusive), held_mode(-1));
+        assert!(
+            matches!(upgrade, LockError::Unsupported { .. }),
+            "{upgrade}"
+        );
+        let permit = refusal(&req(LockMode::Permit { limit: 2 }), held_mode(0));
+        assert!(matches!(permit, LockError::Config(_)), "{permit}");
+        let limit = refusal(&req(LockMode::Permit { limit: 2 }), held_mode(3));
+        assert!(limit.to_string().contains("limit of 3"), "{limit}");
     }
 }

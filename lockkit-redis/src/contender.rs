@@ -1,16 +1,17 @@
 //! One acquire on a single server or a Cluster, as the wait engine drives it: a
-//! waiters entry so that a release can wake us, the holder's expiry as the latest
-//! retry, and patience with a cluster changing shape.
+//! place in the key's queue, so that readers stay behind a writer and a release
+//! can wake us; the holder's expiry as the latest retry; and patience with a
+//! cluster changing shape.
 
 use std::time::Duration;
 
 use lockkit_core::driver::{
     Attempt, Backoff, Busy, Contender, Jitter, Patience, WaitPolicy, wait_for_grant,
 };
-use lockkit_core::{AcquireRequest, Grant, LockError, Result, Wait, async_trait};
+use lockkit_core::{AcquireRequest, Grant, LockError, OwnerId, Result, Wait, async_trait};
 use tokio::time::Instant;
 
-use crate::acquire::Outcome;
+use crate::acquire::{Outcome, member};
 use crate::driver::RedisDriver;
 use crate::error::{is_transient, redis_error};
 use crate::keys::Names;
@@ -40,7 +41,11 @@ pub(crate) struct Contending<'a> {
     driver: &'a RedisDriver,
     req: &'a AcquireRequest,
     names: Names,
+    /// Woken by a release that names it; `None` when polling.
     waiter: Option<Waiter>,
+    /// Our member in the key's queue (`None` for a `try_lock`). A polling waiter
+    /// queues too, under a driver id starting with `-`, which nobody publishes to.
+    member: Option<String>,
 }
 
 #[async_trait]
@@ -48,11 +53,11 @@ impl Contender for Contending<'_> {
     async fn attempt(&mut self) -> Result<Attempt> {
         let outcome = self
             .driver
-            .attempt(self.req, &self.names, self.waiter.as_ref())
+            .attempt(self.req, &self.names, self.member.as_deref())
             .await;
-        let pttl_ms = match outcome {
+        let retry_ms = match outcome {
             Ok(Outcome::Granted(g)) => return Ok(Attempt::Granted(g)),
-            Ok(Outcome::Busy { pttl_ms }) => pttl_ms,
+            Ok(Outcome::Busy { retry_ms }) => retry_ms,
             Ok(Outcome::Refused(e)) => return Err(e),
             Err(e) if is_transient(&e) => return Ok(Attempt::Transient(redis_error(e))),
             Err(e) => return Err(redis_error(e)),
@@ -60,7 +65,7 @@ impl Contender for Contending<'_> {
         // Try again at the holder's expiry at the latest (nobody publishes when a
         // lease runs out), plus jitter so waiters do not all retry at once; with
         // wake-ups working, after NOTIFY_FALLBACK at the latest (a lost message).
-        let expiry = Duration::from_millis(u64::try_from(pttl_ms.max(1)).unwrap_or(1));
+        let expiry = Duration::from_millis(u64::try_from(retry_ms.max(1)).unwrap_or(1));
         let notified = self.driver.subs.as_ref().is_some_and(|s| s.is_live());
         let wake = self.waiter.as_ref().filter(|_| notified);
         let bound = if wake.is_some() {
@@ -87,9 +92,9 @@ impl Contender for Contending<'_> {
         }))
     }
 
-    /// Drops the waiters entry, passing on a wake-up it may have taken.
+    /// Drops our place, passing on a wake-up it may have taken.
     async fn give_up(&mut self, _: &LockError) {
-        self.driver.leave(&self.names, self.waiter.as_ref()).await;
+        self.driver.leave(&self.names, self.member.as_deref()).await;
     }
 }
 
@@ -101,11 +106,17 @@ impl<'a> Contending<'a> {
             (Wait::NoWait, _) | (_, None) => None,
             (_, Some(subs)) => Some(subs.waiter()),
         };
+        let entry = match (&waiter, req.wait) {
+            (Some(w), _) => Some(w.entry.clone()),
+            (None, Wait::NoWait) => None,
+            (None, _) => Some(format!("-{}:0", &OwnerId::new().to_hex()[..16])),
+        };
         Self {
             driver,
             req,
             names: driver.names(&req.key),
             waiter,
+            member: entry.map(|e| member(&e, req.mode)),
         }
     }
 

@@ -16,9 +16,9 @@ use crate::contender::Contending;
 use crate::error::{connect_error, redis_error};
 use crate::keys::{Names, names, wake_prefix};
 use crate::options::{FenceSeed, RedisOptions, WakeMode};
-use crate::scripts::Scripts;
+use crate::scripts::{Scripts, ttl_ms};
 use crate::tls;
-use crate::wait::Subscriptions;
+use crate::wait::{ENTRY_LIFETIME, Subscriptions};
 
 /// The driver's name in messages and errors.
 pub(crate) const NAME: &str = "redis";
@@ -96,16 +96,16 @@ impl LockDriver for RedisDriver {
     }
 
     fn capabilities(&self) -> Capabilities {
-        // Only waiters that can be woken queue in Redis, so only they are counted.
-        let (wake_up, inspect) = if self.subs.is_some() {
-            (WakeUp::Notify, Inspect::HoldersAndWaiters)
+        let wake_up = if self.subs.is_some() {
+            WakeUp::Notify
         } else {
-            (WakeUp::Poll, Inspect::Holders)
+            WakeUp::Poll
         };
         Capabilities::baseline()
+            .with_shared(true)
             .with_permits(true)
             .with_wake_up(wake_up)
-            .with_inspect(inspect)
+            .with_inspect(Inspect::HoldersAndWaiters)
     }
 
     async fn acquire(&self, req: &AcquireRequest) -> Result<Grant> {
@@ -123,16 +123,15 @@ impl LockDriver for RedisDriver {
 
     async fn release(&self, key: &LockKey, owner: &OwnerId) -> Result<bool> {
         let n = self.names(key);
+        let mut invocation = self.scripts.release_hold.prepare_invoke();
+        for key in n.all() {
+            invocation.key(key);
+        }
         let mut conn = self.conn.clone();
-        let released: i64 = self
-            .scripts
-            .release
-            .key(&n.lock)
-            .key(&n.waiters)
-            .key(&n.permits)
-            .key(&n.permit_tokens)
+        let released: i64 = invocation
             .arg(owner.to_hex())
             .arg(&*self.wake_prefix)
+            .arg(ttl_ms(ENTRY_LIFETIME))
             .invoke_async(&mut conn)
             .await
             .map_err(redis_error)?;
@@ -141,15 +140,14 @@ impl LockDriver for RedisDriver {
 
     async fn force_release(&self, key: &LockKey) -> Result<bool> {
         let n = self.names(key);
+        let mut invocation = self.scripts.force_release_all.prepare_invoke();
+        for key in n.all() {
+            invocation.key(key);
+        }
         let mut conn = self.conn.clone();
-        let deleted: i64 = self
-            .scripts
-            .force_release
-            .key(&n.lock)
-            .key(&n.waiters)
-            .key(&n.permits)
-            .key(&n.permit_tokens)
+        let deleted: i64 = invocation
             .arg(&*self.wake_prefix)
+            .arg(ttl_ms(ENTRY_LIFETIME))
             .invoke_async(&mut conn)
             .await
             .map_err(redis_error)?;
@@ -165,11 +163,7 @@ impl LockDriver for RedisDriver {
         let mut conn = self.conn.clone();
         // One slot: they all share the key's hash tag.
         redis::cmd("DEL")
-            .arg(&n.lock)
-            .arg(&n.fence)
-            .arg(&n.waiters)
-            .arg(&n.permits)
-            .arg(&n.permit_tokens)
+            .arg(&n.all()[..])
             .exec_async(&mut conn)
             .await
             .map_err(redis_error)

@@ -1,8 +1,8 @@
 //! Inspection: one read-only run of `inspect.lua` on the key's slot. The lock's
 //! value names its holder (`owner:token[:label]`), its PTTL is the lease left, and
-//! the waiters whose entries have not expired are counted. While a semaphore's
-//! permits are held, the value is `~P:<limit>` and each live permit comes back with
-//! its lease left and `token[:label]`.
+//! the live waiters are counted. While readers or a semaphore's permits hold, the
+//! value is `~S` or `~P:<limit>`, and each live hold comes back with its lease left
+//! and `token[:label]`.
 
 use std::time::Duration;
 
@@ -17,19 +17,23 @@ impl RedisDriver {
     pub(crate) async fn inspect_key(&self, key: &LockKey) -> Result<Inspection> {
         let n = self.names(key);
         let mut conn = self.conn.clone();
-        let (value, pttl_ms, waiting, permits): (String, i64, usize, Vec<String>) = self
-            .scripts
-            .inspect
-            .key(&n.lock)
-            .key(&n.waiters)
-            .key(&n.permits)
-            .key(&n.permit_tokens)
+        let mut invocation = self.scripts.inspect.prepare_invoke();
+        for key in n.all() {
+            invocation.key(key);
+        }
+        let (value, pttl_ms, waiting, holds): (String, i64, usize, Vec<String>) = invocation
             .invoke_async(&mut conn)
             .await
             .map_err(redis_error)?;
-        let holders = match value.strip_prefix("~P:") {
-            Some(limit) => permit_holders(limit, &permits),
-            None => holder(&value, pttl_ms).into_iter().collect(),
+        let holders = if value == "~S" {
+            shared_holders(LockMode::Shared, &holds)
+        } else if let Some(limit) = value.strip_prefix("~P:") {
+            match limit.parse::<u32>() {
+                Ok(limit) => shared_holders(LockMode::Permit { limit }, &holds),
+                Err(_) => Vec::new(),
+            }
+        } else {
+            holder(&value, pttl_ms).into_iter().collect()
         };
         Ok(Inspection::free(key.clone())
             .with_holders(holders)
@@ -54,13 +58,10 @@ fn holder(value: &str, pttl_ms: i64) -> Option<Holder> {
     Some(held)
 }
 
-/// A semaphore's live permits, from `inspect.lua`'s flat list of ms left and
-/// `token[:label]`.
-fn permit_holders(limit: &str, permits: &[String]) -> Vec<Holder> {
-    let Ok(limit) = limit.parse::<u32>() else {
-        return Vec::new();
-    };
-    permits
+/// The live readers or permits, all in `mode`, from `inspect.lua`'s flat list of
+/// ms left and `token[:label]`.
+fn shared_holders(mode: LockMode, holds: &[String]) -> Vec<Holder> {
+    holds
         .chunks_exact(2)
         .filter_map(|pair| {
             let left = pair[0].parse::<u64>().ok()?;
@@ -70,7 +71,7 @@ fn permit_holders(limit: &str, permits: &[String]) -> Vec<Holder> {
             };
             let token = FencingToken(token.parse().ok()?);
             Some(
-                Holder::new(LockMode::Permit { limit }, token)
+                Holder::new(mode, token)
                     .with_remaining(Duration::from_millis(left))
                     .with_label(label),
             )
@@ -105,7 +106,7 @@ mod tests {
     #[test]
     fn permits_come_with_their_limit_token_lease_and_label() {
         let list = ["900", "5:worker-a", "1200", "6"].map(String::from);
-        let held = permit_holders("3", &list);
+        let held = shared_holders(LockMode::Permit { limit: 3 }, &list);
         assert_eq!(held.len(), 2);
         assert_eq!(held[0].mode, LockMode::Permit { limit: 3 });
         assert_eq!(
@@ -116,7 +117,8 @@ mod tests {
             (held[1].token, held[1].remaining),
             (FencingToken(6), Some(Duration::from_millis(1200)))
         );
-        assert!(permit_holders("x", &list).is_empty());
+        let readers = shared_holders(LockMode::Shared, &list[..2]);
+        assert_eq!(readers[0].mode, LockMode::Shared);
     }
 
     #[test]

@@ -3,20 +3,40 @@
 use lockkit_core::LockKey;
 
 /// The Redis names of one lock, sharing the hash tag `{K}` so that in a cluster
-/// they live in one slot and one script can touch them all.
+/// they live in one slot and one script can touch them all. `scripts/queue.lua`
+/// describes what each holds.
 #[derive(Debug, Clone)]
 pub(crate) struct Names {
-    /// `<prefix>:{K}:lock`: `<owner>:<token>`, or `<owner>:<token>:<label>`, with a
-    /// `PX` TTL.
+    /// `<prefix>:{K}:lock`: an exclusive hold's `<owner>:<token>[:<label>]` with a
+    /// `PX` lease, or the sentinel of shared holds or permits.
     pub(crate) lock: String,
     /// `<prefix>:{K}:fence`: the fencing counter, never expired.
     pub(crate) fence: String,
     /// `<prefix>:{K}:waiters`: who waits, scored by entry expiry.
     pub(crate) waiters: String,
-    /// `<prefix>:{K}:permits`: a semaphore's holders, scored by lease end.
-    pub(crate) permits: String,
-    /// `<prefix>:{K}:permit_tokens`: each permit holder's `token[:label]`.
-    pub(crate) permit_tokens: String,
+    /// `<prefix>:{K}:queue`: the waiters in order of arrival.
+    pub(crate) queue: String,
+    /// `<prefix>:{K}:woken`: waiters woken and not back yet.
+    pub(crate) woken: String,
+    /// `<prefix>:{K}:holders`: shared holds and permits, scored by lease end.
+    pub(crate) holders: String,
+    /// `<prefix>:{K}:holds`: each of those holders' `token[:label]`.
+    pub(crate) holds: String,
+}
+
+impl Names {
+    /// The seven keys, in the order the single-server scripts take them.
+    pub(crate) fn all(&self) -> [&str; 7] {
+        [
+            &self.lock,
+            &self.fence,
+            &self.waiters,
+            &self.queue,
+            &self.woken,
+            &self.holders,
+            &self.holds,
+        ]
+    }
 }
 
 pub(crate) fn names(prefix: &str, key: &LockKey) -> Names {
@@ -25,13 +45,15 @@ pub(crate) fn names(prefix: &str, key: &LockKey) -> Names {
         lock: format!("{base}:lock"),
         fence: format!("{base}:fence"),
         waiters: format!("{base}:waiters"),
-        permits: format!("{base}:permits"),
-        permit_tokens: format!("{base}:permit_tokens"),
+        queue: format!("{base}:queue"),
+        woken: format!("{base}:woken"),
+        holders: format!("{base}:holders"),
+        holds: format!("{base}:holds"),
     }
 }
 
 /// Just the lock's name (what extend and the watchdog's renewals touch), without
-/// formatting the other two.
+/// formatting the others.
 pub(crate) fn lock_name(prefix: &str, key: &LockKey) -> String {
     format!("{prefix}:{{{}}}:lock", key.as_str())
 }
@@ -56,10 +78,9 @@ mod tests {
             let close = open + s[open..].find('}').unwrap();
             s[open + 1..close].to_string()
         };
-        assert_eq!(tag(&n.lock), tag(&n.fence));
-        assert_eq!(tag(&n.lock), tag(&n.waiters));
-        assert_eq!(tag(&n.lock), tag(&n.permits));
-        assert_eq!(tag(&n.lock), tag(&n.permit_tokens));
+        for name in n.all() {
+            assert_eq!(tag(name), tag(&n.lock), "{name}");
+        }
         assert_eq!(
             lock_name("lockkit", &LockKey::new("orders:{eu}:7").unwrap()),
             n.lock

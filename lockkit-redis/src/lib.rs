@@ -35,32 +35,43 @@
 //! A lock `K` uses these keys, all sharing the hash tag `{K}`, so that in a cluster
 //! they live in one slot and one script can touch them all:
 //!
-//! - `<prefix>:{K}:lock` holds `<owner>:<token>` with a `PX` TTL, followed by
-//!   `:<label>` (the owner label, for inspection) on a single server or Cluster;
-//! - `<prefix>:{K}:fence` is the fencing counter (`INCR`ed by the acquiring script,
-//!   never expired);
-//! - `<prefix>:{K}:waiters` is a sorted set of waiting acquires, scored by when
-//!   their entry expires (it expires as a whole when nobody waits);
-//! - for a semaphore (single server and Cluster): `<prefix>:{K}:permits`, a sorted
-//!   set of permit holders scored by when their own lease ends (expired ones are
-//!   dropped by the next acquire), and `<prefix>:{K}:permit_tokens`, each holder's
-//!   `token[:label]`. Meanwhile `lock` holds `~P:<limit>`, expiring with the last
-//!   lease: an exclusive acquire sees the key held, and every permit request is
-//!   checked against that limit. Redlock refuses permits (see the README).
+//! - `<prefix>:{K}:lock` holds an exclusive (write) hold's `<owner>:<token>` with
+//!   a `PX` TTL, followed by `:<label>` (the owner label, for inspection) on a
+//!   single server or Cluster. While readers or a semaphore's permits hold, it
+//!   holds `~S` or `~P:<limit>` instead, expiring with the last lease: an
+//!   exclusive acquire sees the key held, and every permit request is checked
+//!   against that limit;
+//! - `<prefix>:{K}:fence` is the fencing counter (`INCR`ed by every grant of every
+//!   mode, never expired);
+//! - `<prefix>:{K}:holders`, a sorted set of readers or permit holders scored by
+//!   when their own lease ends (expired ones are dropped by the next acquire), and
+//!   `<prefix>:{K}:holds`, each one's `token[:label]`;
+//! - `<prefix>:{K}:queue`, the waiters in order of arrival, with `waiters` (scored
+//!   by when a waiter's entry expires) and `woken` (waiters woken and not back
+//!   yet); each expires as a whole when nobody waits. Redlock uses `waiters` only.
 //!
-//! Each driver listens on its own channel `<prefix>:wake:<driver id>`.
+//! `scripts/queue.lua` describes them in full. Each driver listens on its own
+//! channel `<prefix>:wake:<driver id>`.
 //!
 //! # Waiting
 //!
-//! A waiting acquire's first attempt both tries the lock and, if it is held, puts
-//! the waiter in `waiters` — one round trip. A release deletes the lock and
-//! publishes to the driver of the oldest live waiter only, naming that waiter: one
-//! release wakes one waiter in one process, never a herd. Waiters are not served
-//! in strict FIFO order (a new `try_lock` may take a free lock before the woken
-//! waiter), so the driver does not claim `fair`. A waiter retries anyway after 1 s
-//! (a lost message) or at the holder's expiry (nobody publishes when a lease runs
+//! A waiting acquire's first attempt both tries the lock and, if it must wait,
+//! queues the waiter with its mode — one round trip. A waiter keeps its place
+//! until it is granted or gives up. Readers never overtake a writer queued before
+//! them, so writers are not starved; a writer does not wait behind the queue, and
+//! a new `try_lock` may take a free lock before the woken waiter comes, so the
+//! driver does not claim `fair`.
+//!
+//! A release, a force-release or a waiter giving up wakes exactly the waiters the
+//! change admits and that were not woken already: the next writer, or the readers
+//! up to the next writer, or one permit waiter per free permit. It publishes to
+//! each one's driver only, naming the waiter: never a herd. A reader released
+//! while other readers hold wakes nobody. A waiter retries anyway after 1 s (a
+//! lost message) or at the holder's expiry (nobody publishes when a lease runs
 //! out), and polls with backoff while the wake-up connection is down or with
-//! `?wake=poll`. A waiter that dies is skipped after its entry's 3 s lifetime.
+//! `?wake=poll` (polling waiters queue too, so the order holds). A waiter that
+//! dies is skipped after its entry's 3 s lifetime; one whose process is gone, at
+//! once.
 //!
 //! # Guarantees and limits
 //!

@@ -1,8 +1,8 @@
 //! Renewals on a single server or a Cluster: `extend.lua` for one hold, and for
 //! the watchdog one `extend_many.lua` call per batch, split by hash slot on a
 //! cluster and sent together, so each node's connection carries them as one
-//! pipeline. What those find is not an exclusive lock may be a semaphore's permit:
-//! `extend_many_permits.lua` renews those, again one call per batch.
+//! pipeline. What those find is not an exclusive lock may be a shared hold or a
+//! permit: `extend_many_holds.lua` renews those, again one call per batch.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -37,7 +37,7 @@ impl RedisDriver {
             .await
             .map_err(redis_error)?;
         let one = [Renewal::new(key.clone(), owner.clone(), ttl)];
-        if extended == 1 || self.renew_permits(ttl, &one).await? == [true] {
+        if extended == 1 || self.renew_holds(ttl, &one).await? == [true] {
             Ok(sent + ttl)
         } else {
             Err(LockError::lost(
@@ -93,24 +93,25 @@ impl RedisDriver {
             .await
             .map_err(redis_error)?;
         let mut renewed: Vec<bool> = flags.into_iter().map(|f| f == 1).collect();
-        // What is not an exclusive lock of its owner may be a permit.
+        // What is not an exclusive lock of its owner may be a shared hold or a permit.
         let rest: Vec<usize> = (0..batch.len()).filter(|&i| !renewed[i]).collect();
         if !rest.is_empty() {
             let part: Vec<Renewal> = rest.iter().map(|&i| batch[i].clone()).collect();
-            for (&i, ok) in rest.iter().zip(self.renew_permits(ttl, &part).await?) {
+            for (&i, ok) in rest.iter().zip(self.renew_holds(ttl, &part).await?) {
                 renewed[i] = ok;
             }
         }
         Ok(renewed)
     }
 
-    /// Renews permits that all live in one hash slot, with one script call.
-    async fn renew_permits(&self, ttl: Duration, batch: &[Renewal]) -> Result<Vec<bool>> {
-        let mut invocation = self.scripts.extend_many_permits.prepare_invoke();
+    /// Renews shared holds and permits that all live in one hash slot, with one
+    /// script call.
+    async fn renew_holds(&self, ttl: Duration, batch: &[Renewal]) -> Result<Vec<bool>> {
+        let mut invocation = self.scripts.extend_many_holds.prepare_invoke();
         invocation.arg(ttl_ms(ttl));
         for r in batch {
             let n = names(&self.prefix, &r.key);
-            invocation.key(n.lock).key(n.permits).key(n.permit_tokens);
+            invocation.key(n.lock).key(n.holders).key(n.holds);
             invocation.arg(r.owner.to_hex());
         }
         let mut conn = self.conn.clone();

@@ -1,8 +1,10 @@
 //! The Lua scripts, one per file under `scripts/`, sent with EVALSHA.
 //!
-//! `wake_next.lua` is not a script of its own: it defines the local function that
-//! release, force-release and leave share to wake exactly one waiter, and is
-//! prepended to each of them here.
+//! Two sets share the directory. A single server or a Cluster runs the
+//! queue-aware scripts, each prefixed with `queue.lua` and `holds.lua` (the lock's
+//! keys, its queue of waiters and its shared holds; not scripts of their own).
+//! Redlock runs a simpler set on each master, where `wake_next.lua` is prefixed to
+//! release, force-release and leave to wake one waiter.
 
 use std::time::Duration;
 
@@ -17,7 +19,18 @@ pub(crate) fn ttl_ms(ttl: Duration) -> u64 {
     u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX / 2)
 }
 
-/// Prepends the shared `wake_next` function to a script file.
+/// Prepends the queue and holds preludes to a single-server script file.
+macro_rules! with_queue {
+    ($file:literal) => {
+        concat!(
+            include_str!("../scripts/queue.lua"),
+            include_str!("../scripts/holds.lua"),
+            include_str!(concat!("../scripts/", $file))
+        )
+    };
+}
+
+/// Prepends the shared `wake_next` function to a Redlock script file.
 macro_rules! with_wake_next {
     ($file:literal) => {
         concat!(
@@ -27,22 +40,33 @@ macro_rules! with_wake_next {
     };
 }
 
-/// Every script this driver runs, loaded once.
+/// Every script the drivers run, loaded once.
 #[derive(Debug)]
 pub(crate) struct Scripts {
-    pub(crate) acquire: Script,
+    /// A write (exclusive) hold; readers queue behind it.
+    pub(crate) acquire_exclusive: Script,
+    /// A read (shared) hold.
+    pub(crate) acquire_shared: Script,
     /// One permit of a semaphore.
     pub(crate) acquire_permit: Script,
+    /// Renews one exclusive hold (both sets).
     pub(crate) extend: Script,
+    /// Renews exclusive holds, many in one call (both sets).
     pub(crate) extend_many: Script,
-    /// Renews permits, many in one call.
-    pub(crate) extend_many_permits: Script,
+    /// Renews shared holds and permits, many in one call.
+    pub(crate) extend_many_holds: Script,
+    /// Releases a hold of any mode and wakes whom that admits.
+    pub(crate) release_hold: Script,
+    pub(crate) force_release_all: Script,
+    pub(crate) leave_queue: Script,
+    /// Reads a key's holders and waiter count, changing nothing.
+    pub(crate) inspect: Script,
+    /// Redlock: one master's acquire, release, force-release and leave.
+    pub(crate) acquire: Script,
     pub(crate) release: Script,
     pub(crate) force_release: Script,
     pub(crate) leave: Script,
-    /// Reads a lock's holder and waiter count, changing nothing.
-    pub(crate) inspect: Script,
-    /// Redlock only: writes the quorum's token back (see `redlock`).
+    /// Redlock: writes the quorum's token back (see `redlock`).
     pub(crate) raise_fence: Script,
 }
 
@@ -54,15 +78,20 @@ impl Scripts {
         conn: &mut impl redis::aio::ConnectionLike,
     ) -> redis::RedisResult<()> {
         for script in [
-            &self.acquire,
+            &self.acquire_exclusive,
+            &self.acquire_shared,
             &self.acquire_permit,
             &self.extend,
             &self.extend_many,
-            &self.extend_many_permits,
+            &self.extend_many_holds,
+            &self.release_hold,
+            &self.force_release_all,
+            &self.leave_queue,
+            &self.inspect,
+            &self.acquire,
             &self.release,
             &self.force_release,
             &self.leave,
-            &self.inspect,
             &self.raise_fence,
         ] {
             script.prepare_invoke().load_async(conn).await?;
@@ -72,15 +101,20 @@ impl Scripts {
 
     pub(crate) fn new() -> Self {
         Self {
-            acquire: Script::new(include_str!("../scripts/acquire.lua")),
-            acquire_permit: Script::new(include_str!("../scripts/acquire_permit.lua")),
+            acquire_exclusive: Script::new(with_queue!("acquire_exclusive.lua")),
+            acquire_shared: Script::new(with_queue!("acquire_shared.lua")),
+            acquire_permit: Script::new(with_queue!("acquire_permit.lua")),
             extend: Script::new(include_str!("../scripts/extend.lua")),
             extend_many: Script::new(include_str!("../scripts/extend_many.lua")),
-            extend_many_permits: Script::new(include_str!("../scripts/extend_many_permits.lua")),
+            extend_many_holds: Script::new(include_str!("../scripts/extend_many_holds.lua")),
+            release_hold: Script::new(with_queue!("release_hold.lua")),
+            force_release_all: Script::new(with_queue!("force_release_all.lua")),
+            leave_queue: Script::new(with_queue!("leave_queue.lua")),
+            inspect: Script::new(with_queue!("inspect.lua")),
+            acquire: Script::new(include_str!("../scripts/acquire.lua")),
             release: Script::new(with_wake_next!("release.lua")),
             force_release: Script::new(with_wake_next!("force_release.lua")),
             leave: Script::new(with_wake_next!("leave.lua")),
-            inspect: Script::new(include_str!("../scripts/inspect.lua")),
             raise_fence: Script::new(include_str!("../scripts/raise_fence.lua")),
         }
     }

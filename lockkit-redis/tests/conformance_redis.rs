@@ -38,14 +38,17 @@ url_backend!(
     TlsCluster: RedisCluster = RedisCluster::start_tls(3), |s| s.url(), connect
 );
 
-/// Every Redis suite: the mutex, the semaphore and inspection (holders and, where
-/// waiters queue in Redis, their count).
+/// Every Redis suite: the mutex, read-write locks, the semaphore and inspection
+/// (holders and waiters).
 macro_rules! redis_suite {
-    ($name:ident, $backend:ty $(, $extra:ident)*) => {
+    ($name:ident, $backend:ty) => {
         lockkit_conformance::suite!(
             $name,
             UrlHarness<$backend>,
             with {
+                readers_share,
+                writer_excludes_readers_and_writers,
+                read_hold_is_not_upgraded,
                 at_most_limit_permits_under_contention,
                 permit_tokens_increase_across_permits,
                 an_expired_permit_is_reacquirable,
@@ -55,15 +58,14 @@ macro_rules! redis_suite {
                 a_killed_holders_permit_is_freed,
                 inspection_shows_holder_mode_token_and_lease,
                 a_free_key_inspects_empty,
-                $($extra,)*
+                inspection_counts_waiters,
             }
         );
     };
 }
 
-redis_suite!(redis, Single, inspection_counts_waiters);
-redis_suite!(redis_cluster, Cluster, inspection_counts_waiters);
-// Polling waiters never queue in Redis, so there are no waiters to count.
+redis_suite!(redis, Single);
+redis_suite!(redis_cluster, Cluster);
 redis_suite!(redis_polling, SinglePolling);
-redis_suite!(redis_tls, Tls, inspection_counts_waiters);
-redis_suite!(redis_tls_cluster, TlsCluster, inspection_counts_waiters);
+redis_suite!(redis_tls, Tls);
+redis_suite!(redis_tls_cluster, TlsCluster);

@@ -4,6 +4,7 @@
 #![cfg(test)] // Test code throughout: clippy.toml allows unwrap, expect and panic here.
 
 mod common;
+use common::publishes;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -140,17 +141,4 @@ async fn semaphore_hand_off_with_16_waiters() {
         scripts / releases,
         publishes / releases
     );
-}
-
-/// PUBLISH calls the server has run so far.
-async fn publishes(conn: &mut redis::aio::MultiplexedConnection) -> u64 {
-    let info: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query_async(conn)
-        .await
-        .unwrap();
-    info.lines()
-        .find_map(|l| l.strip_prefix("cmdstat_publish:calls="))
-        .and_then(|v| v.split(',').next()?.parse().ok())
-        .unwrap_or(0)
 }

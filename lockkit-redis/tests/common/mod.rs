@@ -5,13 +5,24 @@
 /// EVALSHA calls the server at `conn` has run so far: one per script call (acquire
 /// attempt, release, leave, raise).
 pub(crate) async fn script_calls(conn: &mut redis::aio::MultiplexedConnection) -> u64 {
+    calls(conn, "evalsha").await
+}
+
+/// PUBLISH calls the server at `conn` has run so far, from scripts too: one per
+/// waiter woken.
+pub(crate) async fn publishes(conn: &mut redis::aio::MultiplexedConnection) -> u64 {
+    calls(conn, "publish").await
+}
+
+async fn calls(conn: &mut redis::aio::MultiplexedConnection, command: &str) -> u64 {
     let info: String = redis::cmd("INFO")
         .arg("commandstats")
         .query_async(conn)
         .await
         .unwrap();
+    let prefix = format!("cmdstat_{command}:calls=");
     info.lines()
-        .find_map(|l| l.strip_prefix("cmdstat_evalsha:calls="))
+        .find_map(|l| l.strip_prefix(prefix.as_str()))
         .and_then(|v| v.split(',').next()?.parse().ok())
         .unwrap_or(0)
 }

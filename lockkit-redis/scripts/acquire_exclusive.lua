@@ -1,0 +1,40 @@
+-- Takes the lock exclusively (the write lock) if it is free or already ours (then
+-- the lease is refreshed and the token kept), with the key's next token. A waiting
+-- caller that finds it held joins the queue, or refreshes its place there. A
+-- writer does not wait behind the queue: readers wait behind writers, not the
+-- other way round.
+-- KEYS: see queue.lua. ARGV[1] owner, ARGV[2] ttl ms, ARGV[3] the waiter's member
+-- ('' when not waiting), ARGV[4] entry lifetime ms, ARGV[5] 'clock' to seed a
+-- missing counter from the server's clock, ARGV[6] label ('' for none).
+-- Returns {1, token}; {0, ms to wait at most}; {-1, code} when the owner holds the
+-- key in another mode (code -1 shared, n a permit of n).
+local owner, member = ARGV[1], ARGV[3]
+local current = redis.call('GET', k.lock)
+if current then
+  if string.sub(current, 1, 1) == '~' then
+    if holds_live(owner) then
+      return {-1, held_code(current)}
+    end
+  else
+    local holder, token = exclusive_holder(current)
+    if holder == owner then
+      redis.call('PEXPIRE', k.lock, ARGV[2])
+      return {1, token}
+    end
+  end
+  if member ~= '' then
+    enqueue(member, tonumber(ARGV[4]))
+  end
+  return {0, math.max(1, redis.call('PTTL', k.lock))}
+end
+local token = next_token(ARGV[5])
+-- '%d': see holds.lua.
+local value = owner .. ':' .. string.format('%d', token)
+if ARGV[6] ~= '' then
+  value = value .. ':' .. ARGV[6]
+end
+redis.call('SET', k.lock, value, 'PX', ARGV[2])
+if member ~= '' then
+  dequeue(member)
+end
+return {1, token}

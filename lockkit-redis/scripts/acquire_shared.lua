@@ -1,0 +1,49 @@
+-- Takes a read hold: beside other readers, never beside a writer or a permit, and
+-- never past a writer queued before it, so writers are not starved. Each reader
+-- has its own lease in holders, so a crashed reader pins nothing past its lease.
+-- Our own write hold covers reading (its token comes back); our own read hold is
+-- renewed with its token. A waiting caller that must wait joins the queue.
+-- KEYS: see queue.lua. ARGV as acquire_exclusive.lua.
+-- Returns {1, token}; {0, ms to wait at most}; {-1, n} when the owner holds a
+-- permit of n.
+local owner, member, lifetime = ARGV[1], ARGV[3], tonumber(ARGV[4])
+local function wait(ms)
+  if member ~= '' then
+    enqueue(member, lifetime)
+  end
+  return {0, math.max(1, ms)}
+end
+local current = redis.call('GET', k.lock)
+if current and string.sub(current, 1, 1) ~= '~' then
+  local holder, token = exclusive_holder(current)
+  if holder == owner then
+    redis.call('PEXPIRE', k.lock, ARGV[2])
+    return {1, token}
+  end
+  return wait(redis.call('PTTL', k.lock))
+end
+if current and current ~= '~S' then
+  if holds_live(owner) then
+    return {-1, held_code(current)}
+  end
+  return wait(redis.call('PTTL', k.lock))
+end
+drop_expired_holds()
+if not holds_live(owner) then
+  -- Anyone but a reader queued ahead of us (all of the queue for a newcomer) goes
+  -- first.
+  local mine = member ~= '' and redis.call('ZSCORE', k.queue, member)
+  local ahead = mine
+      and redis.call('ZRANGEBYSCORE', k.queue, '-inf', '(' .. mine, 'LIMIT', 0, SCAN)
+      or redis.call('ZRANGE', k.queue, 0, SCAN - 1)
+  for _, m in ipairs(ahead) do
+    if tag_of(m) ~= 'S' and alive(m) then
+      return wait(lifetime)
+    end
+  end
+end
+local token = grant_hold(owner, '~S', tonumber(ARGV[2]), ARGV[5], ARGV[6])
+if member ~= '' then
+  dequeue(member)
+end
+return {1, token}

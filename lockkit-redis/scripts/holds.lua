@@ -1,0 +1,74 @@
+-- Prepended after queue.lua to the single-server and Cluster scripts (not a script
+-- of its own): tokens, and the shared holds and permits in holders and holds.
+
+-- The key's next fencing token. With seed 'clock', a missing counter (first use,
+-- or lost in a restart without persistence) starts from the server's clock in
+-- microseconds, above every token handed out before as long as the key saw fewer
+-- than a million grants a second. Built as a string: Lua would print the number
+-- with 14 significant digits.
+local function next_token(seed)
+  if seed == 'clock' and redis.call('EXISTS', k.fence) == 0 then
+    redis.call('SET', k.fence, t[1] .. string.format('%06d', tonumber(t[2])))
+  end
+  return redis.call('INCR', k.fence)
+end
+
+-- Drops the shared holds and permits whose lease has ended.
+local function drop_expired_holds()
+  local expired = redis.call('ZRANGEBYSCORE', k.holders, '-inf', now)
+  if #expired > 0 then
+    redis.call('ZREMRANGEBYSCORE', k.holders, '-inf', now)
+    redis.call('HDEL', k.holds, unpack(expired))
+  end
+end
+
+-- Whether `owner` has a live shared hold or permit.
+local function holds_live(owner)
+  return live(redis.call('ZSCORE', k.holders, owner))
+end
+
+-- Grants `owner` a shared hold or a permit for `ttl` ms: its live one renewed with
+-- the same token, or a new one with the next token. The lock holds `sentinel`, and
+-- both sets live, until the last lease ends. Returns the token.
+local function grant_hold(owner, sentinel, ttl, seed, label)
+  local token
+  local kept = holds_live(owner) and redis.call('HGET', k.holds, owner)
+  if kept then
+    token = tonumber(string.match(kept, '^%d+'))
+  else
+    token = next_token(seed)
+    -- '%d', not `..`: concatenating a number keeps only 14 significant digits,
+    -- and a clock-seeded token has 16.
+    local value = string.format('%d', token)
+    if label ~= '' then
+      value = value .. ':' .. label
+    end
+    redis.call('HSET', k.holds, owner, value)
+  end
+  redis.call('ZADD', k.holders, now + ttl, owner)
+  local last = tonumber(redis.call('ZRANGE', k.holders, -1, -1, 'WITHSCORES')[2])
+  redis.call('SET', k.lock, sentinel, 'PXAT', last)
+  redis.call('PEXPIREAT', k.holders, last)
+  redis.call('PEXPIREAT', k.holds, last)
+  return token
+end
+
+-- After a hold left: the sentinel and both sets live until the last lease ends,
+-- and are deleted when none is left.
+local function settle_holds()
+  drop_expired_holds()
+  local last = redis.call('ZRANGE', k.holders, -1, -1, 'WITHSCORES')[2]
+  if not last then
+    redis.call('DEL', k.lock, k.holders, k.holds)
+    return
+  end
+  redis.call('PEXPIREAT', k.lock, last)
+  redis.call('PEXPIREAT', k.holders, last)
+  redis.call('PEXPIREAT', k.holds, last)
+end
+
+-- An exclusive value's owner and token: 'owner:token[:label]'.
+local function exclusive_holder(value)
+  local owner, token = string.match(value, '^([^:]*):(%d+)')
+  return owner, tonumber(token)
+end
