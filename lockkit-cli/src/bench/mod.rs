@@ -15,6 +15,7 @@
 
 mod floor;
 mod measure;
+mod modes;
 mod queue;
 
 use std::process::ExitCode;
@@ -28,6 +29,7 @@ use crate::progress::Bars;
 use floor::Floor;
 pub(crate) use measure::{Latency, Throughput};
 use measure::{histogram, summary, time_one};
+use modes::{Mode, ModeReport};
 pub(crate) use queue::Queue;
 
 /// What to measure (shared by `bench` and `compare`).
@@ -51,6 +53,15 @@ pub(crate) struct Settings {
     /// Keys the many-keys throughput run spreads its clients over.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=100_000))]
     pub(crate) keys: u64,
+    /// Primitives to measure beside the lock, e.g. `read,semaphore`: uncontended
+    /// acquire+release in the same rounds as the lock and the floor, and for a
+    /// semaphore a queue of `--waiters` behind `--limit` holders. A primitive the
+    /// driver does not have is left out.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub(crate) modes: Vec<Mode>,
+    /// Permits of the semaphore `--modes semaphore` measures.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub(crate) limit: u32,
     /// How long each throughput run lasts (lockkit's and the floor's), e.g. 3s or
     /// 500ms; 0 skips the throughput runs.
     #[arg(long, default_value = "3s", value_parser = parse_duration)]
@@ -90,6 +101,8 @@ pub(crate) struct BenchReport {
     pub(crate) p50_ratio_lockkit_over_floor: Option<f64>,
     pub(crate) handoff: Option<Latency>,
     pub(crate) queue: Option<Queue>,
+    /// The primitives of `--modes` the driver supports.
+    pub(crate) modes: Vec<ModeReport>,
     /// `clients` clients on one key.
     pub(crate) contended: Option<Compared>,
     /// `clients` clients over `keys` keys.
@@ -108,14 +121,28 @@ fn ratio(lockkit: f64, floor: f64) -> f64 {
     lockkit / floor.max(1e-9)
 }
 
-/// Uncontended lock+release, lockkit and floor alternating; and the driver's name.
-async fn uncontended(
-    url: &str,
-    iterations: u64,
-    bars: Bars,
-) -> Result<(&'static str, Latency, Option<(Latency, &'static str)>), LockError> {
+/// What the uncontended rounds measured: the driver's name, the lock's latency,
+/// each supported mode's, and the floor's with its description.
+struct Uncontended {
+    driver: &'static str,
+    lock: Latency,
+    modes: Vec<(Mode, Latency)>,
+    floor: Option<(Latency, &'static str)>,
+}
+
+/// Uncontended acquire+release: the lock, each of `settings.modes` the driver
+/// supports, and the floor, alternating round by round.
+async fn uncontended(url: &str, settings: &Settings, bars: Bars) -> Result<Uncontended, LockError> {
     let locker = lockkit::connect(url).await?;
     let floor = Floor::connect(url).await?;
+    let caps = locker.driver().capabilities();
+    let modes: Vec<Mode> = settings
+        .modes
+        .iter()
+        .copied()
+        .filter(|m| m.supported(&caps))
+        .collect();
+    let limit = settings.limit;
     let key = crate::scratch::key("lockkit");
     let key = key.as_str();
     let floor_key = crate::scratch::key("floor");
@@ -125,21 +152,37 @@ async fn uncontended(
     }
     let (mut lk, mut fl) = (histogram()?, histogram()?);
     let (mut lk_total, mut fl_total) = (Duration::ZERO, Duration::ZERO);
+    let mut per_mode = Vec::new();
+    for _ in &modes {
+        per_mode.push((histogram()?, Duration::ZERO));
+    }
     let lock_release = || async {
         let g = locker.try_lock(key).await?;
         g.release().await
+    };
+    let mode_keys: Vec<String> = modes.iter().map(|m| m.key("lockkit")).collect();
+    let take_release = |i: usize| {
+        let (locker, key) = (&locker, &mode_keys[i]);
+        let mode = modes[i];
+        async move { mode.try_take(locker, key, limit).await?.release().await }
     };
     let owner = |i: u64| format!("{i:032x}");
     // Warm-up: connections, prepared statements, scripts.
     for i in 0..100 {
         lock_release().await?;
+        for m in 0..modes.len() {
+            take_release(m).await?;
+        }
         if let Some((f, _)) = &floor {
             f.lock_release(floor_key, &owner(i)).await?;
         }
     }
-    let bar = bars.bar(iterations, "uncontended lock+release");
-    for i in 0..iterations {
+    let bar = bars.bar(settings.iterations, "uncontended acquire+release");
+    for i in 0..settings.iterations {
         lk_total += time_one(&mut lk, lock_release).await?;
+        for (m, (h, total)) in per_mode.iter_mut().enumerate() {
+            *total += time_one(h, || take_release(m)).await?;
+        }
         if let Some((f, _)) = &floor {
             let owner = owner(i);
             fl_total += time_one(&mut fl, || f.lock_release(floor_key, &owner)).await?;
@@ -150,11 +193,16 @@ async fn uncontended(
     if let Some((f, _)) = &floor {
         f.clean_up(&[floor_key.to_owned()]).await;
     }
-    Ok((
-        locker.driver().name(),
-        summary(&lk, lk_total),
-        floor.map(|(_, description)| (summary(&fl, fl_total), description)),
-    ))
+    Ok(Uncontended {
+        driver: locker.driver().name(),
+        lock: summary(&lk, lk_total),
+        modes: modes
+            .into_iter()
+            .zip(per_mode)
+            .map(|(m, (h, total))| (m, summary(&h, total)))
+            .collect(),
+        floor: floor.map(|(_, description)| (summary(&fl, fl_total), description)),
+    })
 }
 
 /// Lockkit's and the floor's throughput with `settings.clients` clients over `keys`.
@@ -197,6 +245,10 @@ fn keys_used(settings: &Settings) -> Vec<String> {
         .iter()
         .map(|name| crate::scratch::key(name))
         .collect();
+    for mode in &settings.modes {
+        keys.push(mode.key("lockkit"));
+        keys.push(mode.key("queue"));
+    }
     keys.extend(many_keys(settings.keys));
     keys
 }
@@ -214,11 +266,33 @@ pub(crate) async fn measure(
 }
 
 async fn measure_all(url: &str, settings: &Settings, bars: Bars) -> Result<BenchReport, LockError> {
-    let (driver, lockkit, floor) = uncontended(url, settings.iterations, bars).await?;
+    let Uncontended {
+        driver,
+        lock: lockkit,
+        modes,
+        floor,
+    } = uncontended(url, settings, bars).await?;
     let bar = bars.bar(settings.handoffs, "hand-off");
     let handoff = measure::handoffs(url, settings.handoffs, &bar).await?;
     bar.finish_and_clear();
-    let queue = queue::queue(url, settings.waiters).await?;
+    let queue = queue::queue(url, settings.waiters, None).await?;
+    let mut mode_reports = Vec::new();
+    for (mode, latency) in modes {
+        let limit = (mode == Mode::Semaphore).then_some(settings.limit);
+        let queue = match limit {
+            Some(limit) => queue::queue(url, settings.waiters, Some(limit)).await?,
+            None => None,
+        };
+        mode_reports.push(ModeReport {
+            mode,
+            limit,
+            p50_ratio_lockkit_over_floor: floor
+                .as_ref()
+                .map(|(f, _)| ratio(latency.p50_us as f64, f.p50_us as f64)),
+            lockkit: latency,
+            queue,
+        });
+    }
     let (contended, many_keys) = if settings.duration.is_zero() {
         (None, None)
     } else {
@@ -243,6 +317,7 @@ async fn measure_all(url: &str, settings: &Settings, bars: Bars) -> Result<Bench
         floor: floor.map(|(f, _)| f),
         handoff,
         queue,
+        modes: mode_reports,
         contended,
         many_keys,
     })
@@ -253,6 +328,18 @@ fn print_latency_row(name: &str, l: &Latency) {
         "  {name:10} {:>8} {:>8} {:>8} {:>8} {:>10.0}",
         l.p50_us, l.p90_us, l.p99_us, l.max_us, l.ops_per_second
     );
+}
+
+fn print_queue(q: &Queue) {
+    print_latency_row("handoff", &q.handoff);
+    if let (Some(c), Some(all)) = (q.commands_per_handoff, q.all_commands_per_handoff) {
+        println!(
+            "  requests per hand-off: {c:.2} (server commands incl. inside scripts: {all:.1})"
+        );
+    }
+    if let Some(p) = q.publishes_per_release {
+        println!("  wake-ups (PUBLISH) per release: {p:.2}");
+    }
 }
 
 fn print_throughput(label: &str, c: &Compared) {
@@ -297,11 +384,21 @@ fn print_report(report: &BenchReport, settings: &Settings) {
     }
     if let Some(q) = &report.queue {
         println!("queue of {} waiters, each on its own connection", q.waiters);
-        print_latency_row("handoff", &q.handoff);
-        if let (Some(c), Some(all)) = (q.commands_per_handoff, q.all_commands_per_handoff) {
+        print_queue(q);
+    }
+    for m in &report.modes {
+        let label = m.mode.label(settings.limit);
+        println!("{label}: uncontended acquire+release, in the same rounds");
+        print_latency_row("lockkit", &m.lockkit);
+        if let Some(r) = m.p50_ratio_lockkit_over_floor {
+            println!("  p50 {label}/floor = {r:.2} (the floor's raw lock commands)");
+        }
+        if let Some(q) = &m.queue {
             println!(
-                "  requests per hand-off: {c:.2} (server commands incl. inside scripts: {all:.1})"
+                "{label}: queue of {} waiters behind {} holders, each on its own connection",
+                q.waiters, settings.limit
             );
+            print_queue(q);
         }
     }
     if report.contended.is_some() || report.many_keys.is_some() {

@@ -1,12 +1,15 @@
-//! A queue of waiters behind one holder: hand-off latency down the queue, and (on
-//! Redis) the requests the server saw per hand-off.
+//! A queue of waiters behind one holder (or a semaphore's `limit` holders):
+//! hand-off latency down the queue, and (on Redis) the requests the server saw per
+//! hand-off and the wake-ups per release.
 
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use lockkit::LockError;
+use lockkit::{LockError, Locker};
 use serde::Serialize;
 
 use super::measure::{Latency, histogram, record, summary};
+use super::modes::Mode;
 
 /// Hand-offs down a queue of waiters, each on its own connection.
 #[derive(Debug, Clone, Serialize)]
@@ -20,6 +23,19 @@ pub(crate) struct Queue {
     /// Every command the server ran per hand-off, counting those run inside the Lua
     /// scripts (which Redis counts in INFO commandstats too).
     pub(crate) all_commands_per_handoff: Option<f64>,
+    /// Wake-ups (PUBLISH, run inside the release scripts) per release (Redis only):
+    /// at most 1 means no herd.
+    pub(crate) publishes_per_release: Option<f64>,
+}
+
+/// Command calls the Redis server has run, from INFO commandstats.
+#[derive(Debug, Clone, Copy)]
+struct Calls {
+    /// Sent by clients.
+    requests: u64,
+    /// Every command, including those run inside scripts.
+    all: u64,
+    publishes: u64,
 }
 
 /// Commands a Redis client sends itself; every other command in INFO commandstats
@@ -40,9 +56,8 @@ const REDIS_REQUESTS: &[&str] = &[
     "readonly",
 ];
 
-/// Command calls the Redis server has run (INFO commandstats): `(requests sent by
-/// clients, all commands including those run inside scripts)`.
-async fn redis_calls(url: &str) -> Option<(u64, u64)> {
+/// Command calls the Redis server has run (INFO commandstats).
+async fn redis_calls(url: &str) -> Option<Calls> {
     let (url, _) = url.split_once('?').unwrap_or((url, ""));
     let mut conn = redis::Client::open(url)
         .ok()?
@@ -54,7 +69,11 @@ async fn redis_calls(url: &str) -> Option<(u64, u64)> {
         .query_async(&mut conn)
         .await
         .ok()?;
-    let (mut requests, mut all) = (0, 0);
+    let mut calls = Calls {
+        requests: 0,
+        all: 0,
+        publishes: 0,
+    };
     for line in info.lines() {
         let Some((name, stats)) = line
             .strip_prefix("cmdstat_")
@@ -62,75 +81,110 @@ async fn redis_calls(url: &str) -> Option<(u64, u64)> {
         else {
             continue;
         };
-        let Some(calls) = stats
+        let Some(n) = stats
             .split(',')
             .find_map(|kv| kv.strip_prefix("calls="))
             .and_then(|v| v.parse::<u64>().ok())
         else {
             continue;
         };
-        all += calls;
-        if REDIS_REQUESTS.contains(&name.split('|').next().unwrap_or(name)) {
-            requests += calls;
+        calls.all += n;
+        let command = name.split('|').next().unwrap_or(name);
+        if REDIS_REQUESTS.contains(&command) {
+            calls.requests += n;
+        }
+        if command == "publish" {
+            calls.publishes += n;
         }
     }
-    Some((requests, all))
+    Some(calls)
 }
 
-/// `waiters` clients queue behind one holder; each takes the lock once. Hand-off
-/// = release by one → grant to the next.
-pub(crate) async fn queue(url: &str, waiters: u64) -> Result<Option<Queue>, LockError> {
+/// `waiters` clients queue behind one holder of the lock, or behind `limit`
+/// holders of a semaphore; each takes it once, then releases. A hand-off is the
+/// time from a release to the next grant.
+pub(crate) async fn queue(
+    url: &str,
+    waiters: u64,
+    limit: Option<u32>,
+) -> Result<Option<Queue>, LockError> {
     if waiters == 0 {
         return Ok(None);
     }
-    let key: std::sync::Arc<str> = crate::scratch::key("queue").into();
-    let holder = lockkit::connect(url).await?;
+    let key: Arc<str> = match limit {
+        None => crate::scratch::key("queue"),
+        Some(_) => Mode::Semaphore.key("queue"),
+    }
+    .into();
+    let take = move |locker: Locker, key: Arc<str>, wait: Duration| async move {
+        match limit {
+            None => locker.lock(&*key).wait(wait).await,
+            Some(limit) => Mode::Semaphore.take(&locker, &key, limit, wait).await,
+        }
+    };
+    let mut held = Vec::new();
+    for _ in 0..limit.unwrap_or(1) {
+        let holder = lockkit::connect(url).await?;
+        held.push(take(holder, key.clone(), Duration::from_secs(10)).await?);
+    }
     let mut lockers = Vec::new();
     for _ in 0..waiters {
         lockers.push(lockkit::connect(url).await?);
     }
-    let held = holder.lock(&*key).wait(Duration::from_secs(10)).await?;
     // From here on, every request counts: each waiter's first (queuing) attempt, the
     // wake-ups, the grants and the releases.
     let before = redis_calls(url).await;
-    let last_release = std::sync::Arc::new(tokio::sync::Mutex::new(Instant::now()));
+    let releases: Arc<Mutex<Vec<Instant>>> = Arc::default();
     let mut tasks = Vec::new();
     for locker in lockers {
-        let (last_release, key) = (last_release.clone(), key.clone());
+        let (releases, key) = (releases.clone(), key.clone());
         tasks.push(tokio::spawn(async move {
-            let g = locker.lock(&*key).wait(Duration::from_secs(120)).await?;
-            let mut last = last_release.lock().await;
-            let handoff = last.elapsed();
-            *last = Instant::now();
-            drop(last);
+            let g = take(locker, key, Duration::from_secs(120)).await?;
+            let granted = Instant::now();
             g.release().await?;
-            Ok::<_, LockError>(handoff)
+            lock(&releases).push(Instant::now());
+            Ok::<_, LockError>(granted)
         }));
     }
     // Let every waiter reach its wait (a benchmark settle, not a correctness bet).
     tokio::time::sleep(Duration::from_millis(500)).await;
-    *last_release.lock().await = Instant::now();
-    held.release().await?;
-    let mut h = histogram()?;
-    let mut total = Duration::ZERO;
+    for g in held {
+        g.release().await?;
+        lock(&releases).push(Instant::now());
+    }
+    let mut grants = Vec::new();
     for t in tasks {
-        let d = t
-            .await
-            .map_err(|e| LockError::Config(format!("a queued waiter crashed: {e}")))??;
-        total += d;
-        record(&mut h, d);
+        grants.push(
+            t.await
+                .map_err(|e| LockError::Config(format!("a queued waiter crashed: {e}")))??,
+        );
     }
     let after = redis_calls(url).await;
+    // Each grant's hand-off: from the latest release before it.
+    let releases = lock(&releases).clone();
+    let mut h = histogram()?;
+    let mut total = Duration::ZERO;
+    for granted in grants {
+        if let Some(released) = releases.iter().filter(|r| **r <= granted).max() {
+            let d = granted - *released;
+            total += d;
+            record(&mut h, d);
+        }
+    }
     // Minus the INFO call itself.
-    let per_handoff = |b: u64, a: u64| a.saturating_sub(b + 1) as f64 / waiters as f64;
-    let (commands_per_handoff, all_commands_per_handoff) = match (before, after) {
-        (Some(b), Some(a)) => (Some(per_handoff(b.0, a.0)), Some(per_handoff(b.1, a.1))),
-        _ => (None, None),
-    };
+    let per = |b: u64, a: u64, n: u64| a.saturating_sub(b + 1) as f64 / n as f64;
+    let released = waiters + u64::from(limit.unwrap_or(1));
+    let calls = before.zip(after);
     Ok(Some(Queue {
         waiters,
         handoff: summary(&h, total),
-        commands_per_handoff,
-        all_commands_per_handoff,
+        commands_per_handoff: calls.map(|(b, a)| per(b.requests, a.requests, waiters)),
+        all_commands_per_handoff: calls.map(|(b, a)| per(b.all, a.all, waiters)),
+        publishes_per_release: calls
+            .map(|(b, a)| a.publishes.saturating_sub(b.publishes) as f64 / released as f64),
     }))
+}
+
+fn lock(releases: &Mutex<Vec<Instant>>) -> std::sync::MutexGuard<'_, Vec<Instant>> {
+    releases.lock().unwrap_or_else(|e| e.into_inner())
 }
