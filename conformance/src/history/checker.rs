@@ -1,7 +1,9 @@
-//! The checker: stale writes, token order and mutual exclusion, from a history.
+//! The checker: stale writes, token order, exclusion and the permit limit, from a
+//! history.
 
 use std::collections::HashMap;
 
+use lockkit_core::LockMode;
 use serde::Serialize;
 
 use super::record::{GrantId, History};
@@ -26,88 +28,88 @@ pub struct Verdict {
     /// write reached the resource. Fencing cannot see these (the resource does not
     /// know the newer token yet); they are counted, not judged.
     pub late_accepted: usize,
-    /// (b) Consecutive grants (in the order granted) whose token did not increase,
-    /// as `(earlier token, later token)`.
+    /// (b) Grants whose token is not above a token it must exceed, as `(the
+    /// highest such token, the grant's token)`.
     pub token_regressions: Vec<(u64, u64)>,
-    /// (c) Pairs of grants whose known-held intervals overlap, as
-    /// `(earlier client's token, later client's token)`.
+    /// (c) Pairs of grants whose known-held intervals overlap although their modes
+    /// exclude each other (a writer with anyone), as `(earlier client's token,
+    /// later client's token)`.
     pub overlaps: Vec<(u64, u64)>,
+    /// (d) Permits granted while their semaphore's limit was already known held,
+    /// by token.
+    pub over_limit: Vec<u64>,
+    /// The most grants known held at once.
+    pub max_holders: usize,
 }
 
 impl Verdict {
-    /// No stale write accepted, tokens strictly increasing, no overlap.
+    /// No stale write accepted, tokens increasing, no excluded overlap, and never
+    /// more permits than the limit.
     pub fn is_safe(&self) -> bool {
-        self.stale_accepted == 0 && self.token_regressions.is_empty() && self.overlaps.is_empty()
+        self.stale_accepted == 0
+            && self.token_regressions.is_empty()
+            && self.overlaps.is_empty()
+            && self.over_limit.is_empty()
     }
 }
 
 /// Judges a history.
 ///
-/// Grants are ordered by the time their acquire returned (`granted`). When the lock
-/// is exclusive, that is the order in which the backend granted them: a grant `g2`
-/// given after `g1` is given after `g1`'s hold ended, which is after `g1`'s client
-/// started releasing, which is after `g1` returned; so `g1.granted < g2.granted`.
+/// Grants are ordered by the time their acquire returned (`granted`). When a grant
+/// `g2` is exclusive, that is the order in which the backend granted it after every
+/// earlier one: a grant `g1` that returned first was granted by the server before it
+/// returned, and if that were after `g2`'s grant it would fall inside `g2`'s hold.
+/// Shared holds and permits may be granted together and return in any order.
 ///
 /// **(a) Stale writes.** Walking the writes in the resource's order, a write is
 /// stale when a grant ranked after its own has already had a write (accepted or
 /// not) decided by the resource. With tokens that increase in grant order, the
 /// [`FencedCell`](lockkit_core::fence::FencedCell) refuses every such write; when
 /// tokens go backwards (a Redis restart without persistence), it accepts them.
+/// Permits write side by side, so a permit's write is stale only when it is made
+/// after its hold ended and a grant given after that end has already written; its
+/// writes within its hold are not judged (a concurrent permit with a higher token
+/// may have written first).
 ///
-/// **(b) Token order.** Consecutive grants must have strictly increasing tokens
-/// (which, by transitivity, orders all of them).
+/// **(b) Token order.** An exclusive grant's token is above every token returned
+/// before it. A shared hold's or a permit's is above every exclusive token returned
+/// before it, and above every token returned before its own acquire was invoked:
+/// concurrent permits may return out of token order, but never one that started
+/// after another had returned.
 ///
-/// **(c) Mutual exclusion.** Each grant has the half-open interval
-/// `[granted, held_until)` in which its client knew it held the lock; that interval
-/// lies inside the real hold (granted no later than the acquire returned, and held at
-/// least until the client released, was told of the loss, or its lease deadline
-/// passed — the lease the backend promised). So overlapping intervals prove two
-/// real holders at once. The check sorts intervals by start and compares each start
-/// with the latest end so far. *Sound:* if interval `j` starts before that latest
-/// end, which belongs to some `k` that started no later, `k` and `j` overlap.
-/// *Complete:* if some `i` and `j` overlap with `i` starting first, then `j` starts
-/// before `i`'s end, which is at most the latest end seen before `j`, so `j` is
-/// reported. Open intervals (a grant never closed) count as ending at `granted`.
+/// **(c) Exclusion.** Each grant has the half-open interval `[granted, held_until)`
+/// in which its client knew it held the lock; that interval lies inside the real
+/// hold (granted no later than the acquire returned, and held at least until the
+/// client released, was told of the loss, or its lease deadline passed — the lease
+/// the backend promised). So two overlapping intervals prove two real holders at
+/// once, which only readers, or permits, may be. The check walks the grants by
+/// start, keeping those whose interval is still open: each new grant is compared
+/// with every one of them, so every overlapping pair is seen. Open intervals (a
+/// grant never closed) count as ending at `granted`.
+///
+/// **(d) The permit limit.** A permit that starts while its limit of permits are
+/// already known held is one too many.
 pub fn check(history: &History) -> Verdict {
-    let mut order: Vec<usize> = (0..history.grants.len()).collect();
-    order.sort_by_key(|&i| (history.grants[i].granted, i));
+    let grants = &history.grants;
+    let mut order: Vec<usize> = (0..grants.len()).collect();
+    order.sort_by_key(|&i| (grants[i].granted, i));
     let rank: HashMap<GrantId, usize> = order
         .iter()
         .enumerate()
         .map(|(r, &i)| (GrantId(i), r))
         .collect();
 
-    let token_regressions = order
-        .windows(2)
-        .map(|w| (history.grants[w[0]].token, history.grants[w[1]].token))
-        .filter(|(a, b)| b <= a)
-        .collect();
-
-    let mut overlaps = Vec::new();
-    let mut latest: Option<usize> = None;
-    for &i in &order {
-        let g = &history.grants[i];
-        if let Some(k) = latest {
-            let other = &history.grants[k];
-            if g.granted < end(other) {
-                overlaps.push((other.token, g.token));
-            }
-            if end(g) > end(other) {
-                latest = Some(i);
-            }
-        } else {
-            latest = Some(i);
-        }
-    }
-
+    let (overlaps, over_limit, max_holders) = exclusion(history, &order);
     let mut writes: Vec<_> = history.writes.iter().collect();
     writes.sort_by_key(|w| w.seq);
     let mut verdict = Verdict {
         operations: history.operations(),
-        grants: history.grants.len(),
+        grants: grants.len(),
         writes: writes.len(),
-        token_regressions,
+        token_regressions: token_order(history, &order),
         overlaps,
+        over_limit,
+        max_holders,
         ..Verdict::default()
     };
     let mut newest_written: Option<usize> = None;
@@ -115,6 +117,21 @@ pub fn check(history: &History) -> Verdict {
         let Some(&r) = rank.get(&w.grant) else {
             continue;
         };
+        let g = &grants[w.grant.0];
+        if g.mode != LockMode::Exclusive {
+            // Permits write side by side, in any order: only a write made after its
+            // hold ended, once a grant given after that end has written, is judged.
+            let ended = g.held_until.unwrap_or(g.granted);
+            let overtaken = newest_written.is_some_and(|n| grants[order[n]].granted >= ended);
+            if w.invoked >= ended && overtaken {
+                match w.accepted {
+                    true => verdict.stale_accepted += 1,
+                    false => verdict.stale_rejected += 1,
+                }
+            }
+            newest_written = Some(newest_written.map_or(r, |n| n.max(r)));
+            continue;
+        }
         let stale = newest_written.is_some_and(|n| n > r);
         match (stale, w.accepted) {
             (true, true) => verdict.stale_accepted += 1,
@@ -134,6 +151,65 @@ pub fn check(history: &History) -> Verdict {
         newest_written = Some(newest_written.map_or(r, |n| n.max(r)));
     }
     verdict
+}
+
+/// (b): every grant's token against those it must exceed; `order` is by `granted`.
+fn token_order(history: &History, order: &[usize]) -> Vec<(u64, u64)> {
+    let grants = &history.grants;
+    // The highest token among the first n grants returned, for n = 0, 1, ….
+    let mut highest = vec![0u64];
+    for &i in order {
+        let last = highest[highest.len() - 1];
+        highest.push(last.max(grants[i].token));
+    }
+    let returned_before = |at| order.partition_point(|&i| grants[i].granted < at);
+    let mut regressions = Vec::new();
+    let mut last_exclusive: Option<u64> = None;
+    for (n, &i) in order.iter().enumerate() {
+        let g = &grants[i];
+        let bound = if g.mode == LockMode::Exclusive {
+            (n > 0).then(|| highest[n])
+        } else {
+            let m = returned_before(g.invoked);
+            let invoked_after = (m > 0).then(|| highest[m]);
+            invoked_after.max(last_exclusive)
+        };
+        if let Some(bound) = bound.filter(|b| g.token <= *b) {
+            regressions.push((bound, g.token));
+        }
+        if g.mode == LockMode::Exclusive {
+            last_exclusive = last_exclusive.max(Some(g.token));
+        }
+    }
+    regressions
+}
+
+/// (c) and (d): the overlapping pairs that exclude each other, the permits over
+/// their limit, and the most grants known held at once; `order` is by `granted`.
+fn exclusion(history: &History, order: &[usize]) -> (Vec<(u64, u64)>, Vec<u64>, usize) {
+    let grants = &history.grants;
+    let (mut overlaps, mut over_limit, mut most) = (Vec::new(), Vec::new(), 0);
+    let mut open: Vec<usize> = Vec::new();
+    for &i in order {
+        let g = &grants[i];
+        open.retain(|&k| end(&grants[k]) > g.granted);
+        for &k in &open {
+            if !g.mode.compatible_with(grants[k].mode) {
+                overlaps.push((grants[k].token, g.token));
+            }
+        }
+        if let Some(limit) = g.mode.limit() {
+            let permits = open.iter().filter(|&&k| grants[k].mode.limit().is_some());
+            if permits.count() >= limit as usize {
+                over_limit.push(g.token);
+            }
+        }
+        most = most.max(open.len() + 1);
+        if end(g) > g.granted {
+            open.push(i);
+        }
+    }
+    (overlaps, over_limit, most)
 }
 
 fn end(g: &super::record::GrantRecord) -> tokio::time::Instant {
@@ -163,6 +239,7 @@ mod tests {
                 .enumerate()
                 .map(|(c, &(token, from, until))| GrantRecord {
                     client: c,
+                    mode: LockMode::Exclusive,
                     token,
                     invoked: at(base, from.saturating_sub(1)),
                     granted: at(base, from),
@@ -219,7 +296,7 @@ mod tests {
     #[test]
     fn tokens_that_do_not_increase_in_grant_order_are_regressions() {
         let h = history(&[(5, 0, 10), (5, 10, 20), (1, 20, 30), (2, 30, 40)], &[]);
-        assert_eq!(check(&h).token_regressions, vec![(5, 5), (5, 1)]);
+        assert_eq!(check(&h).token_regressions, vec![(5, 5), (5, 1), (5, 2)]);
     }
 
     #[test]
@@ -258,5 +335,72 @@ mod tests {
         // Both of grant 0's writes are applied at 1000+ ms, after grant 1 (20 ms).
         let v = check(&h);
         assert_eq!((v.late_accepted, v.stale_accepted), (2, 0));
+    }
+
+    /// Grants `(mode, token, invoked ms, granted ms, held until ms)`, no writes.
+    fn holds(grants: &[(LockMode, u64, u64, u64, u64)]) -> History {
+        let base = Instant::now();
+        History {
+            grants: grants
+                .iter()
+                .enumerate()
+                .map(|(c, &(mode, token, invoked, from, until))| GrantRecord {
+                    client: c,
+                    mode,
+                    token,
+                    invoked: at(base, invoked),
+                    granted: at(base, from),
+                    held_until: Some(at(base, until)),
+                })
+                .collect(),
+            ..History::default()
+        }
+    }
+
+    const P3: LockMode = LockMode::Permit { limit: 3 };
+
+    #[test]
+    fn readers_may_overlap_but_a_writer_overlaps_no_one() {
+        let (r, w) = (LockMode::Shared, LockMode::Exclusive);
+        let v = check(&holds(&[
+            (r, 1, 0, 1, 10),
+            (r, 2, 0, 2, 10),
+            (w, 3, 0, 10, 20),
+        ]));
+        assert!(v.is_safe(), "{v:?}");
+        assert_eq!(v.max_holders, 2);
+        let v = check(&holds(&[
+            (r, 1, 0, 1, 10),
+            (w, 2, 0, 5, 20),
+            (r, 3, 0, 15, 30),
+        ]));
+        assert_eq!(v.overlaps, vec![(1, 2), (2, 3)]);
+    }
+
+    #[test]
+    fn permits_overlap_up_to_their_limit_and_no_further() {
+        let three = [(P3, 1, 0, 1, 10), (P3, 2, 0, 2, 10), (P3, 3, 0, 3, 10)];
+        let v = check(&holds(&three));
+        assert!(v.is_safe(), "{v:?}");
+        assert_eq!(v.max_holders, 3);
+        let mut four = three.to_vec();
+        four.push((P3, 4, 0, 4, 10));
+        let v = check(&holds(&four));
+        assert_eq!((v.over_limit.clone(), v.max_holders), (vec![4], 4));
+        assert!(!v.is_safe());
+    }
+
+    #[test]
+    fn concurrent_permits_may_return_out_of_token_order_but_later_ones_may_not() {
+        // Tokens 2 and 1 were granted together and returned in that order: fine.
+        let v = check(&holds(&[(P3, 2, 0, 1, 10), (P3, 1, 0, 2, 10)]));
+        assert!(v.token_regressions.is_empty(), "{v:?}");
+        // A permit invoked after token 5 had returned must be above it.
+        let v = check(&holds(&[(P3, 5, 0, 1, 10), (P3, 4, 2, 3, 10)]));
+        assert_eq!(v.token_regressions, vec![(5, 4)]);
+        // And above every writer's token returned before it.
+        let w = LockMode::Exclusive;
+        let v = check(&holds(&[(w, 7, 0, 1, 2), (LockMode::Shared, 6, 0, 3, 10)]));
+        assert_eq!(v.token_regressions, vec![(7, 6)]);
     }
 }

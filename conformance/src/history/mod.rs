@@ -13,9 +13,12 @@
 //!   already written to the resource. Rejected is fencing doing its job; accepted is
 //!   a safety violation.
 //! - **(b) token order**: across grants, in the order they were granted, tokens
-//!   strictly increase.
-//! - **(c) mutual exclusion**: the intervals in which clients *knew* they held the
-//!   lock never overlap (see [`check`] for why this check is sound and complete).
+//!   strictly increase (concurrent readers and permits may return out of order).
+//! - **(c) exclusion**: the intervals in which clients *knew* they held the lock
+//!   never overlap, except readers' with readers' and permits' with permits' (see
+//!   [`check`] for why this check is sound and complete);
+//! - **(d) the permit limit**: never more permits known held at once than the
+//!   semaphore's limit.
 //!
 //! Workers write without checking [`LockGuard::is_lost`](lockkit_core::LockGuard)
 //! first, like an application stalled between its check and its write: fencing
@@ -29,4 +32,4 @@ mod workload;
 pub use checker::{Verdict, check};
 pub use record::{Failure, GrantId, GrantRecord, History, Recorder, WriteRecord};
 pub use resource::FencedResource;
-pub use workload::{DEFAULT_HOLD, Running, Workload};
+pub use workload::{DEFAULT_HOLD, Primitive, Running, Workload};

@@ -2,6 +2,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use lockkit_core::LockMode;
 use tokio::time::Instant;
 
 /// Identifies a grant in a [`History`].
@@ -14,6 +15,8 @@ pub struct GrantId(pub usize);
 pub struct GrantRecord {
     /// Which client (a worker index, or a label's index for an outside holder).
     pub client: usize,
+    /// What was granted: the lock, a read hold, or a permit.
+    pub mode: LockMode,
     /// The fencing token of the grant.
     pub token: u64,
     /// When the acquire was invoked.
@@ -114,11 +117,26 @@ impl Recorder {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Records a grant to `client`, open until [`Recorder::held_until`] closes it.
+    /// Records an exclusive grant to `client`, open until [`Recorder::held_until`]
+    /// closes it.
     pub fn grant(&self, client: usize, token: u64, invoked: Instant, granted: Instant) -> GrantId {
+        self.grant_of(client, LockMode::Exclusive, token, invoked, granted)
+    }
+
+    /// Records a grant of `mode` to `client`, open until [`Recorder::held_until`]
+    /// closes it.
+    pub fn grant_of(
+        &self,
+        client: usize,
+        mode: LockMode,
+        token: u64,
+        invoked: Instant,
+        granted: Instant,
+    ) -> GrantId {
         let mut h = self.lock();
         h.grants.push(GrantRecord {
             client,
+            mode,
             token,
             invoked,
             granted,

@@ -1,10 +1,11 @@
-//! The workers: acquire, fenced write, hold, fenced write, release — recorded.
+//! The workers: acquire, fenced write, hold, fenced write, release — recorded. On
+//! a lock, a semaphore's permits, or a read-write lock.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use lockkit_core::{LockGuard, Locker};
+use lockkit_core::{LockGuard, LockMode, Locker};
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, sleep, sleep_until};
 
@@ -14,11 +15,28 @@ use super::resource::FencedResource;
 /// How long a worker holds the lock between its two writes, unless set otherwise.
 pub const DEFAULT_HOLD: Duration = Duration::from_millis(5);
 
+/// What the workers take on the key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Primitive {
+    /// The lock: one holder at a time.
+    Lock,
+    /// One permit each of a semaphore of `limit` permits.
+    Semaphore {
+        /// The semaphore's permits.
+        limit: u32,
+    },
+    /// A read-write lock: each worker writes every third round (shifted by its
+    /// index) and reads otherwise. A reader does not write to the resource.
+    ReadWrite,
+}
+
 /// How the workers use the lock.
 #[derive(Debug, Clone)]
 pub struct Workload {
     /// The one key every worker locks.
     pub key: String,
+    /// What they take on it.
+    pub primitive: Primitive,
     /// The watchdog TTL of each hold.
     pub ttl: Duration,
     /// How long an acquire waits before it gives up (and is recorded as failed).
@@ -35,11 +53,12 @@ pub struct Workload {
 }
 
 impl Workload {
-    /// A workload on `key` for at most `run_for`, with a 1 s TTL, 3 s waits, 5 ms
-    /// holds, 5 ms think time and 50 ms back-off.
+    /// A workload on the lock `key` for at most `run_for`, with a 1 s TTL, 3 s
+    /// waits, 5 ms holds, 5 ms think time and 50 ms back-off.
     pub fn new(key: impl Into<String>, run_for: Duration) -> Self {
         Self {
             key: key.into(),
+            primitive: Primitive::Lock,
             ttl: Duration::from_secs(1),
             wait: Duration::from_secs(3),
             hold: DEFAULT_HOLD,
@@ -107,11 +126,26 @@ struct Worker {
 
 impl Worker {
     async fn run(self, until: Instant) {
+        let key = self.workload.key.clone();
+        let semaphore = match self.workload.primitive {
+            Primitive::Semaphore { limit } => Some(self.locker.semaphore(key.clone(), limit)),
+            _ => None,
+        };
+        let mut round = 0usize;
         while Instant::now() < until && !self.stop.load(Ordering::Relaxed) {
             let invoked = Instant::now();
-            let acquired = self
-                .locker
-                .lock(self.workload.key.clone())
+            let request = match (&semaphore, self.workload.primitive) {
+                (Some(semaphore), _) => semaphore.acquire(),
+                (None, Primitive::Lock | Primitive::Semaphore { .. }) => {
+                    self.locker.lock(key.clone())
+                }
+                (None, Primitive::ReadWrite) if (self.client + round).is_multiple_of(3) => {
+                    self.locker.write_lock(key.clone())
+                }
+                (None, Primitive::ReadWrite) => self.locker.read_lock(key.clone()),
+            };
+            round += 1;
+            let acquired = request
                 .ttl(self.workload.ttl)
                 .wait(self.workload.wait)
                 .await;
@@ -129,8 +163,14 @@ impl Worker {
     async fn hold(&self, guard: LockGuard, invoked: Instant) {
         let granted = Instant::now();
         let token = guard.token().get();
-        let grant = self.recorder.grant(self.client, token, invoked, granted);
-        self.resource.write(grant, token);
+        let mode = guard.mode();
+        let grant = self
+            .recorder
+            .grant_of(self.client, mode, token, invoked, granted);
+        let writes = mode != LockMode::Shared;
+        if writes {
+            self.resource.write(grant, token);
+        }
         // Hold, noting when (if) we are told the lock is lost; keep going either way,
         // as an application stalled between its check and its write would.
         let hold_end = Instant::now() + self.workload.hold;
@@ -139,7 +179,9 @@ impl Worker {
             () = sleep_until(hold_end) => None,
         };
         sleep_until(hold_end).await;
-        self.resource.write(grant, token);
+        if writes {
+            self.resource.write(grant, token);
+        }
         let releasing = Instant::now();
         let known_until = [Some(releasing), lost_at, Some(guard.deadline())]
             .into_iter()
