@@ -20,25 +20,49 @@ pub(crate) fn holder_command() -> std::process::Command {
     cmd
 }
 
+/// An outside holder process for `trial`: it takes the lock, or one permit of the
+/// trial's semaphore, or the write lock of its read-write lock, queuing with the
+/// workers. Returns the process, its token and its mode.
+async fn start_holder(trial: &Trial, url: &str) -> (HolderProcess, u64, LockMode) {
+    let started = match trial.primitive {
+        Primitive::Semaphore { limit } => {
+            HolderProcess::start_permit(holder_command(), url, &trial.key, TTL, limit)
+                .await
+                .map(|(h, t)| (h, t, LockMode::Permit { limit }))
+        }
+        _ => HolderProcess::start(holder_command(), url, &trial.key, TTL)
+            .await
+            .map(|(h, t)| (h, t, LockMode::Exclusive)),
+    };
+    started.unwrap_or_else(|e| panic!("{}: {e}", trial.backend))
+}
+
 /// A holder process takes the lock (queuing with the workers) and is frozen with
-/// SIGSTOP past its lease. Once a worker has been granted the lock and written,
-/// the holder is thawed and makes the write it was about to make: the resource
-/// must refuse it, and the holder must be told its lock is lost.
+/// SIGSTOP past its lease. Once a worker has been granted and written after the
+/// holder's lease ended, the holder is thawed and makes the write it was about to
+/// make: the resource must refuse it, and the holder must be told its hold is lost.
 pub(crate) async fn holder_paused(backend: &'static str, url: &str) {
-    let trial = Trial::new(backend, "holder paused past its lease");
+    holder_paused_on(Trial::new(backend, "holder paused past its lease"), url).await;
+}
+
+/// [`holder_paused`] on the trial's primitive.
+pub(crate) async fn holder_paused_on(trial: Trial, url: &str) {
+    let backend = trial.backend;
     let running = trial.start_workers(url).await;
     let invoked = Instant::now();
-    let (mut holder, token) = HolderProcess::start(holder_command(), url, &trial.key, TTL)
-        .await
-        .unwrap_or_else(|e| panic!("{backend}: {e}"));
+    let (mut holder, token, mode) = start_holder(&trial, url).await;
     let granted = Instant::now();
     holder.stop().unwrap();
     let stopped = Instant::now();
-    let grant = trial.recorder.grant(CLIENTS, token, invoked, granted);
+    let grant = trial
+        .recorder
+        .grant_of(trial.workers, mode, token, invoked, granted);
     trial.recorder.held_until(grant, stopped);
+    // With free permits, workers write while the holder's permit is still live.
+    let lease_ended = stopped + holder.effective_ttl();
     trial
-        .wait_until("worker grant and write after the stop", |h| {
-            h.written_after(stopped)
+        .wait_until("worker grant and write after the holder's lease", |h| {
+            h.written_after(lease_ended)
         })
         .await;
     holder.resume().unwrap();
@@ -50,7 +74,7 @@ pub(crate) async fn holder_paused(backend: &'static str, url: &str) {
     let told = timeout(Duration::from_secs(10), holder.line(holder::LOST)).await;
     assert!(
         matches!(told, Ok(Some(_))),
-        "{backend}: the thawed holder was not told its lock was lost within 10 s"
+        "{backend}: the thawed holder was not told its hold was lost within 10 s"
     );
     holder.kill().await;
     trial.finish(running, stopped, stopped, Promise::Safe).await;
@@ -59,16 +83,20 @@ pub(crate) async fn holder_paused(backend: &'static str, url: &str) {
 /// A holder process takes the lock and is killed with SIGKILL: the lock is granted
 /// again (after the lease, or at once where the backend sees the session end).
 pub(crate) async fn holder_killed(backend: &'static str, url: &str) {
-    let trial = Trial::new(backend, "holder killed");
+    holder_killed_on(Trial::new(backend, "holder killed"), url).await;
+}
+
+/// [`holder_killed`] on the trial's primitive.
+pub(crate) async fn holder_killed_on(trial: Trial, url: &str) {
     let running = trial.start_workers(url).await;
     let invoked = Instant::now();
-    let (holder, token) = HolderProcess::start(holder_command(), url, &trial.key, TTL)
-        .await
-        .unwrap_or_else(|e| panic!("{backend}: {e}"));
+    let (holder, token, mode) = start_holder(&trial, url).await;
     let granted = Instant::now();
     holder.kill().await;
     let killed = Instant::now();
-    let grant = trial.recorder.grant(CLIENTS, token, invoked, granted);
+    let grant = trial
+        .recorder
+        .grant_of(trial.workers, mode, token, invoked, granted);
     trial.recorder.held_until(grant, killed);
     trial.finish(running, killed, killed, Promise::Safe).await;
 }

@@ -19,9 +19,9 @@
 
 use std::time::Duration;
 
-use lockkit::Locker;
+use lockkit::{LockMode, Locker};
 use lockkit_conformance::history::{
-    self, FencedResource, History, Recorder, Running, Verdict, Workload,
+    self, FencedResource, History, Primitive, Recorder, Running, Verdict, Workload,
 };
 use lockkit_conformance::holder::{self, HolderProcess};
 use lockkit_testkit::{
@@ -134,6 +134,48 @@ single_server_faults!(
     ),
     |s: &ConsulStandIn| format!("{}?session_ttl_ms=1000&lock_delay_ms=0", s.url())
 );
+
+/// Redis's semaphore (3 permits for 5 workers and the outside holder) and
+/// read-write lock (the outside holder takes the write lock) under the holder
+/// faults.
+mod redis_primitives {
+    use super::*;
+
+    const SEMAPHORE: Primitive = Primitive::Semaphore { limit: 3 };
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn semaphore_holder_paused_past_its_lease() {
+        let server = Redis::start().await.unwrap();
+        let trial = Trial::new("", "holder paused past its lease");
+        holder_paused_on(trial.on(SEMAPHORE, "redis (semaphore of 3)"), &server.url()).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn semaphore_holder_killed() {
+        let server = Redis::start().await.unwrap();
+        let trial = Trial::new("", "holder killed");
+        holder_killed_on(trial.on(SEMAPHORE, "redis (semaphore of 3)"), &server.url()).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn read_write_holder_paused_past_its_lease() {
+        let server = Redis::start().await.unwrap();
+        let trial = Trial::new("", "holder paused past its lease");
+        let trial = trial.on(Primitive::ReadWrite, "redis (read-write)");
+        holder_paused_on(trial, &server.url()).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn read_write_holder_killed() {
+        let server = Redis::start().await.unwrap();
+        let trial = Trial::new("", "holder killed");
+        holder_killed_on(
+            trial.on(Primitive::ReadWrite, "redis (read-write)"),
+            &server.url(),
+        )
+        .await;
+    }
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_server_killed_and_restarted() {

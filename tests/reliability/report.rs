@@ -41,8 +41,9 @@ pub(crate) fn render() {
     ));
     md.push_str(
         "| backend | fault | operations | grants | stale writes rejected | stale writes accepted \
-         | mutual-exclusion violations | token regressions | late writes | time to recover |\n\
-         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+         | exclusion violations | over the limit | most holders | token regressions \
+         | late writes | time to recover |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     let mut notes = Vec::new();
     for r in &rows {
@@ -57,13 +58,15 @@ pub(crate) fn render() {
             backend.push_str(&format!(" [{}]", notes.len()));
         }
         md.push_str(&format!(
-            "| {backend} | {} | {} | {} | {} | {} | {} | {} | {} | {} ms |\n",
+            "| {backend} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} ms |\n",
             r["fault"].as_str().unwrap_or_default(),
             v["operations"],
             v["grants"],
             v["stale_rejected"],
             v["stale_accepted"],
             count("overlaps"),
+            count("over_limit"),
+            v["max_holders"],
             count("token_regressions"),
             v["late_accepted"],
             r["recovery_ms"],
@@ -91,16 +94,27 @@ regenerate with `ci/reliability` (it installs the servers, runs `tests/reliabili
 and writes this file).\n\n\
 Each row is one test: three workers, each with its own connections, loop on one key \
 through *acquire → fenced write → hold 5 ms → fenced write → release* (1 s watchdog \
-TTL), while the fault is injected. Every operation is recorded with its monotonic \
+TTL), while the fault is injected. The *semaphore of 3* rows run five workers, each \
+taking one permit of a 3-permit semaphore; in the *read-write* rows each worker takes \
+the write lock every third round and a read lock otherwise, and readers do not write. \
+Every operation is recorded with its monotonic \
 invoke and complete times, every write with its place in the resource's order; \
 `lockkit_conformance::history::check` then counts, from the history alone:\n\n\
 - **stale writes**: a write from a grant older than one that has already written to \
 the resource (a `FencedCell`). *Rejected* is fencing doing its job; *accepted* is a \
 safety violation.\n\
-- **mutual-exclusion violations**: pairs of grants whose known-held intervals \
-(from the acquire's return to the release, the loss notice or the lease deadline) \
-overlap.\n\
-- **token regressions**: consecutive grants whose token did not increase.\n\
+- **exclusion violations**: pairs of grants whose known-held intervals (from the \
+acquire's return to the release, the loss notice or the lease deadline) overlap \
+although one of them is exclusive (a lock or a write lock); readers may overlap \
+readers, and permits permits.\n\
+- **over the limit**: permits granted while the semaphore's limit of permits was \
+already known held; **most holders** is the most known-held grants at once.\n\
+- **token regressions**: grants whose token is not above one it must exceed: for an \
+exclusive grant, every token returned before it; for a reader or a permit, every \
+exclusive token returned before it and every token returned before its acquire was \
+invoked (concurrent permits may return out of token order). A permit's write within \
+its hold is not judged as stale (another permit may have written a higher token \
+first); one made after its hold ended is.\n\
 - **late writes**: writes accepted after a newer grant was given but before its \
 first write reached the resource — fencing cannot see those (the resource does not \
 know the newer token yet); the workers write without checking `is_lost()` first, so \
@@ -108,8 +122,8 @@ a holder that lost its lock during a fault still tries.\n\
 - **time to recover**: from the end of the fault (the thaw, heal or restart; for a \
 holder fault or a killed member, the fault itself) to the next grant.\n\n\
 Faults: *holder paused past its lease* (an outside holder process is SIGSTOPped once \
-it holds the lock; after a worker has been granted the lock and written, it is \
-thawed and makes its write, which must be refused, and it must report the loss); \
+it holds the lock, or a permit, or the write lock; after a worker has been granted \
+and written after the holder's lease ended, it is thawed and makes its write, which must be refused, and it must report the loss); \
 *holder killed* (SIGKILL while holding); *server paused* (SIGSTOP for 2.5 s); \
 *client-server partition* (every connection through the testkit's TCP proxy, \
 black-holed for 2.5 s); *server killed and restarted* (SIGKILL, 1 s down); *leader \
@@ -123,7 +137,7 @@ not Consul.\n\n";
 const FOOTER: &str = "\n\
 **Redis without persistence.** Restarted without `appendonly yes` + `appendfsync \
 always`, Redis forgets the lock and its fencing counter: the next grant gets token 1 \
-(the token regression in the *no persistence* row), and a client that held the lock \
+(the token regressions in the *no persistence* row), and a client that held the lock \
 at the restart still believes it does while another is granted it (until its next \
 renewal fails), so the resource, which remembers the higher token, refuses the new \
 holder and accepts the old one. Mitigations lockkit offers: run the lock's Redis with \

@@ -18,6 +18,9 @@ pub(crate) struct Trial {
     pub(crate) backend: &'static str,
     pub(crate) fault: &'static str,
     pub(crate) key: String,
+    pub(crate) primitive: Primitive,
+    /// How many workers contend ([`CLIENTS`], more for a semaphore).
+    pub(crate) workers: usize,
     pub(crate) hold: Duration,
     pub(crate) recorder: Recorder,
     pub(crate) resource: FencedResource,
@@ -30,17 +33,31 @@ impl Trial {
             backend,
             fault,
             key: format!("reliability/{}", fault.replace(' ', "-")),
+            primitive: Primitive::Lock,
+            workers: CLIENTS,
             hold: history::DEFAULT_HOLD,
             resource: FencedResource::new(recorder.clone()),
             recorder,
         }
     }
 
+    /// The same trial on a semaphore or a read-write lock, named `backend` in its
+    /// row. A semaphore gets two workers more than its permits, so that its limit
+    /// is contended.
+    pub(crate) fn on(mut self, primitive: Primitive, backend: &'static str) -> Self {
+        if let Primitive::Semaphore { limit } = primitive {
+            self.workers = limit as usize + 2;
+        }
+        self.primitive = primitive;
+        self.backend = backend;
+        self
+    }
+
     /// Connects the workers (each its own driver) to `url` and starts them, then
     /// lets them run for [`STEADY`] once they have been granted the lock a few times.
     pub(crate) async fn start_workers(&self, url: &str) -> Running {
         let mut lockers = Vec::new();
-        for _ in 0..CLIENTS {
+        for _ in 0..self.workers {
             let driver = lockkit::driver::connect(url)
                 .await
                 .unwrap_or_else(|e| panic!("{}: connecting a worker: {e}", self.backend));
@@ -49,6 +66,7 @@ impl Trial {
         let mut workload = Workload::new(self.key.clone(), RUN_LIMIT);
         workload.ttl = TTL;
         workload.hold = self.hold;
+        workload.primitive = self.primitive;
         let running = workload.start(lockers, &self.recorder, &self.resource);
         self.wait_until("three grants before the fault", |h| h.grants.len() >= 3)
             .await;
