@@ -1,4 +1,4 @@
--- Renews many locks in one call (the watchdog's round).
+-- Redlock, on one master: renews many locks in one call (the watchdog's round).
 -- KEYS lock keys; ARGV[1] ttl ms, ARGV[i + 1] the owner of KEYS[i].
 -- Returns one 1 (extended) or 0 (not ours any more) per key.
 local out = {}

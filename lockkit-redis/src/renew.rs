@@ -1,8 +1,7 @@
-//! Renewals on a single server or a Cluster: `extend.lua` for one hold, and for
-//! the watchdog one `extend_many.lua` call per batch, split by hash slot on a
-//! cluster and sent together, so each node's connection carries them as one
-//! pipeline. What those find is not an exclusive lock may be a shared hold or a
-//! permit: `extend_many_holds.lua` renews those, again one call per batch.
+//! Renewals on a single server or a Cluster: `renew_holds.lua` renews holds of
+//! every mode, one call for one extend and one per batch of the watchdog's round,
+//! split by hash slot on a cluster and sent together, so each node's connection
+//! carries them as one pipeline.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -18,7 +17,7 @@ use crate::keys::{lock_name, names};
 use crate::scripts::{MAX_BATCH, ttl_ms};
 
 impl RedisDriver {
-    /// Extends `owner`'s hold on `key` to `ttl` from now.
+    /// Extends `owner`'s hold on `key`, of any mode, to `ttl` from now.
     pub(crate) async fn extend_one(
         &self,
         key: &LockKey,
@@ -26,18 +25,8 @@ impl RedisDriver {
         ttl: Duration,
     ) -> Result<Instant> {
         let sent = Instant::now();
-        let mut conn = self.conn.clone();
-        let extended: i64 = self
-            .scripts
-            .extend
-            .key(lock_name(&self.prefix, key))
-            .arg(owner.to_hex())
-            .arg(ttl_ms(ttl))
-            .invoke_async(&mut conn)
-            .await
-            .map_err(redis_error)?;
         let one = [Renewal::new(key.clone(), owner.clone(), ttl)];
-        if extended == 1 || self.renew_holds(ttl, &one).await? == [true] {
+        if self.renew_slot(ttl, &one).await? == [true] {
             Ok(sent + ttl)
         } else {
             Err(LockError::lost(
@@ -79,35 +68,10 @@ impl RedisDriver {
         .await
     }
 
-    /// Renews holds that all live in one hash slot, with one script call.
+    /// Renews holds of any mode that all live in one hash slot, with one call of
+    /// `renew_holds.lua`.
     async fn renew_slot(&self, ttl: Duration, batch: &[Renewal]) -> Result<Vec<bool>> {
-        let mut invocation = self.scripts.extend_many.prepare_invoke();
-        invocation.arg(ttl_ms(ttl));
-        for r in batch {
-            invocation.key(lock_name(&self.prefix, &r.key));
-            invocation.arg(r.owner.to_hex());
-        }
-        let mut conn = self.conn.clone();
-        let flags: Vec<i64> = invocation
-            .invoke_async(&mut conn)
-            .await
-            .map_err(redis_error)?;
-        let mut renewed: Vec<bool> = flags.into_iter().map(|f| f == 1).collect();
-        // What is not an exclusive lock of its owner may be a shared hold or a permit.
-        let rest: Vec<usize> = (0..batch.len()).filter(|&i| !renewed[i]).collect();
-        if !rest.is_empty() {
-            let part: Vec<Renewal> = rest.iter().map(|&i| batch[i].clone()).collect();
-            for (&i, ok) in rest.iter().zip(self.renew_holds(ttl, &part).await?) {
-                renewed[i] = ok;
-            }
-        }
-        Ok(renewed)
-    }
-
-    /// Renews shared holds and permits that all live in one hash slot, with one
-    /// script call.
-    async fn renew_holds(&self, ttl: Duration, batch: &[Renewal]) -> Result<Vec<bool>> {
-        let mut invocation = self.scripts.extend_many_holds.prepare_invoke();
+        let mut invocation = self.scripts.renew_holds.prepare_invoke();
         invocation.arg(ttl_ms(ttl));
         for r in batch {
             let n = names(&self.prefix, &r.key);

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use redis::Script;
 
-/// Most locks renewed by one `extend_many.lua` call (bounds the script's run time,
-/// during which the server serves nobody else).
+/// Most holds renewed by one `renew_holds.lua` or `extend_many.lua` call (bounds
+/// the script's run time, during which the server serves nobody else).
 pub(crate) const MAX_BATCH: usize = 500;
 
 /// A TTL as the scripts' millisecond argument.
@@ -49,12 +49,8 @@ pub(crate) struct Scripts {
     pub(crate) acquire_shared: Script,
     /// One permit of a semaphore.
     pub(crate) acquire_permit: Script,
-    /// Renews one exclusive hold (both sets).
-    pub(crate) extend: Script,
-    /// Renews exclusive holds, many in one call (both sets).
-    pub(crate) extend_many: Script,
-    /// Renews shared holds and permits, many in one call.
-    pub(crate) extend_many_holds: Script,
+    /// Renews holds of any mode, many in one call.
+    pub(crate) renew_holds: Script,
     /// Releases a hold of any mode and wakes whom that admits.
     pub(crate) release_hold: Script,
     pub(crate) force_release_all: Script,
@@ -66,6 +62,9 @@ pub(crate) struct Scripts {
     pub(crate) release: Script,
     pub(crate) force_release: Script,
     pub(crate) leave: Script,
+    /// Redlock: renews one hold, or many in one call.
+    pub(crate) extend: Script,
+    pub(crate) extend_many: Script,
     /// Redlock: writes the quorum's token back (see `redlock`).
     pub(crate) raise_fence: Script,
 }
@@ -81,9 +80,7 @@ impl Scripts {
             &self.acquire_exclusive,
             &self.acquire_shared,
             &self.acquire_permit,
-            &self.extend,
-            &self.extend_many,
-            &self.extend_many_holds,
+            &self.renew_holds,
             &self.release_hold,
             &self.force_release_all,
             &self.leave_queue,
@@ -92,6 +89,8 @@ impl Scripts {
             &self.release,
             &self.force_release,
             &self.leave,
+            &self.extend,
+            &self.extend_many,
             &self.raise_fence,
         ] {
             script.prepare_invoke().load_async(conn).await?;
@@ -104,9 +103,7 @@ impl Scripts {
             acquire_exclusive: Script::new(with_queue!("acquire_exclusive.lua")),
             acquire_shared: Script::new(with_queue!("acquire_shared.lua")),
             acquire_permit: Script::new(with_queue!("acquire_permit.lua")),
-            extend: Script::new(include_str!("../scripts/extend.lua")),
-            extend_many: Script::new(include_str!("../scripts/extend_many.lua")),
-            extend_many_holds: Script::new(include_str!("../scripts/extend_many_holds.lua")),
+            renew_holds: Script::new(include_str!("../scripts/renew_holds.lua")),
             release_hold: Script::new(with_queue!("release_hold.lua")),
             force_release_all: Script::new(with_queue!("force_release_all.lua")),
             leave_queue: Script::new(with_queue!("leave_queue.lua")),
@@ -115,6 +112,8 @@ impl Scripts {
             release: Script::new(with_wake_next!("release.lua")),
             force_release: Script::new(with_wake_next!("force_release.lua")),
             leave: Script::new(with_wake_next!("leave.lua")),
+            extend: Script::new(include_str!("../scripts/extend.lua")),
+            extend_many: Script::new(include_str!("../scripts/extend_many.lua")),
             raise_fence: Script::new(include_str!("../scripts/raise_fence.lua")),
         }
     }
