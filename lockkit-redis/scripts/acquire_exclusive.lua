@@ -19,6 +19,9 @@ if current then
     local holder, token = exclusive_holder(current)
     if holder == owner then
       redis.call('PEXPIRE', k.lock, ARGV[2])
+      if member ~= '' then
+        dequeue(member)
+      end
       return {1, token}
     end
   end

@@ -2,7 +2,7 @@
 -- dropped first, then the owner's live permit is renewed (same token), or a new
 -- one is granted if fewer than the limit are held. Every permit has its own lease,
 -- and its token from the key's fencing counter. While permits are held the lock
--- holds '~P:<limit>': exclusive acquires see the key held, and the limit travels
+-- holds '~P<limit>': exclusive acquires see the key held, and the limit travels
 -- with the semaphore. A waiting caller that finds no room joins the queue.
 -- KEYS: see queue.lua. ARGV[1..6] as acquire_exclusive.lua, ARGV[7] limit.
 -- Returns {1, token}; {0, ms until a lease ends}; {-1, code} when the owner holds
@@ -17,7 +17,7 @@ local function wait(ms)
 end
 drop_expired_holds()
 local current = redis.call('GET', k.lock)
-if current and string.sub(current, 1, 3) ~= '~P:' then
+if current and string.sub(current, 1, 2) ~= '~P' then
   if string.sub(current, 1, 1) ~= '~' then
     if exclusive_holder(current) == owner then
       return {-1, 0}
@@ -38,7 +38,7 @@ if not holds_live(owner) and held >= limit then
   local first = redis.call('ZRANGE', k.holders, 0, 0, 'WITHSCORES')
   return wait(tonumber(first[2]) - now)
 end
-local token = grant_hold(owner, '~P:' .. limit, tonumber(ARGV[2]), ARGV[5], ARGV[6])
+local token = grant_hold(owner, '~P' .. limit, tonumber(ARGV[2]), ARGV[5], ARGV[6])
 if member ~= '' then
   dequeue(member)
 end

@@ -18,6 +18,9 @@ if current and string.sub(current, 1, 1) ~= '~' then
   local holder, token = exclusive_holder(current)
   if holder == owner then
     redis.call('PEXPIRE', k.lock, ARGV[2])
+    if member ~= '' then
+      dequeue(member)
+    end
     return {1, token}
   end
   return wait(redis.call('PTTL', k.lock))
@@ -31,11 +34,10 @@ end
 drop_expired_holds()
 if not holds_live(owner) then
   -- Anyone but a reader queued ahead of us (all of the queue for a newcomer) goes
-  -- first.
+  -- first; the nearest SCAN entries ahead are looked at.
   local mine = member ~= '' and redis.call('ZSCORE', k.queue, member)
-  local ahead = mine
-      and redis.call('ZRANGEBYSCORE', k.queue, '-inf', '(' .. mine, 'LIMIT', 0, SCAN)
-      or redis.call('ZRANGE', k.queue, 0, SCAN - 1)
+  local ahead = redis.call('ZREVRANGEBYSCORE', k.queue, mine and '(' .. mine or '+inf',
+    '-inf', 'LIMIT', 0, SCAN)
   for _, m in ipairs(ahead) do
     if tag_of(m) ~= 'S' and alive(m) then
       return wait(lifetime)

@@ -18,7 +18,10 @@ local function drop_expired_holds()
   local expired = redis.call('ZRANGEBYSCORE', k.holders, '-inf', now)
   if #expired > 0 then
     redis.call('ZREMRANGEBYSCORE', k.holders, '-inf', now)
-    redis.call('HDEL', k.holds, unpack(expired))
+    -- In chunks: unpack() is bounded by Lua's stack.
+    for i = 1, #expired, 1000 do
+      redis.call('HDEL', k.holds, unpack(expired, i, math.min(i + 999, #expired)))
+    end
   end
 end
 

@@ -1,7 +1,7 @@
 -- Who holds the key and how many wait, changing nothing.
 -- KEYS: see queue.lua.
 -- Returns {value, pttl, waiting, holds}: the lock's value ('owner:token[:label]'
--- for an exclusive hold, '~S' or '~P:<limit>' while shared holds or permits are
+-- for an exclusive hold, '~S' or '~P<limit>' while shared holds or permits are
 -- held, '' when free), its PTTL in ms, the live waiters (waiting, or woken and not
 -- yet back), and for shared holds and permits a flat list of ms left and
 -- 'token[:label]' for each live one.

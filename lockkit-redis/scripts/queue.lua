@@ -3,8 +3,9 @@
 --
 -- KEYS, in every script it is prepended to (all tagged {K}, so one slot):
 --   1 lock: an exclusive hold's 'owner:token[:label]', its lease as PX; while
---     shared holds or permits are held, '~S' or '~P:<limit>', expiring with the
---     last lease.
+--     shared holds or permits are held, '~S' or '~P<limit>', expiring with the
+--     last lease. (A lockkit from before read-write locks kept permits under
+--     '~P:<limit>' and other keys: it sees these keys held, never free.)
 --   2 fence: the fencing counter; every grant of every mode takes the next value.
 --   3 waiters, 4 queue, 5 woken: the waiters (below).
 --   6 holders: shared holds and permits, owner -> lease end (server ms).
@@ -25,7 +26,7 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local SCAN = 256
 
 local function tag_of(member)
-  return string.match(member, ':([^:]*)$')
+  return string.match(member, ':([^:]*)$') or 'X'
 end
 
 -- Whether a score read with ZSCORE is still in the future.
@@ -58,21 +59,25 @@ local function dequeue(member)
   redis.call('ZREM', k.woken, member)
 end
 
--- The code of the mode a sentinel stands for: -1 shared, n a permit of n.
+-- The code of the mode a sentinel stands for: -1 shared, n a permit of n (1 for a
+-- sentinel that is not lockkit's).
 local function held_code(sentinel)
   if sentinel == '~S' then
     return -1
   end
-  return tonumber(string.sub(sentinel, 4))
+  return tonumber(string.sub(sentinel, 3)) or 1
 end
 
 -- Wakes the queued waiters that the key's state now admits and that were not
 -- woken already: at the head of a free key, one writer, or the readers up to the
 -- next writer, or permit waiters up to the limit; while readers hold, the readers
 -- at the head; one permit waiter per free permit. Dead entries met on the way are
--- dropped, and so are the waiters of a driver that no longer listens. A woken
--- waiter keeps its place until it is granted. Returns how many were woken.
-local function wake_admitted(prefix, lifetime)
+-- dropped, and so are the waiters of a driver that no longer listens, where the
+-- server can tell: on a Cluster (`cluster` '1') PUBLISH counts only the
+-- subscribers on this node, so a waiter is taken as woken whatever the count, and a
+-- dead one is dropped when its deadline passes. A woken waiter keeps its place
+-- until it is granted. Returns how many were woken.
+local function wake_admitted(prefix, lifetime, cluster)
   if redis.call('EXISTS', k.queue) == 0 then
     return 0
   end
@@ -80,7 +85,7 @@ local function wake_admitted(prefix, lifetime)
   local family, room = nil, 0
   if value == '~S' then
     family, room = 'S', math.huge
-  elseif value and string.sub(value, 1, 3) == '~P:' then
+  elseif value and string.sub(value, 1, 2) == '~P' then
     family = 'P'
     room = held_code(value) - redis.call('ZCOUNT', k.holders, '(' .. now, '+inf')
   elseif value then
@@ -96,15 +101,16 @@ local function wake_admitted(prefix, lifetime)
       local fam = string.sub(tag, 1, 1)
       if not family then
         family = fam
-        room = (fam == 'X' and 1) or (fam == 'P' and tonumber(string.sub(tag, 2))) or math.huge
+        room = (fam == 'X' and 1) or (fam == 'P' and (tonumber(string.sub(tag, 2)) or 1))
+          or math.huge
       end
       if fam ~= family or room < 1 then
         break
       end
       room = room - 1
       local driver, id = string.match(m, '^([^:]*):([^:]*)')
-      if waiting and string.sub(driver, 1, 1) ~= '-' then
-        if redis.call('PUBLISH', prefix .. driver, id) > 0 then
+      if waiting and driver and string.sub(driver, 1, 1) ~= '-' then
+        if redis.call('PUBLISH', prefix .. driver, id) > 0 or cluster == '1' then
           redis.call('ZREM', k.waiters, m)
           redis.call('ZADD', k.woken, now + lifetime, m)
           woke = woke + 1

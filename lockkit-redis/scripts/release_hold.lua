@@ -3,7 +3,7 @@
 -- next writer; after the last reader, the writer queued first; after a permit, one
 -- permit waiter. A reader leaving while other readers hold wakes nobody.
 -- KEYS: see queue.lua. ARGV[1] owner, ARGV[2] wake channel prefix, ARGV[3] how
--- long a woken waiter has to come back, ms.
+-- long a woken waiter has to come back, ms, ARGV[4] '1' on a Cluster.
 -- Returns 1 if released, 0 if the owner held nothing live.
 local owner = ARGV[1]
 local current = redis.call('GET', k.lock)
@@ -28,5 +28,5 @@ else
   -- An expired hold was no longer held: it is dropped, and reported lost.
   released = live(score) and 1 or 0
 end
-wake_admitted(ARGV[2], tonumber(ARGV[3]))
+wake_admitted(ARGV[2], tonumber(ARGV[3]), ARGV[4])
 return released

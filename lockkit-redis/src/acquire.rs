@@ -118,6 +118,7 @@ impl RedisDriver {
             .arg(member)
             .arg(&*self.wake_prefix)
             .arg(ttl_ms(ENTRY_LIFETIME))
+            .arg(self.cluster_flag())
             .invoke_async(&mut conn)
             .await;
         if let Err(e) = left {

@@ -56,7 +56,11 @@ impl Contender for Contending<'_> {
             .attempt(self.req, &self.names, self.member.as_deref())
             .await;
         let retry_ms = match outcome {
-            Ok(Outcome::Granted(g)) => return Ok(Attempt::Granted(g)),
+            Ok(Outcome::Granted(g)) => {
+                // The grant took our place out of the queue.
+                self.member = None;
+                return Ok(Attempt::Granted(g));
+            }
             Ok(Outcome::Busy { retry_ms }) => retry_ms,
             Ok(Outcome::Refused(e)) => return Err(e),
             Err(e) if is_transient(&e) => return Ok(Attempt::Transient(redis_error(e))),
@@ -94,7 +98,24 @@ impl Contender for Contending<'_> {
 
     /// Drops our place, passing on a wake-up it may have taken.
     async fn give_up(&mut self, _: &LockError) {
-        self.driver.leave(&self.names, self.member.as_deref()).await;
+        let member = self.member.take();
+        self.driver.leave(&self.names, member.as_deref()).await;
+    }
+}
+
+impl Drop for Contending<'_> {
+    /// An acquire dropped while it waited (its future cancelled by a `select!` or a
+    /// timeout of the caller's) leaves the queue in the background, so that readers
+    /// behind it are not held up until its entry expires.
+    fn drop(&mut self) {
+        let Some(member) = self.member.take() else {
+            return;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let (driver, names) = (self.driver.clone(), self.names.clone());
+        runtime.spawn(async move { driver.leave(&names, Some(&member)).await });
     }
 }
 

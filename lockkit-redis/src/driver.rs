@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lockkit_core::driver::{Inspect, Inspection};
+use lockkit_core::driver::{Admission, Inspect, Inspection, admit};
 use lockkit_core::{
     AcquireRequest, Capabilities, Grant, LockDriver, LockKey, OwnerId, Renewal, Result, WakeUp,
     async_trait,
@@ -87,6 +87,13 @@ impl RedisDriver {
     pub(crate) fn names(&self, key: &LockKey) -> Names {
         names(&self.prefix, key)
     }
+
+    /// The wake scripts' last argument: `"1"` on a Cluster, where PUBLISH counts
+    /// only the subscribers on the publishing node, so its reply cannot tell a
+    /// waiter's driver is gone.
+    pub(crate) fn cluster_flag(&self) -> &'static str {
+        if self.conn.is_cluster() { "1" } else { "" }
+    }
 }
 
 #[async_trait]
@@ -110,6 +117,10 @@ impl LockDriver for RedisDriver {
 
     async fn acquire(&self, req: &AcquireRequest) -> Result<Grant> {
         req.require_mode(NAME, self.capabilities())?;
+        // A limit of 0 permits, refused before any round trip.
+        if let Admission::Refuse(e) = admit(NAME, req, &[], []) {
+            return Err(e);
+        }
         Contending::new(self, req).wait().await
     }
 
@@ -132,6 +143,7 @@ impl LockDriver for RedisDriver {
             .arg(owner.to_hex())
             .arg(&*self.wake_prefix)
             .arg(ttl_ms(ENTRY_LIFETIME))
+            .arg(self.cluster_flag())
             .invoke_async(&mut conn)
             .await
             .map_err(redis_error)?;
@@ -148,6 +160,7 @@ impl LockDriver for RedisDriver {
         let deleted: i64 = invocation
             .arg(&*self.wake_prefix)
             .arg(ttl_ms(ENTRY_LIFETIME))
+            .arg(self.cluster_flag())
             .invoke_async(&mut conn)
             .await
             .map_err(redis_error)?;

@@ -1,7 +1,7 @@
 //! Inspection: one read-only run of `inspect.lua` on the key's slot. The lock's
 //! value names its holder (`owner:token[:label]`), its PTTL is the lease left, and
 //! the live waiters are counted. While readers or a semaphore's permits hold, the
-//! value is `~S` or `~P:<limit>`, and each live hold comes back with its lease left
+//! value is `~S` or `~P<limit>`, and each live hold comes back with its lease left
 //! and `token[:label]`.
 
 use std::time::Duration;
@@ -27,7 +27,7 @@ impl RedisDriver {
             .map_err(redis_error)?;
         let holders = if value == "~S" {
             shared_holders(LockMode::Shared, &holds)
-        } else if let Some(limit) = value.strip_prefix("~P:") {
+        } else if let Some(limit) = value.strip_prefix("~P") {
             match limit.parse::<u32>() {
                 Ok(limit) => shared_holders(LockMode::Permit { limit }, &holds),
                 Err(_) => Vec::new(),

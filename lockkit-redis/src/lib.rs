@@ -38,7 +38,7 @@
 //! - `<prefix>:{K}:lock` holds an exclusive (write) hold's `<owner>:<token>` with
 //!   a `PX` TTL, followed by `:<label>` (the owner label, for inspection) on a
 //!   single server or Cluster. While readers or a semaphore's permits hold, it
-//!   holds `~S` or `~P:<limit>` instead, expiring with the last lease: an
+//!   holds `~S` or `~P<limit>` instead, expiring with the last lease: an
 //!   exclusive acquire sees the key held, and every permit request is checked
 //!   against that limit;
 //! - `<prefix>:{K}:fence` is the fencing counter (`INCR`ed by every grant of every
@@ -70,8 +70,9 @@
 //! lost message) or at the holder's expiry (nobody publishes when a lease runs
 //! out), and polls with backoff while the wake-up connection is down or with
 //! `?wake=poll` (polling waiters queue too, so the order holds). A waiter that
-//! dies is skipped after its entry's 3 s lifetime; one whose process is gone, at
-//! once.
+//! dies is skipped after its entry's 3 s lifetime; on a single server, one whose
+//! process is gone is skipped at once (a Cluster's `PUBLISH` counts only the
+//! subscribers on the publishing node, so it cannot tell).
 //!
 //! # Guarantees and limits
 //!

@@ -1,7 +1,7 @@
-//! Read-write locks on a real Redis server: a reader never overtakes a writer
-//! queued before it, a release wakes exactly the waiters it admits (counted in
-//! PUBLISH calls, which only a release, a force-release or a leave makes), and
-//! each reader's hold has its own lease.
+//! Read-write locks on a real Redis server and a real 3-master Cluster: a reader
+//! never overtakes a writer queued before it, a release wakes exactly the waiters
+//! it admits (counted in PUBLISH calls, which only a release, a force-release or a
+//! leave makes), and each reader's hold has its own lease.
 
 #![cfg(test)] // Test code throughout: clippy.toml allows unwrap, expect and panic here.
 
@@ -12,43 +12,60 @@ use lockkit_core::{
     AcquireRequest, LockDriver, LockError, LockGuard, LockKey, LockMode, Locker, OwnerId, Wait,
 };
 use lockkit_redis::{RedisDriver, RedisOptions};
-use lockkit_testkit::Redis;
+use lockkit_testkit::{Redis, RedisCluster};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 mod common;
-use common::{admin, publishes};
+use common::{admin, publishes, until_queued};
 
 /// How long any wait in these tests may take before it counts as a failure.
 const LIMIT: Duration = Duration::from_secs(20);
+
+/// A server or a cluster, with an admin connection to each master.
+struct Target {
+    url: String,
+    nodes: Vec<redis::aio::MultiplexedConnection>,
+    _single: Option<Redis>,
+    _cluster: Option<RedisCluster>,
+}
+
+impl Target {
+    async fn single() -> Self {
+        let server = Redis::start().await.unwrap();
+        Self {
+            url: server.url(),
+            nodes: vec![node(&server).await],
+            _single: Some(server),
+            _cluster: None,
+        }
+    }
+
+    async fn cluster() -> Self {
+        let cluster = RedisCluster::start(3).await.unwrap();
+        let mut nodes = Vec::new();
+        for server in &cluster.nodes {
+            nodes.push(node(server).await);
+        }
+        Self {
+            url: cluster.url(),
+            nodes,
+            _single: None,
+            _cluster: Some(cluster),
+        }
+    }
+}
+
+async fn node(server: &Redis) -> redis::aio::MultiplexedConnection {
+    admin(&redis::Client::open(server.url()).unwrap()).await
+}
 
 async fn locker(url: &str) -> Locker {
     let driver = RedisDriver::connect(RedisOptions::from_url(url).unwrap())
         .await
         .unwrap();
     Locker::new(Arc::new(driver))
-}
-
-/// Waits (bounded) until `n` waiters hold a place in `key`'s queue.
-async fn until_queued(conn: &mut redis::aio::MultiplexedConnection, key: &str, n: usize) {
-    let queue = format!("lockkit:{{{key}}}:queue");
-    let deadline = Instant::now() + LIMIT;
-    loop {
-        let queued: usize = redis::cmd("ZCARD")
-            .arg(&queue)
-            .query_async(conn)
-            .await
-            .unwrap();
-        if queued == n {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{queued} waiters queued, expected {n}"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
 }
 
 /// A read or write lock waited for on its own task (its own driver, as a separate
@@ -70,24 +87,35 @@ fn queue_up(
     })
 }
 
-/// Waits for the next grant; it must be `name`'s.
-async fn next_grant(
-    granted: &mut mpsc::UnboundedReceiver<(&'static str, LockGuard)>,
-    name: &str,
-) -> LockGuard {
-    let (who, guard) = tokio::time::timeout(LIMIT, granted.recv())
+type Grants = mpsc::UnboundedReceiver<(&'static str, LockGuard)>;
+
+/// Waits for the next grant, whoever's.
+async fn next_any(granted: &mut Grants) -> (&'static str, LockGuard) {
+    tokio::time::timeout(LIMIT, granted.recv())
         .await
         .expect("a grant in time")
-        .unwrap();
+        .unwrap()
+}
+
+/// Waits for the next grant; it must be `name`'s.
+async fn next_grant(granted: &mut Grants, name: &str) -> LockGuard {
+    let (who, guard) = next_any(granted).await;
     assert_eq!(who, name, "granted out of order");
     guard
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reader_never_overtakes_a_queued_writer() {
-    let server = Redis::start().await.unwrap();
-    let url = server.url();
-    let mut conn = admin(&redis::Client::open(url.as_str()).unwrap()).await;
+    reader_stays_behind_a_queued_writer(Target::single().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reader_never_overtakes_a_queued_writer_on_a_cluster() {
+    reader_stays_behind_a_queued_writer(Target::cluster().await).await;
+}
+
+async fn reader_stays_behind_a_queued_writer(mut target: Target) {
+    let (url, conn) = (target.url.clone(), &mut target.nodes[..]);
     let key = "stock";
     let first = locker(&url).await;
     let read = first.read_lock(key).no_wait().await.unwrap();
@@ -100,7 +128,7 @@ async fn a_reader_never_overtakes_a_queued_writer() {
         "writer",
         tx.clone(),
     );
-    until_queued(&mut conn, key, 1).await;
+    until_queued(conn, key, 1).await;
     // Only a reader holds, yet a new reader is refused: a writer is queued.
     let late = locker(&url).await;
     assert!(matches!(
@@ -108,7 +136,7 @@ async fn a_reader_never_overtakes_a_queued_writer() {
         Err(LockError::Contended { .. })
     ));
     queue_up(late, key, LockMode::Shared, "reader", tx);
-    until_queued(&mut conn, key, 2).await;
+    until_queued(conn, key, 2).await;
 
     let read_token = read.token();
     read.release().await.unwrap();
@@ -127,9 +155,16 @@ async fn a_reader_never_overtakes_a_queued_writer() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_release_wakes_the_readers_up_to_the_next_writer_and_no_one_else() {
-    let server = Redis::start().await.unwrap();
-    let url = server.url();
-    let mut conn = admin(&redis::Client::open(url.as_str()).unwrap()).await;
+    release_wakes_whom_it_admits(Target::single().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_wakes_whom_it_admits_on_a_cluster() {
+    release_wakes_whom_it_admits(Target::cluster().await).await;
+}
+
+async fn release_wakes_whom_it_admits(mut target: Target) {
+    let (url, conn) = (target.url.clone(), &mut target.nodes[..]);
     let key = "catalog";
     let holder = locker(&url).await;
     let write = holder.write_lock(key).no_wait().await.unwrap();
@@ -144,49 +179,39 @@ async fn a_release_wakes_the_readers_up_to_the_next_writer_and_no_one_else() {
     ];
     for (n, (name, mode)) in order.into_iter().enumerate() {
         queue_up(locker(&url).await, key, mode, name, tx.clone());
-        until_queued(&mut conn, key, n + 1).await;
+        until_queued(conn, key, n + 1).await;
     }
 
     // The writer's release wakes r1 and r2, not w3 or r4.
-    let before = publishes(&mut conn).await;
+    let before = publishes(conn).await;
     write.release().await.unwrap();
-    let (a, ga) = tokio::time::timeout(LIMIT, granted.recv())
-        .await
-        .unwrap()
-        .unwrap();
-    let (b, gb) = tokio::time::timeout(LIMIT, granted.recv())
-        .await
-        .unwrap()
-        .unwrap();
+    let (a, ga) = next_any(&mut granted).await;
+    let (b, gb) = next_any(&mut granted).await;
     let mut readers = [a, b];
     readers.sort_unstable();
     assert_eq!(readers, ["r1", "r2"]);
-    assert_eq!(
-        publishes(&mut conn).await - before,
-        2,
-        "one wake-up per reader"
-    );
+    assert_eq!(publishes(conn).await - before, 2, "one wake-up per reader");
     let seen = holder.inspect(key).await.unwrap();
     assert_eq!(seen.holders.len(), 2);
     assert!(seen.holders.iter().all(|h| h.mode == LockMode::Shared));
 
     // A reader leaving while another holds wakes nobody; the last one wakes w3.
-    let before = publishes(&mut conn).await;
+    let before = publishes(conn).await;
     ga.release().await.unwrap();
-    assert_eq!(publishes(&mut conn).await - before, 0);
+    assert_eq!(publishes(conn).await - before, 0);
     gb.release().await.unwrap();
     let w3 = next_grant(&mut granted, "w3").await;
-    assert_eq!(publishes(&mut conn).await - before, 1);
+    assert_eq!(publishes(conn).await - before, 1);
 
     // w3's release wakes r4.
-    let before = publishes(&mut conn).await;
+    let before = publishes(conn).await;
     let w3_token = w3.token();
     w3.release().await.unwrap();
     let r4 = next_grant(&mut granted, "r4").await;
-    assert_eq!(publishes(&mut conn).await - before, 1);
+    assert_eq!(publishes(conn).await - before, 1);
     assert!(r4.token() > w3_token);
     r4.release().await.unwrap();
-    until_queued(&mut conn, key, 0).await;
+    until_queued(conn, key, 0).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -13,7 +13,7 @@ use lockkit_testkit::Redis;
 use tokio::time::Instant;
 
 mod common;
-use common::script_calls;
+use common::{script_calls, until_queued};
 
 /// How long a waiter goes without a wake-up before retrying anyway (the driver's
 /// fallback poll). A hand-off much faster than this came from a wake-up.
@@ -33,27 +33,6 @@ async fn admin(url: &str) -> redis::aio::MultiplexedConnection {
         .get_multiplexed_async_connection_with_config(&common::admin_config())
         .await
         .unwrap()
-}
-
-/// Waits (bounded) until `n` waiters are queued for `key`.
-async fn until_queued(conn: &mut redis::aio::MultiplexedConnection, key: &str, n: usize) {
-    let set = format!("lockkit:{{{key}}}:waiters");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let queued: usize = redis::cmd("ZCARD")
-            .arg(&set)
-            .query_async(conn)
-            .await
-            .unwrap();
-        if queued == n {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{queued} waiters queued, expected {n}"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
 }
 
 /// A lock call running on its own task: resolves to when it was granted.
@@ -110,7 +89,7 @@ async fn one_release_wakes_one_waiter_not_a_herd() {
                 g
             }));
         }
-        until_queued(&mut conn, key, WAITERS).await;
+        until_queued(std::slice::from_mut(&mut conn), key, WAITERS).await;
 
         let before = script_calls(&mut conn).await;
         held.release().await.unwrap();
@@ -173,14 +152,14 @@ async fn timed_out_waiter_leaves_the_queue() {
             .await
             .map(|_| ())
     });
-    until_queued(&mut conn, key, 1).await;
+    until_queued(std::slice::from_mut(&mut conn), key, 1).await;
     let patient = waiting(Locker::new(driver(&url).await), key);
-    until_queued(&mut conn, key, 2).await;
+    until_queued(std::slice::from_mut(&mut conn), key, 2).await;
     assert!(matches!(
         gave_up.await.unwrap(),
         Err(lockkit_core::LockError::Timeout { .. })
     ));
-    until_queued(&mut conn, key, 1).await;
+    until_queued(std::slice::from_mut(&mut conn), key, 1).await;
 
     // The release wakes the waiter that is still there, not the one that left.
     let released = Instant::now();
@@ -202,38 +181,26 @@ async fn release_skips_waiters_whose_driver_is_gone() {
     let holder = Locker::new(driver(&url).await);
     let held = holder.lock(key).no_wait().await.unwrap();
 
-    // A waiter whose process dies: its entry stays behind (no leave) until it expires.
-    let doomed = driver(&url).await;
-    let req = AcquireRequest::new(
-        LockKey::new(key).unwrap(),
-        OwnerId::new(),
-        Duration::from_secs(30),
-        Wait::Forever,
-    );
-    let dying = tokio::spawn(async move {
-        let _ = doomed.acquire(&req).await;
-    });
-    until_queued(&mut conn, key, 1).await;
-    dying.abort();
-    let _ = dying.await;
-    // Its wake-up connection is closed once the server has dropped its subscription.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let channels: Vec<String> = redis::cmd("PUBSUB")
-            .arg("CHANNELS")
-            .arg("lockkit:wake:*")
-            .query_async(&mut conn)
-            .await
-            .unwrap();
-        if channels.len() == 1 {
-            break; // only the holder's driver is left
-        }
-        assert!(Instant::now() < deadline, "subscriptions: {channels:?}");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    // A waiter whose process died: its entry stays behind (it never left) until it
+    // expires, and nobody listens on its driver's channel.
+    let time: (String, String) = redis::cmd("TIME").query_async(&mut conn).await.unwrap();
+    let expires = time.0.parse::<u64>().unwrap() * 1000 + 30_000;
+    let dead = "0123456789abcdef:1:X";
+    redis::pipe()
+        .cmd("ZADD")
+        .arg(format!("lockkit:{{{key}}}:queue"))
+        .arg(1)
+        .arg(dead)
+        .cmd("ZADD")
+        .arg(format!("lockkit:{{{key}}}:waiters"))
+        .arg(expires)
+        .arg(dead)
+        .exec_async(&mut conn)
+        .await
+        .unwrap();
 
     let survivor = waiting(Locker::new(driver(&url).await), key);
-    until_queued(&mut conn, key, 2).await;
+    until_queued(std::slice::from_mut(&mut conn), key, 2).await;
     let released = Instant::now();
     held.release().await.unwrap();
     let granted = survivor.await.unwrap();
@@ -242,4 +209,44 @@ async fn release_skips_waiters_whose_driver_is_gone() {
         handoff < FALLBACK / 2,
         "hand-off took {handoff:?}: the release woke the dead waiter only"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_acquire_leaves_the_queue_at_once() {
+    let server = Redis::start().await.unwrap();
+    let url = server.url();
+    let mut conn = admin(&url).await;
+    let key = "abandoned";
+    let holder = Locker::new(driver(&url).await);
+    let held = holder.read_lock(key).no_wait().await.unwrap();
+
+    // A writer's acquire on the driver itself (a `Locker` cancels its own, see
+    // `lockkit_core::client`), dropped by its caller while it waits: its place would
+    // keep readers out until its entry expired.
+    let writer = driver(&url).await;
+    let req = AcquireRequest::new(
+        LockKey::new(key).unwrap(),
+        OwnerId::new(),
+        Duration::from_secs(30),
+        Wait::Forever,
+    );
+    let waiting = tokio::spawn(async move { writer.acquire(&req).await });
+    until_queued(std::slice::from_mut(&mut conn), key, 1).await;
+    let dropped = Instant::now();
+    waiting.abort();
+    let _ = waiting.await;
+    until_queued(std::slice::from_mut(&mut conn), key, 0).await;
+    let gone = dropped.elapsed();
+    // The entry would have lived 3 s (its lifetime) without a leave.
+    assert!(gone < Duration::from_secs(2), "the place was kept {gone:?}");
+    let reader = Locker::new(driver(&url).await);
+    reader
+        .read_lock(key)
+        .no_wait()
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+    held.release().await.unwrap();
 }

@@ -8,10 +8,14 @@ pub(crate) async fn script_calls(conn: &mut redis::aio::MultiplexedConnection) -
     calls(conn, "evalsha").await
 }
 
-/// PUBLISH calls the server at `conn` has run so far, from scripts too: one per
+/// PUBLISH calls the servers at `nodes` have run so far, from scripts too: one per
 /// waiter woken.
-pub(crate) async fn publishes(conn: &mut redis::aio::MultiplexedConnection) -> u64 {
-    calls(conn, "publish").await
+pub(crate) async fn publishes(nodes: &mut [redis::aio::MultiplexedConnection]) -> u64 {
+    let mut total = 0;
+    for node in nodes {
+        total += calls(node, "publish").await;
+    }
+    total
 }
 
 async fn calls(conn: &mut redis::aio::MultiplexedConnection, command: &str) -> u64 {
@@ -42,4 +46,33 @@ pub(crate) fn admin_config() -> redis::AsyncConnectionConfig {
     redis::AsyncConnectionConfig::new()
         .set_response_timeout(Some(std::time::Duration::from_secs(10)))
         .set_connection_timeout(Some(std::time::Duration::from_secs(10)))
+}
+
+/// Waits (bounded, 20 s) until `n` waiters hold a place in `key`'s queue (lockkit's
+/// default prefix), asking each of `nodes` (a cluster's masters: the one serving the
+/// key answers, the others redirect).
+pub(crate) async fn until_queued(
+    nodes: &mut [redis::aio::MultiplexedConnection],
+    key: &str,
+    n: usize,
+) {
+    let queue = format!("lockkit:{{{key}}}:queue");
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let mut queued = None;
+        for node in nodes.iter_mut() {
+            let answer: redis::RedisResult<usize> =
+                redis::cmd("ZCARD").arg(&queue).query_async(node).await;
+            queued = queued.or(answer.ok());
+        }
+        let queued = queued.expect("a node serving the key");
+        if queued == n {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{queued} waiters queued, expected {n}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
 }
