@@ -16,12 +16,8 @@ if current then
       return {-1, held_code(current)}
     end
   else
-    local holder, token = exclusive_holder(current)
-    if holder == owner then
-      redis.call('PEXPIRE', k.lock, ARGV[2])
-      if member ~= '' then
-        dequeue(member)
-      end
+    local token = reenter_exclusive(current, owner, ARGV[2], member)
+    if token then
       return {1, token}
     end
   end

@@ -15,12 +15,8 @@ local function wait(ms)
 end
 local current = redis.call('GET', k.lock)
 if current and string.sub(current, 1, 1) ~= '~' then
-  local holder, token = exclusive_holder(current)
-  if holder == owner then
-    redis.call('PEXPIRE', k.lock, ARGV[2])
-    if member ~= '' then
-      dequeue(member)
-    end
+  local token = reenter_exclusive(current, owner, ARGV[2], member)
+  if token then
     return {1, token}
   end
   return wait(redis.call('PTTL', k.lock))

@@ -75,3 +75,18 @@ local function exclusive_holder(value)
   local owner, token = string.match(value, '^([^:]*):(%d+)')
   return owner, tonumber(token)
 end
+
+-- If `value` is `owner`'s exclusive hold: renews it for `ttl` ms, takes `member`
+-- ('' for none) out of the queue and returns its token (a read under one's own
+-- write hold gets the write token). Otherwise nil.
+local function reenter_exclusive(value, owner, ttl, member)
+  local holder, token = exclusive_holder(value)
+  if holder ~= owner then
+    return nil
+  end
+  redis.call('PEXPIRE', k.lock, ttl)
+  if member ~= '' then
+    dequeue(member)
+  end
+  return token
+end
