@@ -3,7 +3,7 @@
 //! takes the hold or, for a waiting request, queues its member in the same round
 //! trip; `leave_queue.lua` takes the member back when the waiter gives up.
 
-use lockkit_core::driver::{Admission, Held, admit, limit_mismatch};
+use lockkit_core::driver::{limit_mismatch, refuse_reentry};
 use lockkit_core::{AcquireRequest, FencingToken, Grant, LockError, LockMode};
 use tokio::time::Instant;
 
@@ -43,23 +43,6 @@ fn held_mode(code: i64) -> LockMode {
     }
 }
 
-/// Why the owner's own hold in `held` refuses `req`: the same rule, and message,
-/// as every driver's (`lockkit_core::driver::admit`).
-fn refusal(req: &AcquireRequest, held: LockMode) -> LockError {
-    let own = Held {
-        owner: req.owner.as_u128(),
-        mode: held,
-        token: FencingToken(0),
-    };
-    match admit(NAME, req, &[own], []) {
-        Admission::Refuse(e) => e,
-        _ => LockError::Config(format!(
-            "`{}` is held by this owner as {held}; it cannot also be taken as {}",
-            req.key, req.mode
-        )),
-    }
-}
-
 impl RedisDriver {
     /// One run of the mode's acquire script: the grant, or how long to wait (with
     /// `member`, now queued).
@@ -96,7 +79,7 @@ impl RedisDriver {
                 Outcome::Granted(Grant::of(req, token, sent + req.ttl))
             }
             0 => Outcome::Busy { retry_ms: value },
-            -1 => Outcome::Refused(refusal(req, held_mode(value))),
+            -1 => Outcome::Refused(refuse_reentry(NAME, req, held_mode(value))),
             _ => {
                 let theirs = u32::try_from(value).unwrap_or(0);
                 let limit = req.mode.limit().unwrap_or(0);
@@ -154,14 +137,14 @@ mod tests {
 
     #[test]
     fn an_upgrade_is_unsupported_and_other_families_are_config_errors() {
-        let upgrade = refusal(&req(LockMode::Exclusive), held_mode(-1));
+        let upgrade = refuse_reentry(NAME, &req(LockMode::Exclusive), held_mode(-1));
         assert!(
             matches!(upgrade, LockError::Unsupported { .. }),
             "{upgrade}"
         );
-        let permit = refusal(&req(LockMode::Permit { limit: 2 }), held_mode(0));
+        let permit = refuse_reentry(NAME, &req(LockMode::Permit { limit: 2 }), held_mode(0));
         assert!(matches!(permit, LockError::Config(_)), "{permit}");
-        let limit = refusal(&req(LockMode::Permit { limit: 2 }), held_mode(3));
+        let limit = refuse_reentry(NAME, &req(LockMode::Permit { limit: 2 }), held_mode(3));
         assert!(limit.to_string().contains("limit of 3"), "{limit}");
     }
 }

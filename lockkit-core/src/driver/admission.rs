@@ -116,6 +116,39 @@ pub fn limit_mismatch(req: &AcquireRequest, theirs: u32, limit: u32) -> LockErro
     ))
 }
 
+/// The error for `req` when the backend refused it because its owner already holds
+/// the key in `held`: the same rule, and message, as [`admit`], for drivers that
+/// find the owner's own hold by name rather than in a list of holders (an upgrade
+/// of a read hold is [`LockError::Unsupported`], a mode of another family or a
+/// permit of another limit [`LockError::Config`]).
+///
+/// # Examples
+///
+/// ```
+/// use lockkit::driver::{AcquireRequest, Wait, refuse_reentry};
+/// use lockkit::{LockError, LockKey, LockMode, OwnerId};
+/// use std::time::Duration;
+///
+/// let write = AcquireRequest::new(LockKey::new("k")?, OwnerId::new(), Duration::from_secs(5), Wait::NoWait);
+/// let upgrade = refuse_reentry("etcd", &write, LockMode::Shared);
+/// assert!(matches!(upgrade, LockError::Unsupported { .. }));
+/// # Ok::<(), lockkit::LockError>(())
+/// ```
+pub fn refuse_reentry(driver: &'static str, req: &AcquireRequest, held: LockMode) -> LockError {
+    let own = Held {
+        owner: req.owner.as_u128(),
+        mode: held,
+        token: FencingToken(0),
+    };
+    match reenter(driver, req, &own) {
+        Admission::Refuse(e) => e,
+        _ => LockError::Config(format!(
+            "`{}` is held by this owner as {held}; it cannot also be taken as {}",
+            req.key, req.mode
+        )),
+    }
+}
+
 fn reenter(driver: &'static str, req: &AcquireRequest, own: &Held) -> Admission {
     match (own.mode, req.mode) {
         (held, asked) if held == asked => Admission::Reenter(own.token),

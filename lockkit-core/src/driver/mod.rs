@@ -27,7 +27,7 @@ mod request;
 pub use crate::wait::{
     Attempt, Backoff, Busy, Contender, Jitter, Patience, Pauses, WaitPolicy, Wake, wait_for_grant,
 };
-pub use admission::{Admission, Held, admit, has_room, limit_mismatch};
+pub use admission::{Admission, Held, admit, has_room, limit_mismatch, refuse_reentry};
 pub use capabilities::{Capabilities, Inspect, WakeUp};
 pub use contract::LockDriver;
 pub use grant::{Grant, Renewal};
