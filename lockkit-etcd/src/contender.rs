@@ -5,10 +5,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use lockkit_core::driver::refuse_reentry;
 use lockkit_core::driver::{
     Attempt, Backoff, Busy, Contender, Jitter, Patience, WaitPolicy, wait_for_grant,
 };
-use lockkit_core::{AcquireRequest, Grant, LockError, Result, Wait, async_trait};
+use lockkit_core::{AcquireRequest, Grant, LockError, LockMode, Result, Wait, async_trait};
 use tokio::time::Instant;
 
 use super::connection::Inner;
@@ -45,6 +46,9 @@ struct Queued {
 pub(crate) struct Contending<'a> {
     inner: &'a Arc<Inner>,
     req: &'a AcquireRequest,
+    /// The mode our entry queues in: the request's, or exclusive for a read
+    /// under the owner's own write hold (which covers reading).
+    mode: LockMode,
     name: String,
     queue: String,
     queued: Option<Queued>,
@@ -52,15 +56,27 @@ pub(crate) struct Contending<'a> {
 }
 
 impl<'a> Contending<'a> {
-    pub(crate) fn new(inner: &'a Arc<Inner>, req: &'a AcquireRequest) -> Self {
-        Self {
+    /// An acquire of `req`; refused at once if the owner holds the key for
+    /// reading and asks to write (no upgrade in place).
+    pub(crate) fn new(inner: &'a Arc<Inner>, req: &'a AcquireRequest) -> Result<Self> {
+        let entry = |mode| keys::entry(&inner.prefix, &req.key, &req.owner, mode);
+        let held = |mode| inner.holds.get(&entry(mode)).is_some();
+        let mode = match req.mode {
+            LockMode::Shared if held(LockMode::Exclusive) => LockMode::Exclusive,
+            LockMode::Exclusive if held(LockMode::Shared) => {
+                return Err(refuse_reentry(super::driver::NAME, req, LockMode::Shared));
+            }
+            mode => mode,
+        };
+        Ok(Self {
             inner,
             req,
-            name: keys::entry(&inner.prefix, &req.key, &req.owner),
+            mode,
+            name: entry(mode),
             queue: keys::queue(&inner.prefix, &req.key),
             queued: None,
             requeues: 0,
-        }
+        })
     }
 
     pub(crate) async fn wait(mut self) -> Result<Grant> {
@@ -92,7 +108,9 @@ impl<'a> Contending<'a> {
     /// Enqueues: granted at once if we are first.
     async fn enqueue(&mut self) -> Result<Option<Attempt>> {
         let (entry, lease, sent) =
-            match queue::enqueue_once(self.inner, &self.name, &self.queue, self.req).await {
+            match queue::enqueue_once(self.inner, &self.name, &self.queue, self.mode, self.req)
+                .await
+            {
                 Ok(ok) => ok,
                 Err(EnqueueError::LeaseGone) => {
                     self.requeue("lease")?;
@@ -104,7 +122,7 @@ impl<'a> Contending<'a> {
                 }
                 Err(EnqueueError::Other(e)) => return Err(e),
             };
-        if entry.first == Some(entry.rev) {
+        if queue::holds_at(self.mode, entry.rev, entry.first) {
             let deadline = (sent + self.req.ttl).min(lease.alive_until());
             return Ok(Some(self.granted(entry.rev, lease, deadline)));
         }
@@ -134,7 +152,7 @@ impl Contender for Contending<'_> {
                 self.inner,
                 &self.name,
                 &self.queue,
-                q.rev,
+                (q.rev, self.mode),
                 &q.lease,
                 self.req.ttl,
             )
@@ -163,7 +181,7 @@ impl Contender for Contending<'_> {
         let Some(q) = &self.queued else {
             return Ok(Attempt::Busy(Busy::poll()));
         };
-        match queue::predecessor(self.inner, &self.queue, q.rev).await {
+        match queue::predecessor(self.inner, &self.queue, q.rev, self.mode).await {
             Ok(Some((pred, at))) => {
                 let wake = queue::await_delete(self.inner.clone(), pred, at, q.lease.clone());
                 Ok(Attempt::Busy(Busy::trusting(wake)))

@@ -80,6 +80,7 @@ impl LockDriver for EtcdDriver {
 
     fn capabilities(&self) -> Capabilities {
         Capabilities::baseline()
+            .with_shared(true)
             .with_fair(true)
             .with_inspect(Inspect::HoldersAndWaiters)
             .with_wake_up(WakeUp::Notify)
@@ -91,7 +92,7 @@ impl LockDriver for EtcdDriver {
 
     async fn acquire(&self, req: &AcquireRequest) -> Result<Grant> {
         req.require_mode(NAME, self.capabilities())?;
-        Contending::new(&self.inner, req).wait().await
+        Contending::new(&self.inner, req)?.wait().await
     }
 
     async fn extend(&self, key: &LockKey, owner: &OwnerId, ttl: Duration) -> Result<Instant> {

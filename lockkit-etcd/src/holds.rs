@@ -17,9 +17,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use etcd_client::{Client, Compare, CompareOp, Txn, TxnOp};
+use lockkit_core::{LockKey, LockMode, OwnerId};
 use tokio::sync::{Notify, mpsc};
 use tokio::time::{Instant, sleep_until};
 
+use super::keys;
 use super::lease::Lease;
 use super::request::within;
 use super::watch::Cmd;
@@ -143,6 +145,18 @@ impl Holds {
         map.insert(name, record);
         drop(map);
         self.wake.notify_one();
+    }
+
+    /// The entry by which `owner` holds `key`: its reader entry if this driver
+    /// holds that, else its writer entry (an owner never holds both: a read under
+    /// its write hold re-enters the write hold).
+    pub(crate) fn entry_of(&self, prefix: &str, key: &LockKey, owner: &OwnerId) -> String {
+        let reader = keys::entry(prefix, key, owner, LockMode::Shared);
+        if self.map().contains_key(&reader) {
+            reader
+        } else {
+            keys::entry(prefix, key, owner, LockMode::Exclusive)
+        }
     }
 
     /// The hold on `name`, if any.

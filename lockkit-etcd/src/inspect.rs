@@ -1,7 +1,9 @@
 //! Inspection: the key's queue, read in one request. Its first entry holds the
-//! lock (its create revision is the token, its value the owner's label, its lease
+//! lock, or, if it is a reader's, the readers before the first writer share it
+//! (each one's create revision is its token, its value the owner's label, its lease
 //! says how long it has left); the rest wait.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use etcd_client::{GetOptions, SortOrder, SortTarget};
@@ -10,9 +12,10 @@ use lockkit_core::{FencingToken, LockKey, LockMode, Result};
 
 use super::connection::Inner;
 use super::keys;
+use super::queue::holding;
 use super::request::within;
 
-/// The holder and waiters of `key`.
+/// The holders and waiters of `key`.
 pub(crate) async fn inspect(inner: &Inner, key: &LockKey) -> Result<Inspection> {
     let queue = keys::queue(&inner.prefix, key);
     let opts = GetOptions::new()
@@ -25,37 +28,45 @@ pub(crate) async fn inspect(inner: &Inner, key: &LockKey) -> Result<Inspection> 
         kv.get(queue, Some(opts)),
     )
     .await?;
-    let Some(first) = resp.kvs().first() else {
-        return Ok(Inspection::free(key.clone()).with_waiters(0));
-    };
-    let mut holder = Holder::new(
-        LockMode::Exclusive,
-        FencingToken(u64::try_from(first.create_revision()).unwrap_or(0)),
-    )
-    .with_label(
-        first
-            .value_str()
-            .ok()
-            .filter(|l| !l.is_empty())
-            .map(str::to_string),
-    );
+    let held = holding(resp.kvs());
+    // Whole seconds left on each lease, as etcd counts; -1 once it is gone. Holds
+    // of one driver share a lease: each is asked for once.
+    let mut left: HashMap<i64, i64> = HashMap::new();
     let mut leases = inner.client.lease_client();
-    let left = within(
-        inner.timeouts.request,
-        "read lease",
-        leases.time_to_live(first.lease(), None),
-    )
-    .await?;
-    // Whole seconds, as etcd counts; -1 once the lease is gone.
-    if let Ok(secs) = u64::try_from(left.ttl()) {
-        holder = holder.with_remaining(Duration::from_secs(secs));
+    let mut holders = Vec::new();
+    for kv in held {
+        let ttl = match left.get(&kv.lease()) {
+            Some(ttl) => *ttl,
+            None => {
+                let answer = within(
+                    inner.timeouts.request,
+                    "read lease",
+                    leases.time_to_live(kv.lease(), None),
+                )
+                .await?;
+                left.insert(kv.lease(), answer.ttl());
+                answer.ttl()
+            }
+        };
+        let Ok(secs) = u64::try_from(ttl) else {
+            continue;
+        };
+        let mode = if keys::is_reader(kv.key()) {
+            LockMode::Shared
+        } else {
+            LockMode::Exclusive
+        };
+        let label = kv.value_str().ok().filter(|l| !l.is_empty());
+        holders.push(
+            Holder::new(
+                mode,
+                FencingToken(u64::try_from(kv.create_revision()).unwrap_or(0)),
+            )
+            .with_label(label.map(str::to_string))
+            .with_remaining(Duration::from_secs(secs)),
+        );
     }
-    let holders = if left.ttl() < 0 {
-        Vec::new()
-    } else {
-        vec![holder]
-    };
     Ok(Inspection::free(key.clone())
         .with_holders(holders)
-        .with_waiters(resp.kvs().len() - 1))
+        .with_waiters(resp.kvs().len() - held.len()))
 }

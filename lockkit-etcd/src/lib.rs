@@ -22,20 +22,28 @@
 //! Lock `K` is a queue of keys under `<prefix>/<K>/`, one per waiting or holding
 //! owner: `<prefix>/<K>/<owner id as 32 hex digits>` (in `K`, `%` is written
 //! `%25` and `/` is written `%2F`, so lock `a` never sees lock `a/b`'s entries).
-//! The value is the owner's label, for people reading etcd. Keying entries by
-//! owner lets many owners share one driver (and one lease) without colliding, and
-//! makes a repeated acquire by the holder find its own entry: same token.
+//! A reader's entry is `<prefix>/<K>/r-<owner id>`: hex digits sort before `r`,
+//! so the writers alone are one key range. The value is the owner's label, for
+//! people reading etcd. Keying entries by owner lets many owners share one driver
+//! (and one lease) without colliding, and makes a repeated acquire by the holder
+//! find its own entry: same token.
 //!
-//! The holder is the entry with the smallest create_revision; the **fencing token**
-//! is the holder's create_revision, which etcd makes strictly increasing.
+//! The holder is the entry with the smallest create_revision, or, when that is a
+//! reader's, every reader before the first writer. The **fencing token** is the
+//! holder's create_revision, which etcd makes strictly increasing.
 //!
 //! # Acquire (as etcd's concurrency mutex)
 //!
 //! One txn puts our entry with our lease if its create_revision is 0 (otherwise
-//! refreshes its lease) and reads the queue's first entry. If that is not us, the
-//! waiter watches only its predecessor (the largest create_revision below ours)
-//! for a delete, from the revision it read: one release wakes one waiter, no herd,
-//! and waiters are served strictly in create_revision order (`fair`). After waking
+//! refreshes its lease) and reads the first entry we wait behind: the queue's for
+//! a writer, the first writer's for a reader. A writer that is not first watches
+//! only its predecessor (the largest create_revision below ours), a reader that
+//! has a writer before it only the last such writer, for a delete, from the
+//! revision it read (as etcd's `contrib/recipes` read-write lock): a release wakes
+//! the next writer or the readers behind a writer, no herd, and waiters are served
+//! strictly in create_revision order (`fair`), so a reader never overtakes a queued
+//! writer. A read under the owner's own write hold re-enters the write hold; a
+//! write under its own read hold is refused (`Unsupported`). After waking
 //! it confirms its lease with a keep-alive round before reading the queue again,
 //! so it never reports a grant on an expired lease (etcd issue 11456). `try_lock`,
 //! a timed-out and a cancelled acquire delete the entry they created.

@@ -1,12 +1,16 @@
-//! Acquire: the revision-ordered queue of etcd's concurrency mutex.
+//! Acquire: the revision-ordered queue of etcd's concurrency mutex, which readers
+//! share (as etcd's `contrib/recipes` read-write lock).
 //!
 //! 1. One txn puts our entry with our lease (creating it if its create_revision
-//!    is 0, else refreshing its lease), and reads our entry and the queue's first
-//!    entry (smallest create_revision).
-//! 2. If the first is us, the lock is ours; the token is our create_revision.
-//! 3. Otherwise we watch only our predecessor (the largest create_revision below
-//!    ours) for its deletion, from the revision we read it at, so a delete in
-//!    between is not missed. One release wakes one waiter: no herd.
+//!    is 0, else refreshing its lease), and reads our entry and the first entry we
+//!    wait behind (smallest create_revision): for a writer, the queue's; for a
+//!    reader, the first writer's.
+//! 2. A writer that is first, or a reader with no writer before it, holds; the
+//!    token is our create_revision.
+//! 3. Otherwise we watch only our predecessor for its deletion, from the revision
+//!    we read it at, so a delete in between is not missed: a writer the entry just
+//!    before it, a reader the last writer before it. One release wakes the next
+//!    writer, or the readers behind a writer: no herd.
 //! 4. On waking we confirm our lease with a keep-alive round *before* reading the
 //!    queue again, so we never report a grant on an expired lease (etcd issue
 //!    11456), and the deadline counts from that round.
@@ -15,15 +19,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use etcd_client::{
-    Compare, CompareOp, EventType, GetOptions, PutOptions, SortOrder, SortTarget, Txn, TxnOp,
-    TxnOpResponse, WatchFilterType, WatchOptions,
+    Compare, CompareOp, EventType, GetOptions, KeyValue, PutOptions, SortOrder, SortTarget, Txn,
+    TxnOp, TxnOpResponse, WatchFilterType, WatchOptions,
 };
-use lockkit_core::{AcquireRequest, FencingToken, Grant, LockError, Result};
+use lockkit_core::{AcquireRequest, FencingToken, Grant, LockError, LockMode, Result};
 use tokio::time::{Instant, sleep_until};
 
 use super::connection::Inner;
 use super::error::{backend, connection, etcd_error, is_lease_not_found};
 use super::holds::Record;
+use super::keys;
 use super::lease::Lease;
 use super::request::within;
 
@@ -31,6 +36,7 @@ use super::request::within;
 pub(crate) struct Entry {
     pub(crate) rev: i64,
     pub(crate) created: bool,
+    /// The first entry ours waits behind ([`holds_at`]).
     pub(crate) first: Option<i64>,
 }
 
@@ -41,17 +47,52 @@ pub(crate) enum Turn {
     Requeue,
 }
 
-fn first_of(queue: &str) -> TxnOp {
+/// The entries an entry of `mode` waits behind: all of the queue for a writer,
+/// the writers' for a reader.
+fn ahead(queue: &str, mode: LockMode) -> GetOptions {
+    if mode == LockMode::Shared {
+        GetOptions::new().with_range(keys::writers_end(queue))
+    } else {
+        GetOptions::new().with_prefix()
+    }
+}
+
+/// The first (smallest create_revision) of the entries `mode` waits behind.
+fn first_of(queue: &str, mode: LockMode) -> TxnOp {
     TxnOp::get(
         queue,
         Some(
-            GetOptions::new()
-                .with_prefix()
+            ahead(queue, mode)
                 .with_sort(SortTarget::Create, SortOrder::Ascend)
                 .with_limit(1)
                 .with_keys_only(),
         ),
     )
+}
+
+/// The entries that hold, of a queue read in create order: the first if it is a
+/// writer's, else the readers before the first writer.
+pub(crate) fn holding(kvs: &[KeyValue]) -> &[KeyValue] {
+    match kvs.first() {
+        None => &[],
+        Some(first) if !keys::is_reader(first.key()) => &kvs[..1],
+        Some(_) => {
+            &kvs[..kvs
+                .iter()
+                .take_while(|kv| keys::is_reader(kv.key()))
+                .count()]
+        }
+    }
+}
+
+/// Whether our entry, created at `rev`, holds when `first` is the first entry it
+/// waits behind: a writer must be first, a reader must have no writer before it.
+pub(crate) fn holds_at(mode: LockMode, rev: i64, first: Option<i64>) -> bool {
+    if mode == LockMode::Shared {
+        first.is_none_or(|f| f > rev)
+    } else {
+        first == Some(rev)
+    }
 }
 
 fn create_rev(op: Option<&TxnOpResponse>) -> Option<i64> {
@@ -67,6 +108,7 @@ pub(crate) async fn enqueue_once(
     inner: &Inner,
     name: &str,
     queue: &str,
+    mode: LockMode,
     req: &AcquireRequest,
 ) -> std::result::Result<(Entry, Arc<Lease>, Instant), EnqueueError> {
     let lease = inner
@@ -88,7 +130,7 @@ pub(crate) async fn enqueue_once(
         Err(e) => return Err(EnqueueError::Other(e)),
     }
     let sent = Instant::now();
-    match enqueue(inner, name, queue, &lease, req).await {
+    match enqueue(inner, name, queue, mode, &lease, req).await {
         Ok(entry) => Ok((entry, lease, sent)),
         Err(EnqueueError::LeaseGone) => {
             inner.leases.forget(&lease);
@@ -121,11 +163,12 @@ pub(crate) fn granted(
 }
 
 /// One txn: put our entry with `lease` (create or refresh), read it and the
-/// queue's first entry.
+/// first entry an entry of `mode` waits behind.
 async fn enqueue(
     inner: &Inner,
     name: &str,
     queue: &str,
+    mode: LockMode,
     lease: &Lease,
     req: &AcquireRequest,
 ) -> std::result::Result<Entry, EnqueueError> {
@@ -138,7 +181,7 @@ async fn enqueue(
                 Some(PutOptions::new().with_lease(lease.id)),
             ),
             TxnOp::get(name, None),
-            first_of(queue),
+            first_of(queue, mode),
         ]
     };
     let txn = Txn::new()
@@ -167,15 +210,15 @@ async fn enqueue(
     })
 }
 
-/// Our predecessor's key, and the revision it was read at; `None` if nobody
-/// is ahead of us.
+/// Our predecessor's key (the last entry before ours that an entry of `mode`
+/// waits behind), and the revision it was read at; `None` if nobody is ahead of us.
 pub(crate) async fn predecessor(
     inner: &Inner,
     queue: &str,
     rev: i64,
+    mode: LockMode,
 ) -> Result<Option<(Vec<u8>, i64)>> {
-    let opts = GetOptions::new()
-        .with_prefix()
+    let opts = ahead(queue, mode)
         .with_max_create_revision(rev - 1)
         .with_sort(SortTarget::Create, SortOrder::Descend)
         .with_limit(1)
@@ -237,13 +280,13 @@ pub(crate) async fn await_delete(
     }
 }
 
-/// Confirms our lease, then reads the queue: `Some(Granted)` if we are first,
-/// `Some(Requeue)` if our entry is gone, `None` if someone is still ahead.
+/// Confirms our lease, then reads the queue: `Some(Granted)` if our entry, of
+/// `mode`, holds; `Some(Requeue)` if it is gone; `None` if someone is still ahead.
 pub(crate) async fn check_turn(
     inner: &Inner,
     name: &str,
     queue: &str,
-    rev: i64,
+    (rev, mode): (i64, LockMode),
     lease: &Lease,
     ttl: Duration,
 ) -> Result<Option<Turn>> {
@@ -257,18 +300,20 @@ pub(crate) async fn check_turn(
     }
     let sent = Instant::now();
     let mut kv = inner.client.kv_client();
-    let txn = Txn::new().and_then([TxnOp::get(name, None), first_of(queue)]);
+    let txn = Txn::new().and_then([TxnOp::get(name, None), first_of(queue, mode)]);
     let resp = within(inner.timeouts.request, "read queue", kv.txn(txn)).await?;
     let ops = resp.op_responses();
     if create_rev(ops.first()) != Some(rev) {
         return Ok(Some(Turn::Requeue));
     }
-    match create_rev(ops.get(1)) {
-        Some(first) if first == rev => {
-            Ok(Some(Turn::Granted((sent + ttl).min(lease.alive_until()))))
-        }
-        Some(first) if first < rev => Ok(None),
-        _ => Ok(Some(Turn::Requeue)),
+    let first = create_rev(ops.get(1));
+    if holds_at(mode, rev, first) {
+        Ok(Some(Turn::Granted((sent + ttl).min(lease.alive_until()))))
+    } else if first.is_some_and(|f| f < rev) {
+        Ok(None)
+    } else {
+        // A writer whose own entry is not in the queue's order: read it again.
+        Ok(Some(Turn::Requeue))
     }
 }
 

@@ -1,16 +1,17 @@
-//! Leaving the queue: `release` (our entry), `force_release` (the holder's entry,
-//! whoever it is) and `purge` (every entry). Each deletes by compare-and-delete on
+//! Leaving the queue: `release` (our entry), `force_release` (the holders'
+//! entries, whoever they are) and `purge` (every entry). Each deletes by compare-and-delete on
 //! create_revision, or by our owner's own key, so it never deletes another owner's
 //! entry by mistake, and retries transient errors for [`PATIENCE`].
 
 use std::time::Duration;
 
-use etcd_client::{DeleteOptions, GetOptions, SortOrder, SortTarget};
-use lockkit_core::{LockKey, OwnerId, Result};
+use etcd_client::{DeleteOptions, GetOptions, SortOrder, SortTarget, Txn, TxnOp};
+use lockkit_core::{LockKey, LockMode, OwnerId, Result};
 
 use super::connection::Inner;
 use super::holds::compare_and_delete;
 use super::keys;
+use super::queue::holding;
 use super::request::{with_patience, within};
 
 /// How long release and force_release retry transient errors.
@@ -19,20 +20,26 @@ const PATIENCE: Duration = Duration::from_millis(750);
 /// Releases `owner`'s hold on `key`: true if its entry was deleted. A delete
 /// that keeps failing is left to the sweeper (the caller still learns it failed).
 pub(crate) async fn release(inner: &Inner, key: &LockKey, owner: &OwnerId) -> Result<bool> {
-    let name = keys::entry(&inner.prefix, key, owner);
+    let name = inner.holds.entry_of(&inner.prefix, key, owner);
     let Some(record) = inner.holds.remove(&name) else {
-        // Our owner's entry by name: never another owner's.
+        // Our owner's entries by name, as a writer and as a reader: never another
+        // owner's.
+        let [writer, reader] = [LockMode::Exclusive, LockMode::Shared]
+            .map(|m| keys::entry(&inner.prefix, key, owner, m));
         let resp = with_patience(PATIENCE, || async {
+            let txn = Txn::new().and_then([
+                TxnOp::delete(writer.as_str(), None),
+                TxnOp::delete(reader.as_str(), None),
+            ]);
             let mut kv = inner.client.kv_client();
-            within(
-                inner.timeouts.request,
-                "release",
-                kv.delete(name.as_str(), None),
-            )
-            .await
+            within(inner.timeouts.request, "release", kv.txn(txn)).await
         })
         .await?;
-        return Ok(resp.deleted() > 0);
+        let deleted = resp
+            .op_responses()
+            .iter()
+            .any(|op| matches!(op, etcd_client::TxnOpResponse::Delete(d) if d.deleted() > 0));
+        return Ok(deleted);
     };
     let released = with_patience(PATIENCE, || async {
         let txn = compare_and_delete(name.as_bytes(), record.rev);
@@ -50,7 +57,8 @@ pub(crate) async fn release(inner: &Inner, key: &LockKey, owner: &OwnerId) -> Re
     }
 }
 
-/// Deletes the entry of `key`'s current holder: true if there was one.
+/// Deletes the entries of `key`'s current holders (a writer, or the readers
+/// before the first writer): true if there was one.
 pub(crate) async fn force_release(inner: &Inner, key: &LockKey) -> Result<bool> {
     let queue = keys::queue(&inner.prefix, key);
     with_patience(PATIENCE, || async {
@@ -58,7 +66,6 @@ pub(crate) async fn force_release(inner: &Inner, key: &LockKey) -> Result<bool> 
         let opts = GetOptions::new()
             .with_prefix()
             .with_sort(SortTarget::Create, SortOrder::Ascend)
-            .with_limit(1)
             .with_keys_only();
         let resp = within(
             inner.timeouts.request,
@@ -66,12 +73,13 @@ pub(crate) async fn force_release(inner: &Inner, key: &LockKey) -> Result<bool> 
             kv.get(queue.as_str(), Some(opts)),
         )
         .await?;
-        let Some(first) = resp.kvs().first() else {
-            return Ok(false);
-        };
-        let txn = compare_and_delete(first.key(), first.create_revision());
-        let resp = within(inner.timeouts.request, "force release", kv.txn(txn)).await?;
-        Ok(resp.succeeded())
+        let mut released = false;
+        for holder in holding(resp.kvs()) {
+            let txn = compare_and_delete(holder.key(), holder.create_revision());
+            let resp = within(inner.timeouts.request, "force release", kv.txn(txn)).await?;
+            released |= resp.succeeded();
+        }
+        Ok(released)
     })
     .await
 }

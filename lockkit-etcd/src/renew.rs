@@ -20,7 +20,6 @@ use tokio::time::Instant;
 
 use super::connection::Inner;
 use super::error::{batch_error, deleted, gone};
-use super::keys;
 use super::lease::{Lease, round_limit};
 use super::request::within;
 
@@ -48,7 +47,7 @@ pub(crate) async fn extend_many(inner: &Inner, renewals: &[Renewal]) -> Vec<Resu
     let mut by_lease: HashMap<i64, (Arc<Lease>, Vec<Due>)> = HashMap::new();
     let mut one_by_one = Vec::new();
     for (i, r) in renewals.iter().enumerate() {
-        let name = keys::entry(&inner.prefix, &r.key, &r.owner);
+        let name = inner.holds.entry_of(&inner.prefix, &r.key, &r.owner);
         match inner.holds.get(&name) {
             Some(rec) if rec.lease.ttl >= r.ttl && !rec.lease.is_dead() => {
                 by_lease
@@ -211,7 +210,7 @@ pub(crate) async fn extend_one(
     owner: &OwnerId,
     ttl: Duration,
 ) -> Result<Instant> {
-    let name = keys::entry(&inner.prefix, key, owner);
+    let name = inner.holds.entry_of(&inner.prefix, key, owner);
     let Some(record) = inner.holds.get(&name) else {
         return Err(LockError::lost(
             key,

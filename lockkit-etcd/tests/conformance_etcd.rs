@@ -53,6 +53,10 @@ macro_rules! etcd_suite {
             UrlHarness<$backend>,
             with {
                 fifo_order,
+                readers_share,
+                writer_excludes_readers_and_writers,
+                read_write_order_is_fifo,
+                read_hold_is_not_upgraded,
                 inspection_shows_holder_mode_token_and_lease,
                 a_free_key_inspects_empty,
                 inspection_counts_waiters,
