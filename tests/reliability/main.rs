@@ -135,47 +135,76 @@ single_server_faults!(
     |s: &ConsulStandIn| format!("{}?session_ttl_ms=1000&lock_delay_ms=0", s.url())
 );
 
-/// Redis's semaphore (3 permits for 5 workers and the outside holder) and
-/// read-write lock (the outside holder takes the write lock) under the holder
-/// faults.
-mod redis_primitives {
-    use super::*;
+/// A semaphore of 3 permits, for 5 workers and the outside holder.
+const SEMAPHORE: Primitive = Primitive::Semaphore { limit: 3 };
 
-    const SEMAPHORE: Primitive = Primitive::Semaphore { limit: 3 };
+/// The holder faults on a semaphore or a read-write lock (the outside holder takes
+/// a permit, or the write lock), as tests named `<module>::holder_<fault>`, in rows
+/// named `$backend`.
+macro_rules! holder_faults_on {
+    ($module:ident, $primitive:expr, $backend:literal, $start:expr, $url:expr) => {
+        mod $module {
+            use super::*;
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn semaphore_holder_paused_past_its_lease() {
-        let server = Redis::start().await.unwrap();
-        let trial = Trial::new("", "holder paused past its lease");
-        holder_paused_on(trial.on(SEMAPHORE, "redis (semaphore of 3)"), &server.url()).await;
-    }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn holder_paused_past_its_lease() {
+                let server = $start.await.unwrap();
+                let trial = Trial::new($backend, "holder paused past its lease");
+                holder_paused_on(trial.on($primitive), &$url(&server)).await;
+            }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn semaphore_holder_killed() {
-        let server = Redis::start().await.unwrap();
-        let trial = Trial::new("", "holder killed");
-        holder_killed_on(trial.on(SEMAPHORE, "redis (semaphore of 3)"), &server.url()).await;
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn read_write_holder_paused_past_its_lease() {
-        let server = Redis::start().await.unwrap();
-        let trial = Trial::new("", "holder paused past its lease");
-        let trial = trial.on(Primitive::ReadWrite, "redis (read-write)");
-        holder_paused_on(trial, &server.url()).await;
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn read_write_holder_killed() {
-        let server = Redis::start().await.unwrap();
-        let trial = Trial::new("", "holder killed");
-        holder_killed_on(
-            trial.on(Primitive::ReadWrite, "redis (read-write)"),
-            &server.url(),
-        )
-        .await;
-    }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn holder_killed() {
+                let server = $start.await.unwrap();
+                let trial = Trial::new($backend, "holder killed");
+                holder_killed_on(trial.on($primitive), &$url(&server)).await;
+            }
+        }
+    };
 }
+
+holder_faults_on!(
+    redis_semaphore,
+    SEMAPHORE,
+    "redis (semaphore of 3)",
+    Redis::start(),
+    |s: &Redis| s.url()
+);
+holder_faults_on!(
+    sqlite_semaphore,
+    SEMAPHORE,
+    "sqlite (semaphore of 3)",
+    async { tempfile::tempdir() },
+    sqlite_url
+);
+holder_faults_on!(
+    redis_read_write,
+    Primitive::ReadWrite,
+    "redis (read-write)",
+    Redis::start(),
+    |s: &Redis| s.url()
+);
+holder_faults_on!(
+    etcd_read_write,
+    Primitive::ReadWrite,
+    "etcd (read-write)",
+    Etcd::start(),
+    |s: &Etcd| s.url()
+);
+holder_faults_on!(
+    zookeeper_read_write,
+    Primitive::ReadWrite,
+    "zookeeper (read-write)",
+    ZooKeeper::start(),
+    |s: &ZooKeeper| format!("{}?session_timeout_ms=1000", s.url())
+);
+holder_faults_on!(
+    sqlite_read_write,
+    Primitive::ReadWrite,
+    "sqlite (read-write)",
+    async { tempfile::tempdir() },
+    sqlite_url
+);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_server_killed_and_restarted() {

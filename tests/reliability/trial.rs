@@ -41,15 +41,13 @@ impl Trial {
         }
     }
 
-    /// The same trial on a semaphore or a read-write lock, named `backend` in its
-    /// row. A semaphore gets two workers more than its permits, so that its limit
-    /// is contended.
-    pub(crate) fn on(mut self, primitive: Primitive, backend: &'static str) -> Self {
+    /// The same trial on a semaphore or a read-write lock. A semaphore gets two
+    /// workers more than its permits, so that its limit is contended.
+    pub(crate) fn on(mut self, primitive: Primitive) -> Self {
         if let Primitive::Semaphore { limit } = primitive {
             self.workers = limit as usize + 2;
         }
         self.primitive = primitive;
-        self.backend = backend;
         self
     }
 
