@@ -13,7 +13,7 @@ use tokio::time::Instant;
 use crate::cleanup::delete_queued;
 use crate::driver::ZkDriver;
 use crate::error::zk_error;
-use crate::nodes::node_prefix;
+use crate::nodes::{Ahead, blocker, node_prefix, queue};
 use crate::queue::{Mine, Position};
 
 pub(crate) struct Contending<'a> {
@@ -95,6 +95,44 @@ impl<'a> Contending<'a> {
     }
 }
 
+impl Contending<'_> {
+    /// The first permit waiter: waits for the queue to change (a holder going, or
+    /// a node joining), or for the session's state to. Looks again at once if the
+    /// listing that set the watch already lets us in.
+    async fn behind_holders(&self) -> Result<Attempt> {
+        let Some(m) = &self.mine else {
+            return Ok(Attempt::Busy(Busy::until(Instant::now())));
+        };
+        let session = &m.session;
+        let (children, watcher) = session
+            .client
+            .list_and_watch_children(&self.dir)
+            .await
+            .map_err(|e| zk_error("watching the lock queue", e))?;
+        let queue = queue(&children);
+        let ours = queue.iter().position(|n| n.name == m.name);
+        if ours.is_none_or(|i| blocker(&queue, i) != Ahead::AnyHolder) {
+            return Ok(Attempt::Busy(Busy::until(Instant::now())));
+        }
+        let mut states = session.client.state_watcher();
+        let wake = async move {
+            tokio::select! {
+                _ = watcher.changed() => {}
+                _ = states.changed() => {}
+            }
+            Ok(())
+        };
+        let recheck = self
+            .driver
+            .options()
+            .session_timeout()
+            .max(Duration::from_secs(1));
+        Ok(Attempt::Busy(
+            Busy::woken_by(wake).or_at(Instant::now() + recheck),
+        ))
+    }
+}
+
 /// How long connection errors are retried in a row before an acquire gives up.
 fn retry_budget(driver: &ZkDriver) -> Duration {
     (driver.options().session_timeout() * 2).max(Duration::from_secs(10))
@@ -134,7 +172,14 @@ impl Contender for Contending<'_> {
             Ok(Position::Behind(_)) if self.req.wait == Wait::NoWait => {
                 Ok(Attempt::Busy(Busy::poll()))
             }
+            Ok(Position::BehindHolders) if self.req.wait == Wait::NoWait => {
+                Ok(Attempt::Busy(Busy::poll()))
+            }
             Ok(Position::Behind(blocker)) => match self.behind(&blocker).await {
+                Ok(attempt) => Ok(attempt),
+                Err(e) => transient(e),
+            },
+            Ok(Position::BehindHolders) => match self.behind_holders().await {
                 Ok(attempt) => Ok(attempt),
                 Err(e) => transient(e),
             },

@@ -88,6 +88,7 @@ impl LockDriver for ZkDriver {
     fn capabilities(&self) -> Capabilities {
         Capabilities::baseline()
             .with_shared(true)
+            .with_permits(true)
             .with_inspect(Inspect::HoldersAndWaiters)
             .with_fair(true)
             .with_lease_expiry(false)

@@ -4,9 +4,10 @@
 //! characters `K` holds (`/` included). Its children are the queue, one ephemeral
 //! sequential node per holder or waiter, named
 //! `<mode>-<owner id>-<sequence>`: `w-` for the exclusive (write) lock, `r-` for a
-//! shared (read) hold, the owner's 32 hex digits, and the 10-digit sequence number
-//! ZooKeeper appends. The owner in the name is how a retried create whose reply was
-//! lost finds the node it made.
+//! shared (read) hold, `p<limit>-` for a permit of a semaphore of `limit`, the
+//! owner's 32 hex digits, and the 10-digit sequence number ZooKeeper appends. The
+//! owner in the name is how a retried create whose reply was lost finds the node it
+//! made.
 
 use lockkit_core::{LockKey, LockMode, OwnerId};
 
@@ -21,10 +22,11 @@ pub(crate) fn node_prefix(mode: LockMode, owner: &OwnerId) -> String {
     format!("{}-{}-", mode_tag(mode), owner.to_hex())
 }
 
-fn mode_tag(mode: LockMode) -> char {
+fn mode_tag(mode: LockMode) -> String {
     match mode {
-        LockMode::Shared => 'r',
-        _ => 'w',
+        LockMode::Shared => "r".to_owned(),
+        LockMode::Permit { limit } => format!("p{limit}"),
+        _ => "w".to_owned(),
     }
 }
 
@@ -44,7 +46,9 @@ impl QueueNode {
         let mode = match tag {
             "r" => LockMode::Shared,
             "w" => LockMode::Exclusive,
-            _ => return None,
+            _ => LockMode::Permit {
+                limit: tag.strip_prefix('p')?.parse().ok().filter(|l| *l > 0)?,
+            },
         };
         Some(Self {
             name: name.to_string(),
@@ -55,7 +59,9 @@ impl QueueNode {
 
     /// Whether `owner` made this node.
     pub(crate) fn is_owned_by(&self, owner_hex: &str) -> bool {
-        self.name.get(2..2 + owner_hex.len()) == Some(owner_hex)
+        self.name
+            .split_once('-')
+            .is_some_and(|(_, rest)| rest.get(..owner_hex.len()) == Some(owner_hex))
     }
 }
 
@@ -69,31 +75,54 @@ pub(crate) fn queue(children: &[String]) -> Vec<QueueNode> {
     q
 }
 
-/// What the node at `index` of `queue` waits for: `None` when it holds the lock,
-/// else the one node it watches. An exclusive node waits for the node just before
-/// it; a shared node waits only for the nearest earlier exclusive node, so readers
-/// share and each waiter watches exactly one node (no herd).
-pub(crate) fn blocker(queue: &[QueueNode], index: usize) -> Option<&QueueNode> {
-    let earlier = queue.get(..index)?;
-    match queue.get(index)?.mode {
-        LockMode::Shared => earlier.iter().rev().find(|n| n.mode != LockMode::Shared),
-        _ => earlier.last(),
-    }
+/// What a node of the queue waits for.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Ahead<'a> {
+    /// Nothing: it holds.
+    Nothing,
+    /// This node to go (or change).
+    Node(&'a QueueNode),
+    /// Any holder to go: the first permit waiter watches the queue itself.
+    AnyHolder,
 }
 
-/// The nodes that hold the lock now: the first node if it is exclusive, else the
-/// leading run of shared nodes.
+/// What the node at `index` of `queue` waits for, watching one thing so that a
+/// release wakes only whom it lets in (no herd):
+/// - an exclusive node waits for the node just before it;
+/// - a shared node for the nearest earlier node that is not shared;
+/// - a permit for the nearest earlier node that is not a permit; behind permits
+///   only, it holds among the first `limit`; the first waiter after them watches
+///   the queue for any holder to go; a later one watches the node just before it,
+///   which, once granted, touches its node to pass the turn on.
+pub(crate) fn blocker(queue: &[QueueNode], index: usize) -> Ahead<'_> {
+    let Some(earlier) = queue.get(..index) else {
+        return Ahead::Nothing;
+    };
+    let nearest = |keep: fn(LockMode) -> bool| earlier.iter().rev().find(|n| !keep(n.mode));
+    let found = match queue[index].mode {
+        LockMode::Shared => nearest(|m| m == LockMode::Shared),
+        LockMode::Permit { limit } => match nearest(|m| m.limit().is_some()) {
+            Some(other) => Some(other),
+            None if index < limit as usize => None,
+            None if index == limit as usize => return Ahead::AnyHolder,
+            None => earlier.last(),
+        },
+        _ => earlier.last(),
+    };
+    found.map_or(Ahead::Nothing, Ahead::Node)
+}
+
+/// The nodes that hold the lock now: the first node if it is exclusive, the
+/// leading run of shared nodes, or the first `limit` of a leading run of permits.
 pub(crate) fn holders(queue: &[QueueNode]) -> &[QueueNode] {
-    match queue.first() {
-        None => &[],
-        Some(first) if first.mode != LockMode::Shared => &queue[..1],
-        Some(_) => {
-            let run = queue
-                .iter()
-                .take_while(|n| n.mode == LockMode::Shared)
-                .count();
-            &queue[..run]
-        }
+    let Some(first) = queue.first() else {
+        return &[];
+    };
+    let run = |same: fn(LockMode) -> bool| queue.iter().take_while(|n| same(n.mode)).count();
+    match first.mode {
+        LockMode::Shared => &queue[..run(|m| m == LockMode::Shared)],
+        LockMode::Permit { limit } => &queue[..run(|m| m.limit().is_some()).min(limit as usize)],
+        _ => &queue[..1],
     }
 }
 
@@ -101,12 +130,21 @@ pub(crate) fn holders(queue: &[QueueNode]) -> &[QueueNode] {
 mod tests {
     use super::*;
 
+    /// A queue from one character per node: `w`, `r`, or a digit n for a permit of
+    /// a semaphore of n.
     fn q(spec: &str) -> Vec<QueueNode> {
         let owner = OwnerId::new().to_hex();
         let names: Vec<String> = spec
             .chars()
             .enumerate()
-            .map(|(i, c)| format!("{c}-{owner}-{i:010}"))
+            .map(|(i, c)| {
+                let tag = if c.is_ascii_digit() {
+                    format!("p{c}")
+                } else {
+                    c.to_string()
+                };
+                format!("{tag}-{owner}-{i:010}")
+            })
             .collect();
         queue(&names)
     }
@@ -120,18 +158,42 @@ mod tests {
         assert_eq!(k("é"), "/lockkit/%C3%A9");
     }
 
+    fn node_at(ahead: Ahead<'_>) -> i64 {
+        match ahead {
+            Ahead::Node(n) => n.sequence,
+            other => panic!("expected a node, got {other:?}"),
+        }
+    }
+
     #[test]
     fn readers_wait_for_the_nearest_earlier_writer_only() {
         let queue = q("wrrwr");
-        assert_eq!(blocker(&queue, 0), None);
-        assert_eq!(blocker(&queue, 1).unwrap().sequence, 0);
-        assert_eq!(blocker(&queue, 2).unwrap().sequence, 0);
-        assert_eq!(blocker(&queue, 3).unwrap().sequence, 2);
-        assert_eq!(blocker(&queue, 4).unwrap().sequence, 3);
+        assert_eq!(blocker(&queue, 0), Ahead::Nothing);
+        assert_eq!(node_at(blocker(&queue, 1)), 0);
+        assert_eq!(node_at(blocker(&queue, 2)), 0);
+        assert_eq!(node_at(blocker(&queue, 3)), 2);
+        assert_eq!(node_at(blocker(&queue, 4)), 3);
         let queue = q("rrw");
-        assert_eq!(blocker(&queue, 1), None);
+        assert_eq!(blocker(&queue, 1), Ahead::Nothing);
         assert_eq!(holders(&queue).len(), 2);
         assert_eq!(holders(&q("wr")).len(), 1);
+    }
+
+    #[test]
+    fn permits_hold_up_to_the_limit_and_only_the_first_waiter_watches_them() {
+        // Limit 2 ("2"): two hold, the third watches the queue, the fourth the third.
+        let queue = q("2222");
+        assert_eq!(blocker(&queue, 1), Ahead::Nothing);
+        assert_eq!(blocker(&queue, 2), Ahead::AnyHolder);
+        assert_eq!(node_at(blocker(&queue, 3)), 2);
+        assert_eq!(holders(&queue).len(), 2);
+        // Behind a writer, a permit waits for it; a writer waits for a permit.
+        let queue = q("w22w");
+        assert_eq!(node_at(blocker(&queue, 1)), 0);
+        assert_eq!(node_at(blocker(&queue, 2)), 0);
+        assert_eq!(node_at(blocker(&queue, 3)), 2);
+        // A reader waits for a permit as for a writer.
+        assert_eq!(node_at(blocker(&q("2r"), 1)), 0);
     }
 
     #[test]
@@ -141,10 +203,14 @@ mod tests {
             format!("w-{owner}-0000000009"),
             "something-else".to_string(),
             format!("r-{owner}-0000000002"),
+            format!("p0-{owner}-0000000003"),
+            format!("p12-{owner}-0000000004"),
         ];
         let queue = queue(&names);
-        assert_eq!(queue.len(), 2);
+        assert_eq!(queue.len(), 3);
         assert_eq!(queue[0].sequence, 2);
         assert!(queue[0].is_owned_by(&owner));
+        assert_eq!(queue[1].mode, LockMode::Permit { limit: 12 });
+        assert!(queue[1].is_owned_by(&owner));
     }
 }

@@ -5,14 +5,15 @@
 
 use std::sync::Arc;
 
-use lockkit_core::{AcquireRequest, FencingToken, Grant, LockError, Result};
+use lockkit_core::driver::limit_mismatch;
+use lockkit_core::{AcquireRequest, FencingToken, Grant, LockError, LockMode, Result};
 use zookeeper_client::{CreateMode, Error as ZkError, EventType};
 
 use crate::driver::NAME;
 use crate::driver::ZkDriver;
 use crate::error::zk_error;
 use crate::holds::Held;
-use crate::nodes::{QueueNode, blocker, queue};
+use crate::nodes::{Ahead, QueueNode, blocker, queue};
 use crate::session::Session;
 
 /// Our queue node while an acquire runs.
@@ -29,6 +30,8 @@ pub(crate) enum Position {
     Granted(Grant),
     /// Wait for this node (full path) to go.
     Behind(String),
+    /// The first permit waiter: wait for any holder to go.
+    BehindHolders,
     /// Our node is gone (its session ended, or it was deleted): make another.
     Vanished,
 }
@@ -50,6 +53,8 @@ impl ZkDriver {
             *unsure = false;
         }
         let drops_before = session.drops();
+        // Whether we waited before this look (our node existed already).
+        let waited = mine.is_some();
         let m = match mine {
             Some(m) => m,
             None => {
@@ -80,8 +85,17 @@ impl ZkDriver {
         let Some(index) = queue.iter().position(|n| n.name == m.name) else {
             return Ok(Position::Vanished);
         };
-        if let Some(b) = blocker(&queue, index) {
-            return Ok(Position::Behind(format!("{dir}/{}", b.name)));
+        if let LockMode::Permit { limit } = req.mode
+            && let Some(theirs) = queue[..index]
+                .iter()
+                .find_map(|n| n.mode.limit().filter(|l| *l != limit))
+        {
+            return Err(limit_mismatch(req, theirs, limit));
+        }
+        match blocker(&queue, index) {
+            Ahead::Nothing => {}
+            Ahead::Node(b) => return Ok(Position::Behind(format!("{dir}/{}", b.name))),
+            Ahead::AnyHolder => return Ok(Position::BehindHolders),
         }
         let czxid = match m.czxid {
             Some(z) => z,
@@ -105,6 +119,9 @@ impl ZkDriver {
                 .fire("the connection to ZooKeeper dropped while the lock was being granted");
         }
         self.watch_own_node(&session, &m.path);
+        if waited && req.mode.limit().is_some() {
+            pass_turn(&session, &m.path);
+        }
         *mine = None;
         Ok(Position::Granted(held.grant(req)))
     }
@@ -214,4 +231,17 @@ impl ZkDriver {
             }
         });
     }
+}
+
+/// A permit granted after waiting touches its node (rewrites its data as it is):
+/// the next permit waiter watches it, and now is the first waiter, which must watch
+/// the holders instead. Sent in the background: it costs the grant no round trip.
+fn pass_turn(session: &Arc<Session>, path: &str) {
+    let (client, path) = (session.client.clone(), path.to_owned());
+    tokio::spawn(async move {
+        if let Ok((data, stat)) = client.get_data(&path).await {
+            // Best effort: a waiter that misses it retries after a session timeout.
+            let _ = client.set_data(&path, &data, Some(stat.version)).await;
+        }
+    });
 }

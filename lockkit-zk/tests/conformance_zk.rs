@@ -87,7 +87,7 @@ url_backend!(
 );
 
 /// The whole suite with every optional case the driver claims (`fair`, `shared`,
-/// inspection); the two lease-expiry cases do not apply to session-bound holds.
+/// permits, inspection); the lease-expiry cases do not apply to session-bound holds.
 macro_rules! zk_suite {
     ($name:ident, $backend:ty) => {
         lockkit_conformance::suite!(
@@ -103,6 +103,12 @@ macro_rules! zk_suite {
                 writer_excludes_readers_and_writers,
                 read_write_order_is_fifo,
                 read_hold_is_not_upgraded,
+                at_most_limit_permits_under_contention,
+                permit_tokens_increase_across_permits,
+                a_permit_limit_mismatch_is_a_config_error,
+                a_release_wakes_one_waiter,
+                a_cancelled_permit_acquire_leaves_nothing,
+                a_killed_holders_permit_is_freed,
                 inspection_shows_holder_mode_token_and_lease,
                 a_free_key_inspects_empty,
                 inspection_counts_waiters,
