@@ -126,12 +126,21 @@ pub(crate) async fn server_paused(
 /// black-holes traffic for [`OUTAGE`] (connections stay open; nothing arrives), then
 /// forwards again.
 pub(crate) async fn partitioned(backend: &'static str, server_port: u16, url: &str) {
+    partitioned_on(
+        Trial::new(backend, "client-server partition"),
+        server_port,
+        url,
+    )
+    .await;
+}
+
+/// [`partitioned`] on the trial's primitive.
+pub(crate) async fn partitioned_on(trial: Trial, server_port: u16, url: &str) {
     let proxy = FaultProxy::start(server_port).await.unwrap();
     let url = url.replace(
         &format!("127.0.0.1:{server_port}"),
         &format!("127.0.0.1:{}", proxy.port()),
     );
-    let trial = Trial::new(backend, "client-server partition");
     let running = trial.start_workers(&url).await;
     let started = Instant::now();
     proxy.set(Fault::BlackHole);

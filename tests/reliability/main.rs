@@ -178,6 +178,13 @@ holder_faults_on!(
     sqlite_url
 );
 holder_faults_on!(
+    zookeeper_semaphore,
+    SEMAPHORE,
+    "zookeeper (semaphore of 3)",
+    ZooKeeper::start(),
+    |s: &ZooKeeper| format!("{}?session_timeout_ms=1000", s.url())
+);
+holder_faults_on!(
     redis_read_write,
     Primitive::ReadWrite,
     "redis (read-write)",
@@ -343,6 +350,28 @@ async fn etcd_cluster_leader_killed() {
 async fn zookeeper_ensemble_leader_killed() {
     let mut ensemble = ZooKeeperEnsemble::start(3).await.unwrap();
     let trial = Trial::new("zookeeper (3 members)", "leader killed");
+    let url = format!("{}?session_timeout_ms=2000", ensemble.url());
+    let running = trial.start_workers(&url).await;
+    let leader = ensemble.leader().await.expect("the ensemble has a leader");
+    let started = Instant::now();
+    ensemble.members[leader].kill();
+    trial
+        .finish(running, started, Instant::now(), Promise::Safe)
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zookeeper_semaphore_client_server_partition() {
+    let server = ZooKeeper::start().await.unwrap();
+    let trial = Trial::new("zookeeper (semaphore of 3)", "client-server partition").on(SEMAPHORE);
+    let url = format!("{}?session_timeout_ms=1000", server.url());
+    partitioned_on(trial, server.port(), &url).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zookeeper_ensemble_leader_killed_under_a_semaphore() {
+    let mut ensemble = ZooKeeperEnsemble::start(3).await.unwrap();
+    let trial = Trial::new("zookeeper (3 members, semaphore of 3)", "leader killed").on(SEMAPHORE);
     let url = format!("{}?session_timeout_ms=2000", ensemble.url());
     let running = trial.start_workers(&url).await;
     let leader = ensemble.leader().await.expect("the ensemble has a leader");
