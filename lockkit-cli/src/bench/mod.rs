@@ -17,6 +17,7 @@ mod floor;
 mod measure;
 mod modes;
 mod queue;
+mod server_stats;
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -339,6 +340,9 @@ fn print_queue(q: &Queue) {
     }
     if let Some(p) = q.publishes_per_release {
         println!("  wake-ups (PUBLISH) per release: {p:.2}");
+    }
+    if let Some(p) = q.packets_per_release {
+        println!("  packets the server received per release (mntr): {p:.1}");
     }
 }
 

@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use super::measure::{Latency, histogram, record, summary};
 use super::modes::Mode;
+use super::server_stats::{redis_calls, zk_packets_received};
 
 /// Hand-offs down a queue of waiters, each on its own connection.
 #[derive(Debug, Clone, Serialize)]
@@ -26,78 +27,9 @@ pub(crate) struct Queue {
     /// Wake-ups (PUBLISH, run inside the release scripts) per release (Redis only):
     /// at most 1 means no herd.
     pub(crate) publishes_per_release: Option<f64>,
-}
-
-/// Command calls the Redis server has run, from INFO commandstats.
-#[derive(Debug, Clone, Copy)]
-struct Calls {
-    /// Sent by clients.
-    requests: u64,
-    /// Every command, including those run inside scripts.
-    all: u64,
-    publishes: u64,
-}
-
-/// Commands a Redis client sends itself; every other command in INFO commandstats
-/// ran inside a Lua script (Redis counts those too).
-const REDIS_REQUESTS: &[&str] = &[
-    "evalsha",
-    "eval",
-    "script",
-    "subscribe",
-    "unsubscribe",
-    "psubscribe",
-    "info",
-    "ping",
-    "client",
-    "hello",
-    "select",
-    "cluster",
-    "readonly",
-];
-
-/// Command calls the Redis server has run (INFO commandstats).
-async fn redis_calls(url: &str) -> Option<Calls> {
-    let (url, _) = url.split_once('?').unwrap_or((url, ""));
-    let mut conn = redis::Client::open(url)
-        .ok()?
-        .get_multiplexed_async_connection()
-        .await
-        .ok()?;
-    let info: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query_async(&mut conn)
-        .await
-        .ok()?;
-    let mut calls = Calls {
-        requests: 0,
-        all: 0,
-        publishes: 0,
-    };
-    for line in info.lines() {
-        let Some((name, stats)) = line
-            .strip_prefix("cmdstat_")
-            .and_then(|l| l.split_once(':'))
-        else {
-            continue;
-        };
-        let Some(n) = stats
-            .split(',')
-            .find_map(|kv| kv.strip_prefix("calls="))
-            .and_then(|v| v.parse::<u64>().ok())
-        else {
-            continue;
-        };
-        calls.all += n;
-        let command = name.split('|').next().unwrap_or(name);
-        if REDIS_REQUESTS.contains(&command) {
-            calls.requests += n;
-        }
-        if command == "publish" {
-            calls.publishes += n;
-        }
-    }
-    Some(calls)
+    /// Packets the server received per release (ZooKeeper only, from `mntr`): a
+    /// herd would add one or more per waiter still queued.
+    pub(crate) packets_per_release: Option<f64>,
 }
 
 /// `waiters` clients queue behind one holder of the lock, or behind `limit`
@@ -134,6 +66,7 @@ pub(crate) async fn queue(
     // From here on, every request counts: each waiter's first (queuing) attempt, the
     // wake-ups, the grants and the releases.
     let before = redis_calls(url).await;
+    let packets_before = zk_packets_received(url).await;
     let releases: Arc<Mutex<Vec<Instant>>> = Arc::default();
     let mut tasks = Vec::new();
     for locker in lockers {
@@ -160,6 +93,7 @@ pub(crate) async fn queue(
         );
     }
     let after = redis_calls(url).await;
+    let packets_after = zk_packets_received(url).await;
     // Each grant's hand-off: from the latest release before it.
     let releases = lock(&releases).clone();
     let mut h = histogram()?;
@@ -180,6 +114,9 @@ pub(crate) async fn queue(
         handoff: summary(&h, total),
         commands_per_handoff: calls.map(|(b, a)| per(b.requests, a.requests, waiters)),
         all_commands_per_handoff: calls.map(|(b, a)| per(b.all, a.all, waiters)),
+        packets_per_release: packets_before
+            .zip(packets_after)
+            .map(|(b, a)| a.saturating_sub(b) as f64 / released as f64),
         publishes_per_release: calls
             .map(|(b, a)| a.publishes.saturating_sub(b.publishes) as f64 / released as f64),
     }))
