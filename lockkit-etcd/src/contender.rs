@@ -5,10 +5,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lockkit_core::driver::refuse_reentry;
 use lockkit_core::driver::{
     Attempt, Backoff, Busy, Contender, Jitter, Patience, WaitPolicy, wait_for_grant,
 };
+use lockkit_core::driver::{limit_mismatch, refuse_reentry};
 use lockkit_core::{AcquireRequest, Grant, LockError, LockMode, Result, Wait, async_trait};
 use tokio::time::Instant;
 
@@ -17,7 +17,8 @@ use super::error::backend;
 use super::holds::delete_if;
 use super::keys;
 use super::lease::Lease;
-use super::queue::{self, EnqueueError, Turn};
+use super::permit;
+use super::queue::{self, EnqueueError, Turn, Verdict};
 
 /// How many times an acquire starts over because its lease or entry vanished.
 const MAX_REQUEUES: u32 = 5;
@@ -60,13 +61,20 @@ impl<'a> Contending<'a> {
     /// reading and asks to write (no upgrade in place).
     pub(crate) fn new(inner: &'a Arc<Inner>, req: &'a AcquireRequest) -> Result<Self> {
         let entry = |mode| keys::entry(&inner.prefix, &req.key, &req.owner, mode);
-        let held = |mode| inner.holds.get(&entry(mode)).is_some();
-        let mode = match req.mode {
-            LockMode::Shared if held(LockMode::Exclusive) => LockMode::Exclusive,
-            LockMode::Exclusive if held(LockMode::Shared) => {
-                return Err(refuse_reentry(super::driver::NAME, req, LockMode::Shared));
-            }
-            mode => mode,
+        // The mode the owner holds the key in, by this driver's own record.
+        let own = [
+            LockMode::Exclusive,
+            LockMode::Shared,
+            LockMode::Permit { limit: 1 },
+        ]
+        .into_iter()
+        .find_map(|m| inner.holds.get(&entry(m)).map(|held| held.mode));
+        let mode = match (req.mode, own) {
+            (mode, None) => mode,
+            (mode, Some(held)) if mode == held => mode,
+            // The write hold covers reading.
+            (LockMode::Shared, Some(LockMode::Exclusive)) => LockMode::Exclusive,
+            (_, Some(held)) => return Err(refuse_reentry(super::driver::NAME, req, held)),
         };
         Ok(Self {
             inner,
@@ -97,11 +105,22 @@ impl<'a> Contending<'a> {
         Ok(())
     }
 
+    /// A permit whose limit differs from the holders' (our entry is deleted by
+    /// `give_up`).
+    fn mismatch(&self, theirs: u32) -> LockError {
+        limit_mismatch(self.req, theirs, self.req.mode.limit().unwrap_or(0))
+    }
+
     /// Records our hold on `lease` (its key created at `rev`) and grants it.
     fn granted(&self, rev: i64, lease: Arc<Lease>, deadline: Instant) -> Attempt {
         let name = self.name.clone();
         Attempt::Granted(queue::granted(
-            self.inner, self.req, name, rev, lease, deadline,
+            self.inner,
+            self.req,
+            (name, self.mode),
+            rev,
+            lease,
+            deadline,
         ))
     }
 
@@ -122,9 +141,20 @@ impl<'a> Contending<'a> {
                 }
                 Err(EnqueueError::Other(e)) => return Err(e),
             };
-        if queue::holds_at(self.mode, entry.rev, entry.first) {
-            let deadline = (sent + self.req.ttl).min(lease.alive_until());
-            return Ok(Some(self.granted(entry.rev, lease, deadline)));
+        match entry.verdict {
+            Verdict::Holds => {
+                let deadline = (sent + self.req.ttl).min(lease.alive_until());
+                return Ok(Some(self.granted(entry.rev, lease, deadline)));
+            }
+            Verdict::Mismatch(theirs) => {
+                self.queued = Some(Queued {
+                    rev: entry.rev,
+                    created: entry.created,
+                    lease,
+                });
+                return Err(self.mismatch(theirs));
+            }
+            Verdict::Waits => {}
         }
         self.queued = Some(Queued {
             rev: entry.rev,
@@ -162,8 +192,13 @@ impl Contender for Contending<'_> {
                     let Some(q) = self.queued.take() else {
                         continue;
                     };
+                    if self.mode.limit().is_some() {
+                        let value = keys::value(self.mode, self.req.owner.label().unwrap_or(""));
+                        permit::pass_turn(self.inner, self.name.clone(), q.rev, value, q.lease.id);
+                    }
                     return Ok(self.granted(q.rev, q.lease, deadline));
                 }
+                Ok(Some(Turn::Mismatch(theirs))) => return Err(self.mismatch(theirs)),
                 Ok(Some(Turn::Requeue)) => self.requeue("entry or lease")?,
                 Ok(None) => break,
                 Err(e) if e.is_retryable() => return Ok(Attempt::Transient(e)),
@@ -182,8 +217,8 @@ impl Contender for Contending<'_> {
             return Ok(Attempt::Busy(Busy::poll()));
         };
         match queue::predecessor(self.inner, &self.queue, q.rev, self.mode).await {
-            Ok(Some((pred, at))) => {
-                let wake = queue::await_delete(self.inner.clone(), pred, at, q.lease.clone());
+            Ok(Some(target)) => {
+                let wake = queue::await_delete(self.inner.clone(), target, q.lease.clone());
                 Ok(Attempt::Busy(Busy::trusting(wake)))
             }
             // Nobody ahead any more: look again at once.

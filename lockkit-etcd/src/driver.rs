@@ -81,6 +81,7 @@ impl LockDriver for EtcdDriver {
     fn capabilities(&self) -> Capabilities {
         Capabilities::baseline()
             .with_shared(true)
+            .with_permits(true)
             .with_fair(true)
             .with_inspect(Inspect::HoldersAndWaiters)
             .with_wake_up(WakeUp::Notify)

@@ -38,6 +38,8 @@ pub(crate) struct Record {
     pub(crate) rev: i64,
     /// The lease its key is attached to.
     pub(crate) lease: Arc<Lease>,
+    /// The mode its entry holds in.
+    pub(crate) mode: LockMode,
     /// When it ends unless extended.
     pub(crate) deadline: Instant,
     /// The watch stream generation that acknowledged this hold's watch.
@@ -47,10 +49,11 @@ pub(crate) struct Record {
 }
 
 impl Record {
-    /// A new hold, not yet watched.
-    pub(crate) fn new(rev: i64, lease: Arc<Lease>, deadline: Instant) -> Self {
+    /// A new hold in `mode`, not yet watched.
+    pub(crate) fn new(rev: i64, mode: LockMode, lease: Arc<Lease>, deadline: Instant) -> Self {
         Self {
             rev,
+            mode,
             lease,
             deadline,
             watched: None,
@@ -147,16 +150,16 @@ impl Holds {
         self.wake.notify_one();
     }
 
-    /// The entry by which `owner` holds `key`: its reader entry if this driver
-    /// holds that, else its writer entry (an owner never holds both: a read under
-    /// its write hold re-enters the write hold).
+    /// The entry by which `owner` holds `key`: its reader's or permit's entry if
+    /// this driver holds that, else its writer entry (an owner holds a key in one
+    /// mode only: a read under its write hold re-enters the write hold).
     pub(crate) fn entry_of(&self, prefix: &str, key: &LockKey, owner: &OwnerId) -> String {
-        let reader = keys::entry(prefix, key, owner, LockMode::Shared);
-        if self.map().contains_key(&reader) {
-            reader
-        } else {
-            keys::entry(prefix, key, owner, LockMode::Exclusive)
-        }
+        let map = self.map();
+        [LockMode::Shared, LockMode::Permit { limit: 1 }]
+            .map(|m| keys::entry(prefix, key, owner, m))
+            .into_iter()
+            .find(|name| map.contains_key(name))
+            .unwrap_or_else(|| keys::entry(prefix, key, owner, LockMode::Exclusive))
     }
 
     /// The hold on `name`, if any.

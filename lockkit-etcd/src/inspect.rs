@@ -1,14 +1,14 @@
 //! Inspection: the key's queue, read in one request. Its first entry holds the
-//! lock, or, if it is a reader's, the readers before the first writer share it
-//! (each one's create revision is its token, its value the owner's label, its lease
-//! says how long it has left); the rest wait.
+//! lock, or, if it is a reader's, the readers before the first writer share it, or
+//! the first permits hold (each one's create revision is its token, its value the
+//! owner's label, its lease says how long it has left); the rest wait.
 
 use std::collections::HashMap;
 use std::time::Duration;
 
 use etcd_client::{GetOptions, SortOrder, SortTarget};
 use lockkit_core::driver::{Holder, Inspection};
-use lockkit_core::{FencingToken, LockKey, LockMode, Result};
+use lockkit_core::{FencingToken, LockKey, Result};
 
 use super::connection::Inner;
 use super::keys;
@@ -51,18 +51,14 @@ pub(crate) async fn inspect(inner: &Inner, key: &LockKey) -> Result<Inspection> 
         let Ok(secs) = u64::try_from(ttl) else {
             continue;
         };
-        let mode = if keys::is_reader(kv.key()) {
-            LockMode::Shared
-        } else {
-            LockMode::Exclusive
-        };
-        let label = kv.value_str().ok().filter(|l| !l.is_empty());
+        let mode = keys::mode_of(kv.key(), kv.value());
+        let label = keys::label_of(kv.key(), kv.value());
         holders.push(
             Holder::new(
                 mode,
                 FencingToken(u64::try_from(kv.create_revision()).unwrap_or(0)),
             )
-            .with_label(label.map(str::to_string))
+            .with_label(label)
             .with_remaining(Duration::from_secs(secs)),
         );
     }

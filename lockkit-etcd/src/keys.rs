@@ -5,7 +5,8 @@
 //! no `/`, so `<prefix>/<K escaped>/` is a key prefix that holds exactly the queue
 //! of lock `K`: lock `a` never sees the entries of lock `a/b`. A reader's entry is
 //! `…/r-<O>`: hex digits sort before `r`, so the writers alone are the range from
-//! the queue prefix to `…/g`.
+//! the queue prefix to `…/g`. A permit's is `…/.p-<O>`, inside that range: readers
+//! wait for permits as for writers. Its value is `<limit>:<label>`.
 
 use lockkit_core::{LockKey, LockMode, OwnerId};
 
@@ -29,24 +30,55 @@ pub(crate) fn queue(prefix: &str, key: &LockKey) -> String {
 /// lock's).
 pub(crate) fn entry(prefix: &str, key: &LockKey, owner: &OwnerId, mode: LockMode) -> String {
     let mut out = queue(prefix, key);
-    if mode == LockMode::Shared {
-        out.push_str("r-");
+    match mode {
+        LockMode::Shared => out.push_str("r-"),
+        LockMode::Permit { .. } => out.push_str(".p-"),
+        _ => {}
     }
     out.push_str(&owner.to_hex());
     out
+}
+
+/// The mode of the entry `name` with `value`: a permit's limit is in its value.
+pub(crate) fn mode_of(name: &[u8], value: &[u8]) -> LockMode {
+    let last = name.rsplit(|b| *b == b'/').next().unwrap_or_default();
+    if last.starts_with(b"r-") {
+        LockMode::Shared
+    } else if last.starts_with(b".p-") {
+        let limit = std::str::from_utf8(value)
+            .ok()
+            .and_then(|v| v.split_once(':'))
+            .and_then(|(l, _)| l.parse().ok())
+            .unwrap_or(1);
+        LockMode::Permit { limit }
+    } else {
+        LockMode::Exclusive
+    }
+}
+
+/// The value of an entry in `mode`: the owner's label, after `<limit>:` for a
+/// permit.
+pub(crate) fn value(mode: LockMode, label: &str) -> String {
+    match mode.limit() {
+        Some(limit) => format!("{limit}:{label}"),
+        None => label.to_owned(),
+    }
+}
+
+/// The label in an entry's value.
+pub(crate) fn label_of(name: &[u8], value: &[u8]) -> Option<String> {
+    let value = std::str::from_utf8(value).ok()?;
+    let label = match mode_of(name, value.as_bytes()) {
+        LockMode::Permit { .. } => value.split_once(':').map_or("", |(_, l)| l),
+        _ => value,
+    };
+    (!label.is_empty()).then(|| label.to_owned())
 }
 
 /// The end (exclusive) of the writers' range of `queue`: its entries from `queue`
 /// up to this are the writers', in create order the ones readers wait for.
 pub(crate) fn writers_end(queue: &str) -> String {
     format!("{queue}g")
-}
-
-/// Whether the entry `name` is a reader's.
-pub(crate) fn is_reader(name: &[u8]) -> bool {
-    name.rsplit(|b| *b == b'/')
-        .next()
-        .is_some_and(|last| last.starts_with(b"r-"))
 }
 
 #[cfg(test)]
@@ -69,9 +101,25 @@ mod tests {
         let (q, owner) = (queue("p", &key), OwnerId::new());
         let writer = entry("p", &key, &owner, LockMode::Exclusive);
         let reader = entry("p", &key, &owner, LockMode::Shared);
+        let permit = entry("p", &key, &owner, LockMode::Permit { limit: 3 });
         let end = writers_end(&q);
         assert!(q.as_str() <= writer.as_str() && writer < end);
+        assert!(q.as_str() <= permit.as_str() && permit < end);
         assert!(reader > end && reader.starts_with(&q));
-        assert!(is_reader(reader.as_bytes()) && !is_reader(writer.as_bytes()));
+        assert_eq!(mode_of(reader.as_bytes(), b""), LockMode::Shared);
+        assert_eq!(mode_of(writer.as_bytes(), b"x:y"), LockMode::Exclusive);
+        let held = value(LockMode::Permit { limit: 3 }, "job:7");
+        assert_eq!(
+            mode_of(permit.as_bytes(), held.as_bytes()),
+            LockMode::Permit { limit: 3 }
+        );
+        assert_eq!(
+            label_of(permit.as_bytes(), held.as_bytes()).as_deref(),
+            Some("job:7")
+        );
+        assert_eq!(
+            label_of(writer.as_bytes(), b"job:7").as_deref(),
+            Some("job:7")
+        );
     }
 }

@@ -43,7 +43,20 @@
 //! the next writer or the readers behind a writer, no herd, and waiters are served
 //! strictly in create_revision order (`fair`), so a reader never overtakes a queued
 //! writer. A read under the owner's own write hold re-enters the write hold; a
-//! write under its own read hold is refused (`Unsupported`). After waking
+//! write under its own read hold is refused (`Unsupported`).
+//!
+//! # Semaphores
+//!
+//! A permit's entry is `<prefix>/<K>/.p-<owner id>`, its value `<limit>:<label>`.
+//! Behind permits only, the first `limit` entries hold; a permit waits for any lock
+//! or reader entry before it, and another limit is a `Config` error. The first
+//! waiter after the holders watches the queue for any delete; each later waiter
+//! watches the entry before it, and a waiter granted after waiting rewrites its
+//! entry to wake the next one (`permit.rs`). A release thus wakes the waiter it
+//! lets in and the one that moves up: about 11.5 gRPC messages per release with 16
+//! waiters and 4 permits, against 22.9 with every waiter watching the queue
+//! (`tests/semaphore.rs`). Permits share the driver's leases, as locks do: O(1)
+//! renewal however many are held. After waking
 //! it confirms its lease with a keep-alive round before reading the queue again,
 //! so it never reports a grant on an expired lease (etcd issue 11456). `try_lock`,
 //! a timed-out and a cancelled acquire delete the entry they created.
@@ -117,6 +130,7 @@ mod inspect;
 mod keys;
 mod lease;
 mod options;
+mod permit;
 mod queue;
 mod release;
 mod renew;

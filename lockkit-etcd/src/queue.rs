@@ -30,14 +30,24 @@ use super::error::{backend, connection, etcd_error, is_lease_not_found};
 use super::holds::Record;
 use super::keys;
 use super::lease::Lease;
+use super::permit;
 use super::request::within;
 
 /// Our entry after the enqueue txn.
 pub(crate) struct Entry {
     pub(crate) rev: i64,
     pub(crate) created: bool,
-    /// The first entry ours waits behind ([`holds_at`]).
-    pub(crate) first: Option<i64>,
+    /// Whether it holds.
+    pub(crate) verdict: Verdict,
+}
+
+/// Whether an entry holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    Holds,
+    Waits,
+    /// A permit, where permits of this other limit are held or queued ahead.
+    Mismatch(u32),
 }
 
 /// How a wait ended.
@@ -45,6 +55,51 @@ pub(crate) enum Turn {
     Granted(Instant),
     /// Our entry or lease is gone: enqueue again.
     Requeue,
+    /// A permit whose limit differs from the holders'.
+    Mismatch(u32),
+}
+
+/// What a waiter watches, from the revision after `at`.
+#[derive(Debug)]
+pub(crate) struct Watch {
+    key: Vec<u8>,
+    /// The end of a watched range (the queue's), if not one key.
+    range_end: Option<Vec<u8>>,
+    /// Whether a put wakes it too (a permit passing the turn on).
+    puts: bool,
+    at: i64,
+}
+
+impl Watch {
+    /// The delete of one entry.
+    pub(crate) fn delete_of(key: Vec<u8>, at: i64) -> Self {
+        Self {
+            key,
+            range_end: None,
+            puts: false,
+            at,
+        }
+    }
+
+    /// The delete or rewrite of one entry.
+    pub(crate) fn change_of(key: Vec<u8>, at: i64) -> Self {
+        Self {
+            puts: true,
+            ..Self::delete_of(key, at)
+        }
+    }
+
+    /// Any delete in the queue `queue` (a prefix ending in `/`).
+    pub(crate) fn any_delete_in(queue: &str, at: i64) -> Self {
+        let mut end = queue.as_bytes().to_vec();
+        if let Some(last) = end.last_mut() {
+            *last += 1;
+        }
+        Self {
+            range_end: Some(end),
+            ..Self::delete_of(queue.as_bytes().to_vec(), at)
+        }
+    }
 }
 
 /// The entries an entry of `mode` waits behind: all of the queue for a writer,
@@ -57,49 +112,59 @@ fn ahead(queue: &str, mode: LockMode) -> GetOptions {
     }
 }
 
-/// The first (smallest create_revision) of the entries `mode` waits behind.
+/// The first (smallest create_revision) of the entries `mode` waits behind; for a
+/// permit of `limit`, the first `limit` of the queue, with their values.
 fn first_of(queue: &str, mode: LockMode) -> TxnOp {
-    TxnOp::get(
-        queue,
-        Some(
-            ahead(queue, mode)
-                .with_sort(SortTarget::Create, SortOrder::Ascend)
-                .with_limit(1)
-                .with_keys_only(),
-        ),
-    )
+    let first = ahead(queue, mode).with_sort(SortTarget::Create, SortOrder::Ascend);
+    let opts = match mode.limit() {
+        Some(limit) => first.with_limit(i64::from(limit)),
+        None => first.with_limit(1).with_keys_only(),
+    };
+    TxnOp::get(queue, Some(opts))
 }
 
-/// The entries that hold, of a queue read in create order: the first if it is a
-/// writer's, else the readers before the first writer.
+/// The entries that hold, of a queue read in create order (with values): the
+/// first if it is a writer's, else the readers before the first writer, or the
+/// first `limit` of the permits before anything else.
 pub(crate) fn holding(kvs: &[KeyValue]) -> &[KeyValue] {
-    match kvs.first() {
-        None => &[],
-        Some(first) if !keys::is_reader(first.key()) => &kvs[..1],
-        Some(_) => {
-            &kvs[..kvs
-                .iter()
-                .take_while(|kv| keys::is_reader(kv.key()))
-                .count()]
-        }
+    let Some(first) = kvs.first() else {
+        return &[];
+    };
+    let mode = |kv: &KeyValue| keys::mode_of(kv.key(), kv.value());
+    let run = |same: fn(LockMode) -> bool| kvs.iter().take_while(|kv| same(mode(kv))).count();
+    match mode(first) {
+        LockMode::Shared => &kvs[..run(|m| m == LockMode::Shared)],
+        LockMode::Permit { limit } => &kvs[..run(|m| m.limit().is_some()).min(limit as usize)],
+        _ => &kvs[..1],
     }
 }
 
-/// Whether our entry, created at `rev`, holds when `first` is the first entry it
-/// waits behind: a writer must be first, a reader must have no writer before it.
-pub(crate) fn holds_at(mode: LockMode, rev: i64, first: Option<i64>) -> bool {
-    if mode == LockMode::Shared {
-        first.is_none_or(|f| f > rev)
+/// Whether our entry, created at `rev`, holds, given [`first_of`]'s answer: a
+/// writer must be first, a reader must have no writer before it, a permit must be
+/// among the first `limit` behind permits only ([`permit::verdict`]).
+fn verdict(mode: LockMode, rev: i64, first: &[KeyValue]) -> Verdict {
+    let first_rev = first.first().map(KeyValue::create_revision);
+    let holds = match mode {
+        LockMode::Permit { limit } => return permit::verdict(limit, rev, first),
+        LockMode::Shared => first_rev.is_none_or(|f| f > rev),
+        _ => first_rev == Some(rev),
+    };
+    if holds {
+        Verdict::Holds
     } else {
-        first == Some(rev)
+        Verdict::Waits
+    }
+}
+
+fn kvs(op: Option<&TxnOpResponse>) -> &[KeyValue] {
+    match op {
+        Some(TxnOpResponse::Get(g)) => g.kvs(),
+        _ => &[],
     }
 }
 
 fn create_rev(op: Option<&TxnOpResponse>) -> Option<i64> {
-    match op {
-        Some(TxnOpResponse::Get(g)) => g.kvs().first().map(|kv| kv.create_revision()),
-        _ => None,
-    }
+    kvs(op).first().map(KeyValue::create_revision)
 }
 
 /// Gets a confirmed lease for the request's TTL and enqueues on it; returns
@@ -140,18 +205,21 @@ pub(crate) async fn enqueue_once(
     }
 }
 
-/// Records the hold on `name` (which has its key watched) and makes its grant.
+/// Records the hold on `name`, an entry of `mode` (which has its key watched),
+/// and makes its grant.
 pub(crate) fn granted(
     inner: &Inner,
     req: &AcquireRequest,
-    name: String,
+    (name, mode): (String, LockMode),
     rev: i64,
     lease: Arc<Lease>,
     deadline: Instant,
 ) -> Grant {
     inner.holds.keep(&name);
     let effective = lease.ttl.max(req.ttl);
-    inner.holds.insert(name, Record::new(rev, lease, deadline));
+    inner
+        .holds
+        .insert(name, Record::new(rev, mode, lease, deadline));
     let grant = Grant::of(req, FencingToken(u64::try_from(rev).unwrap_or(0)), deadline);
     if effective == req.ttl {
         grant
@@ -172,7 +240,7 @@ async fn enqueue(
     lease: &Lease,
     req: &AcquireRequest,
 ) -> std::result::Result<Entry, EnqueueError> {
-    let value = req.owner.label().unwrap_or("").to_string();
+    let value = keys::value(mode, req.owner.label().unwrap_or(""));
     let ops = || {
         [
             TxnOp::put(
@@ -206,18 +274,22 @@ async fn enqueue(
     Ok(Entry {
         rev,
         created: resp.succeeded(),
-        first: create_rev(ops.get(2)),
+        verdict: verdict(mode, rev, kvs(ops.get(2))),
     })
 }
 
-/// Our predecessor's key (the last entry before ours that an entry of `mode`
-/// waits behind), and the revision it was read at; `None` if nobody is ahead of us.
+/// What our entry, created at `rev`, waits for: the last entry before ours that an
+/// entry of `mode` waits behind (for a permit, [`permit::wait_target`]), to be
+/// deleted after the revision it was read at; `None` if nobody is ahead of us.
 pub(crate) async fn predecessor(
     inner: &Inner,
     queue: &str,
     rev: i64,
     mode: LockMode,
-) -> Result<Option<(Vec<u8>, i64)>> {
+) -> Result<Option<Watch>> {
+    if let Some(limit) = mode.limit() {
+        return permit::wait_target(inner, queue, rev, limit).await;
+    }
     let opts = ahead(queue, mode)
         .with_max_create_revision(rev - 1)
         .with_sort(SortTarget::Create, SortOrder::Descend)
@@ -231,26 +303,32 @@ pub(crate) async fn predecessor(
     )
     .await?;
     let at = resp.header().map_or(0, |h| h.revision());
-    Ok(resp.kvs().first().map(|kv| (kv.key().to_vec(), at)))
+    Ok(resp
+        .kvs()
+        .first()
+        .map(|kv| Watch::delete_of(kv.key().to_vec(), at)))
 }
 
-/// Waits for `pred` to be deleted after revision `at`, renewing `lease`
-/// every third of its TTL. Returns on the delete, or when the watch ends or our
-/// lease is gone (the next attempt re-reads the queue).
+/// Waits for what `target` names, renewing `lease` every third of its TTL.
+/// Returns on it, or when the watch ends or our lease is gone (the next attempt
+/// re-reads the queue).
 pub(crate) async fn await_delete(
     inner: Arc<Inner>,
-    pred: Vec<u8>,
-    at: i64,
+    target: Watch,
     lease: Arc<Lease>,
 ) -> Result<()> {
-    let opts = WatchOptions::new()
-        .with_start_revision(at + 1)
-        .with_filters([WatchFilterType::NoPut]);
+    let mut opts = WatchOptions::new().with_start_revision(target.at + 1);
+    if !target.puts {
+        opts = opts.with_filters([WatchFilterType::NoPut]);
+    }
+    if let Some(end) = target.range_end {
+        opts = opts.with_range(end);
+    }
     let mut watches = inner.client.watch_client();
     let mut watch = within(
         inner.timeouts.request,
         "watch predecessor",
-        watches.watch(pred, Some(opts)),
+        watches.watch(target.key, Some(opts)),
     )
     .await?;
     let every = (lease.ttl / 3).max(Duration::from_millis(100));
@@ -259,8 +337,10 @@ pub(crate) async fn await_delete(
         tokio::select! {
             msg = watch.message() => match msg {
                 Ok(Some(resp)) => {
-                    let deleted = resp.events().iter().any(|e| e.event_type() == EventType::Delete);
-                    if deleted || resp.canceled() {
+                    let changed = resp.events().iter().any(|e| {
+                        target.puts || e.event_type() == EventType::Delete
+                    });
+                    if changed || resp.canceled() {
                         return Ok(());
                     }
                 }
@@ -306,14 +386,13 @@ pub(crate) async fn check_turn(
     if create_rev(ops.first()) != Some(rev) {
         return Ok(Some(Turn::Requeue));
     }
-    let first = create_rev(ops.get(1));
-    if holds_at(mode, rev, first) {
-        Ok(Some(Turn::Granted((sent + ttl).min(lease.alive_until()))))
-    } else if first.is_some_and(|f| f < rev) {
-        Ok(None)
-    } else {
+    let first = kvs(ops.get(1));
+    match verdict(mode, rev, first) {
+        Verdict::Holds => Ok(Some(Turn::Granted((sent + ttl).min(lease.alive_until())))),
+        Verdict::Mismatch(theirs) => Ok(Some(Turn::Mismatch(theirs))),
+        Verdict::Waits if first.first().is_some_and(|kv| kv.create_revision() < rev) => Ok(None),
         // A writer whose own entry is not in the queue's order: read it again.
-        Ok(Some(Turn::Requeue))
+        Verdict::Waits => Ok(Some(Turn::Requeue)),
     }
 }
 

@@ -57,16 +57,16 @@ pub(crate) async fn release(inner: &Inner, key: &LockKey, owner: &OwnerId) -> Re
     }
 }
 
-/// Deletes the entries of `key`'s current holders (a writer, or the readers
-/// before the first writer): true if there was one.
+/// Deletes the entries of `key`'s current holders (a writer, the readers before
+/// the first writer, or the permits that hold): true if there was one.
 pub(crate) async fn force_release(inner: &Inner, key: &LockKey) -> Result<bool> {
     let queue = keys::queue(&inner.prefix, key);
     with_patience(PATIENCE, || async {
         let mut kv = inner.client.kv_client();
+        // With values: a permit's limit is in its value.
         let opts = GetOptions::new()
             .with_prefix()
-            .with_sort(SortTarget::Create, SortOrder::Ascend)
-            .with_keys_only();
+            .with_sort(SortTarget::Create, SortOrder::Ascend);
         let resp = within(
             inner.timeouts.request,
             "force release",
