@@ -178,6 +178,13 @@ holder_faults_on!(
     sqlite_url
 );
 holder_faults_on!(
+    etcd_semaphore,
+    SEMAPHORE,
+    "etcd (semaphore of 3)",
+    Etcd::start(),
+    |s: &Etcd| s.url()
+);
+holder_faults_on!(
     zookeeper_semaphore,
     SEMAPHORE,
     "zookeeper (semaphore of 3)",
@@ -355,6 +362,26 @@ async fn zookeeper_ensemble_leader_killed() {
     let leader = ensemble.leader().await.expect("the ensemble has a leader");
     let started = Instant::now();
     ensemble.members[leader].kill();
+    trial
+        .finish(running, started, Instant::now(), Promise::Safe)
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etcd_semaphore_client_server_partition() {
+    let server = Etcd::start().await.unwrap();
+    let trial = Trial::new("etcd (semaphore of 3)", "client-server partition").on(SEMAPHORE);
+    partitioned_on(trial, server.port(), &server.url()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etcd_cluster_leader_killed_under_a_semaphore() {
+    let mut cluster = EtcdCluster::start(3).await.unwrap();
+    let trial = Trial::new("etcd (3 members, semaphore of 3)", "leader killed").on(SEMAPHORE);
+    let running = trial.start_workers(&cluster.url()).await;
+    let leader = cluster.leader().await.expect("the cluster has a leader");
+    let started = Instant::now();
+    cluster.members[leader].kill();
     trial
         .finish(running, started, Instant::now(), Promise::Safe)
         .await;
