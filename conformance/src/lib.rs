@@ -37,12 +37,14 @@ mod harness;
 pub mod history;
 pub mod holder;
 mod observe;
+mod queue_drain;
 mod report;
 mod runner;
 
 pub use cases::{CASES, Case, Needs};
 pub use check::{CaseError, CaseResult};
 pub use harness::{Ctx, Harness, TestHarness, UrlBackend, UrlHarness};
+pub use queue_drain::QueuedSemaphore;
 pub use report::{CaseReport, Outcome, Report};
 pub use runner::{
     CASE_TIMEOUT, HolderCommand, Progress, ProgressFn, RunOptions, check_optional_cases, run,

@@ -7,12 +7,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lockkit_core::{LockGuard, Locker};
+use lockkit_conformance::QueuedSemaphore;
+use lockkit_core::Locker;
 use lockkit_etcd::{EtcdDriver, EtcdOptions};
 use lockkit_testkit::Etcd;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::sync::mpsc;
-use tokio::time::{Instant, timeout};
 
 const LIMIT: u32 = 4;
 const WAITERS: usize = 16;
@@ -49,40 +48,22 @@ async fn a_permit_release_wakes_one_waiter_not_the_queue() {
     let server = Etcd::start().await.unwrap();
     let url = server.url();
     let key = "pool";
-    let mut holders = Vec::new();
+    // Every client on its own driver (its own session), as separate processes.
+    let (mut holders, mut waiters) = (Vec::new(), Vec::new());
     for _ in 0..LIMIT {
-        let l = locker(&url).await;
-        holders.push(l.semaphore(key, LIMIT).try_acquire().await.unwrap());
+        holders.push(locker(&url).await);
     }
-    // Every waiter on its own driver (its own connection), as separate processes.
-    let (tx, mut granted) = mpsc::unbounded_channel::<LockGuard>();
     for _ in 0..WAITERS {
-        let (l, tx) = (locker(&url).await, tx.clone());
-        tokio::spawn(async move {
-            let g = l.semaphore(key, LIMIT).acquire().wait(WAIT).await.unwrap();
-            tx.send(g).unwrap();
-        });
+        waiters.push(locker(&url).await);
     }
     let observer = locker(&url).await;
-    let deadline = Instant::now() + WAIT;
-    while observer.inspect(key).await.unwrap().waiters != Some(WAITERS) {
-        assert!(Instant::now() < deadline, "the waiters did not all queue");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-
+    let queued = QueuedSemaphore::queue(key, LIMIT, holders, waiters, &observer, WAIT)
+        .await
+        .unwrap();
     // Every permit comes back and goes to the next waiter, one release at a time,
-    // until all have had theirs: the messages per release.
+    // until all have had theirs.
     let before = grpc_messages(&url).await;
-    let mut released = 0;
-    for h in holders {
-        h.release().await.unwrap();
-        released += 1;
-    }
-    for _ in 0..WAITERS {
-        let g = timeout(WAIT, granted.recv()).await.unwrap().unwrap();
-        g.release().await.unwrap();
-        released += 1;
-    }
+    let released = queued.drain().await.unwrap();
     let per_release = (grpc_messages(&url).await - before) / f64::from(released);
     eprintln!("{per_release:.1} gRPC messages per release ({WAITERS} waiters, {LIMIT} permits)");
     // The release, the woken waiter's keep-alive, look and grant, the turn passed

@@ -7,12 +7,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lockkit_core::{LockGuard, Locker};
+use lockkit_conformance::QueuedSemaphore;
+use lockkit_core::Locker;
 use lockkit_testkit::ZooKeeper;
 use lockkit_zk::{ZkDriver, ZkOptions};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::sync::mpsc;
-use tokio::time::{Instant, timeout};
 
 const LIMIT: u32 = 4;
 const WAITERS: usize = 16;
@@ -43,41 +42,24 @@ async fn a_permit_release_wakes_one_waiter_not_the_queue() {
     let server = ZooKeeper::start().await.unwrap();
     let url = server.url();
     let key = "pool";
-    let mut holders = Vec::new();
+    // Every client on its own driver (its own session), as separate processes.
+    let (mut holders, mut waiters) = (Vec::new(), Vec::new());
     for _ in 0..LIMIT {
-        let l = locker(&url).await;
-        holders.push(l.semaphore(key, LIMIT).try_acquire().await.unwrap());
+        holders.push(locker(&url).await);
     }
-    // Every waiter on its own session, as separate processes would be.
-    let (tx, mut granted) = mpsc::unbounded_channel::<LockGuard>();
     for _ in 0..WAITERS {
-        let (l, tx) = (locker(&url).await, tx.clone());
-        tokio::spawn(async move {
-            let g = l.semaphore(key, LIMIT).acquire().wait(WAIT).await.unwrap();
-            tx.send(g).unwrap();
-        });
+        waiters.push(locker(&url).await);
     }
     let observer = locker(&url).await;
-    let deadline = Instant::now() + WAIT;
-    while observer.inspect(key).await.unwrap().waiters != Some(WAITERS) {
-        assert!(Instant::now() < deadline, "the waiters did not all queue");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-
+    let queued = QueuedSemaphore::queue(key, LIMIT, holders, waiters, &observer, WAIT)
+        .await
+        .unwrap();
     // Every permit comes back and goes to the next waiter, one release at a time,
-    // until all have had theirs: the packets the server received per release.
+    // until all have had theirs.
     let before = packets_received(&server.address()).await;
-    let mut released = 0;
-    for h in holders {
-        h.release().await.unwrap();
-        released += 1;
-    }
-    for _ in 0..WAITERS {
-        let g = timeout(WAIT, granted.recv()).await.unwrap().unwrap();
-        g.release().await.unwrap();
-        released += 1;
-    }
-    let per_release = (packets_received(&server.address()).await - before) as f64 / released as f64;
+    let released = queued.drain().await.unwrap();
+    let per_release =
+        (packets_received(&server.address()).await - before) as f64 / f64::from(released);
     eprintln!("{per_release:.1} packets received per release ({WAITERS} waiters, {LIMIT} permits)");
     // Each release, the woken waiter's look, grant and watch, the turn passed to
     // the next waiter and its look: a handful, where waking the queue would cost a
