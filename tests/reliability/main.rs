@@ -340,17 +340,33 @@ async fn redis_without_persistence_restarted_with_clock_seeded_tokens_keeps_toke
 // ---------------------------------------------------------------------------------
 // Cluster members.
 
+/// The workers of `$trial` run on `$url` of `$cluster` (its `members`, its
+/// `leader()`); the leader is killed.
+macro_rules! leader_killed {
+    ($trial:expr, $url:expr, $cluster:ident) => {{
+        let trial = $trial;
+        let running = trial.start_workers(&$url).await;
+        let leader = $cluster.leader().await.expect("the cluster has a leader");
+        let started = Instant::now();
+        $cluster.members[leader].kill();
+        trial
+            .finish(running, started, Instant::now(), Promise::Safe)
+            .await
+    }};
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn etcd_cluster_leader_killed() {
     let mut cluster = EtcdCluster::start(3).await.unwrap();
     let trial = Trial::new("etcd (3 members)", "leader killed");
-    let running = trial.start_workers(&cluster.url()).await;
-    let leader = cluster.leader().await.expect("the cluster has a leader");
-    let started = Instant::now();
-    cluster.members[leader].kill();
-    trial
-        .finish(running, started, Instant::now(), Promise::Safe)
-        .await;
+    leader_killed!(trial, cluster.url(), cluster);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etcd_cluster_leader_killed_under_a_semaphore() {
+    let mut cluster = EtcdCluster::start(3).await.unwrap();
+    let trial = Trial::new("etcd (3 members, semaphore of 3)", "leader killed").on(SEMAPHORE);
+    leader_killed!(trial, cluster.url(), cluster);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -358,13 +374,15 @@ async fn zookeeper_ensemble_leader_killed() {
     let mut ensemble = ZooKeeperEnsemble::start(3).await.unwrap();
     let trial = Trial::new("zookeeper (3 members)", "leader killed");
     let url = format!("{}?session_timeout_ms=2000", ensemble.url());
-    let running = trial.start_workers(&url).await;
-    let leader = ensemble.leader().await.expect("the ensemble has a leader");
-    let started = Instant::now();
-    ensemble.members[leader].kill();
-    trial
-        .finish(running, started, Instant::now(), Promise::Safe)
-        .await;
+    leader_killed!(trial, url, ensemble);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zookeeper_ensemble_leader_killed_under_a_semaphore() {
+    let mut ensemble = ZooKeeperEnsemble::start(3).await.unwrap();
+    let trial = Trial::new("zookeeper (3 members, semaphore of 3)", "leader killed").on(SEMAPHORE);
+    let url = format!("{}?session_timeout_ms=2000", ensemble.url());
+    leader_killed!(trial, url, ensemble);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -375,38 +393,11 @@ async fn etcd_semaphore_client_server_partition() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn etcd_cluster_leader_killed_under_a_semaphore() {
-    let mut cluster = EtcdCluster::start(3).await.unwrap();
-    let trial = Trial::new("etcd (3 members, semaphore of 3)", "leader killed").on(SEMAPHORE);
-    let running = trial.start_workers(&cluster.url()).await;
-    let leader = cluster.leader().await.expect("the cluster has a leader");
-    let started = Instant::now();
-    cluster.members[leader].kill();
-    trial
-        .finish(running, started, Instant::now(), Promise::Safe)
-        .await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn zookeeper_semaphore_client_server_partition() {
     let server = ZooKeeper::start().await.unwrap();
     let trial = Trial::new("zookeeper (semaphore of 3)", "client-server partition").on(SEMAPHORE);
     let url = format!("{}?session_timeout_ms=1000", server.url());
     partitioned_on(trial, server.port(), &url).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn zookeeper_ensemble_leader_killed_under_a_semaphore() {
-    let mut ensemble = ZooKeeperEnsemble::start(3).await.unwrap();
-    let trial = Trial::new("zookeeper (3 members, semaphore of 3)", "leader killed").on(SEMAPHORE);
-    let url = format!("{}?session_timeout_ms=2000", ensemble.url());
-    let running = trial.start_workers(&url).await;
-    let leader = ensemble.leader().await.expect("the ensemble has a leader");
-    let started = Instant::now();
-    ensemble.members[leader].kill();
-    trial
-        .finish(running, started, Instant::now(), Promise::Safe)
-        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
