@@ -15,6 +15,7 @@ use crate::driver::ZkDriver;
 use crate::error::zk_error;
 use crate::nodes::{Ahead, blocker, node_prefix, queue};
 use crate::queue::{Mine, Position};
+use crate::session::Session;
 
 pub(crate) struct Contending<'a> {
     driver: &'a ZkDriver,
@@ -71,13 +72,24 @@ impl<'a> Contending<'a> {
         if stat.is_none() {
             return Ok(Attempt::Busy(Busy::until(Instant::now())));
         }
-        let mut states = session.client.state_watcher();
         let key = self.req.key.clone();
+        Ok(self.woken_by(session, async move {
+            let event = watcher.changed().await;
+            tracing::trace!(%key, ?event.event_type, "node ahead changed");
+        }))
+    }
+
+    /// Busy until `changed` (a watch firing) or the session's state changes; looked
+    /// at again after a session timeout in any case.
+    fn woken_by(
+        &self,
+        session: &Session,
+        changed: impl Future<Output = ()> + Send + 'static,
+    ) -> Attempt {
+        let mut states = session.client.state_watcher();
         let wake = async move {
             tokio::select! {
-                event = watcher.changed() => {
-                    tracing::trace!(%key, ?event.event_type, "node ahead changed");
-                }
+                () = changed => {}
                 _ = states.changed() => {}
             }
             Ok(())
@@ -89,9 +101,7 @@ impl<'a> Contending<'a> {
             .options()
             .session_timeout()
             .max(Duration::from_secs(1));
-        Ok(Attempt::Busy(
-            Busy::woken_by(wake).or_at(Instant::now() + recheck),
-        ))
+        Attempt::Busy(Busy::woken_by(wake).or_at(Instant::now() + recheck))
     }
 }
 
@@ -114,22 +124,9 @@ impl Contending<'_> {
         if ours.is_none_or(|i| blocker(&queue, i) != Ahead::AnyHolder) {
             return Ok(Attempt::Busy(Busy::until(Instant::now())));
         }
-        let mut states = session.client.state_watcher();
-        let wake = async move {
-            tokio::select! {
-                _ = watcher.changed() => {}
-                _ = states.changed() => {}
-            }
-            Ok(())
-        };
-        let recheck = self
-            .driver
-            .options()
-            .session_timeout()
-            .max(Duration::from_secs(1));
-        Ok(Attempt::Busy(
-            Busy::woken_by(wake).or_at(Instant::now() + recheck),
-        ))
+        Ok(self.woken_by(session, async move {
+            watcher.changed().await;
+        }))
     }
 }
 
