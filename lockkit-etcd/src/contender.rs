@@ -188,13 +188,14 @@ impl Contender for Contending<'_> {
             )
             .await;
             match turn {
-                Ok(Some(Turn::Granted(deadline))) => {
+                Ok(Some(Turn::Granted(deadline, modified))) => {
                     let Some(q) = self.queued.take() else {
                         continue;
                     };
                     if self.mode.limit().is_some() {
                         let value = keys::value(self.mode, self.req.owner.label().unwrap_or(""));
-                        permit::pass_turn(self.inner, self.name.clone(), q.rev, value, q.lease.id);
+                        let entry = (self.name.clone(), modified);
+                        permit::pass_turn(self.inner, entry, value, q.lease.id);
                     }
                     return Ok(self.granted(q.rev, q.lease, deadline));
                 }
@@ -218,8 +219,14 @@ impl Contender for Contending<'_> {
         };
         match queue::predecessor(self.inner, &self.queue, q.rev, self.mode).await {
             Ok(Some(target)) => {
+                let bounded = target.awaits_a_pass();
                 let wake = queue::await_delete(self.inner.clone(), target, q.lease.clone());
-                Ok(Attempt::Busy(Busy::trusting(wake)))
+                Ok(Attempt::Busy(if bounded {
+                    // The pass is best effort: look again after a TTL at the latest.
+                    Busy::woken_by(wake).or_at(Instant::now() + self.req.ttl)
+                } else {
+                    Busy::trusting(wake)
+                }))
             }
             // Nobody ahead any more: look again at once.
             Ok(None) => Ok(Attempt::Busy(Busy::until(Instant::now()))),

@@ -72,16 +72,23 @@ pub(crate) async fn wait_target(
 }
 
 /// Passes the turn on after a permit was granted to a waiter: rewrites its entry
-/// as it is (if it is still the one created at `rev`), waking the next waiter.
-/// Sent in the background: it costs the grant no round trip.
-pub(crate) fn pass_turn(inner: &Arc<Inner>, name: String, rev: i64, value: String, lease: i64) {
+/// `(name, mod_revision as read at the grant)` as it is, waking the next waiter.
+/// Sent in the background, it costs the grant no round trip; the mod_revision
+/// guard keeps it from undoing a later change (an extend moving the entry to
+/// another lease).
+pub(crate) fn pass_turn(
+    inner: &Arc<Inner>,
+    (name, modified): (String, i64),
+    value: String,
+    lease: i64,
+) {
     let inner = inner.clone();
     tokio::spawn(async move {
         let txn = Txn::new()
-            .when([Compare::create_revision(
+            .when([Compare::mod_revision(
                 name.as_str(),
                 CompareOp::Equal,
-                rev,
+                modified,
             )])
             .and_then([TxnOp::put(
                 name.as_str(),
@@ -89,7 +96,7 @@ pub(crate) fn pass_turn(inner: &Arc<Inner>, name: String, rev: i64, value: Strin
                 Some(PutOptions::new().with_lease(lease)),
             )]);
         let mut kv = inner.client.kv_client();
-        // Best effort: a waiter that misses it waits for this permit's release.
+        // Best effort: a waiter that misses it looks again after a TTL.
         let _ = within(inner.timeouts.request, "pass the turn", kv.txn(txn)).await;
     });
 }

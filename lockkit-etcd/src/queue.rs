@@ -52,7 +52,8 @@ pub(crate) enum Verdict {
 
 /// How a wait ended.
 pub(crate) enum Turn {
-    Granted(Instant),
+    /// Until when, and our entry's mod_revision as read.
+    Granted(Instant, i64),
     /// Our entry or lease is gone: enqueue again.
     Requeue,
     /// A permit whose limit differs from the holders'.
@@ -71,6 +72,12 @@ pub(crate) struct Watch {
 }
 
 impl Watch {
+    /// Whether a permit passing the turn on wakes it: it may never come (the pass
+    /// is best effort), so such a wait is bounded.
+    pub(crate) fn awaits_a_pass(&self) -> bool {
+        self.puts && self.range_end.is_none()
+    }
+
     /// The delete of one entry.
     pub(crate) fn delete_of(key: Vec<u8>, at: i64) -> Self {
         Self {
@@ -386,9 +393,13 @@ pub(crate) async fn check_turn(
     if create_rev(ops.first()) != Some(rev) {
         return Ok(Some(Turn::Requeue));
     }
+    let modified = kvs(ops.first()).first().map_or(0, KeyValue::mod_revision);
     let first = kvs(ops.get(1));
     match verdict(mode, rev, first) {
-        Verdict::Holds => Ok(Some(Turn::Granted((sent + ttl).min(lease.alive_until())))),
+        Verdict::Holds => Ok(Some(Turn::Granted(
+            (sent + ttl).min(lease.alive_until()),
+            modified,
+        ))),
         Verdict::Mismatch(theirs) => Ok(Some(Turn::Mismatch(theirs))),
         Verdict::Waits if first.first().is_some_and(|kv| kv.create_revision() < rev) => Ok(None),
         // A writer whose own entry is not in the queue's order: read it again.

@@ -20,6 +20,7 @@ use tokio::time::Instant;
 
 use super::connection::Inner;
 use super::error::{batch_error, deleted, gone};
+use super::keys;
 use super::lease::{Lease, round_limit};
 use super::request::within;
 
@@ -238,7 +239,7 @@ pub(crate) async fn extend_one(
     if lease.id != record.lease.id {
         // Move the key to the lease of the new TTL; its create_revision (the
         // token) stays.
-        let value = owner.label().unwrap_or("").to_string();
+        let value = keys::value(record.mode, owner.label().unwrap_or(""));
         txn = txn.and_then([TxnOp::put(
             name.as_str(),
             value,

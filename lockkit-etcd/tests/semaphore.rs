@@ -74,3 +74,29 @@ async fn a_permit_release_wakes_one_waiter_not_the_queue() {
         "{per_release:.1} gRPC messages per release with {WAITERS} waiters"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_permit_moved_to_another_lease_keeps_its_limit() {
+    let server = Etcd::start().await.unwrap();
+    let url = server.url();
+    let (a, b) = (locker(&url).await, locker(&url).await);
+    let held = a
+        .semaphore("pool", 3)
+        .acquire()
+        .ttl(Duration::from_secs(2))
+        .no_wait()
+        .await
+        .unwrap();
+    // A longer TTL moves the entry to the lease of that TTL.
+    held.extend(Duration::from_secs(20)).await.unwrap();
+    let seen = b.inspect("pool").await.unwrap();
+    assert_eq!(seen.holders.len(), 1);
+    assert_eq!(
+        seen.holders[0].mode,
+        lockkit_core::LockMode::Permit { limit: 3 }
+    );
+    // Others still join with the same limit.
+    let other = b.semaphore("pool", 3).try_acquire().await.unwrap();
+    other.release().await.unwrap();
+    held.release().await.unwrap();
+}

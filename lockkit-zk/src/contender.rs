@@ -69,7 +69,10 @@ impl<'a> Contending<'a> {
             .check_and_watch_stat(blocker)
             .await
             .map_err(|e| zk_error("watching the node ahead in the queue", e))?;
-        if stat.is_none() {
+        // Gone already, or a permit that already passed the turn on (its data is
+        // rewritten once, when it is granted after waiting) before our watch was
+        // set: look again at once.
+        if stat.is_none_or(|st| st.version > 0) {
             return Ok(Attempt::Busy(Busy::until(Instant::now())));
         }
         let key = self.req.key.clone();

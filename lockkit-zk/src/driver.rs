@@ -5,10 +5,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use lockkit_core::driver::{Inspect, Inspection};
+use lockkit_core::driver::{Inspect, Inspection, refuse_reentry};
 use lockkit_core::{
-    AcquireRequest, Capabilities, Grant, LockDriver, LockError, LockKey, LockMode, OwnerId,
-    Renewal, Result, WakeUp,
+    AcquireRequest, Capabilities, Grant, LockDriver, LockKey, LockMode, OwnerId, Renewal, Result,
+    WakeUp,
 };
 use tokio::time::Instant;
 
@@ -69,13 +69,12 @@ impl ZkDriver {
             delete_in_background(held.session.clone(), held.path.clone());
             return Ok(None);
         }
-        if held.mode == LockMode::Shared && mode != LockMode::Shared {
-            return Err(LockError::Unsupported {
-                driver: NAME,
-                capability: "upgrading a read hold to a write hold (release the read hold first)",
-            });
+        match (held.mode, mode) {
+            (held_mode, asked) if held_mode == asked => Ok(Some(held.grant(req))),
+            // The write hold covers reading.
+            (LockMode::Exclusive, LockMode::Shared) => Ok(Some(held.grant(req))),
+            (held_mode, _) => Err(refuse_reentry(NAME, req, held_mode)),
         }
-        Ok(Some(held.grant(req)))
     }
 }
 

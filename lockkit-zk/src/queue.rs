@@ -54,7 +54,8 @@ impl ZkDriver {
         }
         let drops_before = session.drops();
         // Whether we waited before this look (our node existed already).
-        let waited = mine.is_some();
+        // Whether our node was queued before this look (a follower may watch it).
+        let mut waited = mine.is_some();
         let m = match mine {
             Some(m) => m,
             None => {
@@ -63,6 +64,7 @@ impl ZkDriver {
                 } else {
                     None
                 };
+                waited |= found.is_some();
                 let m = match found {
                     Some(m) => m,
                     None => {
@@ -212,22 +214,22 @@ impl ZkDriver {
         let path = path.to_string();
         tokio::spawn(async move {
             let why = "the lock node was deleted (force_release, or by hand)";
-            match client.check_and_watch_stat(&path).await {
-                Ok((Some(_), watcher)) => {
-                    let event = watcher.changed().await;
-                    if event.event_type == EventType::NodeDeleted
-                        && let Some(holds) = holds.upgrade()
-                    {
-                        holds.fire_path(&path, why);
-                    }
+            loop {
+                match client.check_and_watch_stat(&path).await {
+                    Ok((Some(_), watcher)) => match watcher.changed().await.event_type {
+                        // A permit passing the turn on rewrites its data: watch on.
+                        EventType::NodeDataChanged => continue,
+                        EventType::NodeDeleted => {}
+                        // The session is in trouble; its state watcher signals that.
+                        _ => return,
+                    },
+                    Ok((None, _)) => {}
+                    Err(_) => return,
                 }
-                Ok((None, _)) => {
-                    if let Some(holds) = holds.upgrade() {
-                        holds.fire_path(&path, why);
-                    }
+                if let Some(holds) = holds.upgrade() {
+                    holds.fire_path(&path, why);
                 }
-                // The session is in trouble; its state watcher signals that.
-                Err(_) => {}
+                return;
             }
         });
     }

@@ -8,10 +8,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lockkit_conformance::QueuedSemaphore;
-use lockkit_core::Locker;
+use lockkit_core::{
+    AcquireRequest, LockDriver, LockError, LockKey, LockMode, Locker, OwnerId, Wait,
+};
 use lockkit_testkit::ZooKeeper;
 use lockkit_zk::{ZkDriver, ZkOptions};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::time::timeout;
 
 const LIMIT: u32 = 4;
 const WAITERS: usize = 16;
@@ -68,4 +71,93 @@ async fn a_permit_release_wakes_one_waiter_not_the_queue() {
         per_release < 8.0,
         "{per_release:.1} packets per release with {WAITERS} waiters"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_permit_holder_cannot_take_the_key_in_another_mode() {
+    let server = ZooKeeper::start().await.unwrap();
+    // On the driver itself: a `Locker` refuses these before asking it.
+    let driver = ZkDriver::connect(ZkOptions::from_url(&server.url()).unwrap())
+        .await
+        .unwrap();
+    let (key, owner) = (LockKey::new("pool").unwrap(), OwnerId::new());
+    let ask = |mode| {
+        AcquireRequest::new(
+            key.clone(),
+            owner.clone(),
+            Duration::from_secs(5),
+            Wait::NoWait,
+        )
+        .with_mode(mode)
+    };
+    driver
+        .acquire(&ask(LockMode::Permit { limit: 3 }))
+        .await
+        .unwrap();
+    for mode in [
+        LockMode::Exclusive,
+        LockMode::Shared,
+        LockMode::Permit { limit: 5 },
+    ] {
+        let again = driver.acquire(&ask(mode)).await;
+        assert!(
+            matches!(again, Err(LockError::Config(_))),
+            "{mode}: {again:?}"
+        );
+    }
+    let seen = driver.inspect(&key).await.unwrap();
+    assert_eq!(seen.holders.len(), 1);
+    assert_eq!(seen.holders[0].mode, LockMode::Permit { limit: 3 });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_permit_granted_after_waiting_still_learns_of_its_deletion() {
+    let server = ZooKeeper::start().await.unwrap();
+    let url = server.url();
+    let (first, second) = (locker(&url).await, locker(&url).await);
+    let held = first.semaphore("pool", 1).try_acquire().await.unwrap();
+    let waiting = tokio::spawn(async move {
+        second
+            .semaphore("pool", 1)
+            .acquire()
+            .wait(WAIT)
+            .await
+            .unwrap()
+    });
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while first.inspect("pool").await.unwrap().waiters != Some(1) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the waiter did not queue"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    held.release().await.unwrap();
+    let granted = waiting.await.unwrap();
+    // Its turn is passed on: its node's data was rewritten once.
+    let raw = zookeeper_client::Client::connect(&server.address())
+        .await
+        .unwrap();
+    let node = loop {
+        let children = raw.list_children("/lockkit/pool").await.unwrap();
+        let path = format!("/lockkit/pool/{}", children[0]);
+        if raw
+            .check_stat(&path)
+            .await
+            .unwrap()
+            .is_some_and(|s| s.version > 0)
+        {
+            break path;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the turn was not passed on"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    // Deleted behind its back (as force_release does): the holder is told.
+    raw.delete(&node, None).await.unwrap();
+    timeout(WAIT, granted.lost())
+        .await
+        .expect("the holder was told its permit is gone");
 }
