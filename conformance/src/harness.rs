@@ -101,14 +101,27 @@ impl<B: UrlBackend> Harness for UrlHarness<B> {
     }
 }
 
+/// How long a harness keeps trying its first connection to a new backend.
+const FIRST_CONNECT: std::time::Duration = std::time::Duration::from_secs(15);
+
 #[async_trait]
 impl<B: UrlBackend> TestHarness for UrlHarness<B> {
     #[allow(clippy::panic)] // Test setup: a backend that cannot start fails the test.
     async fn start() -> Self {
         let (server, url) = B::start().await;
-        let admin = match B::connect(&url).await {
-            Ok(admin) => admin,
-            Err(e) => panic!("cannot connect to the test backend: {e}"),
+        // A server that just started may not finish its first handshake in the
+        // client's connect timeout on a loaded machine (a JVM's first TLS session
+        // is slow): the first connection is retried for a while.
+        let ready_by = tokio::time::Instant::now() + FIRST_CONNECT;
+        let admin = loop {
+            match B::connect(&url).await {
+                Ok(admin) => break admin,
+                Err(e) if e.is_retryable() && tokio::time::Instant::now() < ready_by => {
+                    tracing::debug!(error = %e, "the test backend is not ready yet");
+                    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                }
+                Err(e) => panic!("cannot connect to the test backend: {e}"),
+            }
         };
         Self {
             _server: server,
