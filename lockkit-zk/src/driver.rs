@@ -35,8 +35,9 @@ impl ZkDriver {
     ///
     /// # Errors
     ///
-    /// [`LockError::Connection`] when no server accepts a session,
-    /// [`LockError::Config`] for refused credentials.
+    /// [`LockError::Connection`](lockkit_core::LockError::Connection) when no
+    /// server accepts a session, [`LockError::Config`](lockkit_core::LockError::Config)
+    /// for refused credentials.
     pub async fn connect(options: ZkOptions) -> Result<Self> {
         let driver = Self {
             sessions: Sessions::new(options),
