@@ -77,6 +77,19 @@ async fn leader_kill_keeps_the_hold_or_signals_lost_and_acquires_resume_after_el
             g.release()
                 .await
                 .expect("the holder that kept its lock can release it");
+            // The refused try_lock's entry is deleted by a retry in the background
+            // when its first delete failed (the election): wait until the key is
+            // free before trying again.
+            let free_by = Instant::now() + ttl * 3;
+            loop {
+                // An inspection may reach the killed member first: look again.
+                let seen = other.inspect("leader-kill").await;
+                if seen.is_ok_and(|s| s.holders.is_empty() && s.waiters == Some(0)) {
+                    break;
+                }
+                assert!(Instant::now() < free_by, "the key was never free again");
+                sleep(Duration::from_millis(20)).await;
+            }
             let next = other.try_lock("leader-kill").await.unwrap();
             assert!(next.token() > token);
             next.release().await.unwrap();
