@@ -19,6 +19,7 @@ use super::keys;
 use super::lease::Lease;
 use super::permit;
 use super::queue::{self, EnqueueError, Turn, Verdict};
+use super::turn;
 
 /// How many times an acquire starts over because its lease or entry vanished.
 const MAX_REQUEUES: u32 = 5;
@@ -217,10 +218,10 @@ impl Contender for Contending<'_> {
         let Some(q) = &self.queued else {
             return Ok(Attempt::Busy(Busy::poll()));
         };
-        match queue::predecessor(self.inner, &self.queue, q.rev, self.mode).await {
+        match turn::predecessor(self.inner, &self.queue, q.rev, self.mode).await {
             Ok(Some(target)) => {
                 let bounded = target.awaits_a_pass();
-                let wake = queue::await_delete(self.inner.clone(), target, q.lease.clone());
+                let wake = turn::await_delete(self.inner.clone(), target, q.lease.clone());
                 Ok(Attempt::Busy(if bounded {
                     // The pass is best effort: look again after a TTL at the latest.
                     Busy::woken_by(wake).or_at(Instant::now() + self.req.ttl)

@@ -136,6 +136,7 @@ mod release;
 mod renew;
 mod request;
 mod tls;
+mod turn;
 mod watch;
 
 pub use driver::EtcdDriver;

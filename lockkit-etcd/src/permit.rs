@@ -16,8 +16,9 @@ use lockkit_core::{LockMode, Result};
 
 use super::connection::Inner;
 use super::keys;
-use super::queue::{Verdict, Watch};
+use super::queue::Verdict;
 use super::request::within;
+use super::turn::Watch;
 
 /// Whether our permit (created at `rev`, of `limit`) holds, given the first
 /// `limit` entries of the queue by create_revision.

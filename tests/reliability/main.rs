@@ -138,31 +138,6 @@ single_server_faults!(
 /// A semaphore of 3 permits, for 5 workers and the outside holder.
 const SEMAPHORE: Primitive = Primitive::Semaphore { limit: 3 };
 
-/// The holder faults on a semaphore or a read-write lock (the outside holder takes
-/// a permit, or the write lock), as tests named `<module>::holder_<fault>`, in rows
-/// named `$backend`.
-macro_rules! holder_faults_on {
-    ($module:ident, $primitive:expr, $backend:literal, $start:expr, $url:expr) => {
-        mod $module {
-            use super::*;
-
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn holder_paused_past_its_lease() {
-                let server = $start.await.unwrap();
-                let trial = Trial::new($backend, "holder paused past its lease");
-                holder_paused_on(trial.on($primitive), &$url(&server)).await;
-            }
-
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn holder_killed() {
-                let server = $start.await.unwrap();
-                let trial = Trial::new($backend, "holder killed");
-                holder_killed_on(trial.on($primitive), &$url(&server)).await;
-            }
-        }
-    };
-}
-
 holder_faults_on!(
     redis_semaphore,
     SEMAPHORE,
@@ -339,21 +314,6 @@ async fn redis_without_persistence_restarted_with_clock_seeded_tokens_keeps_toke
 
 // ---------------------------------------------------------------------------------
 // Cluster members.
-
-/// The workers of `$trial` run on `$url` of `$cluster` (its `members`, its
-/// `leader()`); the leader is killed.
-macro_rules! leader_killed {
-    ($trial:expr, $url:expr, $cluster:ident) => {{
-        let trial = $trial;
-        let running = trial.start_workers(&$url).await;
-        let leader = $cluster.leader().await.expect("the cluster has a leader");
-        let started = Instant::now();
-        $cluster.members[leader].kill();
-        trial
-            .finish(running, started, Instant::now(), Promise::Safe)
-            .await
-    }};
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn etcd_cluster_leader_killed() {

@@ -27,6 +27,7 @@
 mod checker;
 mod record;
 mod resource;
+mod rules;
 mod workload;
 
 pub use checker::{Verdict, check};
