@@ -14,3 +14,14 @@ pub(crate) fn db_error(driver: &'static str, e: sqlx::Error) -> LockError {
         other => LockError::backend(driver, other),
     }
 }
+
+/// Whether the database aborted the statement because it collided with another
+/// transaction (a deadlock, a serialization failure): SQLSTATE class 40, on
+/// PostgreSQL and MySQL alike. Nothing took effect; the attempt may simply be
+/// made again.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+pub(crate) fn is_conflict(e: &sqlx::Error) -> bool {
+    e.as_database_error()
+        .and_then(|d| d.code())
+        .is_some_and(|code| code.starts_with("40"))
+}

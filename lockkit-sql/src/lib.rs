@@ -23,6 +23,8 @@ mod connect;
 #[cfg(feature = "_sql")]
 mod error;
 #[cfg(feature = "_sql")]
+mod holds;
+#[cfg(feature = "_sql")]
 mod lease;
 #[cfg(feature = "_sql")]
 mod renew;

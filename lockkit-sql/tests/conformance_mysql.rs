@@ -13,6 +13,30 @@ async fn connect(url: &str) -> Result<Arc<dyn LockDriver>, LockError> {
     lockkit_sql::mysql::connect(MySqlOptions::from_url(url)?).await
 }
 
+/// The suite for a lease-mode harness: every mode, and inspection.
+macro_rules! lease_suite {
+    ($name:ident, $harness:ty) => {
+        lockkit_conformance::suite!(
+            $name,
+            $harness,
+            with {
+                readers_share,
+                writer_excludes_readers_and_writers,
+                read_hold_is_not_upgraded,
+                at_most_limit_permits_under_contention,
+                permit_tokens_increase_across_permits,
+                an_expired_permit_is_reacquirable,
+                a_permit_limit_mismatch_is_a_config_error,
+                a_release_wakes_one_waiter,
+                a_cancelled_permit_acquire_leaves_nothing,
+                a_killed_holders_permit_is_freed,
+                inspection_shows_holder_mode_token_and_lease,
+                a_free_key_inspects_empty,
+            }
+        );
+    };
+}
+
 url_backend!(
     /// Lease mode (the default).
     Lease: MariaDb = MariaDb::start(), |s| s.url(), connect
@@ -23,7 +47,7 @@ url_backend!(
     GetLock: MariaDb = MariaDb::start(), |s| format!("{}?mode=get_lock", s.url()), connect
 );
 
-lockkit_conformance::suite!(mysql, UrlHarness<Lease>);
+lease_suite!(mysql, UrlHarness<Lease>);
 
 lockkit_conformance::suite!(
     mysql_get_lock,
@@ -44,7 +68,7 @@ url_backend!(
     TlsGetLock: MariaDb = MariaDb::start_tls(), |s| format!("{}&mode=get_lock", s.url()), connect
 );
 
-lockkit_conformance::suite!(mysql_tls, UrlHarness<TlsLease>);
+lease_suite!(mysql_tls, UrlHarness<TlsLease>);
 
 lockkit_conformance::suite!(
     mysql_tls_get_lock,

@@ -13,6 +13,30 @@ async fn connect(url: &str) -> Result<Arc<dyn LockDriver>, LockError> {
     lockkit_sql::postgres::connect(PgOptions::from_url(url)?).await
 }
 
+/// The suite for a lease-mode harness: every mode, and inspection.
+macro_rules! lease_suite {
+    ($name:ident, $harness:ty) => {
+        lockkit_conformance::suite!(
+            $name,
+            $harness,
+            with {
+                readers_share,
+                writer_excludes_readers_and_writers,
+                read_hold_is_not_upgraded,
+                at_most_limit_permits_under_contention,
+                permit_tokens_increase_across_permits,
+                an_expired_permit_is_reacquirable,
+                a_permit_limit_mismatch_is_a_config_error,
+                a_release_wakes_one_waiter,
+                a_cancelled_permit_acquire_leaves_nothing,
+                a_killed_holders_permit_is_freed,
+                inspection_shows_holder_mode_token_and_lease,
+                a_free_key_inspects_empty,
+            }
+        );
+    };
+}
+
 url_backend!(
     /// Lease mode (the default).
     Lease: Postgres = Postgres::start(), |s| s.url(), connect
@@ -23,7 +47,7 @@ url_backend!(
     Advisory: Postgres = Postgres::start(), |s| format!("{}?mode=advisory", s.url()), connect
 );
 
-lockkit_conformance::suite!(postgres, UrlHarness<Lease>);
+lease_suite!(postgres, UrlHarness<Lease>);
 
 lockkit_conformance::suite!(
     postgres_advisory,
@@ -44,7 +68,7 @@ url_backend!(
     TlsAdvisory: Postgres = Postgres::start_tls(), |s| format!("{}&mode=advisory", s.url()), connect
 );
 
-lockkit_conformance::suite!(postgres_tls, UrlHarness<TlsLease>);
+lease_suite!(postgres_tls, UrlHarness<TlsLease>);
 
 lockkit_conformance::suite!(
     postgres_tls_advisory,

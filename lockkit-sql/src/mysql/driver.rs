@@ -2,11 +2,11 @@
 
 use lockkit_core::Result;
 use sqlx::AssertSqlSafe;
+use sqlx::mysql::MySqlPool;
 
 use super::leases::{MySqlLeases, db_error};
 use super::options::MySqlOptions;
-use super::sql;
-use crate::connect::Within;
+use super::{holder_sql, sql};
 use crate::lease::LeaseDriver;
 
 /// The MySQL/MariaDB lease-table driver. See the [module docs](super).
@@ -23,10 +23,7 @@ impl LeaseDriver<MySqlLeases> {
     pub async fn connect(options: MySqlOptions) -> Result<Self> {
         let pool = options.pool().await?;
         let t = &options.settings.table;
-        sqlx::query(AssertSqlSafe(sql::create_table(t)))
-            .execute(&pool)
-            .await
-            .map_err(db_error)?;
+        create_tables(&pool, t).await?;
         let timeout = options.settings.timeouts.request;
         Ok(Self::new(MySqlLeases::new(pool, t, timeout)))
     }
@@ -39,11 +36,34 @@ impl LeaseDriver<MySqlLeases> {
     pub async fn migrate(&self, table: &str) -> Result<()> {
         let table = crate::table::validate_table(table)?;
         let backend = self.backend();
-        sqlx::query(AssertSqlSafe(sql::create_table(&table)))
-            .execute(&backend.pool)
-            .within(backend.timeout)
-            .await
-            .map_err(db_error)
-            .map(|_| ())
+        create_tables(&backend.pool, &table).await
     }
+}
+
+/// Creates the key and holders tables if missing, and gives a key table made by
+/// an earlier lockkit its `label` column.
+async fn create_tables(pool: &MySqlPool, t: &str) -> Result<()> {
+    for ddl in [sql::create_table(t), holder_sql::create_holders(t)] {
+        sqlx::query(AssertSqlSafe(ddl))
+            .execute(pool)
+            .await
+            .map_err(db_error)?;
+    }
+    let has_label: i64 = sqlx::query_scalar(sql::HAS_LABEL)
+        .bind(t)
+        .fetch_one(pool)
+        .await
+        .map_err(db_error)?;
+    if has_label == 0 {
+        let added = sqlx::query(AssertSqlSafe(sql::add_label(t)))
+            .execute(pool)
+            .await;
+        // Another driver may have added it meanwhile (1060: duplicate column).
+        if let Err(e) = added
+            && e.as_database_error().and_then(|d| d.code()).as_deref() != Some("42S21")
+        {
+            return Err(db_error(e));
+        }
+    }
+    Ok(())
 }

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use lockkit_core::driver::{Inspect, Inspection, LockMode};
 use lockkit_core::{
     AcquireRequest, Capabilities, FencingToken, Grant, LockError, LockKey, OwnerId, Result,
     async_trait,
@@ -14,17 +15,17 @@ use sqlx::mysql::MySqlPool;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use super::sql;
+use super::{holder_sql, sql};
 use crate::connect::Within;
 use crate::lease::LeaseBackend;
 
-const NAME: &str = "mysql";
+pub(super) const NAME: &str = "mysql";
 
 pub(super) fn db_error(e: sqlx::Error) -> LockError {
     crate::error::db_error(NAME, e)
 }
 
-fn ttl_us(ttl: Duration) -> i64 {
+pub(super) fn ttl_us(ttl: Duration) -> i64 {
     i64::try_from(ttl.as_micros()).unwrap_or(i64::MAX / 2)
 }
 
@@ -32,21 +33,33 @@ fn ttl_us(ttl: Duration) -> i64 {
 #[derive(Debug)]
 pub struct MySqlLeases {
     pub(super) pool: MySqlPool,
-    statements: Statements,
+    pub(super) statements: Statements,
     /// Wakes this driver's own waiters when it releases.
     wake: Arc<Notify>,
     /// Each statement (`request_timeout_ms`).
     pub(super) timeout: Duration,
 }
 
+/// Every statement, built once per driver.
 #[derive(Debug)]
-struct Statements {
+pub(super) struct Statements {
     acquire: Arc<str>,
     create_held: Arc<str>,
-    extend: Arc<str>,
+    pub(super) extend: Arc<str>,
     release: Arc<str>,
-    force_release: Arc<str>,
+    pub(super) force_release: Arc<str>,
     purge: Arc<str>,
+    pub(super) lock_key: Arc<str>,
+    pub(super) create_key: Arc<str>,
+    pub(super) holders: Arc<str>,
+    pub(super) claim: Arc<str>,
+    pub(super) insert_holder: Arc<str>,
+    pub(super) forget_dead: Arc<str>,
+    pub(super) extend_holder: Arc<str>,
+    pub(super) release_holder: Arc<str>,
+    pub(super) settle: Arc<str>,
+    pub(super) forget_holders: Arc<str>,
+    pub(super) inspect: Arc<str>,
 }
 
 impl MySqlLeases {
@@ -61,6 +74,17 @@ impl MySqlLeases {
                 release: sql::release(table).into(),
                 force_release: sql::force_release(table).into(),
                 purge: sql::purge(table).into(),
+                lock_key: holder_sql::lock_key(table).into(),
+                create_key: holder_sql::create_key(table).into(),
+                holders: holder_sql::holders(table).into(),
+                claim: holder_sql::claim(table).into(),
+                insert_holder: holder_sql::insert_holder(table).into(),
+                forget_dead: holder_sql::forget_dead(table).into(),
+                extend_holder: holder_sql::extend_holder(table).into(),
+                release_holder: holder_sql::release_holder(table).into(),
+                settle: holder_sql::settle(table).into(),
+                forget_holders: holder_sql::forget_holders(table).into(),
+                inspect: holder_sql::inspect(table).into(),
             },
             wake: Arc::new(Notify::new()),
             timeout,
@@ -96,6 +120,9 @@ impl LeaseBackend for MySqlLeases {
 
     fn capabilities(&self) -> Capabilities {
         Capabilities::baseline()
+            .with_shared(true)
+            .with_permits(true)
+            .with_inspect(Inspect::Holders)
     }
 
     fn wake(&self) -> &Arc<Notify> {
@@ -103,6 +130,9 @@ impl LeaseBackend for MySqlLeases {
     }
 
     async fn try_acquire(&self, req: &AcquireRequest) -> Result<Option<Grant>> {
+        if req.mode != LockMode::Exclusive {
+            return self.try_acquire_many(req).await;
+        }
         let sent = Instant::now();
         let owner = req.owner.to_hex();
         let ttl = ttl_us(req.ttl);
@@ -113,6 +143,7 @@ impl LeaseBackend for MySqlLeases {
             .bind(&owner)
             .bind(ttl)
             .bind(&owner)
+            .bind(req.owner.label())
             .bind(req.key.as_str())
             .bind(&owner)
             .execute(&mut *conn)
@@ -126,6 +157,7 @@ impl LeaseBackend for MySqlLeases {
             .bind(req.key.as_str())
             .bind(&owner)
             .bind(ttl)
+            .bind(req.owner.label())
             .execute(&mut *conn)
             .within(self.timeout)
             .await
@@ -142,18 +174,26 @@ impl LeaseBackend for MySqlLeases {
             .within(self.timeout)
             .await
             .map_err(db_error)?;
-        Ok(done.rows_affected() > 0)
+        Ok(done.rows_affected() > 0 || self.extend_holder(key, owner, ttl_us(ttl)).await?)
     }
 
     async fn release(&self, key: &LockKey, owner: &OwnerId) -> Result<bool> {
-        Ok(self.run(&self.statements.release, key, Some(owner)).await? > 0)
+        Ok(
+            self.run(&self.statements.release, key, Some(owner)).await? > 0
+                || self.release_holder(key, owner).await?,
+        )
     }
 
     async fn force_release(&self, key: &LockKey) -> Result<bool> {
-        Ok(self.run(&self.statements.force_release, key, None).await? > 0)
+        self.force_release_all(key).await
     }
 
     async fn purge(&self, key: &LockKey) -> Result<()> {
+        self.run(&self.statements.forget_holders, key, None).await?;
         self.run(&self.statements.purge, key, None).await.map(drop)
+    }
+
+    async fn inspect(&self, key: &LockKey) -> Result<Inspection> {
+        self.inspect_key(key).await
     }
 }

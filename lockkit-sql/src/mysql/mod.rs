@@ -3,17 +3,30 @@
 //!
 //! # Mapping
 //!
-//! Each lock is a row of the lease table (default `lockkit_locks`, `?table=NAME`),
-//! created on first use (or by `MySqlDriver::migrate`):
+//! Each lock is a row of the key table (default `lockkit_locks`, `?table=NAME`);
+//! shared holds and semaphore permits, many per key, are rows of
+//! `<table>_holders`. Both are created on first use (or by
+//! `MySqlDriver::migrate`):
 //!
 //! ```sql
 //! CREATE TABLE lockkit_locks (
 //!     name VARCHAR(512) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin PRIMARY KEY,
-//!     owner CHAR(32),               -- NULL when free
-//!     fence BIGINT NOT NULL,        -- last fencing token handed out
-//!     expires_at DATETIME(6) NOT NULL
+//!     owner CHAR(32),               -- the exclusive holder, '*' while the holders
+//!                                   -- table has the holds, NULL when free
+//!     fence BIGINT NOT NULL,        -- last fencing token handed out, every mode
+//!     expires_at DATETIME(6) NOT NULL,
+//!     label TEXT                    -- the exclusive holder's label
+//! ) ENGINE=InnoDB;
+//! CREATE TABLE lockkit_locks_holders (
+//!     name VARCHAR(512) … , owner CHAR(32) NOT NULL,
+//!     mode VARCHAR(8) NOT NULL,     -- 'shared' or 'permit'
+//!     lim BIGINT,                   -- a permit's semaphore limit
+//!     token BIGINT NOT NULL, expires_at DATETIME(6) NOT NULL, label TEXT,
+//!     PRIMARY KEY (name, owner)
 //! ) ENGINE=InnoDB;
 //! ```
+//!
+//! A key table made by an earlier lockkit gets its `label` column at connect.
 //!
 //! # Guarantees and limits
 //!
@@ -22,11 +35,19 @@
 //!   which returns the new token through `LAST_INSERT_ID(expr)` in the same
 //!   statement; a key seen for the first time is created by `INSERT IGNORE`. InnoDB
 //!   row locks make each statement atomic.
+//! - A read (shared) hold or a semaphore permit is one short transaction: lock the
+//!   key row (`SELECT … FOR UPDATE`), read its holders, decide by
+//!   [`lockkit_core::driver::admit`], bump the counter and record the hold (6
+//!   statements with `BEGIN`/`COMMIT`). A deadlock InnoDB reports counts as
+//!   "busy" and the waiter tries again. The semaphore's limit is stored with each
+//!   permit; a request with another limit fails with `Config`. Waiters are not
+//!   queued: a stream of readers can keep a waiting writer out.
 //! - Lease expiry is judged on the **server's wall clock** (`NOW(6)`): a jump of the
 //!   database server's clock moves every expiry. Client deadlines stay monotonic.
 //! - There is no `LISTEN/NOTIFY` in MySQL: waiters in other processes poll (2 ms
 //!   doubling to 100 ms, jittered); waiters of the same driver are woken at once.
-//! - Renewals are one statement per lock.
+//! - Renewals are one statement per exclusive hold, two per shared hold or permit
+//!   (the first finds no exclusive hold).
 //!
 //! # `GET_LOCK` mode (`?mode=get_lock`)
 //!
@@ -37,7 +58,9 @@
 
 mod driver;
 mod get_lock;
+mod holder_sql;
 mod leases;
+mod many;
 mod options;
 mod sql;
 

@@ -1,36 +1,51 @@
-//! The statements, with the table name spliced in (validated as an identifier).
+//! The key table's statements, with the table name spliced in (validated as an
+//! identifier). The holders table's are in [`super::holder_sql`].
 
-/// Creates the lease table if missing.
+/// Creates the key table if missing.
 pub(super) fn create_table(t: &str) -> String {
     format!(
         "CREATE TABLE IF NOT EXISTS {t} (
             name VARCHAR(512) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL PRIMARY KEY,
             owner CHAR(32) NULL,
             fence BIGINT NOT NULL,
-            expires_at DATETIME(6) NOT NULL
+            expires_at DATETIME(6) NOT NULL,
+            label TEXT NULL
         ) ENGINE=InnoDB"
     )
 }
 
+/// Whether the key table has its `label` column (a table made by an earlier
+/// lockkit has not). Binds: table.
+pub(super) const HAS_LABEL: &str = "SELECT COUNT(*) FROM information_schema.COLUMNS
+     WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = 'label'";
+
+/// Adds the `label` column.
+pub(super) fn add_label(t: &str) -> String {
+    format!("ALTER TABLE {t} ADD COLUMN label TEXT NULL")
+}
+
 /// Takes an existing row if free, expired or ours; the token comes back as the
 /// statement's last-insert id. Assignments run left to right, so `fence` reads the
-/// old owner and expiry. Binds: owner, TTL µs, owner, name, owner.
+/// old owner and expiry. (Shared holds and permits keep the owner at
+/// [`crate::holds::MANY`], which is nobody's id.) Binds: owner, TTL µs, owner,
+/// label, name, owner.
 pub(super) fn acquire(t: &str) -> String {
     format!(
         "UPDATE {t} SET
              fence = LAST_INSERT_ID(IF(owner = ? AND expires_at > NOW(6), fence, fence + 1)),
              expires_at = NOW(6) + INTERVAL ? MICROSECOND,
-             owner = ?
+             owner = ?,
+             label = ?
          WHERE name = ? AND (owner IS NULL OR owner = ? OR expires_at <= NOW(6))"
     )
 }
 
 /// Creates the row for a key never seen before, held by us with token 1.
-/// Binds: name, owner, TTL µs.
+/// Binds: name, owner, TTL µs, label.
 pub(super) fn create_held(t: &str) -> String {
     format!(
-        "INSERT IGNORE INTO {t} (name, owner, fence, expires_at)
-         VALUES (?, ?, 1, NOW(6) + INTERVAL ? MICROSECOND)"
+        "INSERT IGNORE INTO {t} (name, owner, fence, expires_at, label)
+         VALUES (?, ?, 1, NOW(6) + INTERVAL ? MICROSECOND, ?)"
     )
 }
 
@@ -50,16 +65,22 @@ pub(super) fn release(t: &str) -> String {
     )
 }
 
-/// Frees whoever holds the lock. Binds: name.
+/// Frees whoever holds the lock (the key row locked, its holders rows deleted
+/// first). Binds: name.
 pub(super) fn force_release(t: &str) -> String {
     format!(
-        "UPDATE {t} SET owner = NULL, expires_at = '1970-01-01 00:00:01'
-         WHERE name = ? AND expires_at > NOW(6)"
+        "UPDATE {t} SET owner = NULL, expires_at = '1970-01-01 00:00:01', label = NULL
+         WHERE name = ? AND owner IS NOT NULL AND expires_at > NOW(6)"
     )
 }
 
-/// Deletes the lock's row, fencing counter and all (`purge`: throwaway keys only).
-/// `?` name.
+/// Deletes the lock's row, fencing counter and all (`purge`: throwaway keys only;
+/// its holders rows go first). `?` name.
 pub(super) fn purge(t: &str) -> String {
     format!("DELETE FROM {t} WHERE name = ?")
+}
+
+/// The milliseconds left of a lease ending at `column`, 0 once it has ended.
+pub(super) fn ms_left(column: &str) -> String {
+    format!("GREATEST(0, TIMESTAMPDIFF(MICROSECOND, NOW(6), {column}) DIV 1000)")
 }

@@ -158,7 +158,7 @@ impl SessionBackend for Advisory {
 pub(super) async fn connect(options: PgOptions) -> lockkit_core::Result<SessionDriver<Advisory>> {
     let pool = options.pool().await?;
     let t = &options.settings.table;
-    migrate(&pool, &create_fences(t)).await?;
+    migrate(&pool, &[create_fences(t)]).await?;
     let channel = channel(t);
     let wake = Arc::new(Notify::new());
     let listener = listen::spawn(pool.clone(), channel.clone(), wake.clone());

@@ -11,7 +11,7 @@ use tokio::sync::Notify;
 use super::leases::{PgLeases, db_error};
 use super::listen;
 use super::options::PgOptions;
-use super::sql;
+use super::{holder_sql, sql};
 use crate::lease::LeaseDriver;
 
 /// The PostgreSQL lease-table driver. See the [module docs](super).
@@ -22,19 +22,28 @@ pub(super) fn channel(table: &str) -> String {
     format!("lockkit_{table}")
 }
 
-/// Runs `ddl` under a transaction-scoped advisory lock: `CREATE TABLE IF NOT EXISTS`
-/// can still collide on the catalog when two sessions race.
-pub(super) async fn migrate(pool: &PgPool, ddl: &str) -> Result<()> {
+/// Runs the `ddl` statements under a transaction-scoped advisory lock: `CREATE
+/// TABLE IF NOT EXISTS` can still collide on the catalog when two sessions race.
+pub(super) async fn migrate(pool: &PgPool, ddl: &[String]) -> Result<()> {
     let mut tx = pool.begin().await.map_err(db_error)?;
     sqlx::query("SELECT pg_advisory_xact_lock(hashtext('lockkit-migrate'))")
         .execute(&mut *tx)
         .await
         .map_err(db_error)?;
-    sqlx::query(AssertSqlSafe(ddl.to_string()))
-        .execute(&mut *tx)
-        .await
-        .map_err(db_error)?;
+    for statement in ddl {
+        sqlx::query(AssertSqlSafe(statement.clone()))
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error)?;
+    }
     tx.commit().await.map_err(db_error)
+}
+
+/// The lease mode's tables: keys, and holders of shared holds and permits.
+fn schema(table: &str) -> Vec<String> {
+    let mut ddl = sql::create_table(table).to_vec();
+    ddl.push(holder_sql::create_holders(table));
+    ddl
 }
 
 impl LeaseDriver<PgLeases> {
@@ -47,7 +56,7 @@ impl LeaseDriver<PgLeases> {
     /// cannot be reached or refuses us.
     pub async fn connect(options: PgOptions) -> Result<Self> {
         let pool = options.pool().await?;
-        migrate(&pool, &sql::create_table(&options.settings.table)).await?;
+        migrate(&pool, &schema(&options.settings.table)).await?;
         let t = &options.settings.table;
         let channel = channel(t);
         let wake = Arc::new(Notify::new());
@@ -64,7 +73,7 @@ impl LeaseDriver<PgLeases> {
     ///
     /// A backend error, e.g. without the privilege to create tables.
     pub async fn migrate(&self, table: &str) -> Result<()> {
-        let ddl = sql::create_table(&crate::table::validate_table(table)?);
+        let ddl = schema(&crate::table::validate_table(table)?);
         migrate(&self.backend().pool, &ddl).await
     }
 }

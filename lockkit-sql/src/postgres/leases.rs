@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use lockkit_core::driver::{Inspect, Inspection, LockMode};
 use lockkit_core::{
     AcquireRequest, Capabilities, FencingToken, Grant, LockError, LockKey, OwnerId, Renewal,
     Result, WakeUp, async_trait,
@@ -14,18 +15,18 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::listen::Listener;
-use super::sql;
+use super::{holder_sql, sql};
 use crate::connect::Within;
 use crate::lease::LeaseBackend;
 use crate::renew;
 
-pub(super) const NAME: &str = "postgres";
+pub(crate) const NAME: &str = "postgres";
 
 pub(super) fn db_error(e: sqlx::Error) -> LockError {
     crate::error::db_error(NAME, e)
 }
 
-fn ttl_ms(ttl: Duration) -> f64 {
+pub(super) fn ttl_ms(ttl: Duration) -> f64 {
     ttl.as_secs_f64() * 1000.0
 }
 
@@ -33,22 +34,28 @@ fn ttl_ms(ttl: Duration) -> f64 {
 #[derive(Debug)]
 pub struct PgLeases {
     pub(super) pool: PgPool,
-    statements: Statements,
+    pub(super) statements: Statements,
     wake: Arc<Notify>,
     _listener: Listener,
     /// Each statement (`request_timeout_ms`).
-    timeout: Duration,
+    pub(super) timeout: Duration,
 }
 
+/// Every statement, built once per driver.
 #[derive(Debug)]
-struct Statements {
+pub(super) struct Statements {
     acquire: Arc<str>,
-    extend: Arc<str>,
+    pub(super) extend: Arc<str>,
     extend_many: Arc<str>,
     release: Arc<str>,
-    force_release: Arc<str>,
+    pub(super) force_release: Arc<str>,
     purge: Arc<str>,
-    channel: String,
+    pub(super) lock_key: Arc<str>,
+    pub(super) live_holders: Arc<str>,
+    pub(super) grant: Arc<str>,
+    pub(super) release_holder: Arc<str>,
+    pub(super) inspect: Arc<str>,
+    pub(super) channel: String,
 }
 
 impl PgLeases {
@@ -71,6 +78,11 @@ impl PgLeases {
                 release: sql::release(table).into(),
                 force_release: sql::force_release(table).into(),
                 purge: sql::purge(table).into(),
+                lock_key: holder_sql::lock_key(table).into(),
+                live_holders: holder_sql::live_holders(table).into(),
+                grant: holder_sql::grant(table).into(),
+                release_holder: holder_sql::release_holder(table).into(),
+                inspect: holder_sql::inspect(table).into(),
                 channel,
             },
             wake,
@@ -89,7 +101,11 @@ impl LeaseBackend for PgLeases {
     const WAKE_ON_RELEASE: bool = false;
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities::baseline().with_wake_up(WakeUp::Notify)
+        Capabilities::baseline()
+            .with_shared(true)
+            .with_permits(true)
+            .with_inspect(Inspect::Holders)
+            .with_wake_up(WakeUp::Notify)
     }
 
     fn wake(&self) -> &Arc<Notify> {
@@ -97,11 +113,15 @@ impl LeaseBackend for PgLeases {
     }
 
     async fn try_acquire(&self, req: &AcquireRequest) -> Result<Option<Grant>> {
+        if req.mode != LockMode::Exclusive {
+            return self.try_acquire_many(req).await;
+        }
         let sent = Instant::now();
         let fence: Option<i64> = sqlx::query_scalar(AssertSqlSafe(self.statements.acquire.clone()))
             .bind(req.key.as_str())
             .bind(req.owner.to_hex())
             .bind(ttl_ms(req.ttl))
+            .bind(req.owner.label())
             .fetch_optional(&self.pool)
             .within(self.timeout)
             .await
@@ -110,15 +130,15 @@ impl LeaseBackend for PgLeases {
     }
 
     async fn extend(&self, key: &LockKey, owner: &OwnerId, ttl: Duration) -> Result<bool> {
-        let done = sqlx::query(AssertSqlSafe(self.statements.extend.clone()))
+        let renewed: i64 = sqlx::query_scalar(AssertSqlSafe(self.statements.extend.clone()))
             .bind(key.as_str())
             .bind(owner.to_hex())
             .bind(ttl_ms(ttl))
-            .execute(&self.pool)
+            .fetch_one(&self.pool)
             .within(self.timeout)
             .await
             .map_err(db_error)?;
-        Ok(done.rows_affected() > 0)
+        Ok(renewed > 0)
     }
 
     async fn extend_batch(&self, ttl: Duration, batch: &[Renewal]) -> Result<Vec<bool>> {
@@ -146,18 +166,11 @@ impl LeaseBackend for PgLeases {
             .within(self.timeout)
             .await
             .map_err(db_error)?;
-        Ok(freed > 0)
+        Ok(freed > 0 || self.release_holder(key, owner).await?)
     }
 
     async fn force_release(&self, key: &LockKey) -> Result<bool> {
-        let freed: i64 = sqlx::query_scalar(AssertSqlSafe(self.statements.force_release.clone()))
-            .bind(key.as_str())
-            .bind(&self.statements.channel)
-            .fetch_one(&self.pool)
-            .within(self.timeout)
-            .await
-            .map_err(db_error)?;
-        Ok(freed > 0)
+        self.force_release_all(key).await
     }
 
     async fn purge(&self, key: &LockKey) -> Result<()> {
@@ -168,5 +181,9 @@ impl LeaseBackend for PgLeases {
             .await
             .map_err(db_error)?;
         Ok(())
+    }
+
+    async fn inspect(&self, key: &LockKey) -> Result<Inspection> {
+        self.inspect_key(key).await
     }
 }

@@ -2,25 +2,48 @@
 //!
 //! # Mapping
 //!
-//! Each lock is a row of the lease table (default `lockkit_locks`, `?table=NAME`),
-//! created on first use (or by `PgDriver::migrate`) under an advisory lock so that
-//! concurrent first users do not collide:
+//! Each lock is a row of the key table (default `lockkit_locks`, `?table=NAME`);
+//! shared holds and semaphore permits, many per key, are rows of
+//! `<table>_holders`. Both are created on first use (or by `PgDriver::migrate`)
+//! under an advisory lock so that concurrent first users do not collide:
 //!
 //! ```sql
 //! CREATE TABLE lockkit_locks (
-//!     name TEXT PRIMARY KEY,          -- the LockKey
-//!     owner TEXT,                     -- 32 hex digits, NULL when free
-//!     fence BIGINT NOT NULL,          -- last fencing token handed out
-//!     expires_at TIMESTAMPTZ NOT NULL -- the server's clock_timestamp() + TTL
+//!     name TEXT PRIMARY KEY,           -- the LockKey
+//!     owner TEXT,                      -- the exclusive holder (32 hex digits),
+//!                                      -- '*' while the holders table has the holds,
+//!                                      -- NULL when free
+//!     fence BIGINT NOT NULL,           -- last fencing token handed out, every mode
+//!     expires_at TIMESTAMPTZ NOT NULL, -- the server's clock_timestamp() + TTL
+//!                                      -- (with '*': the latest of the holds')
+//!     label TEXT                       -- the exclusive holder's label
+//! );
+//! CREATE TABLE lockkit_locks_holders (
+//!     name TEXT NOT NULL, owner TEXT NOT NULL,
+//!     mode TEXT NOT NULL,              -- 'shared' or 'permit'
+//!     lim BIGINT,                      -- a permit's semaphore limit
+//!     token BIGINT NOT NULL, expires_at TIMESTAMPTZ NOT NULL, label TEXT,
+//!     PRIMARY KEY (name, owner)
 //! );
 //! ```
 //!
+//! A key table made by an earlier lockkit gets its `label` column at connect.
+//!
 //! # Guarantees and limits
 //!
-//! - Acquire is one `INSERT … ON CONFLICT DO UPDATE … WHERE free-or-expired-or-ours
-//!   RETURNING fence`; extend and release are one `UPDATE` each, guarded by the owner.
-//!   Under READ COMMITTED, Postgres re-checks the `WHERE` on the latest row version,
-//!   so two acquirers can never both win.
+//! - An exclusive acquire is one `INSERT … ON CONFLICT DO UPDATE … WHERE
+//!   free-or-expired-or-ours RETURNING fence`; extend and release are one statement
+//!   each, guarded by the owner. Under READ COMMITTED, Postgres re-checks the
+//!   `WHERE` on the latest row version, so two acquirers can never both win.
+//! - A read (shared) hold or a semaphore permit is one short transaction: lock the
+//!   key row, read its holders, decide by [`lockkit_core::driver::admit`], grant
+//!   (4 statements with `BEGIN`/`COMMIT`). Releasing one is a transaction of 2
+//!   statements after the exclusive release statement found nothing. Each later
+//!   statement reads after the key-row lock was granted, so no two transactions
+//!   decide on the same view. The semaphore's limit is stored with each permit; a
+//!   request with another limit fails with `Config`. Waiters are not queued: a
+//!   stream of readers can keep a waiting writer out, and waiters are not served
+//!   in order.
 //! - Release sends `NOTIFY` (in the same statement, delivered at commit); every
 //!   driver keeps one `LISTEN` connection and wakes its waiters, with a polling
 //!   fallback (≤ 250 ms) for a missed notification or a broken listener.
@@ -32,7 +55,8 @@
 //! - The fencing counter lives in the row; it survives restarts and is as durable
 //!   as the server's commit settings make it (with `synchronous_commit=off` the last
 //!   commits can be lost in a crash).
-//! - Renewals of many locks are one `UPDATE … FROM unnest(…)` per TTL.
+//! - Renewals of many holds, of every mode, are one statement per TTL
+//!   (`UPDATE … FROM unnest(…)` on both tables).
 //!
 //! # Advisory mode (`?mode=advisory`)
 //!
@@ -44,8 +68,10 @@
 
 mod advisory;
 mod driver;
+mod holder_sql;
 mod leases;
 mod listen;
+mod many;
 mod options;
 mod sql;
 

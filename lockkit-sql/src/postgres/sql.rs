@@ -1,47 +1,79 @@
-//! The statements, with the table name spliced in (validated as an identifier).
+//! The key table's statements, with the table name spliced in (validated as an
+//! identifier). The holders table's are in [`super::holder_sql`].
 
-/// Creates the lease table if missing.
-pub(super) fn create_table(t: &str) -> String {
-    format!(
-        "CREATE TABLE IF NOT EXISTS {t} (
-            name TEXT PRIMARY KEY,
-            owner TEXT,
-            fence BIGINT NOT NULL,
-            expires_at TIMESTAMPTZ NOT NULL
-        )"
-    )
+use crate::holds::MANY;
+
+/// Creates the key table if missing, and gives a table made by an earlier
+/// lockkit its `label` column.
+pub(super) fn create_table(t: &str) -> [String; 2] {
+    [
+        format!(
+            "CREATE TABLE IF NOT EXISTS {t} (
+                name TEXT PRIMARY KEY,
+                owner TEXT,
+                fence BIGINT NOT NULL,
+                expires_at TIMESTAMPTZ NOT NULL,
+                label TEXT
+            )"
+        ),
+        format!("ALTER TABLE {t} ADD COLUMN IF NOT EXISTS label TEXT"),
+    ]
 }
 
-/// Takes the lock if free, expired or ours. `$1` name, `$2` owner, `$3` TTL in ms.
+/// Takes the lock if free, expired or ours. `$1` name, `$2` owner, `$3` TTL in
+/// ms, `$4` label. (Shared holds and permits keep the owner at [`MANY`], which is
+/// nobody's id.)
 pub(super) fn acquire(t: &str) -> String {
     format!(
-        "INSERT INTO {t} AS l (name, owner, fence, expires_at)
-         VALUES ($1, $2, 1, clock_timestamp() + $3::float8 * interval '1 millisecond')
+        "INSERT INTO {t} AS l (name, owner, fence, expires_at, label)
+         VALUES ($1, $2, 1, clock_timestamp() + $3::float8 * interval '1 millisecond', $4)
          ON CONFLICT (name) DO UPDATE SET
              fence = CASE WHEN l.owner = EXCLUDED.owner AND l.expires_at > clock_timestamp()
                           THEN l.fence ELSE l.fence + 1 END,
              owner = EXCLUDED.owner,
-             expires_at = EXCLUDED.expires_at
+             expires_at = EXCLUDED.expires_at,
+             label = EXCLUDED.label
          WHERE l.owner IS NULL OR l.owner = EXCLUDED.owner OR l.expires_at <= clock_timestamp()
          RETURNING fence"
     )
 }
 
-/// Pushes out our live lease. `$1` name, `$2` owner, `$3` TTL in ms.
+/// Pushes out our live lease, exclusive or not, in one statement: the key row's
+/// for an exclusive hold; a shared hold's or permit's row and the key row's
+/// expiry with it (both to the same instant) otherwise. Returns how many holds
+/// it renewed. `$1` name, `$2` owner, `$3` TTL in ms.
 pub(super) fn extend(t: &str) -> String {
     format!(
-        "UPDATE {t} SET expires_at = clock_timestamp() + $3::float8 * interval '1 millisecond'
-         WHERE name = $1 AND owner = $2 AND expires_at > clock_timestamp()"
+        "WITH e AS (SELECT clock_timestamp() + $3::float8 * interval '1 millisecond' AS at),
+         x AS (UPDATE {t} AS l SET expires_at = e.at FROM e
+               WHERE l.name = $1 AND l.owner = $2 AND l.expires_at > clock_timestamp()
+               RETURNING 1),
+         h AS (UPDATE {t}_holders AS h SET expires_at = e.at FROM e, {t} AS k
+               WHERE h.name = $1 AND h.owner = $2 AND h.expires_at > clock_timestamp()
+                 AND k.name = $1 AND k.owner = '{MANY}' AND k.expires_at > clock_timestamp()
+               RETURNING 1),
+         raise AS (UPDATE {t} AS l SET expires_at = GREATEST(l.expires_at, e.at) FROM e
+                   WHERE l.name = $1 AND l.owner = '{MANY}' AND EXISTS (SELECT 1 FROM h))
+         SELECT (SELECT count(*) FROM x) + (SELECT count(*) FROM h)"
     )
 }
 
-/// Pushes out many live leases. `$1` TTL in ms, `$2` names, `$3` owners.
+/// Pushes out many live leases, exclusive or not, as [`extend`] does one.
+/// `$1` TTL in ms, `$2` names, `$3` owners; returns the renewed `(name, owner)`s.
 pub(super) fn extend_many(t: &str) -> String {
     format!(
-        "UPDATE {t} AS l SET expires_at = clock_timestamp() + $1::float8 * interval '1 millisecond'
-         FROM unnest($2::text[], $3::text[]) AS r(name, owner)
-         WHERE l.name = r.name AND l.owner = r.owner AND l.expires_at > clock_timestamp()
-         RETURNING l.name, l.owner"
+        "WITH e AS (SELECT clock_timestamp() + $1::float8 * interval '1 millisecond' AS at),
+         r AS (SELECT * FROM unnest($2::text[], $3::text[]) AS r(name, owner)),
+         x AS (UPDATE {t} AS l SET expires_at = e.at FROM e, r
+               WHERE l.name = r.name AND l.owner = r.owner AND l.expires_at > clock_timestamp()
+               RETURNING l.name, l.owner),
+         h AS (UPDATE {t}_holders AS h SET expires_at = e.at FROM e, r, {t} AS k
+               WHERE h.name = r.name AND h.owner = r.owner AND h.expires_at > clock_timestamp()
+                 AND k.name = r.name AND k.owner = '{MANY}' AND k.expires_at > clock_timestamp()
+               RETURNING h.name, h.owner),
+         raise AS (UPDATE {t} AS l SET expires_at = GREATEST(l.expires_at, e.at) FROM e
+                   WHERE l.owner = '{MANY}' AND l.name IN (SELECT name FROM h))
+         SELECT name, owner FROM x UNION ALL SELECT name, owner FROM h"
     )
 }
 
@@ -56,19 +88,34 @@ pub(super) fn release(t: &str) -> String {
     )
 }
 
-/// Frees whoever holds the lock, and notifies. `$1` name, `$2` channel.
+/// Frees whoever holds the lock, shared holds and permits included, and
+/// notifies. Run with the key row locked ([`super::holder_sql::lock_key`]), so
+/// that no hold is added meanwhile. `$1` name, `$2` channel.
 pub(super) fn force_release(t: &str) -> String {
     format!(
-        "WITH freed AS (
-             UPDATE {t} SET owner = NULL, expires_at = '-infinity'
-             WHERE name = $1 AND expires_at > clock_timestamp()
+        "WITH gone AS (DELETE FROM {t}_holders WHERE name = $1),
+         freed AS (
+             UPDATE {t} SET owner = NULL, expires_at = '-infinity', label = NULL
+             WHERE name = $1 AND owner IS NOT NULL AND expires_at > clock_timestamp()
              RETURNING name)
          SELECT count(pg_notify($2, name)) FROM freed"
     )
 }
 
-/// Deletes the lock's row, fencing counter and all (`purge`: throwaway keys only).
-/// `$1` name.
+/// Deletes the lock's rows, fencing counter and all (`purge`: throwaway keys
+/// only). `$1` name.
 pub(super) fn purge(t: &str) -> String {
-    format!("DELETE FROM {t} WHERE name = $1")
+    format!(
+        "WITH gone AS (DELETE FROM {t}_holders WHERE name = $1)
+         DELETE FROM {t} WHERE name = $1"
+    )
+}
+
+/// The milliseconds left of a lease ending at `column`, 0 once it has ended.
+pub(super) fn ms_left(column: &str) -> String {
+    format!(
+        "CASE WHEN {column} > clock_timestamp()
+              THEN (extract(epoch FROM {column} - clock_timestamp()) * 1000)::bigint
+              ELSE 0 END"
+    )
 }

@@ -1,72 +1,19 @@
 //! Shared holds and semaphore permits: many holders of one key, in the holders
 //! table, decided by [`lockkit_core::driver::admit`] inside one write transaction.
 //!
-//! The key row keeps the fencing counter for every mode, and while a key has
-//! shared holds or permits its owner is [`sql::MANY`] and its expiry the latest of
-//! theirs — so the exclusive path, one statement on the key row, sees it held.
+//! The rows and what they mean are in [`crate::holds`], shared by every lease
+//! table.
 
 use std::time::Duration;
 
-use lockkit_core::driver::{
-    AcquireRequest, Admission, Grant, Held, Holder, Inspection, LockMode, admit,
-};
+use lockkit_core::driver::{AcquireRequest, Admission, Grant, Inspection, LockMode, admit};
 use lockkit_core::{FencingToken, LockKey, OwnerId, Result};
 use sqlx::AssertSqlSafe;
 use tokio::time::Instant;
 
 use super::clock::monotonic_ms;
 use super::leases::{SqliteLeases, db_error, ttl_ms};
-use super::sql;
-
-/// A key row: owner, fence, expiry, label.
-type KeyRow = (Option<String>, i64, i64, Option<String>);
-/// A holders row: owner, mode, limit, token, expiry, label.
-type HolderRow = (String, String, Option<i64>, i64, i64, Option<String>);
-
-fn mode_name(mode: LockMode) -> &'static str {
-    match mode {
-        LockMode::Permit { .. } => "permit",
-        _ => "shared",
-    }
-}
-
-fn mode_of(name: &str, limit: Option<i64>) -> LockMode {
-    match (name, limit.and_then(|l| u32::try_from(l).ok())) {
-        ("permit", Some(limit)) => LockMode::Permit { limit },
-        _ => LockMode::Shared,
-    }
-}
-
-fn owner_bits(hex: &str) -> u128 {
-    OwnerId::from_hex(hex).map_or(0, |o| o.as_u128())
-}
-
-/// The live holds of `key` at `now`: the key row's exclusive holder, or the
-/// holders table's rows.
-fn holds(row: Option<&KeyRow>, many: &[HolderRow], now: i64) -> Vec<(Held, i64, Option<String>)> {
-    match row {
-        Some((Some(owner), fence, expires, label)) if owner != sql::MANY && *expires > now => {
-            let held = Held {
-                owner: owner_bits(owner),
-                mode: LockMode::Exclusive,
-                token: FencingToken(*fence as u64),
-            };
-            vec![(held, *expires, label.clone())]
-        }
-        Some((Some(_), ..)) => many
-            .iter()
-            .map(|(owner, mode, lim, token, expires, label)| {
-                let held = Held {
-                    owner: owner_bits(owner),
-                    mode: mode_of(mode, *lim),
-                    token: FencingToken(*token as u64),
-                };
-                (held, *expires, label.clone())
-            })
-            .collect(),
-        _ => Vec::new(),
-    }
-}
+use crate::holds::{self, HolderRow, KeyRow};
 
 impl SqliteLeases {
     /// One attempt at a shared hold or permit: the grant, or `None` when it must
@@ -86,6 +33,7 @@ impl SqliteLeases {
             .map_err(db_error)?;
         let row: Option<KeyRow> = sqlx::query_as(AssertSqlSafe(st.key_row.clone()))
             .bind(key)
+            .bind(now)
             .fetch_optional(&mut *tx)
             .await
             .map_err(db_error)?;
@@ -95,10 +43,7 @@ impl SqliteLeases {
             .fetch_all(&mut *tx)
             .await
             .map_err(db_error)?;
-        let held: Vec<Held> = holds(row.as_ref(), &many, now)
-            .into_iter()
-            .map(|h| h.0)
-            .collect();
+        let held = holds::held(row.as_ref(), &many);
         let token = match admit(super::leases::NAME, req, &held, []) {
             Admission::Wait => return Ok(None),
             Admission::Refuse(e) => return Err(e),
@@ -136,7 +81,7 @@ impl SqliteLeases {
                 sqlx::query(AssertSqlSafe(st.insert_holder.clone()))
                     .bind(key)
                     .bind(req.owner.to_hex())
-                    .bind(mode_name(req.mode))
+                    .bind(holds::mode_name(req.mode))
                     .bind(req.mode.limit().map(i64::from))
                     .bind(fence)
                     .bind(expires)
@@ -215,6 +160,7 @@ impl SqliteLeases {
         let now = monotonic_ms();
         let row: Option<KeyRow> = sqlx::query_as(AssertSqlSafe(self.statements.key_row.clone()))
             .bind(key.as_str())
+            .bind(now)
             .fetch_optional(&mut *tx)
             .await
             .map_err(db_error)?;
@@ -226,15 +172,6 @@ impl SqliteLeases {
                 .await
                 .map_err(db_error)?;
         tx.commit().await.map_err(db_error)?;
-        let holders = holds(row.as_ref(), &many, now)
-            .into_iter()
-            .map(|(h, expires, label)| {
-                let left = u64::try_from(expires - now).unwrap_or(0);
-                Holder::new(h.mode, h.token)
-                    .with_remaining(Duration::from_millis(left))
-                    .with_label(label)
-            })
-            .collect();
-        Ok(Inspection::free(key.clone()).with_holders(holders))
+        Ok(holds::inspection(key, row.as_ref(), &many))
     }
 }

@@ -6,6 +6,8 @@
 
 use std::sync::Arc;
 
+use crate::holds::MANY;
+
 /// Every statement, built once per driver.
 #[derive(Debug)]
 pub(super) struct Statements {
@@ -49,9 +51,6 @@ impl Statements {
         }
     }
 }
-
-/// The key row's owner while its holds are in the holders table.
-pub(super) const MANY: &str = "*";
 
 /// Creates the key table if it is missing.
 pub(super) fn create_table(table: &str) -> String {
@@ -112,15 +111,16 @@ pub(super) fn acquire(table: &str) -> String {
     )
 }
 
-/// The key row. `?1` name.
+/// The key row, with its milliseconds left. `?1` name, `?2` now.
 pub(super) fn key_row(table: &str) -> String {
-    format!("SELECT owner, fence, expires_at, label FROM {table} WHERE name = ?1")
+    format!("SELECT owner, fence, expires_at - ?2, label FROM {table} WHERE name = ?1")
 }
 
-/// The key's live shared holds or permits, oldest first. `?1` name, `?2` now.
+/// The key's live shared holds or permits, oldest first, with their milliseconds
+/// left. `?1` name, `?2` now.
 pub(super) fn live_holders(table: &str) -> String {
     format!(
-        "SELECT owner, mode, lim, token, expires_at, label FROM {table}_holders
+        "SELECT owner, mode, lim, token, expires_at - ?2, label FROM {table}_holders
          WHERE name = ?1 AND expires_at > ?2 ORDER BY token"
     )
 }

@@ -1,0 +1,162 @@
+//! Shared holds and permits on PostgreSQL: many holders of one key, decided by
+//! [`lockkit_core::driver::admit`] in a short transaction that locks the key row
+//! first (see [`super::holder_sql`]).
+
+use lockkit_core::driver::{AcquireRequest, Admission, Grant, Inspection, admit};
+use lockkit_core::{FencingToken, LockError, LockKey, OwnerId, Result};
+use sqlx::{AssertSqlSafe, Postgres, Transaction};
+use tokio::time::Instant;
+
+use super::leases::{NAME, PgLeases, db_error, ttl_ms};
+use crate::connect::Within;
+use crate::error::is_conflict;
+use crate::holds::{self, HolderRow, KeyRow};
+
+/// A collision with another transaction is [`LockError::Contended`], which
+/// [`PgLeases::try_acquire_many`] turns into "busy"; any other error is the
+/// database's.
+fn conflict_or(key: &LockKey, e: sqlx::Error) -> LockError {
+    if is_conflict(&e) {
+        LockError::Contended {
+            key: key.to_string(),
+        }
+    } else {
+        db_error(e)
+    }
+}
+
+/// One row of [`super::holder_sql::inspect`].
+type InspectRow = (
+    String,
+    Option<String>,
+    Option<String>,
+    Option<i64>,
+    i64,
+    i64,
+    Option<String>,
+);
+
+impl PgLeases {
+    /// A transaction whose first statement has locked `key`'s row: its owner,
+    /// fence, ms left and label.
+    async fn lock_key(
+        &self,
+        key: &LockKey,
+    ) -> Result<(Transaction<'static, Postgres>, KeyRow), sqlx::Error> {
+        let mut tx = self.pool.begin().within(self.timeout).await?;
+        let row: KeyRow = sqlx::query_as(AssertSqlSafe(self.statements.lock_key.clone()))
+            .bind(key.as_str())
+            .fetch_one(&mut *tx)
+            .within(self.timeout)
+            .await?;
+        Ok((tx, row))
+    }
+
+    /// One attempt at a shared hold or permit: the grant, or `None` when it must
+    /// wait (a deadlock with another transaction counts as busy: nothing changed).
+    pub(super) async fn try_acquire_many(&self, req: &AcquireRequest) -> Result<Option<Grant>> {
+        match self.acquire_many(req).await {
+            Err(LockError::Contended { .. }) => Ok(None),
+            other => other,
+        }
+    }
+
+    async fn acquire_many(&self, req: &AcquireRequest) -> Result<Option<Grant>> {
+        let db_error = |e: sqlx::Error| conflict_or(&req.key, e);
+        let sent = Instant::now();
+        let st = &self.statements;
+        let (mut tx, row) = self.lock_key(&req.key).await.map_err(db_error)?;
+        let many: Vec<HolderRow> = sqlx::query_as(AssertSqlSafe(st.live_holders.clone()))
+            .bind(req.key.as_str())
+            .fetch_all(&mut *tx)
+            .within(self.timeout)
+            .await
+            .map_err(db_error)?;
+        let held = holds::held(Some(&row), &many);
+        let token = match admit(NAME, req, &held, []) {
+            Admission::Wait => return Ok(None),
+            Admission::Refuse(e) => return Err(e),
+            Admission::Reenter(token) => {
+                // Ours already (a retry, or a read under our write hold): renew it.
+                let renewed: i64 = sqlx::query_scalar(AssertSqlSafe(st.extend.clone()))
+                    .bind(req.key.as_str())
+                    .bind(req.owner.to_hex())
+                    .bind(ttl_ms(req.ttl))
+                    .fetch_one(&mut *tx)
+                    .within(self.timeout)
+                    .await
+                    .map_err(db_error)?;
+                if renewed == 0 {
+                    return Ok(None);
+                }
+                token
+            }
+            Admission::Admit => {
+                let token: i64 = sqlx::query_scalar(AssertSqlSafe(st.grant.clone()))
+                    .bind(req.key.as_str())
+                    .bind(req.owner.to_hex())
+                    .bind(ttl_ms(req.ttl))
+                    .bind(holds::mode_name(req.mode))
+                    .bind(req.mode.limit().map(i64::from))
+                    .bind(req.owner.label())
+                    .fetch_one(&mut *tx)
+                    .within(self.timeout)
+                    .await
+                    .map_err(db_error)?;
+                FencingToken(token as u64)
+            }
+        };
+        tx.commit().within(self.timeout).await.map_err(db_error)?;
+        Ok(Some(Grant::of(req, token, sent + req.ttl)))
+    }
+
+    /// Removes `owner`'s shared hold or permit; whether it was live.
+    pub(super) async fn release_holder(&self, key: &LockKey, owner: &OwnerId) -> Result<bool> {
+        let (mut tx, _) = self.lock_key(key).await.map_err(db_error)?;
+        let gone: i64 = sqlx::query_scalar(AssertSqlSafe(self.statements.release_holder.clone()))
+            .bind(key.as_str())
+            .bind(owner.to_hex())
+            .bind(&self.statements.channel)
+            .fetch_one(&mut *tx)
+            .within(self.timeout)
+            .await
+            .map_err(db_error)?;
+        tx.commit().within(self.timeout).await.map_err(db_error)?;
+        Ok(gone > 0)
+    }
+
+    /// Frees `key` whoever holds it, every shared hold and permit with it.
+    pub(super) async fn force_release_all(&self, key: &LockKey) -> Result<bool> {
+        let (mut tx, _) = self.lock_key(key).await.map_err(db_error)?;
+        let freed: i64 = sqlx::query_scalar(AssertSqlSafe(self.statements.force_release.clone()))
+            .bind(key.as_str())
+            .bind(&self.statements.channel)
+            .fetch_one(&mut *tx)
+            .within(self.timeout)
+            .await
+            .map_err(db_error)?;
+        tx.commit().within(self.timeout).await.map_err(db_error)?;
+        Ok(freed > 0)
+    }
+
+    /// Who holds `key`, read in one statement.
+    pub(super) async fn inspect_key(&self, key: &LockKey) -> Result<Inspection> {
+        let rows: Vec<InspectRow> = sqlx::query_as(AssertSqlSafe(self.statements.inspect.clone()))
+            .bind(key.as_str())
+            .fetch_all(&self.pool)
+            .within(self.timeout)
+            .await
+            .map_err(db_error)?;
+        let mut row: Option<KeyRow> = None;
+        let mut many: Vec<HolderRow> = Vec::new();
+        for (kind, owner, mode, lim, token, left, label) in rows {
+            if kind == "k" {
+                row = Some((owner, token, left, label));
+            } else {
+                let mode = mode.unwrap_or_default();
+                many.push((owner.unwrap_or_default(), mode, lim, token, left, label));
+            }
+        }
+        Ok(holds::inspection(key, row.as_ref(), &many))
+    }
+}
