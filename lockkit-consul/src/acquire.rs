@@ -1,8 +1,10 @@
-//! The acquire recipe: a claim on the key among this driver's owners, then one
-//! lock transaction per attempt (the grant and its token in one round trip); the
-//! wait engine blocks on the key between attempts (or on another owner of this
-//! driver letting go), and polls while a lock-delay runs out. Also the release of
-//! a hold nothing recorded (its acquire's reply was lost).
+//! The lock recipe: a claim on the key among this driver's owners, then one
+//! lock transaction per attempt (the grant and its token in one round trip; it
+//! also checks that no semaphore of the same name exists, and reads it when one
+//! does); the wait engine blocks on the key between attempts (or on the
+//! semaphore's keys while it has holders, or on another owner of this driver
+//! letting go), and polls while a lock-delay runs out. Also the release of a hold
+//! nothing recorded (its acquire's reply was lost).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,16 +15,20 @@ use lockkit_core::{
 };
 use tokio::time::Instant;
 
-use crate::api::{TxnOp, TxnOutcome};
 use crate::driver::ConsulDriver;
 use crate::driver::NAME;
 use crate::holds::Held;
+use crate::keys::SemaphoreKeys;
+use crate::semaphore::Snapshot;
 use crate::session::Session;
+use crate::txn_ops::{TxnOp, TxnOutcome};
+use crate::values::HoldValue;
+use crate::wait::{Watch, block_until};
 
-/// The longest single blocking query.
-const MAX_BLOCK: Duration = Duration::from_secs(300);
 /// How many fresh sessions one attempt tries when Consul says ours is gone.
 const SESSION_RETRIES: usize = 3;
+/// How many times one attempt reads a semaphore record that changes under it.
+const RECORD_RETRIES: usize = 3;
 
 /// Nothing changes on the key when a lock-delay ends: poll, from 50 ms doubling to
 /// 1 s.
@@ -41,10 +47,16 @@ enum Refused {
     Delayed,
     /// Our session is gone: make a new one.
     SessionGone,
+    /// A semaphore of the same name has holders; block on its keys from this
+    /// index.
+    Permits(u64),
+    /// The semaphore's record kept changing under us: attempt again at once.
+    Retry,
 }
 
 impl ConsulDriver {
-    /// One attempt: the lock and its token in one transaction.
+    /// One attempt: the lock and its token in one transaction, which also checks
+    /// that no semaphore of the same name has holders.
     async fn try_once(
         &self,
         req: &AcquireRequest,
@@ -55,55 +67,79 @@ impl ConsulDriver {
             let (_, index) = self.api().kv_get(kv_key, None).await?;
             return Ok(Err(Refused::Held(index)));
         }
-        let owner = req.owner.to_hex();
-        let outcome = self
-            .api()
-            .txn(&[TxnOp::lock(kv_key, owner.as_bytes(), &session.id)])
-            .await;
-        let outcome = match outcome {
-            Ok(o) => o,
-            Err(e) => {
-                self.holds.unclaim(&req.key, &req.owner);
-                return Err(e);
-            }
-        };
-        match outcome {
-            TxnOutcome::Applied(results) => {
-                let Some(Some(entry)) = results.into_iter().next() else {
-                    self.holds.unclaim(&req.key, &req.owner);
-                    return Err(LockError::Backend {
-                        driver: NAME,
-                        message: "a lock transaction returned no entry".into(),
-                        source: None,
-                    });
-                };
-                // Born lost if the session ended meanwhile: a child of its signal.
-                let held = Held {
-                    kv_key: kv_key.to_string(),
-                    token: FencingToken(entry.modify_index),
-                    session: session.clone(),
-                    loss: session.hold_loss(),
-                };
-                self.holds
-                    .insert(req.key.clone(), req.owner.clone(), held.clone());
-                Ok(Ok(held.grant(req)))
-            }
-            TxnOutcome::RolledBack(errors) => {
-                self.holds.unclaim(&req.key, &req.owner);
-                if errors
-                    .iter()
-                    .any(|(_, what)| what.contains("invalid session"))
-                {
-                    session.end("Consul says the session is invalid");
-                    return Ok(Err(Refused::SessionGone));
+        let outcome = self.lock_txn(req, kv_key, session).await;
+        if !matches!(outcome, Ok(Ok(_))) {
+            self.holds.unclaim(&req.key, &req.owner);
+        }
+        outcome
+    }
+
+    /// The lock transaction. While a semaphore record exists beside the key, it
+    /// is read: with live holders the lock waits for them; without, the record is
+    /// deleted by the same transaction that takes the lock.
+    async fn lock_txn(
+        &self,
+        req: &AcquireRequest,
+        kv_key: &str,
+        session: &Arc<Session>,
+    ) -> Result<std::result::Result<Grant, Refused>> {
+        let sem = SemaphoreKeys::of(kv_key);
+        let value = HoldValue::of(&req.owner, false).to_bytes();
+        // The record's ModifyIndex once it was read without holders.
+        let mut idle_record: Option<u64> = None;
+        for _ in 0..RECORD_RETRIES {
+            let mut ops = match idle_record {
+                None => vec![TxnOp::check_not_exists(&sem.record)],
+                Some(index) => vec![
+                    TxnOp::check_index(&sem.record, index),
+                    TxnOp::delete(&sem.record),
+                ],
+            };
+            let lock_op = ops.len();
+            ops.push(TxnOp::lock(kv_key, &value, &session.id));
+            let errors = match self.api().txn(&ops).await? {
+                TxnOutcome::Applied(results) => {
+                    let entry = results.into_iter().flatten().find(|e| e.key == kv_key);
+                    let Some(entry) = entry else {
+                        return Err(LockError::Backend {
+                            driver: NAME,
+                            message: "a lock transaction returned no entry".into(),
+                            source: None,
+                        });
+                    };
+                    // Born lost if the session ended meanwhile: a child of its signal.
+                    let held = Held {
+                        mode: req.mode,
+                        kv_key: kv_key.to_string(),
+                        token: FencingToken(entry.modify_index),
+                        session: session.clone(),
+                        loss: session.hold_loss(),
+                    };
+                    self.holds
+                        .insert(req.key.clone(), req.owner.clone(), held.clone());
+                    return Ok(Ok(held.grant(req)));
                 }
+                TxnOutcome::RolledBack(errors) => errors,
+            };
+            if TxnOutcome::session_invalid(&errors) {
+                session.end("Consul says the session is invalid");
+                return Ok(Err(Refused::SessionGone));
+            }
+            if TxnOutcome::failed(&errors, lock_op) {
                 let (entry, index) = self.api().kv_get(kv_key, None).await?;
-                Ok(Err(match entry.and_then(|e| e.session) {
+                return Ok(Err(match entry.and_then(|e| e.session) {
                     Some(_) => Refused::Held(index),
                     None => Refused::Delayed,
-                }))
+                }));
             }
+            // Only the record check failed: see whether the semaphore is in use.
+            let seen = Snapshot::read(self.api(), &sem, None).await?;
+            if seen.held() > 0 || seen.record_locked {
+                return Ok(Err(Refused::Permits(seen.index)));
+            }
+            idle_record = (seen.record_index != 0).then_some(seen.record_index);
         }
+        Ok(Err(Refused::Retry))
     }
 
     /// Deletes the key if our session holds it for `owner` (after an acquire whose
@@ -118,7 +154,8 @@ impl ConsulDriver {
         match entry {
             Some(e)
                 if e.session.as_deref() == Some(session.id.as_str())
-                    && e.value().as_deref() == Some(owner.to_hex().as_bytes()) =>
+                    && HoldValue::parse(e.value().as_deref())
+                        .is_some_and(|v| v.owner == owner.to_hex()) =>
             {
                 self.api().delete_at(&kv_key, e.modify_index).await
             }
@@ -158,7 +195,7 @@ impl Contender for Contending<'_> {
             // looking at it, so that a release in between is not missed.
             let mut unclaimed = Box::pin(self.driver.holds.unclaimed.clone().notified_owned());
             unclaimed.as_mut().enable();
-            let index = match self
+            let watch = match self
                 .driver
                 .try_once(self.req, &self.kv_key, &session)
                 .await?
@@ -166,23 +203,18 @@ impl Contender for Contending<'_> {
                 Ok(grant) => return Ok(Attempt::Granted(grant)),
                 Err(Refused::SessionGone) => continue,
                 Err(Refused::Delayed) => return Ok(Attempt::Busy(Busy::poll())),
-                Err(Refused::Held(index)) => index,
+                Err(Refused::Retry) => return Ok(Attempt::Busy(Busy::until(Instant::now()))),
+                Err(Refused::Held(index)) => Watch::Key(self.kv_key.clone(), index),
+                Err(Refused::Permits(index)) => {
+                    Watch::Prefix(SemaphoreKeys::of(&self.kv_key).prefix, index)
+                }
             };
-            // Block on the key until it changes, up to the wait's deadline.
-            let block_until = self
-                .req
-                .wait
-                .deadline()
-                .map_or(Instant::now() + MAX_BLOCK, |d| {
-                    d.min(Instant::now() + MAX_BLOCK)
-                });
-            let block = block_until
-                .saturating_duration_since(Instant::now())
-                .max(Duration::from_millis(1));
-            let (api, kv_key) = (self.driver.api().clone(), self.kv_key.clone());
+            // Block until what refused us changes, up to the wait's deadline.
+            let block_until = block_until(self.req);
+            let changed = watch.changed(self.driver.api().clone(), block_until);
             let wake = async move {
                 tokio::select! {
-                    changed = api.kv_get(&kv_key, Some((index, block))) => changed.map(|_| ()),
+                    changed = changed => changed,
                     () = unclaimed => Ok(()),
                 }
             };

@@ -5,17 +5,22 @@ use std::time::Duration;
 use base64::Engine;
 use lockkit_core::{LockError, Result};
 use reqwest::{Method, RequestBuilder, StatusCode};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::json;
 
 use crate::driver::NAME;
 use crate::error::{backend, config_or_backend, http_error};
 use crate::options::ConsulOptions;
+use crate::txn_ops::{TxnOp, TxnOutcome, TxnReply};
 
 /// One KV entry, as `GET /v1/kv/<key>` and `/v1/txn` return it.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "PascalCase")]
 pub(crate) struct KvEntry {
+    #[serde(default)]
+    pub(crate) key: String,
+    #[serde(default)]
+    pub(crate) create_index: u64,
     pub(crate) modify_index: u64,
     #[serde(default)]
     pub(crate) session: Option<String>,
@@ -30,75 +35,6 @@ impl KvEntry {
         let v = self.value.as_deref()?;
         base64::engine::general_purpose::STANDARD.decode(v).ok()
     }
-}
-
-/// One operation of a `/v1/txn` request.
-#[derive(Debug, Serialize)]
-pub(crate) struct TxnOp {
-    #[serde(rename = "KV")]
-    kv: serde_json::Value,
-}
-
-impl TxnOp {
-    /// Acquire `key` with `session`, writing `value`.
-    pub(crate) fn lock(key: &str, value: &[u8], session: &str) -> Self {
-        let value = base64::engine::general_purpose::STANDARD.encode(value);
-        Self {
-            kv: json!({"Verb": "lock", "Key": key, "Value": value, "Session": session}),
-        }
-    }
-
-    /// Fail unless `key` exists with ModifyIndex `index`.
-    pub(crate) fn check_index(key: &str, index: u64) -> Self {
-        Self {
-            kv: json!({"Verb": "check-index", "Key": key, "Index": index}),
-        }
-    }
-
-    /// Delete `key`.
-    pub(crate) fn delete(key: &str) -> Self {
-        Self {
-            kv: json!({"Verb": "delete", "Key": key}),
-        }
-    }
-
-    /// Fail unless `key` is locked by `session`.
-    pub(crate) fn check_session(key: &str, session: &str) -> Self {
-        Self {
-            kv: json!({"Verb": "check-session", "Key": key, "Session": session}),
-        }
-    }
-}
-
-/// What a transaction did.
-#[derive(Debug)]
-pub(crate) enum TxnOutcome {
-    /// Applied; the entries of the operations that return one, in order.
-    Applied(Vec<Option<KvEntry>>),
-    /// Rolled back: the operations that failed, with Consul's reason.
-    RolledBack(Vec<(usize, String)>),
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "PascalCase")]
-struct TxnReply {
-    #[serde(default)]
-    results: Option<Vec<TxnResult>>,
-    #[serde(default)]
-    errors: Option<Vec<TxnError>>,
-}
-
-#[derive(Deserialize)]
-struct TxnResult {
-    #[serde(rename = "KV", default)]
-    kv: Option<KvEntry>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "PascalCase")]
-struct TxnError {
-    op_index: usize,
-    what: String,
 }
 
 /// A client of one Consul agent. `Debug` never shows the token.
@@ -300,6 +236,40 @@ impl Api {
                 let mut entries: Vec<KvEntry> =
                     serde_json::from_str(&text).map_err(|e| backend(what, s, &e.to_string()))?;
                 Ok((entries.pop(), index))
+            }
+            s => Err(backend(what, s, &text)),
+        }
+    }
+
+    /// Reads every key under `prefix` (`?recurse`); with `block = Some((index,
+    /// wait))`, a blocking query that returns once something under the prefix
+    /// changes past `index` (a write, or a deletion's tombstone), or after `wait`.
+    /// Returns the entries (none when the prefix is empty) and the index to block
+    /// on next.
+    pub(crate) async fn kv_list(
+        &self,
+        prefix: &str,
+        block: Option<(u64, Duration)>,
+    ) -> Result<(Vec<KvEntry>, u64)> {
+        let mut r = self
+            .request(Method::GET, &kv_path(prefix))
+            .query(&[("recurse", "")]);
+        if let Some((index, wait)) = block {
+            r = r
+                .query(&[
+                    ("index", index.to_string()),
+                    ("wait", format!("{}ms", wait.as_millis())),
+                ])
+                .timeout(wait + wait / 16 + self.request_timeout);
+        }
+        let what = "reading the semaphore's keys";
+        let (status, index, text) = self.send(r, what).await?;
+        match status {
+            StatusCode::NOT_FOUND => Ok((Vec::new(), index)),
+            s if s.is_success() => {
+                let entries: Vec<KvEntry> =
+                    serde_json::from_str(&text).map_err(|e| backend(what, s, &e.to_string()))?;
+                Ok((entries, index))
             }
             s => Err(backend(what, s, &text)),
         }

@@ -1,19 +1,26 @@
-//! [`ConsulDriver`]: the [`LockDriver`] contract over the acquire recipe
-//! (`acquire.rs`) and renewal (`renew.rs`), with the driver's session.
+//! [`ConsulDriver`]: the [`LockDriver`] contract over the lock recipe
+//! (`acquire.rs`), the semaphore recipe (`permit.rs`, `permit_release.rs`),
+//! renewal (`renew.rs`) and inspection (`inspect.rs`), with the driver's sessions.
 
 use std::time::Duration;
 
 use async_trait::async_trait;
+use lockkit_core::driver::{Inspect, Inspection, refuse_reentry};
 use lockkit_core::{
-    AcquireRequest, Capabilities, Grant, LockDriver, LockKey, OwnerId, Renewal, Result, WakeUp,
+    AcquireRequest, Capabilities, Grant, LockDriver, LockKey, LockMode, OwnerId, Renewal, Result,
+    WakeUp,
 };
 use tokio::time::Instant;
 
 use crate::acquire::Contending;
-use crate::api::{Api, TxnOp};
+use crate::api::Api;
 use crate::holds::Holds;
+use crate::keys::SemaphoreKeys;
 use crate::options::ConsulOptions;
+use crate::permit::PermitContending;
+use crate::permit_release::{force_release_permits, give_back, leave};
 use crate::session::Sessions;
+use crate::txn_ops::TxnOp;
 
 /// The driver's name in errors and capabilities.
 pub(crate) const NAME: &str = lockkit_core::driver::registry::CONSUL.name;
@@ -52,25 +59,10 @@ impl ConsulDriver {
         self.sessions.api()
     }
 
-    /// The KV key lock `key` lives at (see [`kv_key`]).
+    /// The KV key lock `key` lives at (see [`crate::keys`]).
     pub(crate) fn kv_key(&self, key: &LockKey) -> String {
-        kv_key(&self.prefix, key)
+        crate::keys::kv_key(&self.prefix, key)
     }
-}
-
-/// The KV key lock `key` lives at under `prefix`: `<prefix>/<key>`, with every
-/// byte of the key outside `A-Z a-z 0-9 - .` written `_XX` (hex), so any lock name
-/// is one key segment of the characters every Consul version accepts.
-pub(crate) fn kv_key(prefix: &str, key: &LockKey) -> String {
-    let mut out = format!("{prefix}/");
-    for b in key.as_str().bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("_{b:02X}"));
-        }
-    }
-    out
 }
 
 #[async_trait]
@@ -79,21 +71,37 @@ impl LockDriver for ConsulDriver {
         NAME
     }
 
+    /// Exclusive locks and permits, session-bound, inspected (holders), woken by
+    /// blocking queries. Shared (read) holds are refused: Consul documents a lock
+    /// and a semaphore recipe, and no reader/writer one (see the crate docs).
     fn capabilities(&self) -> Capabilities {
         Capabilities::baseline()
             .with_lease_expiry(false)
             .with_wake_up(WakeUp::Notify)
+            .with_permits(true)
+            .with_inspect(Inspect::Holders)
     }
 
     async fn acquire(&self, req: &AcquireRequest) -> Result<Grant> {
         req.require_mode(NAME, self.capabilities())?;
         if let Some(held) = self.holds.get(&req.key, &req.owner) {
             if !held.loss.is_fired() && !held.session.is_gone() {
+                if held.mode != req.mode {
+                    return Err(refuse_reentry(NAME, req, held.mode));
+                }
                 return Ok(held.grant(req));
             }
-            self.holds.remove(&req.key, &req.owner);
+            // A hold that was lost: forget it (and leave its semaphore) first.
+            if held.mode.limit().is_some() {
+                let _ = self.release(&req.key, &req.owner).await;
+            } else {
+                self.holds.remove(&req.key, &req.owner);
+            }
         }
-        Contending::new(self, req).wait().await
+        match req.mode {
+            LockMode::Permit { limit } => PermitContending::new(self, req, limit).wait().await,
+            _ => Contending::new(self, req).wait().await,
+        }
     }
 
     async fn extend(&self, key: &LockKey, owner: &OwnerId, ttl: Duration) -> Result<Instant> {
@@ -108,6 +116,12 @@ impl LockDriver for ConsulDriver {
         let Some(held) = self.holds.take(key, owner) else {
             return self.release_unrecorded(key, owner).await;
         };
+        if held.mode.limit().is_some() {
+            let keys = SemaphoreKeys::of(&self.kv_key(key));
+            let left = leave(self.api(), &keys, &held.session.id).await?;
+            give_back(self.api(), &self.sessions.permits, key, &held.session.id);
+            return Ok(left);
+        }
         // Deleting at the acquiring write's index: only our hold, and it wakes
         // every blocking query on the key.
         let deleted = self.api().delete_at(&held.kv_key, held.token.get()).await;
@@ -115,33 +129,29 @@ impl LockDriver for ConsulDriver {
         deleted
     }
 
+    async fn inspect(&self, key: &LockKey) -> Result<Inspection> {
+        crate::inspect::inspect(self, key).await
+    }
+
+    /// Deletes the lock key if a session holds it, and frees every slot of the
+    /// semaphore of the same name.
     async fn force_release(&self, key: &LockKey) -> Result<bool> {
         let kv_key = self.kv_key(key);
         let (entry, _) = self.api().kv_get(&kv_key, None).await?;
-        match entry {
-            Some(e) if e.session.is_some() => self.api().delete_at(&kv_key, e.modify_index).await,
-            _ => Ok(false),
-        }
+        let lock = match entry {
+            Some(e) if e.session.is_some() => self.api().delete_at(&kv_key, e.modify_index).await?,
+            _ => false,
+        };
+        let permits = force_release_permits(self.api(), &SemaphoreKeys::of(&kv_key)).await?;
+        Ok(lock || permits)
     }
 
-    /// Deletes the key whoever holds it. Tokens are Consul's raft indexes:
-    /// nothing else is left.
+    /// Deletes the key and everything of the semaphore of the same name, whoever
+    /// holds them. Tokens are Consul's raft indexes: nothing else is left.
     async fn purge(&self, key: &LockKey) -> Result<()> {
         let kv_key = self.kv_key(key);
-        self.api().txn(&[TxnOp::delete(&kv_key)]).await.map(|_| ())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Every lock name is one KV segment of characters every Consul accepts.
-    #[test]
-    fn lock_names_become_one_safe_kv_segment() {
-        let k = |s: &str| kv_key("lockkit", &LockKey::new(s).unwrap());
-        assert_eq!(k("inventory/sku_42"), "lockkit/inventory_2Fsku_5F42");
-        assert_eq!(k("a-b.c"), "lockkit/a-b.c");
-        assert_eq!(k("é"), "lockkit/_C3_A9");
+        let prefix = SemaphoreKeys::of(&kv_key).prefix;
+        let ops = [TxnOp::delete(&kv_key), TxnOp::delete_tree(&prefix)];
+        self.api().txn(&ops).await.map(|_| ())
     }
 }

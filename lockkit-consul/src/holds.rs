@@ -4,12 +4,13 @@
 //! Consul knows sessions, not owners: a key acquired by our session would be
 //! acquired again, successfully, for any other owner sharing this driver. So an
 //! owner *claims* a key here before asking Consul, and another owner of the same
-//! driver finds it claimed and waits, as for a lock held elsewhere.
+//! driver finds it claimed and waits, as for a lock held elsewhere. (Permits need
+//! no claim: each contends with a session of its own, see `permit_sessions.rs`.)
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use lockkit_core::{AcquireRequest, FencingToken, Grant, LockKey, LossSignal, OwnerId};
+use lockkit_core::{AcquireRequest, FencingToken, Grant, LockKey, LockMode, LossSignal, OwnerId};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
@@ -18,9 +19,12 @@ use crate::session::Session;
 /// One granted hold.
 #[derive(Debug, Clone)]
 pub(crate) struct Held {
-    /// The KV key.
+    /// Exclusive, or a permit.
+    pub(crate) mode: LockMode,
+    /// The KV key the session holds: the lock key, or a permit's contender key.
     pub(crate) kv_key: String,
-    /// The ModifyIndex of the acquiring write.
+    /// The ModifyIndex of the acquiring write (for a permit, of the transaction
+    /// that gave it a slot).
     pub(crate) token: FencingToken,
     pub(crate) session: Arc<Session>,
     /// Fired when the session is invalidated (a child of the session's signal,

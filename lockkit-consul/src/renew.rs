@@ -8,11 +8,11 @@ use std::time::Duration;
 use lockkit_core::{LockError, LockKey, OwnerId, Renewal, Result};
 use tokio::time::Instant;
 
-use crate::api::{TxnOp, TxnOutcome};
 use crate::driver::ConsulDriver;
 use crate::driver::NAME;
 use crate::holds::Held;
 use crate::session::Session;
+use crate::txn_ops::{TxnOp, TxnOutcome};
 
 /// How many operations Consul takes in one transaction.
 const TXN_MAX_OPS: usize = 64;

@@ -20,6 +20,7 @@ use tokio::time::{Instant, sleep, sleep_until};
 
 use crate::api::Api;
 use crate::options::ConsulOptions;
+use crate::permit_sessions::PermitSessions;
 
 /// One Consul session.
 #[derive(Debug)]
@@ -69,6 +70,8 @@ pub(crate) struct Sessions {
     api: Api,
     options: ConsulOptions,
     current: Mutex<Option<Arc<Session>>>,
+    /// The sessions permits use, spares included.
+    pub(crate) permits: Arc<PermitSessions>,
 }
 
 impl Sessions {
@@ -77,6 +80,7 @@ impl Sessions {
             api,
             options,
             current: Mutex::new(None),
+            permits: Arc::default(),
         }
     }
 
@@ -102,6 +106,19 @@ impl Sessions {
         {
             return Ok(s.clone());
         }
+        let session = self.start().await?;
+        *current = Some(session.clone());
+        Ok(session)
+    }
+
+    /// A new session beside the driver's own, kept alive the same way: for a
+    /// second permit of one semaphore (see [`PermitSessions`]).
+    pub(crate) async fn spare(&self) -> Result<Arc<Session>> {
+        self.start().await
+    }
+
+    /// Creates a session and starts its keep-alive task.
+    async fn start(&self) -> Result<Arc<Session>> {
         let sent = Instant::now();
         let id = self
             .api
@@ -119,7 +136,6 @@ impl Sessions {
             self.options.session_ttl,
         ));
         tracing::debug!(ttl = ?self.options.session_ttl, "Consul session created");
-        *current = Some(session.clone());
         Ok(session)
     }
 
@@ -136,23 +152,39 @@ impl Sessions {
     }
 }
 
+/// Destroys `session` in the background (a spare no permit uses any more).
+pub(crate) fn retire(api: &Api, session: Arc<Session>) {
+    session.gone.store(true, Ordering::SeqCst);
+    let Ok(handle) = tokio::runtime::Handle::try_current() else {
+        return; // no runtime: its TTL will end it
+    };
+    let api = api.clone();
+    handle.spawn(async move {
+        if let Err(e) = api.session_destroy(&session.id).await {
+            tracing::debug!(error = %e, "destroying a spare session failed; its TTL will end it");
+        }
+    });
+}
+
 impl Drop for Sessions {
     fn drop(&mut self) {
-        // Destroy the session so its locks are freed now rather than at its TTL.
-        let Some(session) = self.current.get_mut().take() else {
-            return;
-        };
-        if session.is_gone() {
+        // Destroy the sessions so their locks are freed now rather than at their TTL.
+        let mut doomed = self.permits.drain_spares();
+        doomed.extend(self.current.get_mut().take());
+        doomed.retain(|s| !s.is_gone());
+        if doomed.is_empty() {
             return;
         }
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
             let api = self.api.clone();
             handle.spawn(async move {
-                let _ = tokio::time::timeout(
-                    std::time::Duration::from_secs(5),
-                    api.session_destroy(&session.id),
-                )
-                .await;
+                for session in doomed {
+                    let _ = tokio::time::timeout(
+                        std::time::Duration::from_secs(5),
+                        api.session_destroy(&session.id),
+                    )
+                    .await;
+                }
             });
         }
     }

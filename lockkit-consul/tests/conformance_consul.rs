@@ -41,6 +41,16 @@ lockkit_conformance::suite!(
     skip {
         expired_lease_is_reacquirable: "session-bound: a hold lasts as long as its session, there is no per-lock lease to expire",
         release_never_deletes_a_newer_holders_lock: "needs per-lock lease expiry; release_after_the_hold_vanished_never_touches_the_new_holder proves the same with the key deleted",
+    },
+    with {
+        at_most_limit_permits_under_contention,
+        permit_tokens_increase_across_permits,
+        a_permit_limit_mismatch_is_a_config_error,
+        a_release_wakes_one_waiter,
+        a_cancelled_permit_acquire_leaves_nothing,
+        a_killed_holders_permit_is_freed,
+        inspection_shows_holder_mode_token_and_lease,
+        a_free_key_inspects_empty,
     }
 );
 
@@ -66,6 +76,16 @@ lockkit_conformance::suite!(
     skip {
         expired_lease_is_reacquirable: "session-bound: a hold lasts as long as its session, there is no per-lock lease to expire",
         release_never_deletes_a_newer_holders_lock: "needs per-lock lease expiry; release_after_the_hold_vanished_never_touches_the_new_holder proves the same with the key deleted",
+    },
+    with {
+        at_most_limit_permits_under_contention,
+        permit_tokens_increase_across_permits,
+        a_permit_limit_mismatch_is_a_config_error,
+        a_release_wakes_one_waiter,
+        a_cancelled_permit_acquire_leaves_nothing,
+        a_killed_holders_permit_is_freed,
+        inspection_shows_holder_mode_token_and_lease,
+        a_free_key_inspects_empty,
     }
 );
 
