@@ -12,6 +12,11 @@
 //!   is not, or when the client-side lease passes without a successful check.
 //! - **Fencing** comes from a `<table>_fences` counter bumped on the holding
 //!   connection while the lock is held, so tokens strictly increase per key.
+//! - **Semaphores** take one of `limit` backend locks, the key's slots `0..limit`,
+//!   on the holding session. Each hold is recorded in `<table>_session_holds`
+//!   (mode, limit, token, label, and the session) on its own connection; a record
+//!   counts only while the backend shows that session holding that lock, so a
+//!   dead session's record is ignored. Inspection and the limit check read them.
 //! - One connection per held lock: size the pool for the locks you hold at once.
 
 use std::collections::HashMap;
@@ -20,6 +25,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use lockkit_core::driver::{Admission, Holder, Inspection, LockMode, admit, limit_mismatch};
 use lockkit_core::{
     AcquireRequest, Capabilities, FencingToken, Grant, LockDriver, LockError, LockKey, OwnerId,
     Result,
@@ -30,6 +36,35 @@ use tokio::time::Instant;
 
 use crate::renew::not_ours;
 use crate::wait::acquire_polling;
+
+/// Which backend lock a hold took: the key's own (exclusive or shared), or one
+/// slot of a semaphore.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Taken {
+    Key,
+    Slot(u32),
+}
+
+/// A live hold as the backend records it: mode, token, label.
+pub(crate) type LiveHold = (LockMode, u64, Option<String>);
+
+/// How `<table>_session_holds` names a mode.
+pub(crate) fn mode_name(mode: LockMode) -> &'static str {
+    match mode {
+        LockMode::Shared => "shared",
+        LockMode::Permit { .. } => "permit",
+        _ => "exclusive",
+    }
+}
+
+/// The mode a `<table>_session_holds` row names.
+pub(crate) fn mode_of(name: &str, limit: Option<i64>) -> LockMode {
+    match (name, limit.and_then(|l| u32::try_from(l).ok())) {
+        ("permit", Some(limit)) => LockMode::Permit { limit },
+        ("shared", _) => LockMode::Shared,
+        _ => LockMode::Exclusive,
+    }
+}
 
 /// What a database provides for session locks.
 #[async_trait]
@@ -42,24 +77,35 @@ pub(crate) trait SessionBackend: Send + Sync + fmt::Debug + 'static {
     /// Wakes this driver's waiters (fed by NOTIFY where there is one).
     fn wake(&self) -> &Arc<Notify>;
     fn poll_cap(&self) -> Duration;
-    /// Tries the lock on `conn` without waiting.
+    /// Tries the lock in `mode` on `conn` without waiting: which backend lock it
+    /// took, if any.
     async fn try_lock(
         &self,
         conn: &mut PoolConnection<Self::Db>,
         key: &LockKey,
-    ) -> Result<bool, sqlx::Error>;
-    /// Bumps and returns the key's fencing counter, on the holding connection.
+        mode: LockMode,
+    ) -> Result<Option<Taken>, sqlx::Error>;
+    /// Bumps and returns the key's fencing counter, and records the hold (its
+    /// mode, the lock `taken`, the token and `label`), on the holding connection.
     async fn bump_fence(
         &self,
         conn: &mut PoolConnection<Self::Db>,
         key: &LockKey,
+        mode: LockMode,
+        taken: Taken,
+        label: Option<&str>,
     ) -> Result<u64, sqlx::Error>;
-    /// Gives the lock back; false if this session did not hold it.
+    /// Gives the lock back (and forgets its record); false if this session did
+    /// not hold it.
     async fn unlock(
         &self,
         conn: &mut PoolConnection<Self::Db>,
         key: &LockKey,
+        mode: LockMode,
+        taken: Taken,
     ) -> Result<bool, sqlx::Error>;
+    /// The key's live holds, oldest first.
+    async fn live_holds(&self, key: &LockKey) -> Result<Vec<LiveHold>, sqlx::Error>;
     /// Checks that the session is alive.
     async fn ping(&self, conn: &mut PoolConnection<Self::Db>) -> Result<(), sqlx::Error>;
     /// Ends whatever session holds `key`; true if there was one.
@@ -75,6 +121,8 @@ pub(crate) trait SessionBackend: Send + Sync + fmt::Debug + 'static {
 struct Held<B: SessionBackend> {
     conn: tokio::sync::Mutex<Option<PoolConnection<B::Db>>>,
     token: FencingToken,
+    mode: LockMode,
+    taken: Taken,
 }
 
 /// A [`LockDriver`] over a [`SessionBackend`].
@@ -143,12 +191,33 @@ impl<B: SessionBackend> SessionDriver<B> {
     async fn try_acquire(&self, req: &AcquireRequest) -> Result<Option<Grant>> {
         let sent = Instant::now();
         let grant = |token| Grant::of(req, token, sent + req.ttl);
-        if self.held(&req.key, &req.owner).is_some() {
-            // Idempotent re-acquire by the holder.
+        if let Some(own) = self.held(&req.key, &req.owner) {
+            // A re-acquire by the holder: the same grant, if its mode covers it.
+            let mine = lockkit_core::driver::Held {
+                owner: req.owner.as_u128(),
+                mode: own.mode,
+                token: own.token,
+            };
+            if let Admission::Refuse(e) = admit(self.backend.name(), req, &[mine], []) {
+                return Err(e);
+            }
             return self
                 .check(&req.key, &req.owner)
                 .await
                 .map(|t| Some(grant(t)));
+        }
+        if let Some(limit) = req.mode.limit() {
+            let holds = self
+                .backend
+                .live_holds(&req.key)
+                .await
+                .map_err(|e| self.db_error(e))?;
+            if let Some(theirs) = holds
+                .iter()
+                .find_map(|h| h.0.limit().filter(|l| *l != limit))
+            {
+                return Err(limit_mismatch(req, theirs, limit));
+            }
         }
         let mut conn = self
             .backend
@@ -156,15 +225,20 @@ impl<B: SessionBackend> SessionDriver<B> {
             .acquire()
             .await
             .map_err(|e| self.db_error(e))?;
-        if !self
+        let Some(taken) = self
             .backend
-            .try_lock(&mut conn, &req.key)
+            .try_lock(&mut conn, &req.key, req.mode)
             .await
             .map_err(|e| self.db_error(e))?
-        {
+        else {
             return Ok(None);
-        }
-        let fence = match self.backend.bump_fence(&mut conn, &req.key).await {
+        };
+        let label = req.owner.label();
+        let fence = match self
+            .backend
+            .bump_fence(&mut conn, &req.key, req.mode, taken, label)
+            .await
+        {
             Ok(f) => f,
             Err(e) => {
                 // Never return a locked session to the pool: closing it frees the lock.
@@ -179,6 +253,8 @@ impl<B: SessionBackend> SessionDriver<B> {
             Arc::new(Held {
                 conn: tokio::sync::Mutex::new(Some(conn)),
                 token,
+                mode: req.mode,
+                taken,
             }),
         );
         Ok(Some(grant(token)))
@@ -216,7 +292,11 @@ impl<B: SessionBackend> LockDriver for SessionDriver<B> {
         let Some(mut conn) = held.conn.lock().await.take() else {
             return Ok(false);
         };
-        match self.backend.unlock(&mut conn, key).await {
+        match self
+            .backend
+            .unlock(&mut conn, key, held.mode, held.taken)
+            .await
+        {
             Ok(true) => {
                 drop(conn);
                 self.backend.wake().notify_waiters();
@@ -240,6 +320,19 @@ impl<B: SessionBackend> LockDriver for SessionDriver<B> {
         self.backend.wake().notify_waiters();
         self.backend.announce_release(key).await;
         Ok(broken)
+    }
+
+    async fn inspect(&self, key: &LockKey) -> Result<Inspection> {
+        let holds = self
+            .backend
+            .live_holds(key)
+            .await
+            .map_err(|e| self.db_error(e))?;
+        let holders = holds
+            .into_iter()
+            .map(|(mode, token, label)| Holder::new(mode, FencingToken(token)).with_label(label))
+            .collect();
+        Ok(Inspection::free(key.clone()).with_holders(holders))
     }
 
     async fn purge(&self, key: &LockKey) -> Result<()> {

@@ -37,6 +37,31 @@ macro_rules! lease_suite {
     };
 }
 
+/// The suite for a session-bound harness: no lease expiry; semaphores
+/// and inspection.
+macro_rules! session_suite {
+    ($name:ident, $harness:ty) => {
+        lockkit_conformance::suite!(
+            $name,
+            $harness,
+            skip {
+                expired_lease_is_reacquirable: "GET_LOCK locks are session-bound: no TTL expiry",
+                release_never_deletes_a_newer_holders_lock: "GET_LOCK locks are session-bound: a holder cannot be overtaken by expiry",
+            },
+            with {
+                at_most_limit_permits_under_contention,
+                permit_tokens_increase_across_permits,
+                a_permit_limit_mismatch_is_a_config_error,
+                a_release_wakes_one_waiter,
+                a_cancelled_permit_acquire_leaves_nothing,
+                a_killed_holders_permit_is_freed,
+                inspection_shows_holder_mode_token_and_lease,
+                a_free_key_inspects_empty,
+            }
+        );
+    };
+}
+
 url_backend!(
     /// Lease mode (the default).
     Lease: MariaDb = MariaDb::start(), |s| s.url(), connect
@@ -49,14 +74,7 @@ url_backend!(
 
 lease_suite!(mysql, UrlHarness<Lease>);
 
-lockkit_conformance::suite!(
-    mysql_get_lock,
-    UrlHarness<GetLock>,
-    skip {
-        expired_lease_is_reacquirable: "GET_LOCK locks are session-bound: no TTL expiry",
-        release_never_deletes_a_newer_holders_lock: "GET_LOCK locks are session-bound: a holder cannot be overtaken by expiry",
-    }
-);
+session_suite!(mysql_get_lock, UrlHarness<GetLock>);
 
 url_backend!(
     /// Lease mode over TLS, verifying the server against the testkit's CA.
@@ -70,11 +88,4 @@ url_backend!(
 
 lease_suite!(mysql_tls, UrlHarness<TlsLease>);
 
-lockkit_conformance::suite!(
-    mysql_tls_get_lock,
-    UrlHarness<TlsGetLock>,
-    skip {
-        expired_lease_is_reacquirable: "GET_LOCK locks are session-bound: no TTL expiry",
-        release_never_deletes_a_newer_holders_lock: "GET_LOCK locks are session-bound: a holder cannot be overtaken by expiry",
-    }
-);
+session_suite!(mysql_tls_get_lock, UrlHarness<TlsGetLock>);

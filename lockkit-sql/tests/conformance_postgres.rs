@@ -37,6 +37,34 @@ macro_rules! lease_suite {
     };
 }
 
+/// The suite for a session-bound harness: no lease expiry; read-write, semaphores
+/// and inspection.
+macro_rules! session_suite {
+    ($name:ident, $harness:ty) => {
+        lockkit_conformance::suite!(
+            $name,
+            $harness,
+            skip {
+                expired_lease_is_reacquirable: "advisory locks are session-bound: no TTL expiry",
+                release_never_deletes_a_newer_holders_lock: "advisory locks are session-bound: a holder cannot be overtaken by expiry",
+            },
+            with {
+                readers_share,
+                writer_excludes_readers_and_writers,
+                read_hold_is_not_upgraded,
+                at_most_limit_permits_under_contention,
+                permit_tokens_increase_across_permits,
+                a_permit_limit_mismatch_is_a_config_error,
+                a_release_wakes_one_waiter,
+                a_cancelled_permit_acquire_leaves_nothing,
+                a_killed_holders_permit_is_freed,
+                inspection_shows_holder_mode_token_and_lease,
+                a_free_key_inspects_empty,
+            }
+        );
+    };
+}
+
 url_backend!(
     /// Lease mode (the default).
     Lease: Postgres = Postgres::start(), |s| s.url(), connect
@@ -49,14 +77,7 @@ url_backend!(
 
 lease_suite!(postgres, UrlHarness<Lease>);
 
-lockkit_conformance::suite!(
-    postgres_advisory,
-    UrlHarness<Advisory>,
-    skip {
-        expired_lease_is_reacquirable: "advisory locks are session-bound: no TTL expiry",
-        release_never_deletes_a_newer_holders_lock: "advisory locks are session-bound: a holder cannot be overtaken by expiry",
-    }
-);
+session_suite!(postgres_advisory, UrlHarness<Advisory>);
 
 url_backend!(
     /// Lease mode over TLS, verifying the server against the testkit's CA.
@@ -70,11 +91,4 @@ url_backend!(
 
 lease_suite!(postgres_tls, UrlHarness<TlsLease>);
 
-lockkit_conformance::suite!(
-    postgres_tls_advisory,
-    UrlHarness<TlsAdvisory>,
-    skip {
-        expired_lease_is_reacquirable: "advisory locks are session-bound: no TTL expiry",
-        release_never_deletes_a_newer_holders_lock: "advisory locks are session-bound: a holder cannot be overtaken by expiry",
-    }
-);
+session_suite!(postgres_tls_advisory, UrlHarness<TlsAdvisory>);

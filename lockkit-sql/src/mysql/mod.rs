@@ -55,6 +55,18 @@
 //! exactly as long as the holding session (one pooled connection per held lock).
 //! The watchdog checks the session; tokens come from a `<table>_fences` counter
 //! bumped while the lock is held; waiters poll.
+//!
+//! - A permit of a semaphore of `limit` takes the first free lock name
+//!   `SHA1('<table>:<key>#i')`, `i < limit`, trying 32 names per statement.
+//! - Each hold is recorded in `<table>_session_holds` with its `CONNECTION_ID()`;
+//!   inspection shows the records whose lock `IS_USED_LOCK` says that connection
+//!   holds. A permit request whose limit differs from a live holder's fails with
+//!   `Config` (two first holders racing on a free key are not checked against
+//!   each other).
+//! - **Read-write locks are refused** with `Unsupported`: `GET_LOCK` has no
+//!   shared mode. A lock and a semaphore of the same name do not exclude each
+//!   other: use different names.
+//!
 
 mod driver;
 mod get_lock;

@@ -5,17 +5,23 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use lockkit_core::driver::{Inspect, LockMode};
 use lockkit_core::{Capabilities, LockKey, WakeUp};
 use sqlx::pool::PoolConnection;
 use sqlx::{AssertSqlSafe, PgPool, Postgres};
 use tokio::sync::Notify;
 
+use super::advisory_sql::{
+    TRY_PERMIT, bump_fence, create_fences, create_holds, live_holds, unlock,
+};
 use super::driver::{channel, migrate};
 use super::listen::{self, Listener};
 use super::options::PgOptions;
 use crate::connect::Within;
-use crate::session::SessionBackend;
-use crate::session::SessionDriver;
+use crate::session::{self, LiveHold, SessionBackend, SessionDriver, Taken};
+
+/// A [`live_holds`] row: mode, limit, token, label, session.
+type HoldRow = (String, Option<i64>, i64, Option<String>, i32);
 
 /// Advisory locks on one 64-bit key per lock: `hashtextextended('<table>:<key>', 0)`.
 /// Two keys with the same hash exclude each other (harmless, and vanishingly rare).
@@ -24,6 +30,10 @@ pub(super) struct Advisory {
     pub(super) pool: PgPool,
     pub(super) namespace: String,
     pub(super) bump: Arc<str>,
+    pub(super) unlock: Arc<str>,
+    pub(super) unlock_shared: Arc<str>,
+    pub(super) unlock_permit: Arc<str>,
+    pub(super) live_holds: Arc<str>,
     pub(super) channel: String,
     pub(super) wake: Arc<Notify>,
     pub(super) _listener: Listener,
@@ -31,22 +41,17 @@ pub(super) struct Advisory {
     pub(super) timeout: Duration,
 }
 
-/// The fences table of advisory mode.
-pub(super) fn create_fences(t: &str) -> String {
-    format!("CREATE TABLE IF NOT EXISTS {t}_fences (name TEXT PRIMARY KEY, fence BIGINT NOT NULL)")
-}
-
-/// Bumps a key's counter. `$1` name.
-pub(super) fn bump_fence(t: &str) -> String {
-    format!(
-        "INSERT INTO {t}_fences AS f (name, fence) VALUES ($1, 1)
-         ON CONFLICT (name) DO UPDATE SET fence = f.fence + 1 RETURNING fence"
-    )
-}
-
 impl Advisory {
     fn lock_name(&self, key: &LockKey) -> String {
         format!("{}:{}", self.namespace, key.as_str())
+    }
+
+    /// The name of the lock `taken`: the key's own, or a slot's.
+    fn taken_name(&self, key: &LockKey, taken: Taken) -> String {
+        match taken {
+            Taken::Key => self.lock_name(key),
+            Taken::Slot(i) => format!("{}#{i}", self.lock_name(key)),
+        }
     }
 }
 
@@ -64,6 +69,9 @@ impl SessionBackend for Advisory {
 
     fn capabilities(&self) -> Capabilities {
         Capabilities::baseline()
+            .with_shared(true)
+            .with_permits(true)
+            .with_inspect(Inspect::Holders)
             .with_lease_expiry(false)
             .with_wake_up(WakeUp::Notify)
     }
@@ -80,21 +88,36 @@ impl SessionBackend for Advisory {
         &self,
         conn: &mut PoolConnection<Postgres>,
         key: &LockKey,
-    ) -> Result<bool, sqlx::Error> {
-        sqlx::query_scalar("SELECT pg_try_advisory_lock(hashtextextended($1, 0))")
-            .bind(self.lock_name(key))
+        mode: LockMode,
+    ) -> Result<Option<Taken>, sqlx::Error> {
+        let name = self.lock_name(key);
+        let statement = match mode {
+            LockMode::Permit { limit } => return self.try_permit(conn, &name, limit).await,
+            LockMode::Shared => "SELECT pg_try_advisory_lock_shared(hashtextextended($1, 0))",
+            _ => "SELECT pg_try_advisory_lock(hashtextextended($1, 0))",
+        };
+        let got: bool = sqlx::query_scalar(statement)
+            .bind(name)
             .fetch_one(&mut **conn)
             .within(self.timeout)
-            .await
+            .await?;
+        Ok(got.then_some(Taken::Key))
     }
 
     async fn bump_fence(
         &self,
         conn: &mut PoolConnection<Postgres>,
         key: &LockKey,
+        mode: LockMode,
+        taken: Taken,
+        label: Option<&str>,
     ) -> Result<u64, sqlx::Error> {
         let fence: i64 = sqlx::query_scalar(AssertSqlSafe(self.bump.clone()))
             .bind(key.as_str())
+            .bind(self.taken_name(key, taken))
+            .bind(session::mode_name(mode))
+            .bind(mode.limit().map(i64::from))
+            .bind(label)
             .fetch_one(&mut **conn)
             .within(self.timeout)
             .await?;
@@ -105,12 +128,37 @@ impl SessionBackend for Advisory {
         &self,
         conn: &mut PoolConnection<Postgres>,
         key: &LockKey,
+        mode: LockMode,
+        taken: Taken,
     ) -> Result<bool, sqlx::Error> {
-        sqlx::query_scalar("SELECT pg_advisory_unlock(hashtextextended($1, 0))")
+        let statement = match (mode, taken) {
+            (_, Taken::Slot(_)) => &self.unlock_permit,
+            (LockMode::Shared, _) => &self.unlock_shared,
+            _ => &self.unlock,
+        };
+        let slot = match taken {
+            Taken::Slot(i) => i as i32,
+            Taken::Key => 0,
+        };
+        let mut q = sqlx::query_scalar(AssertSqlSafe(statement.clone()))
             .bind(self.lock_name(key))
-            .fetch_one(&mut **conn)
+            .bind(key.as_str());
+        if matches!(taken, Taken::Slot(_)) {
+            q = q.bind(slot);
+        }
+        q.fetch_one(&mut **conn).within(self.timeout).await
+    }
+
+    async fn live_holds(&self, key: &LockKey) -> Result<Vec<LiveHold>, sqlx::Error> {
+        let rows: Vec<HoldRow> = sqlx::query_as(AssertSqlSafe(self.live_holds.clone()))
+            .bind(key.as_str())
+            .fetch_all(&self.pool)
             .within(self.timeout)
-            .await
+            .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(mode, lim, token, label, _)| (session::mode_of(&mode, lim), token as u64, label))
+            .collect())
     }
 
     async fn ping(&self, conn: &mut PoolConnection<Postgres>) -> Result<(), sqlx::Error> {
@@ -122,7 +170,11 @@ impl SessionBackend for Advisory {
     }
 
     async fn forget_fence(&self, key: &LockKey) -> Result<(), sqlx::Error> {
-        let delete = format!("DELETE FROM {}_fences WHERE name = $1", self.namespace);
+        let t = &self.namespace;
+        let delete = format!(
+            "WITH h AS (DELETE FROM {t}_session_holds WHERE name = $1)
+             DELETE FROM {t}_fences WHERE name = $1"
+        );
         sqlx::query(AssertSqlSafe(delete))
             .bind(key.as_str())
             .execute(&self.pool)
@@ -132,12 +184,29 @@ impl SessionBackend for Advisory {
     }
 
     async fn break_lock(&self, key: &LockKey) -> Result<bool, sqlx::Error> {
-        let ended: i64 = sqlx::query_scalar(
-            "SELECT count(pg_terminate_backend(pid)) FROM pg_locks
+        // The key's own id (held by locks, readers, and permits' shared hold),
+        // and the sessions recorded holding a slot.
+        let mut sessions: Vec<i32> = sqlx::query_scalar(
+            "SELECT pid FROM pg_locks
              WHERE locktype = 'advisory' AND granted AND objsubid = 1
                AND ((classid::bigint << 32) | objid::bigint) = hashtextextended($1, 0)",
         )
         .bind(self.lock_name(key))
+        .fetch_all(&self.pool)
+        .within(self.timeout)
+        .await?;
+        let rows: Vec<HoldRow> = sqlx::query_as(AssertSqlSafe(self.live_holds.clone()))
+            .bind(key.as_str())
+            .fetch_all(&self.pool)
+            .within(self.timeout)
+            .await?;
+        sessions.extend(rows.into_iter().map(|r| r.4));
+        sessions.sort_unstable();
+        sessions.dedup();
+        let ended: i64 = sqlx::query_scalar(
+            "SELECT count(pg_terminate_backend(p)) FROM unnest($1::int4[]) AS p",
+        )
+        .bind(&sessions)
         .fetch_one(&self.pool)
         .within(self.timeout)
         .await?;
@@ -154,11 +223,37 @@ impl SessionBackend for Advisory {
     }
 }
 
+impl Advisory {
+    /// A permit: the key's own id shared, then a free slot; the shared lock is
+    /// given back when no slot is free.
+    async fn try_permit(
+        &self,
+        conn: &mut PoolConnection<Postgres>,
+        name: &str,
+        limit: u32,
+    ) -> Result<Option<Taken>, sqlx::Error> {
+        let slot: i32 = sqlx::query_scalar(TRY_PERMIT)
+            .bind(name)
+            .bind(i32::try_from(limit).unwrap_or(i32::MAX))
+            .fetch_one(&mut **conn)
+            .within(self.timeout)
+            .await?;
+        if slot == -1 {
+            sqlx::query("SELECT pg_advisory_unlock_shared(hashtextextended($1, 0))")
+                .bind(name)
+                .execute(&mut **conn)
+                .within(self.timeout)
+                .await?;
+        }
+        Ok(u32::try_from(slot).ok().map(Taken::Slot))
+    }
+}
+
 /// Connects an advisory-mode driver.
 pub(super) async fn connect(options: PgOptions) -> lockkit_core::Result<SessionDriver<Advisory>> {
     let pool = options.pool().await?;
     let t = &options.settings.table;
-    migrate(&pool, &[create_fences(t)]).await?;
+    migrate(&pool, &[create_fences(t), create_holds(t)]).await?;
     let channel = channel(t);
     let wake = Arc::new(Notify::new());
     let listener = listen::spawn(pool.clone(), channel.clone(), wake.clone());
@@ -166,6 +261,10 @@ pub(super) async fn connect(options: PgOptions) -> lockkit_core::Result<SessionD
         pool,
         namespace: t.clone(),
         bump: bump_fence(t).into(),
+        unlock: unlock(t, "pg_advisory_unlock", false).into(),
+        unlock_shared: unlock(t, "pg_advisory_unlock_shared", false).into(),
+        unlock_permit: unlock(t, "", true).into(),
+        live_holds: live_holds(t).into(),
         channel,
         wake,
         _listener: listener,

@@ -65,8 +65,22 @@
 //! connection per held lock). The watchdog checks the session, releases NOTIFY
 //! waiters, and tokens come from a `<table>_fences` counter bumped while the lock
 //! is held.
+//!
+//! - A read hold is `pg_try_advisory_lock_shared` on the same id.
+//! - A permit of a semaphore of `limit` takes the first free slot id
+//!   `hashtextextended('<table>:<key>#i', 0)`, `i < limit`, and the key's own id
+//!   shared (so it excludes a writer), in one statement.
+//! - Each hold is recorded in `<table>_session_holds` with its session's pid;
+//!   inspection shows the records whose session `pg_locks` shows holding the
+//!   lock. A permit request whose limit differs from a live holder's fails with
+//!   `Config`. Two first holders with different limits racing on a free key can
+//!   both be granted: the check reads the records, it does not lock them.
+//! - A read hold and a permit of the same key do not exclude each other (both
+//!   hold the key's id shared): use different keys for different primitives.
+//!
 
 mod advisory;
+mod advisory_sql;
 mod driver;
 mod holder_sql;
 mod leases;
