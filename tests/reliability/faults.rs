@@ -1,6 +1,7 @@
 //! The faults, each run against one backend's URL: holder paused or killed (an
 //! outside holder process), server paused, client-server partition, server killed
-//! and restarted.
+//! and restarted (also while a lock is held), a cluster's leader killed; and the
+//! macros that make them tests.
 
 use super::*;
 
@@ -153,10 +154,40 @@ pub(crate) async fn partitioned_on(trial: Trial, server_port: u16, url: &str) {
         .await;
 }
 
-/// Runs `kill`, waits [`DOWNTIME`], then `restart` (which awaits the server).
+/// How long workers hold the lock in the Redis restart-during-a-hold tests: longer
+/// than the restart, so the holder writes again after it.
+pub(crate) const HOLD_ACROSS_RESTART: Duration = Duration::from_millis(1500);
+
+/// Redis (no persistence) is killed while a worker holds the lock (holds last
+/// [`HOLD_ACROSS_RESTART`] here) and restarted at once, without its data.
+pub(crate) async fn redis_restarted_during_a_hold(
+    backend: &'static str,
+    url: &str,
+    server: &mut Redis,
+    promise: Promise,
+) -> Verdict {
+    let mut trial = Trial::new(backend, "restarted while a lock is held");
+    trial.hold = HOLD_ACROSS_RESTART;
+    let running = trial.start_workers(url).await;
+    trial
+        .wait_until("a worker holding the lock", |h| {
+            h.grants.iter().any(|g| g.held_until.is_none())
+        })
+        .await;
+    let started = Instant::now();
+    server.kill();
+    server.restart().await.unwrap();
+    trial
+        .finish(running, started, Instant::now(), promise)
+        .await
+}
+
+/// The workers take `$primitive` (a lock, a semaphore's permits, a read-write
+/// lock) on `$url`; `$server` is killed, stays down for [`DOWNTIME`], and is
+/// restarted (`restart()` awaits the server).
 macro_rules! server_restarted {
-    ($backend:expr, $url:expr, $server:ident, $promise:expr) => {{
-        let trial = Trial::new($backend, "server killed and restarted");
+    ($backend:expr, $primitive:expr, $url:expr, $server:ident, $promise:expr) => {{
+        let trial = Trial::new($backend, "server killed and restarted").on($primitive);
         let running = trial.start_workers(&$url).await;
         let started = Instant::now();
         $server.kill();
@@ -206,4 +237,44 @@ macro_rules! leader_killed {
             .finish(running, started, Instant::now(), Promise::Safe)
             .await
     }};
+}
+
+/// The four faults every single-server backend takes, as tests named
+/// `<backend>::<fault>`.
+macro_rules! single_server_faults {
+    ($backend:ident, $start:expr, $url:expr) => {
+        mod $backend {
+            use super::*;
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn holder_paused_past_its_lease() {
+                let server = $start.await.unwrap();
+                holder_paused(stringify!($backend), &$url(&server)).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn holder_killed() {
+                let server = $start.await.unwrap();
+                super::holder_killed(stringify!($backend), &$url(&server)).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn server_paused() {
+                let server = $start.await.unwrap();
+                super::server_paused(
+                    stringify!($backend),
+                    &$url(&server),
+                    || server.pause(),
+                    || server.resume(),
+                )
+                .await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn client_server_partition() {
+                let server = $start.await.unwrap();
+                partitioned(stringify!($backend), server.port(), &$url(&server)).await;
+            }
+        }
+    };
 }

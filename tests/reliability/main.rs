@@ -79,46 +79,6 @@ async fn sqlite_holder_killed() {
     holder_killed("sqlite", &sqlite_url(&dir)).await;
 }
 
-/// The four faults every single-server backend takes, as tests named
-/// `<backend>_<fault>`.
-macro_rules! single_server_faults {
-    ($backend:ident, $start:expr, $url:expr) => {
-        mod $backend {
-            use super::*;
-
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn holder_paused_past_its_lease() {
-                let server = $start.await.unwrap();
-                holder_paused(stringify!($backend), &$url(&server)).await;
-            }
-
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn holder_killed() {
-                let server = $start.await.unwrap();
-                super::holder_killed(stringify!($backend), &$url(&server)).await;
-            }
-
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn server_paused() {
-                let server = $start.await.unwrap();
-                super::server_paused(
-                    stringify!($backend),
-                    &$url(&server),
-                    || server.pause(),
-                    || server.resume(),
-                )
-                .await;
-            }
-
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn client_server_partition() {
-                let server = $start.await.unwrap();
-                partitioned(stringify!($backend), server.port(), &$url(&server)).await;
-            }
-        }
-    };
-}
-
 single_server_faults!(postgres, Postgres::start(), |s: &Postgres| s.url());
 single_server_faults!(mysql, MariaDb::start(), |s: &MariaDb| s.url());
 single_server_faults!(redis, Redis::start(), |s: &Redis| s.url());
@@ -166,6 +126,53 @@ holder_faults_on!(
     ZooKeeper::start(),
     |s: &ZooKeeper| format!("{}?session_timeout_ms=1000", s.url())
 );
+
+// PostgreSQL and MariaDB in lease mode (the testkit's URLs name no `mode`, and lease
+// is the default): permits are rows with leases, so a holder's permit outlives its
+// process until the lease ends, and a restarted server still has every row and the
+// key's fencing counter.
+holder_faults_on!(
+    postgres_semaphore,
+    SEMAPHORE,
+    "postgres (semaphore of 3)",
+    Postgres::start(),
+    |s: &Postgres| s.url()
+);
+holder_faults_on!(
+    mysql_semaphore,
+    SEMAPHORE,
+    "mysql (semaphore of 3)",
+    MariaDb::start(),
+    |s: &MariaDb| s.url()
+);
+
+/// Killed and restarted under five workers taking permits, PostgreSQL keeps the
+/// permits' rows and the fencing counter: no more than 3 holders, tokens rising.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_semaphore_server_killed_and_restarted_stays_safe() {
+    let mut server = Postgres::start().await.unwrap();
+    server_restarted!(
+        "postgres (semaphore of 3)",
+        SEMAPHORE,
+        server.url(),
+        server,
+        Promise::Safe
+    );
+}
+
+/// As [`postgres_semaphore_server_killed_and_restarted_stays_safe`], on MariaDB.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mysql_semaphore_server_killed_and_restarted_stays_safe() {
+    let mut server = MariaDb::start().await.unwrap();
+    server_restarted!(
+        "mysql (semaphore of 3)",
+        SEMAPHORE,
+        server.url(),
+        server,
+        Promise::Safe
+    );
+}
+
 holder_faults_on!(
     redis_read_write,
     Primitive::ReadWrite,
@@ -198,26 +205,38 @@ holder_faults_on!(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_server_killed_and_restarted() {
     let mut server = Postgres::start().await.unwrap();
-    server_restarted!("postgres", server.url(), server, Promise::Safe);
+    server_restarted!(
+        "postgres",
+        Primitive::Lock,
+        server.url(),
+        server,
+        Promise::Safe
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mysql_server_killed_and_restarted() {
     let mut server = MariaDb::start().await.unwrap();
-    server_restarted!("mysql", server.url(), server, Promise::Safe);
+    server_restarted!(
+        "mysql",
+        Primitive::Lock,
+        server.url(),
+        server,
+        Promise::Safe
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn etcd_server_killed_and_restarted() {
     let mut server = Etcd::start().await.unwrap();
-    server_restarted!("etcd", server.url(), server, Promise::Safe);
+    server_restarted!("etcd", Primitive::Lock, server.url(), server, Promise::Safe);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn zookeeper_server_killed_and_restarted() {
     let mut server = ZooKeeper::start().await.unwrap();
     let url = format!("{}?session_timeout_ms=1000", server.url());
-    server_restarted!("zookeeper", url, server, Promise::Safe);
+    server_restarted!("zookeeper", Primitive::Lock, url, server, Promise::Safe);
 }
 
 /// Redis with `appendfsync always`: a restart keeps locks and counters.
@@ -226,38 +245,11 @@ async fn redis_with_fsynced_aof_killed_and_restarted_stays_safe() {
     let mut server = Redis::start_persistent().await.unwrap();
     server_restarted!(
         "redis (appendfsync always)",
+        Primitive::Lock,
         server.url(),
         server,
         Promise::Safe
     );
-}
-
-/// How long workers hold the lock in the Redis restart-during-a-hold tests: longer
-/// than the restart, so the holder writes again after it.
-const HOLD_ACROSS_RESTART: Duration = Duration::from_millis(1500);
-
-/// Redis (no persistence) is killed while a worker holds the lock (holds last
-/// [`HOLD_ACROSS_RESTART`] here) and restarted at once, without its data.
-async fn redis_restarted_during_a_hold(
-    backend: &'static str,
-    url: &str,
-    server: &mut Redis,
-    promise: Promise,
-) -> Verdict {
-    let mut trial = Trial::new(backend, "restarted while a lock is held");
-    trial.hold = HOLD_ACROSS_RESTART;
-    let running = trial.start_workers(url).await;
-    trial
-        .wait_until("a worker holding the lock", |h| {
-            h.grants.iter().any(|g| g.held_until.is_none())
-        })
-        .await;
-    let started = Instant::now();
-    server.kill();
-    server.restart().await.unwrap();
-    trial
-        .finish(running, started, Instant::now(), promise)
-        .await
 }
 
 /// Redis without persistence: a restart forgets the lock and the fencing counter.
