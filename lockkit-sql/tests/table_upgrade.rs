@@ -1,0 +1,70 @@
+//! A key table made by an earlier lockkit (no `label` column, no holders table)
+//! keeps working on PostgreSQL and MariaDB: connecting adds what is missing, the
+//! fencing counter carries on, and read locks, permits and inspection work on it.
+#![cfg(test)] // Test code throughout: clippy.toml allows unwrap, expect and panic here.
+
+use lockkit::{LockMode, Locker};
+use sqlx::AssertSqlSafe;
+
+/// The key row an earlier lockkit left: free, its counter at 41.
+const LEFT_AT: u64 = 41;
+
+async fn new_modes_carry_the_old_counter_on(url: &str) {
+    let locker: Locker = lockkit::connect(url).await.unwrap().with_label("upgraded");
+    let read = locker.read_lock("old").no_wait().await.unwrap();
+    assert_eq!(
+        read.token().get(),
+        LEFT_AT + 1,
+        "the counter did not carry on"
+    );
+    let seen = locker.inspect("old").await.unwrap();
+    assert_eq!(seen.holders.len(), 1);
+    assert_eq!(seen.holders[0].mode, LockMode::Shared);
+    assert_eq!(seen.holders[0].label.as_deref(), Some("upgraded"));
+    read.release().await.unwrap();
+    let permit = locker.semaphore("old", 2).try_acquire().await.unwrap();
+    assert_eq!(permit.token().get(), LEFT_AT + 2);
+    permit.release().await.unwrap();
+    let lock = locker.lock("old").no_wait().await.unwrap();
+    assert_eq!(lock.token().get(), LEFT_AT + 3);
+    let seen = locker.inspect("old").await.unwrap();
+    assert_eq!(seen.holders[0].label.as_deref(), Some("upgraded"));
+    lock.release().await.unwrap();
+}
+
+#[tokio::test]
+async fn postgres_upgrades_a_table_from_an_earlier_lockkit() {
+    let server = lockkit_testkit::Postgres::start().await.unwrap();
+    let pool = sqlx::PgPool::connect(&server.url()).await.unwrap();
+    for statement in [
+        "CREATE TABLE lockkit_locks (name TEXT PRIMARY KEY, owner TEXT, fence BIGINT NOT NULL,
+                                     expires_at TIMESTAMPTZ NOT NULL)"
+            .to_string(),
+        format!("INSERT INTO lockkit_locks VALUES ('old', NULL, {LEFT_AT}, '-infinity')"),
+    ] {
+        sqlx::query(AssertSqlSafe(statement))
+            .execute(&pool)
+            .await
+            .unwrap();
+    }
+    new_modes_carry_the_old_counter_on(&server.url()).await;
+}
+
+#[tokio::test]
+async fn mariadb_upgrades_a_table_from_an_earlier_lockkit() {
+    let server = lockkit_testkit::MariaDb::start().await.unwrap();
+    let pool = sqlx::MySqlPool::connect(&server.url()).await.unwrap();
+    for statement in [
+        "CREATE TABLE lockkit_locks (
+             name VARCHAR(512) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL PRIMARY KEY,
+             owner CHAR(32) NULL, fence BIGINT NOT NULL, expires_at DATETIME(6) NOT NULL)"
+            .to_string(),
+        format!("INSERT INTO lockkit_locks VALUES ('old', NULL, {LEFT_AT}, '1970-01-01 00:00:01')"),
+    ] {
+        sqlx::query(AssertSqlSafe(statement))
+            .execute(&pool)
+            .await
+            .unwrap();
+    }
+    new_modes_carry_the_old_counter_on(&server.url()).await;
+}
