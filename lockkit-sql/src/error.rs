@@ -25,3 +25,21 @@ pub(crate) fn is_conflict(e: &sqlx::Error) -> bool {
         .and_then(|d| d.code())
         .is_some_and(|code| code.starts_with("40"))
 }
+
+/// Runs `attempt` again, up to 3 more times, while it collides with another
+/// transaction ([`is_conflict`]): for releases, which must not fail because a
+/// renewal of the same key deadlocked with them.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+pub(crate) async fn retry_conflicts<T, F, Fut>(mut attempt: F) -> Result<T, sqlx::Error>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, sqlx::Error>>,
+{
+    let mut left = 3;
+    loop {
+        match attempt().await {
+            Err(e) if is_conflict(&e) && left > 0 => left -= 1,
+            other => return other,
+        }
+    }
+}

@@ -207,6 +207,9 @@ impl<B: SessionBackend> SessionDriver<B> {
                 .map(|t| Some(grant(t)));
         }
         if let Some(limit) = req.mode.limit() {
+            if let Admission::Refuse(e) = admit(self.backend.name(), req, &[], []) {
+                return Err(e); // a limit of 0
+            }
             let holds = self
                 .backend
                 .live_holds(&req.key)
@@ -225,13 +228,15 @@ impl<B: SessionBackend> SessionDriver<B> {
             .acquire()
             .await
             .map_err(|e| self.db_error(e))?;
-        let Some(taken) = self
-            .backend
-            .try_lock(&mut conn, &req.key, req.mode)
-            .await
-            .map_err(|e| self.db_error(e))?
-        else {
-            return Ok(None);
+        let taken = match self.backend.try_lock(&mut conn, &req.key, req.mode).await {
+            Ok(Some(taken)) => taken,
+            Ok(None) => return Ok(None),
+            Err(e) => {
+                // The server may have granted before the error: never return a
+                // session that might hold a lock to the pool.
+                drop(conn.detach());
+                return Err(self.db_error(e));
+            }
         };
         let label = req.owner.label();
         let fence = match self

@@ -92,11 +92,12 @@ pub(super) fn live_holds(t: &str) -> String {
     )
 }
 
-/// Tries slots `first..first + n` of a semaphore in order, in one statement:
-/// `CASE WHEN GET_LOCK(SHA1(CONCAT(?, '#i')), 0) = 1 THEN i … ELSE -1 END`.
-fn try_slots(first: u32, n: u32) -> String {
-    let whens: String = (first..first + n)
-        .map(|i| format!(" WHEN GET_LOCK(SHA1(CONCAT(?, '#{i}')), 0) = 1 THEN {i}"))
+/// Tries `n` slots of a semaphore in order, in one statement, each lock name
+/// bound: `CASE WHEN GET_LOCK(SHA1(?), 0) = 1 THEN 0 … ELSE -1 END` (the
+/// position of the first taken).
+fn try_slots(n: u32) -> String {
+    let whens: String = (0..n)
+        .map(|i| format!(" WHEN GET_LOCK(SHA1(?), 0) = 1 THEN {i}"))
         .collect();
     format!("SELECT CAST(CASE{whens} ELSE -1 END AS SIGNED)")
 }
@@ -116,7 +117,7 @@ impl GetLock {
     fn taken_name(&self, key: &LockKey, taken: Taken) -> String {
         match taken {
             Taken::Key => self.lock_name(key),
-            Taken::Slot(i) => format!("{}#{i}", self.lock_name(key)),
+            Taken::Slot(i) => format!("{}\u{1}{i}", self.lock_name(key)),
         }
     }
 
@@ -127,17 +128,16 @@ impl GetLock {
         key: &LockKey,
         limit: u32,
     ) -> Result<Option<Taken>, sqlx::Error> {
-        let name = self.lock_name(key);
         let mut first = 0;
         while first < limit {
             let n = SLOTS_PER_STATEMENT.min(limit - first);
-            let mut q = sqlx::query_scalar(AssertSqlSafe(try_slots(first, n)));
-            for _ in 0..n {
-                q = q.bind(&name);
+            let mut q = sqlx::query_scalar(AssertSqlSafe(try_slots(n)));
+            for i in first..first + n {
+                q = q.bind(self.taken_name(key, Taken::Slot(i)));
             }
-            let slot: Option<i64> = q.fetch_one(&mut **conn).within(self.timeout).await?;
-            if let Some(slot) = slot.and_then(|s| u32::try_from(s).ok()) {
-                return Ok(Some(Taken::Slot(slot)));
+            let at: Option<i64> = q.fetch_one(&mut **conn).within(self.timeout).await?;
+            if let Some(at) = at.and_then(|s| u32::try_from(s).ok()) {
+                return Ok(Some(Taken::Slot(first + at)));
             }
             first += n;
         }

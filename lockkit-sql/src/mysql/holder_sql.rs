@@ -83,14 +83,16 @@ pub(super) fn forget_dead(t: &str) -> String {
 }
 
 /// Pushes out a live shared hold or permit and the key row's expiry with it, to
-/// the same instant, while the key row is [`MANY`] and live. Binds: TTL µs, TTL
-/// µs, name, owner.
+/// the same instant, while the key row is [`MANY`] and live. The key row is
+/// joined (and locked) first, as every transaction on the key's holders does, so
+/// the two never wait for each other in opposite orders. Binds: TTL µs, TTL µs,
+/// name, owner.
 pub(super) fn extend_holder(t: &str) -> String {
     format!(
-        "UPDATE {t}_holders AS h JOIN {t} AS k ON k.name = h.name SET
+        "UPDATE {t} AS k STRAIGHT_JOIN {t}_holders AS h ON h.name = k.name SET
              h.expires_at = NOW(6) + INTERVAL ? MICROSECOND,
              k.expires_at = GREATEST(k.expires_at, NOW(6) + INTERVAL ? MICROSECOND)
-         WHERE h.name = ? AND h.owner = ? AND h.expires_at > NOW(6)
+         WHERE k.name = ? AND h.owner = ? AND h.expires_at > NOW(6)
            AND k.owner = '{MANY}' AND k.expires_at > NOW(6)"
     )
 }

@@ -9,7 +9,7 @@ use tokio::time::Instant;
 
 use super::leases::{MySqlLeases, NAME, db_error, ttl_us};
 use crate::connect::Within;
-use crate::error::is_conflict;
+use crate::error::{is_conflict, retry_conflicts};
 use crate::holds::{self, HolderRow, KeyRow};
 
 /// One row of [`super::holder_sql::inspect`].
@@ -179,36 +179,46 @@ impl MySqlLeases {
 
     /// Removes `owner`'s shared hold or permit; whether it was live.
     pub(super) async fn release_holder(&self, key: &LockKey, owner: &OwnerId) -> Result<bool> {
+        let gone = retry_conflicts(|| self.release_holder_once(key, owner))
+            .await
+            .map_err(db_error)?;
+        Ok(gone > 0)
+    }
+
+    async fn release_holder_once(
+        &self,
+        key: &LockKey,
+        owner: &OwnerId,
+    ) -> Result<u64, sqlx::Error> {
         let st = &self.statements;
-        let (mut tx, _) = self.lock_key(key).await.map_err(db_error)?;
+        let (mut tx, _) = self.lock_key(key).await?;
         let name = key.as_str();
         let gone = self
             .exec(&mut tx, &st.release_holder, &[name, &owner.to_hex()])
-            .await
-            .map_err(db_error)?;
+            .await?;
         if gone > 0 {
-            self.exec(&mut tx, &st.settle, &[name, name])
-                .await
-                .map_err(db_error)?;
+            self.exec(&mut tx, &st.settle, &[name, name]).await?;
         }
-        tx.commit().within(self.timeout).await.map_err(db_error)?;
-        Ok(gone > 0)
+        tx.commit().within(self.timeout).await?;
+        Ok(gone)
     }
 
     /// Frees `key` whoever holds it, every shared hold and permit with it.
     pub(super) async fn force_release_all(&self, key: &LockKey) -> Result<bool> {
-        let st = &self.statements;
-        let (mut tx, _) = self.lock_key(key).await.map_err(db_error)?;
-        let name = key.as_str();
-        self.exec(&mut tx, &st.forget_holders, &[name])
+        let freed = retry_conflicts(|| self.force_release_once(key))
             .await
             .map_err(db_error)?;
-        let freed = self
-            .exec(&mut tx, &st.force_release, &[name])
-            .await
-            .map_err(db_error)?;
-        tx.commit().within(self.timeout).await.map_err(db_error)?;
         Ok(freed > 0)
+    }
+
+    async fn force_release_once(&self, key: &LockKey) -> Result<u64, sqlx::Error> {
+        let st = &self.statements;
+        let (mut tx, _) = self.lock_key(key).await?;
+        let name = key.as_str();
+        self.exec(&mut tx, &st.forget_holders, &[name]).await?;
+        let freed = self.exec(&mut tx, &st.force_release, &[name]).await?;
+        tx.commit().within(self.timeout).await?;
+        Ok(freed)
     }
 
     /// Who holds `key`, read in one statement.

@@ -12,7 +12,7 @@ use sqlx::{AssertSqlSafe, PgPool, Postgres};
 use tokio::sync::Notify;
 
 use super::advisory_sql::{
-    TRY_PERMIT, bump_fence, create_fences, create_holds, live_holds, unlock,
+    TRY_PERMIT, TRY_SLOTS, bump_fence, create_fences, create_holds, live_holds, unlock,
 };
 use super::driver::{channel, migrate};
 use super::listen::{self, Listener};
@@ -50,7 +50,7 @@ impl Advisory {
     fn taken_name(&self, key: &LockKey, taken: Taken) -> String {
         match taken {
             Taken::Key => self.lock_name(key),
-            Taken::Slot(i) => format!("{}#{i}", self.lock_name(key)),
+            Taken::Slot(i) => format!("{}\u{1}{i}", self.lock_name(key)),
         }
     }
 }
@@ -189,6 +189,7 @@ impl SessionBackend for Advisory {
         let mut sessions: Vec<i32> = sqlx::query_scalar(
             "SELECT pid FROM pg_locks
              WHERE locktype = 'advisory' AND granted AND objsubid = 1
+               AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
                AND ((classid::bigint << 32) | objid::bigint) = hashtextextended($1, 0)",
         )
         .bind(self.lock_name(key))
@@ -224,30 +225,43 @@ impl SessionBackend for Advisory {
 }
 
 impl Advisory {
-    /// A permit: the key's own id shared, then a free slot; the shared lock is
-    /// given back when no slot is free.
+    /// A permit: the key's own id shared, then a free slot, 32 slots tried per
+    /// statement; the shared lock is given back when no slot is free.
     async fn try_permit(
         &self,
         conn: &mut PoolConnection<Postgres>,
         name: &str,
         limit: u32,
     ) -> Result<Option<Taken>, sqlx::Error> {
-        let slot: i32 = sqlx::query_scalar(TRY_PERMIT)
-            .bind(name)
-            .bind(i32::try_from(limit).unwrap_or(i32::MAX))
-            .fetch_one(&mut **conn)
-            .within(self.timeout)
-            .await?;
-        if slot == -1 {
-            sqlx::query("SELECT pg_advisory_unlock_shared(hashtextextended($1, 0))")
+        let limit = i32::try_from(limit).unwrap_or(i32::MAX);
+        let mut first = 0;
+        while first < limit {
+            let last = first.saturating_add(SLOTS_PER_STATEMENT - 1).min(limit - 1);
+            let statement = if first == 0 { TRY_PERMIT } else { TRY_SLOTS };
+            let slot: i32 = sqlx::query_scalar(statement)
                 .bind(name)
-                .execute(&mut **conn)
+                .bind(first)
+                .bind(last)
+                .fetch_one(&mut **conn)
                 .within(self.timeout)
                 .await?;
+            match slot {
+                -2 => return Ok(None),
+                -1 => first = last + 1,
+                slot => return Ok(u32::try_from(slot).ok().map(Taken::Slot)),
+            }
         }
-        Ok(u32::try_from(slot).ok().map(Taken::Slot))
+        sqlx::query("SELECT pg_advisory_unlock_shared(hashtextextended($1, 0))")
+            .bind(name)
+            .execute(&mut **conn)
+            .within(self.timeout)
+            .await?;
+        Ok(None)
     }
 }
+
+/// Slots tried per statement.
+const SLOTS_PER_STATEMENT: i32 = 32;
 
 /// Connects an advisory-mode driver.
 pub(super) async fn connect(options: PgOptions) -> lockkit_core::Result<SessionDriver<Advisory>> {

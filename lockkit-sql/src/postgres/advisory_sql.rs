@@ -1,7 +1,9 @@
 //! Advisory mode's statements. Lock ids: the key's own is
 //! `hashtextextended('<table>:<key>', 0)`; slot `i` of a semaphore is
-//! `hashtextextended('<table>:<key>#i', 0)`. A permit holds its slot exclusively
-//! and the key's own id shared, so a permit excludes an exclusive holder.
+//! `hashtextextended('<table>:<key>\x01i', 0)` — a key cannot hold a control
+//! character, so no key's own id is another key's slot. A permit holds its slot
+//! exclusively and the key's own id shared, so a permit excludes an exclusive
+//! holder.
 
 /// The fences table.
 pub(super) fn create_fences(t: &str) -> String {
@@ -25,7 +27,7 @@ pub(super) fn create_holds(t: &str) -> String {
 }
 
 /// Bumps a key's counter and records the hold. `$1` name, `$2` lock name (the
-/// key's, or a slot's: `<key's>#i`), `$3` mode, `$4` limit, `$5` label.
+/// key's, or a slot's: `<key's>\x01i`), `$3` mode, `$4` limit, `$5` label.
 pub(super) fn bump_fence(t: &str) -> String {
     format!(
         "WITH f AS (INSERT INTO {t}_fences AS f (name, fence) VALUES ($1, 1)
@@ -39,15 +41,22 @@ pub(super) fn bump_fence(t: &str) -> String {
     )
 }
 
-/// Takes the key's own id shared, then the first free slot of `$2`: the slot,
-/// -1 when every slot was taken (the shared lock is then still held), -2 when an
-/// exclusive holder refused the shared lock. `$1` the key's lock name, `$2` limit.
+/// Takes the key's own id shared, then the first free slot of `$2..$3`: the
+/// slot, -1 when every one was taken (the shared lock is then held), -2 when an
+/// exclusive holder refused the shared lock. `$1` the key's lock name.
 pub(super) const TRY_PERMIT: &str =
     "SELECT CASE WHEN pg_try_advisory_lock_shared(hashtextextended($1, 0))
-                 THEN COALESCE((SELECT s FROM generate_series(0, $2::int4 - 1) AS s
-                                WHERE pg_try_advisory_lock(hashtextextended($1 || '#' || s, 0))
+                 THEN COALESCE((SELECT s FROM generate_series($2::int4, $3::int4) AS s
+                                WHERE pg_try_advisory_lock(hashtextextended($1 || chr(1) || s, 0))
                                 LIMIT 1), -1)
                  ELSE -2 END";
+
+/// The first free slot of `$2..$3` (the key's shared id already held), or -1.
+/// `$1` the key's lock name.
+pub(super) const TRY_SLOTS: &str =
+    "SELECT COALESCE((SELECT s FROM generate_series($2::int4, $3::int4) AS s
+                     WHERE pg_try_advisory_lock(hashtextextended($1 || chr(1) || s, 0))
+                     LIMIT 1), -1)";
 
 /// Gives back the lock of a hold and forgets its record: `unlock` is
 /// `pg_advisory_unlock` or `pg_advisory_unlock_shared` on the key's own id; a
@@ -56,7 +65,7 @@ pub(super) const TRY_PERMIT: &str =
 pub(super) fn unlock(t: &str, unlock: &str, slot: bool) -> String {
     let own = "hashtextextended($1, 0)";
     let (record, gives) = if slot {
-        let slot_id = "hashtextextended($1 || '#' || $3::int4, 0)";
+        let slot_id = "hashtextextended($1 || chr(1) || $3::int4, 0)";
         (
             slot_id.to_string(),
             format!("pg_advisory_unlock({slot_id}) AND pg_advisory_unlock_shared({own})"),

@@ -9,7 +9,7 @@ use tokio::time::Instant;
 
 use super::leases::{NAME, PgLeases, db_error, ttl_ms};
 use crate::connect::Within;
-use crate::error::is_conflict;
+use crate::error::{is_conflict, retry_conflicts};
 use crate::holds::{self, HolderRow, KeyRow};
 
 /// A collision with another transaction is [`LockError::Contended`], which
@@ -112,31 +112,42 @@ impl PgLeases {
 
     /// Removes `owner`'s shared hold or permit; whether it was live.
     pub(super) async fn release_holder(&self, key: &LockKey, owner: &OwnerId) -> Result<bool> {
-        let (mut tx, _) = self.lock_key(key).await.map_err(db_error)?;
-        let gone: i64 = sqlx::query_scalar(AssertSqlSafe(self.statements.release_holder.clone()))
-            .bind(key.as_str())
-            .bind(owner.to_hex())
-            .bind(&self.statements.channel)
-            .fetch_one(&mut *tx)
-            .within(self.timeout)
+        let statement = &self.statements.release_holder;
+        let gone = retry_conflicts(|| self.in_key_lock(key, statement, Some(owner)))
             .await
             .map_err(db_error)?;
-        tx.commit().within(self.timeout).await.map_err(db_error)?;
         Ok(gone > 0)
     }
 
     /// Frees `key` whoever holds it, every shared hold and permit with it.
     pub(super) async fn force_release_all(&self, key: &LockKey) -> Result<bool> {
-        let (mut tx, _) = self.lock_key(key).await.map_err(db_error)?;
-        let freed: i64 = sqlx::query_scalar(AssertSqlSafe(self.statements.force_release.clone()))
-            .bind(key.as_str())
+        let statement = &self.statements.force_release;
+        let freed = retry_conflicts(|| self.in_key_lock(key, statement, None))
+            .await
+            .map_err(db_error)?;
+        Ok(freed > 0)
+    }
+
+    /// Runs `statement` (bound to the key, the owner if given, and the channel)
+    /// with the key row locked: what it counts.
+    async fn in_key_lock(
+        &self,
+        key: &LockKey,
+        statement: &std::sync::Arc<str>,
+        owner: Option<&OwnerId>,
+    ) -> Result<i64, sqlx::Error> {
+        let (mut tx, _) = self.lock_key(key).await?;
+        let mut q = sqlx::query_scalar(AssertSqlSafe(statement.clone())).bind(key.as_str());
+        if let Some(owner) = owner {
+            q = q.bind(owner.to_hex());
+        }
+        let n: i64 = q
             .bind(&self.statements.channel)
             .fetch_one(&mut *tx)
             .within(self.timeout)
-            .await
-            .map_err(db_error)?;
-        tx.commit().within(self.timeout).await.map_err(db_error)?;
-        Ok(freed > 0)
+            .await?;
+        tx.commit().within(self.timeout).await?;
+        Ok(n)
     }
 
     /// Who holds `key`, read in one statement.

@@ -40,17 +40,22 @@ pub(super) fn acquire(t: &str) -> String {
 
 /// Pushes out our live lease, exclusive or not, in one statement: the key row's
 /// for an exclusive hold; a shared hold's or permit's row and the key row's
-/// expiry with it (both to the same instant) otherwise. Returns how many holds
-/// it renewed. `$1` name, `$2` owner, `$3` TTL in ms.
+/// expiry with it (both to the same instant) otherwise. A shared hold or permit
+/// locks the key row first (`k`, which re-reads the row's latest version if it
+/// had to wait): while the key is '*' and live no exclusive acquire can take it,
+/// and one that took it first leaves `k` empty, so the renewal fails. Returns how
+/// many holds it renewed. `$1` name, `$2` owner, `$3` TTL in ms.
 pub(super) fn extend(t: &str) -> String {
     format!(
         "WITH e AS (SELECT clock_timestamp() + $3::float8 * interval '1 millisecond' AS at),
          x AS (UPDATE {t} AS l SET expires_at = e.at FROM e
                WHERE l.name = $1 AND l.owner = $2 AND l.expires_at > clock_timestamp()
                RETURNING 1),
-         h AS (UPDATE {t}_holders AS h SET expires_at = e.at FROM e, {t} AS k
-               WHERE h.name = $1 AND h.owner = $2 AND h.expires_at > clock_timestamp()
-                 AND k.name = $1 AND k.owner = '{MANY}' AND k.expires_at > clock_timestamp()
+         k AS (SELECT name FROM {t}
+               WHERE name = $1 AND owner = '{MANY}' AND expires_at > clock_timestamp()
+               FOR UPDATE),
+         h AS (UPDATE {t}_holders AS h SET expires_at = e.at FROM e, k
+               WHERE h.name = k.name AND h.owner = $2 AND h.expires_at > clock_timestamp()
                RETURNING 1),
          raise AS (UPDATE {t} AS l SET expires_at = GREATEST(l.expires_at, e.at) FROM e
                    WHERE l.name = $1 AND l.owner = '{MANY}' AND EXISTS (SELECT 1 FROM h))
@@ -58,8 +63,9 @@ pub(super) fn extend(t: &str) -> String {
     )
 }
 
-/// Pushes out many live leases, exclusive or not, as [`extend`] does one.
-/// `$1` TTL in ms, `$2` names, `$3` owners; returns the renewed `(name, owner)`s.
+/// Pushes out many live leases, exclusive or not, as [`extend`] does one (the
+/// key rows locked in name order). `$1` TTL in ms, `$2` names, `$3` owners;
+/// returns the renewed `(name, owner)`s.
 pub(super) fn extend_many(t: &str) -> String {
     format!(
         "WITH e AS (SELECT clock_timestamp() + $1::float8 * interval '1 millisecond' AS at),
@@ -67,9 +73,13 @@ pub(super) fn extend_many(t: &str) -> String {
          x AS (UPDATE {t} AS l SET expires_at = e.at FROM e, r
                WHERE l.name = r.name AND l.owner = r.owner AND l.expires_at > clock_timestamp()
                RETURNING l.name, l.owner),
-         h AS (UPDATE {t}_holders AS h SET expires_at = e.at FROM e, r, {t} AS k
-               WHERE h.name = r.name AND h.owner = r.owner AND h.expires_at > clock_timestamp()
-                 AND k.name = r.name AND k.owner = '{MANY}' AND k.expires_at > clock_timestamp()
+         k AS (SELECT name FROM {t}
+               WHERE name IN (SELECT name FROM r) AND owner = '{MANY}'
+                 AND expires_at > clock_timestamp()
+               ORDER BY name FOR UPDATE),
+         h AS (UPDATE {t}_holders AS h SET expires_at = e.at FROM e, r, k
+               WHERE h.name = r.name AND h.owner = r.owner AND h.name = k.name
+                 AND h.expires_at > clock_timestamp()
                RETURNING h.name, h.owner),
          raise AS (UPDATE {t} AS l SET expires_at = GREATEST(l.expires_at, e.at) FROM e
                    WHERE l.owner = '{MANY}' AND l.name IN (SELECT name FROM h))
