@@ -92,6 +92,21 @@ pub(crate) fn held(row: Option<&KeyRow>, many: &[HolderRow]) -> Vec<Held> {
     holds(row, many).into_iter().map(|h| h.held).collect()
 }
 
+/// Whether `req`, a shared hold or permit, must wait beside these rows (as
+/// [`lockkit_core::driver::admit`] would decide).
+pub(crate) fn must_wait(
+    driver: &'static str,
+    req: &lockkit_core::driver::AcquireRequest,
+    row: Option<&KeyRow>,
+    many: &[HolderRow],
+) -> bool {
+    req.mode != LockMode::Exclusive
+        && matches!(
+            lockkit_core::driver::admit(driver, req, &held(row, many), []),
+            lockkit_core::driver::Admission::Wait
+        )
+}
+
 /// What inspection shows of `key`.
 pub(crate) fn inspection(key: &LockKey, row: Option<&KeyRow>, many: &[HolderRow]) -> Inspection {
     let holders = holds(row, many)

@@ -45,6 +45,25 @@ pub trait LeaseBackend: Send + Sync + fmt::Debug + 'static {
     /// One acquire attempt: the grant, or `None` when the key is held.
     async fn try_acquire(&self, req: &AcquireRequest) -> Result<Option<Grant>>;
 
+    /// An attempt after a wake-up or a pause. Databases whose shared and permit
+    /// acquires lock the key row first override it to look without locking
+    /// first ([`Self::looks_full`]): a release wakes every waiter, and those
+    /// that cannot get in then cost one read each, run side by side, instead of
+    /// a transaction each, one after another on the key row.
+    async fn try_acquire_again(&self, req: &AcquireRequest) -> Result<Option<Grant>> {
+        if self.looks_full(req).await? {
+            return Ok(None);
+        }
+        self.try_acquire(req).await
+    }
+
+    /// Whether a read without locks shows that `req` must wait (a shared hold or
+    /// permit only; the real attempt decides).
+    async fn looks_full(&self, req: &AcquireRequest) -> Result<bool> {
+        let _ = req;
+        Ok(false)
+    }
+
     /// Pushes out `owner`'s live lease on `key`; false if it is not theirs.
     async fn extend(&self, key: &LockKey, owner: &OwnerId, ttl: Duration) -> Result<bool>;
 
@@ -135,8 +154,16 @@ impl<B: LeaseBackend> LockDriver for LeaseDriver<B> {
 
     async fn acquire(&self, req: &AcquireRequest) -> Result<Grant> {
         req.require_mode(B::NAME, self.capabilities())?;
+        let mut first = true;
         acquire_polling(req, self.backend.wake(), B::POLL_CAP, || {
-            self.backend.try_acquire(req)
+            let again = !std::mem::replace(&mut first, false);
+            async move {
+                if again {
+                    self.backend.try_acquire_again(req).await
+                } else {
+                    self.backend.try_acquire(req).await
+                }
+            }
         })
         .await
     }

@@ -165,6 +165,10 @@ impl LeaseBackend for MySqlLeases {
         Ok((created.rows_affected() == 1).then(|| grant(1)))
     }
 
+    async fn looks_full(&self, req: &AcquireRequest) -> Result<bool> {
+        self.looks_full_now(req).await
+    }
+
     async fn extend(&self, key: &LockKey, owner: &OwnerId, ttl: Duration) -> Result<bool> {
         let done = sqlx::query(AssertSqlSafe(self.statements.extend.clone()))
             .bind(ttl_us(ttl))

@@ -221,8 +221,8 @@ impl MySqlLeases {
         Ok(freed)
     }
 
-    /// Who holds `key`, read in one statement.
-    pub(super) async fn inspect_key(&self, key: &LockKey) -> Result<Inspection> {
+    /// The key row and its holders rows, read in one statement, without locks.
+    async fn read_rows(&self, key: &LockKey) -> Result<(Option<KeyRow>, Vec<HolderRow>)> {
         let rows: Vec<InspectRow> = sqlx::query_as(AssertSqlSafe(self.statements.inspect.clone()))
             .bind(key.as_str())
             .bind(key.as_str())
@@ -240,6 +240,21 @@ impl MySqlLeases {
                 many.push((owner.unwrap_or_default(), mode, lim, token, left, label));
             }
         }
+        Ok((row, many))
+    }
+
+    /// Who holds `key`, read in one statement.
+    pub(super) async fn inspect_key(&self, key: &LockKey) -> Result<Inspection> {
+        let (row, many) = self.read_rows(key).await?;
         Ok(holds::inspection(key, row.as_ref(), &many))
+    }
+
+    /// Whether a read without locks shows that `req` must wait.
+    pub(super) async fn looks_full_now(&self, req: &AcquireRequest) -> Result<bool> {
+        if req.mode == LockMode::Exclusive {
+            return Ok(false);
+        }
+        let (row, many) = self.read_rows(&req.key).await?;
+        Ok(holds::must_wait(NAME, req, row.as_ref(), &many))
     }
 }

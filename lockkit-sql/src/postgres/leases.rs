@@ -129,6 +129,10 @@ impl LeaseBackend for PgLeases {
         Ok(fence.map(|f| Grant::of(req, FencingToken(f as u64), sent + req.ttl)))
     }
 
+    async fn looks_full(&self, req: &AcquireRequest) -> Result<bool> {
+        self.looks_full_now(req).await
+    }
+
     async fn extend(&self, key: &LockKey, owner: &OwnerId, ttl: Duration) -> Result<bool> {
         let renewed: i64 = sqlx::query_scalar(AssertSqlSafe(self.statements.extend.clone()))
             .bind(key.as_str())

@@ -2,7 +2,7 @@
 //! [`lockkit_core::driver::admit`] in a short transaction that locks the key row
 //! first (see [`super::holder_sql`]).
 
-use lockkit_core::driver::{AcquireRequest, Admission, Grant, Inspection, admit};
+use lockkit_core::driver::{AcquireRequest, Admission, Grant, Inspection, LockMode, admit};
 use lockkit_core::{FencingToken, LockError, LockKey, OwnerId, Result};
 use sqlx::{AssertSqlSafe, Postgres, Transaction};
 use tokio::time::Instant;
@@ -150,8 +150,9 @@ impl PgLeases {
         Ok(n)
     }
 
-    /// Who holds `key`, read in one statement.
-    pub(super) async fn inspect_key(&self, key: &LockKey) -> Result<Inspection> {
+    /// The key row and its live holders rows, read in one statement, without
+    /// locks.
+    async fn read_rows(&self, key: &LockKey) -> Result<(Option<KeyRow>, Vec<HolderRow>)> {
         let rows: Vec<InspectRow> = sqlx::query_as(AssertSqlSafe(self.statements.inspect.clone()))
             .bind(key.as_str())
             .fetch_all(&self.pool)
@@ -168,6 +169,21 @@ impl PgLeases {
                 many.push((owner.unwrap_or_default(), mode, lim, token, left, label));
             }
         }
+        Ok((row, many))
+    }
+
+    /// Who holds `key`, read in one statement.
+    pub(super) async fn inspect_key(&self, key: &LockKey) -> Result<Inspection> {
+        let (row, many) = self.read_rows(key).await?;
         Ok(holds::inspection(key, row.as_ref(), &many))
+    }
+
+    /// Whether a read without locks shows that `req` must wait.
+    pub(super) async fn looks_full_now(&self, req: &AcquireRequest) -> Result<bool> {
+        if req.mode == LockMode::Exclusive {
+            return Ok(false);
+        }
+        let (row, many) = self.read_rows(&req.key).await?;
+        Ok(holds::must_wait(NAME, req, row.as_ref(), &many))
     }
 }

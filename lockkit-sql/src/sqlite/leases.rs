@@ -115,6 +115,10 @@ impl LeaseBackend for SqliteLeases {
         Ok(fence.map(|f| Grant::of(req, FencingToken(f as u64), sent + req.ttl)))
     }
 
+    async fn looks_full(&self, req: &AcquireRequest) -> Result<bool> {
+        self.looks_full_now(req).await
+    }
+
     async fn extend(&self, key: &LockKey, owner: &OwnerId, ttl: Duration) -> Result<bool> {
         let now = monotonic_ms();
         let done = sqlx::query(AssertSqlSafe(self.statements.extend.clone()))

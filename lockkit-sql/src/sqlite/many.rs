@@ -154,8 +154,8 @@ impl SqliteLeases {
         Ok(live == Some(true))
     }
 
-    /// Who holds `key`, read in one snapshot.
-    pub(super) async fn inspect_key(&self, key: &LockKey) -> Result<Inspection> {
+    /// The key row and its live holders rows, read in one snapshot.
+    async fn read_rows(&self, key: &LockKey) -> Result<(Option<KeyRow>, Vec<HolderRow>)> {
         let mut tx = self.pool.begin().await.map_err(db_error)?;
         let now = monotonic_ms();
         let row: Option<KeyRow> = sqlx::query_as(AssertSqlSafe(self.statements.key_row.clone()))
@@ -172,6 +172,26 @@ impl SqliteLeases {
                 .await
                 .map_err(db_error)?;
         tx.commit().await.map_err(db_error)?;
+        Ok((row, many))
+    }
+
+    /// Who holds `key`, read in one snapshot.
+    pub(super) async fn inspect_key(&self, key: &LockKey) -> Result<Inspection> {
+        let (row, many) = self.read_rows(key).await?;
         Ok(holds::inspection(key, row.as_ref(), &many))
+    }
+
+    /// Whether a read, without SQLite's write lock, shows that `req` must wait.
+    pub(super) async fn looks_full_now(&self, req: &AcquireRequest) -> Result<bool> {
+        if req.mode == LockMode::Exclusive {
+            return Ok(false);
+        }
+        let (row, many) = self.read_rows(&req.key).await?;
+        Ok(holds::must_wait(
+            super::leases::NAME,
+            req,
+            row.as_ref(),
+            &many,
+        ))
     }
 }
