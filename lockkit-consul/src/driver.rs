@@ -118,7 +118,15 @@ impl LockDriver for ConsulDriver {
         };
         if held.mode.limit().is_some() {
             let keys = SemaphoreKeys::of(&self.kv_key(key));
-            let left = leave(self.api(), &keys, &held.session.id).await?;
+            let left = match leave(self.api(), &keys, &held.session.id).await {
+                Ok(left) => left,
+                Err(e) => {
+                    // Keep the hold on record, so that the release can be tried
+                    // again: nothing else would find the permit to free it.
+                    self.holds.insert(key.clone(), owner.clone(), held);
+                    return Err(e);
+                }
+            };
             give_back(self.api(), &self.sessions.permits, key, &held.session.id);
             return Ok(left);
         }

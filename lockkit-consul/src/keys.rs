@@ -9,11 +9,15 @@ use lockkit_core::LockKey;
 
 /// The KV key lock `key` lives at under `prefix`: `<prefix>/<key>`, with every
 /// byte of the key outside `A-Z a-z 0-9 - .` written `_XX` (hex), so any lock name
-/// is one key segment of the characters every Consul version accepts.
+/// is one key segment of the characters every Consul version accepts. The names
+/// `.` and `..` have their dots written `_2E` too: as URL path segments they
+/// would mean "this folder" and "the folder above" (a literal `_2E` is written
+/// `_5F2E`, so nothing else maps there).
 pub(crate) fn kv_key(prefix: &str, key: &LockKey) -> String {
     let mut out = format!("{prefix}/");
+    let dots_only = key.as_str().bytes().all(|b| b == b'.');
     for b in key.as_str().bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.') {
+        if b.is_ascii_alphanumeric() || b == b'-' || (b == b'.' && !dots_only) {
             out.push(b as char);
         } else {
             out.push_str(&format!("_{b:02X}"));
@@ -63,6 +67,10 @@ mod tests {
         assert_eq!(k("inventory/sku_42"), "lockkit/inventory_2Fsku_5F42");
         assert_eq!(k("a-b.c"), "lockkit/a-b.c");
         assert_eq!(k("é"), "lockkit/_C3_A9");
+        assert_eq!(k("."), "lockkit/_2E");
+        assert_eq!(k(".."), "lockkit/_2E_2E");
+        assert_eq!(k("..."), "lockkit/_2E_2E_2E");
+        assert_eq!(k("_2E"), "lockkit/_5F2E");
     }
 
     /// A semaphore's keys sit under the lock key, as `consul lock -n` lays them
