@@ -26,6 +26,34 @@ pub(crate) type KeyRow = (Option<String>, i64, i64, Option<String>);
 /// A holders row: owner, mode, limit, token, milliseconds left, label.
 pub(crate) type HolderRow = (String, String, Option<i64>, i64, i64, Option<String>);
 
+/// One row of a query that reads the key row and its holders rows together
+/// (`k` or `h` first, then the columns of a [`KeyRow`] or a [`HolderRow`], the
+/// others NULL): what PostgreSQL and MySQL read in one statement.
+pub(crate) type InspectRow = (
+    String,
+    Option<String>,
+    Option<String>,
+    Option<i64>,
+    i64,
+    i64,
+    Option<String>,
+);
+
+/// Splits [`InspectRow`]s into the key row and the holders rows.
+pub(crate) fn split(rows: Vec<InspectRow>) -> (Option<KeyRow>, Vec<HolderRow>) {
+    let mut row = None;
+    let mut many = Vec::new();
+    for (kind, owner, mode, lim, token, left, label) in rows {
+        if kind == "k" {
+            row = Some((owner, token, left, label));
+        } else {
+            let mode = mode.unwrap_or_default();
+            many.push((owner.unwrap_or_default(), mode, lim, token, left, label));
+        }
+    }
+    (row, many)
+}
+
 /// A live hold, with its lease left and its holder's label.
 #[derive(Debug, Clone)]
 pub(crate) struct LiveHold {

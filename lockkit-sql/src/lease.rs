@@ -11,12 +11,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lockkit_core::{
-    AcquireRequest, Capabilities, Grant, Inspection, LockDriver, LockError, LockKey, OwnerId,
-    Renewal, Result, async_trait, renew_in_batches,
+    AcquireRequest, Capabilities, Grant, Inspection, LockDriver, LockError, LockKey, LockMode,
+    OwnerId, Renewal, Result, async_trait, renew_in_batches,
 };
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
+use crate::holds::{self, HolderRow, KeyRow};
 use crate::renew;
 use crate::wait::acquire_polling;
 
@@ -60,9 +61,16 @@ pub trait LeaseBackend: Send + Sync + fmt::Debug + 'static {
     /// Whether a read without locks shows that `req` must wait (a shared hold or
     /// permit only; the real attempt decides).
     async fn looks_full(&self, req: &AcquireRequest) -> Result<bool> {
-        let _ = req;
-        Ok(false)
+        if req.mode == LockMode::Exclusive {
+            return Ok(false);
+        }
+        let (row, many) = self.read_holds(&req.key).await?;
+        Ok(holds::must_wait(Self::NAME, req, row.as_ref(), &many))
     }
+
+    /// The key row and its holders rows, read in one snapshot without locks
+    /// (see [`crate::holds`]).
+    async fn read_holds(&self, key: &LockKey) -> Result<(Option<KeyRow>, Vec<HolderRow>)>;
 
     /// Pushes out `owner`'s live lease on `key`; false if it is not theirs.
     async fn extend(&self, key: &LockKey, owner: &OwnerId, ttl: Duration) -> Result<bool>;
@@ -86,13 +94,10 @@ pub trait LeaseBackend: Send + Sync + fmt::Debug + 'static {
     /// Deletes every trace of `key`, its fencing counter included.
     async fn purge(&self, key: &LockKey) -> Result<()>;
 
-    /// Who holds `key`, where the database can tell.
+    /// Who holds `key`.
     async fn inspect(&self, key: &LockKey) -> Result<Inspection> {
-        let _ = key;
-        Err(LockError::Unsupported {
-            driver: Self::NAME,
-            capability: "inspection",
-        })
+        let (row, many) = self.read_holds(key).await?;
+        Ok(holds::inspection(key, row.as_ref(), &many))
     }
 }
 

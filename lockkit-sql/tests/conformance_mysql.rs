@@ -4,6 +4,9 @@
 
 use std::sync::Arc;
 
+#[macro_use]
+mod suites;
+
 use lockkit_conformance::{UrlHarness, url_backend};
 use lockkit_core::{LockDriver, LockError};
 use lockkit_sql::mysql::MySqlOptions;
@@ -11,30 +14,6 @@ use lockkit_testkit::MariaDb;
 
 async fn connect(url: &str) -> Result<Arc<dyn LockDriver>, LockError> {
     lockkit_sql::mysql::connect(MySqlOptions::from_url(url)?).await
-}
-
-/// The suite for a lease-mode harness: every mode, and inspection.
-macro_rules! lease_suite {
-    ($name:ident, $harness:ty) => {
-        lockkit_conformance::suite!(
-            $name,
-            $harness,
-            with {
-                readers_share,
-                writer_excludes_readers_and_writers,
-                read_hold_is_not_upgraded,
-                at_most_limit_permits_under_contention,
-                permit_tokens_increase_across_permits,
-                an_expired_permit_is_reacquirable,
-                a_permit_limit_mismatch_is_a_config_error,
-                a_release_wakes_one_waiter,
-                a_cancelled_permit_acquire_leaves_nothing,
-                a_killed_holders_permit_is_freed,
-                inspection_shows_holder_mode_token_and_lease,
-                a_free_key_inspects_empty,
-            }
-        );
-    };
 }
 
 /// The suite for a session-bound harness: no lease expiry; semaphores

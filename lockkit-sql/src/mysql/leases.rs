@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lockkit_core::driver::{Inspect, Inspection, LockMode};
+use lockkit_core::driver::{Inspect, LockMode};
 use lockkit_core::{
     AcquireRequest, Capabilities, FencingToken, Grant, LockError, LockKey, OwnerId, Result,
     async_trait,
@@ -17,6 +17,7 @@ use tokio::time::Instant;
 
 use super::{holder_sql, sql};
 use crate::connect::Within;
+use crate::holds::{HolderRow, KeyRow};
 use crate::lease::LeaseBackend;
 
 pub(super) const NAME: &str = "mysql";
@@ -165,8 +166,8 @@ impl LeaseBackend for MySqlLeases {
         Ok((created.rows_affected() == 1).then(|| grant(1)))
     }
 
-    async fn looks_full(&self, req: &AcquireRequest) -> Result<bool> {
-        self.looks_full_now(req).await
+    async fn read_holds(&self, key: &LockKey) -> Result<(Option<KeyRow>, Vec<HolderRow>)> {
+        self.read_rows(key).await
     }
 
     async fn extend(&self, key: &LockKey, owner: &OwnerId, ttl: Duration) -> Result<bool> {
@@ -195,9 +196,5 @@ impl LeaseBackend for MySqlLeases {
     async fn purge(&self, key: &LockKey) -> Result<()> {
         self.run(&self.statements.forget_holders, key, None).await?;
         self.run(&self.statements.purge, key, None).await.map(drop)
-    }
-
-    async fn inspect(&self, key: &LockKey) -> Result<Inspection> {
-        self.inspect_key(key).await
     }
 }

@@ -2,7 +2,7 @@
 //! [`lockkit_core::driver::admit`] in a short transaction that locks the key row
 //! first (see [`super::holder_sql`]).
 
-use lockkit_core::driver::{AcquireRequest, Admission, Grant, Inspection, LockMode, admit};
+use lockkit_core::driver::{AcquireRequest, Admission, Grant, LockMode, admit};
 use lockkit_core::{FencingToken, LockError, LockKey, OwnerId, Result};
 use sqlx::{AssertSqlSafe, MySql, Transaction};
 use tokio::time::Instant;
@@ -10,18 +10,7 @@ use tokio::time::Instant;
 use super::leases::{MySqlLeases, NAME, db_error, ttl_us};
 use crate::connect::Within;
 use crate::error::{is_conflict, retry_conflicts};
-use crate::holds::{self, HolderRow, KeyRow};
-
-/// One row of [`super::holder_sql::inspect`].
-type InspectRow = (
-    String,
-    Option<String>,
-    Option<String>,
-    Option<i64>,
-    i64,
-    i64,
-    Option<String>,
-);
+use crate::holds::{self, HolderRow, InspectRow, KeyRow};
 
 /// A deadlock with another transaction is [`LockError::Contended`], which
 /// [`MySqlLeases::try_acquire_many`] turns into "busy": nothing took effect.
@@ -222,7 +211,10 @@ impl MySqlLeases {
     }
 
     /// The key row and its holders rows, read in one statement, without locks.
-    async fn read_rows(&self, key: &LockKey) -> Result<(Option<KeyRow>, Vec<HolderRow>)> {
+    pub(super) async fn read_rows(
+        &self,
+        key: &LockKey,
+    ) -> Result<(Option<KeyRow>, Vec<HolderRow>)> {
         let rows: Vec<InspectRow> = sqlx::query_as(AssertSqlSafe(self.statements.inspect.clone()))
             .bind(key.as_str())
             .bind(key.as_str())
@@ -230,31 +222,6 @@ impl MySqlLeases {
             .within(self.timeout)
             .await
             .map_err(db_error)?;
-        let mut row: Option<KeyRow> = None;
-        let mut many: Vec<HolderRow> = Vec::new();
-        for (kind, owner, mode, lim, token, left, label) in rows {
-            if kind == "k" {
-                row = Some((owner, token, left, label));
-            } else {
-                let mode = mode.unwrap_or_default();
-                many.push((owner.unwrap_or_default(), mode, lim, token, left, label));
-            }
-        }
-        Ok((row, many))
-    }
-
-    /// Who holds `key`, read in one statement.
-    pub(super) async fn inspect_key(&self, key: &LockKey) -> Result<Inspection> {
-        let (row, many) = self.read_rows(key).await?;
-        Ok(holds::inspection(key, row.as_ref(), &many))
-    }
-
-    /// Whether a read without locks shows that `req` must wait.
-    pub(super) async fn looks_full_now(&self, req: &AcquireRequest) -> Result<bool> {
-        if req.mode == LockMode::Exclusive {
-            return Ok(false);
-        }
-        let (row, many) = self.read_rows(&req.key).await?;
-        Ok(holds::must_wait(NAME, req, row.as_ref(), &many))
+        Ok(holds::split(rows))
     }
 }

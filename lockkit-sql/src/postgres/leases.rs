@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lockkit_core::driver::{Inspect, Inspection, LockMode};
+use lockkit_core::driver::{Inspect, LockMode};
 use lockkit_core::{
     AcquireRequest, Capabilities, FencingToken, Grant, LockError, LockKey, OwnerId, Renewal,
     Result, WakeUp, async_trait,
@@ -17,6 +17,7 @@ use tokio::time::Instant;
 use super::listen::Listener;
 use super::{holder_sql, sql};
 use crate::connect::Within;
+use crate::holds::{HolderRow, KeyRow};
 use crate::lease::LeaseBackend;
 use crate::renew;
 
@@ -129,8 +130,8 @@ impl LeaseBackend for PgLeases {
         Ok(fence.map(|f| Grant::of(req, FencingToken(f as u64), sent + req.ttl)))
     }
 
-    async fn looks_full(&self, req: &AcquireRequest) -> Result<bool> {
-        self.looks_full_now(req).await
+    async fn read_holds(&self, key: &LockKey) -> Result<(Option<KeyRow>, Vec<HolderRow>)> {
+        self.read_rows(key).await
     }
 
     async fn extend(&self, key: &LockKey, owner: &OwnerId, ttl: Duration) -> Result<bool> {
@@ -185,9 +186,5 @@ impl LeaseBackend for PgLeases {
             .await
             .map_err(db_error)?;
         Ok(())
-    }
-
-    async fn inspect(&self, key: &LockKey) -> Result<Inspection> {
-        self.inspect_key(key).await
     }
 }

@@ -2,7 +2,7 @@
 //! [`lockkit_core::driver::admit`] in a short transaction that locks the key row
 //! first (see [`super::holder_sql`]).
 
-use lockkit_core::driver::{AcquireRequest, Admission, Grant, Inspection, LockMode, admit};
+use lockkit_core::driver::{AcquireRequest, Admission, Grant, admit};
 use lockkit_core::{FencingToken, LockError, LockKey, OwnerId, Result};
 use sqlx::{AssertSqlSafe, Postgres, Transaction};
 use tokio::time::Instant;
@@ -10,7 +10,7 @@ use tokio::time::Instant;
 use super::leases::{NAME, PgLeases, db_error, ttl_ms};
 use crate::connect::Within;
 use crate::error::{is_conflict, retry_conflicts};
-use crate::holds::{self, HolderRow, KeyRow};
+use crate::holds::{self, HolderRow, InspectRow, KeyRow};
 
 /// A collision with another transaction is [`LockError::Contended`], which
 /// [`PgLeases::try_acquire_many`] turns into "busy"; any other error is the
@@ -24,17 +24,6 @@ fn conflict_or(key: &LockKey, e: sqlx::Error) -> LockError {
         db_error(e)
     }
 }
-
-/// One row of [`super::holder_sql::inspect`].
-type InspectRow = (
-    String,
-    Option<String>,
-    Option<String>,
-    Option<i64>,
-    i64,
-    i64,
-    Option<String>,
-);
 
 impl PgLeases {
     /// A transaction whose first statement has locked `key`'s row: its owner,
@@ -150,40 +139,17 @@ impl PgLeases {
         Ok(n)
     }
 
-    /// The key row and its live holders rows, read in one statement, without
-    /// locks.
-    async fn read_rows(&self, key: &LockKey) -> Result<(Option<KeyRow>, Vec<HolderRow>)> {
+    /// The key row and its holders rows, read in one statement, without locks.
+    pub(super) async fn read_rows(
+        &self,
+        key: &LockKey,
+    ) -> Result<(Option<KeyRow>, Vec<HolderRow>)> {
         let rows: Vec<InspectRow> = sqlx::query_as(AssertSqlSafe(self.statements.inspect.clone()))
             .bind(key.as_str())
             .fetch_all(&self.pool)
             .within(self.timeout)
             .await
             .map_err(db_error)?;
-        let mut row: Option<KeyRow> = None;
-        let mut many: Vec<HolderRow> = Vec::new();
-        for (kind, owner, mode, lim, token, left, label) in rows {
-            if kind == "k" {
-                row = Some((owner, token, left, label));
-            } else {
-                let mode = mode.unwrap_or_default();
-                many.push((owner.unwrap_or_default(), mode, lim, token, left, label));
-            }
-        }
-        Ok((row, many))
-    }
-
-    /// Who holds `key`, read in one statement.
-    pub(super) async fn inspect_key(&self, key: &LockKey) -> Result<Inspection> {
-        let (row, many) = self.read_rows(key).await?;
-        Ok(holds::inspection(key, row.as_ref(), &many))
-    }
-
-    /// Whether a read without locks shows that `req` must wait.
-    pub(super) async fn looks_full_now(&self, req: &AcquireRequest) -> Result<bool> {
-        if req.mode == LockMode::Exclusive {
-            return Ok(false);
-        }
-        let (row, many) = self.read_rows(&req.key).await?;
-        Ok(holds::must_wait(NAME, req, row.as_ref(), &many))
+        Ok(holds::split(rows))
     }
 }

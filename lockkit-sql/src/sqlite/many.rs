@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use lockkit_core::driver::{AcquireRequest, Admission, Grant, Inspection, LockMode, admit};
+use lockkit_core::driver::{AcquireRequest, Admission, Grant, LockMode, admit};
 use lockkit_core::{FencingToken, LockKey, OwnerId, Result};
 use sqlx::AssertSqlSafe;
 use tokio::time::Instant;
@@ -155,7 +155,10 @@ impl SqliteLeases {
     }
 
     /// The key row and its live holders rows, read in one snapshot.
-    async fn read_rows(&self, key: &LockKey) -> Result<(Option<KeyRow>, Vec<HolderRow>)> {
+    pub(super) async fn read_rows(
+        &self,
+        key: &LockKey,
+    ) -> Result<(Option<KeyRow>, Vec<HolderRow>)> {
         let mut tx = self.pool.begin().await.map_err(db_error)?;
         let now = monotonic_ms();
         let row: Option<KeyRow> = sqlx::query_as(AssertSqlSafe(self.statements.key_row.clone()))
@@ -173,25 +176,5 @@ impl SqliteLeases {
                 .map_err(db_error)?;
         tx.commit().await.map_err(db_error)?;
         Ok((row, many))
-    }
-
-    /// Who holds `key`, read in one snapshot.
-    pub(super) async fn inspect_key(&self, key: &LockKey) -> Result<Inspection> {
-        let (row, many) = self.read_rows(key).await?;
-        Ok(holds::inspection(key, row.as_ref(), &many))
-    }
-
-    /// Whether a read, without SQLite's write lock, shows that `req` must wait.
-    pub(super) async fn looks_full_now(&self, req: &AcquireRequest) -> Result<bool> {
-        if req.mode == LockMode::Exclusive {
-            return Ok(false);
-        }
-        let (row, many) = self.read_rows(&req.key).await?;
-        Ok(holds::must_wait(
-            super::leases::NAME,
-            req,
-            row.as_ref(),
-            &many,
-        ))
     }
 }
