@@ -29,6 +29,7 @@ pub(crate) type HolderRow = (String, String, Option<i64>, i64, i64, Option<Strin
 /// One row of a query that reads the key row and its holders rows together
 /// (`k` or `h` first, then the columns of a [`KeyRow`] or a [`HolderRow`], the
 /// others NULL): what PostgreSQL and MySQL read in one statement.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
 pub(crate) type InspectRow = (
     String,
     Option<String>,
@@ -40,6 +41,7 @@ pub(crate) type InspectRow = (
 );
 
 /// Splits [`InspectRow`]s into the key row and the holders rows.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
 pub(crate) fn split(rows: Vec<InspectRow>) -> (Option<KeyRow>, Vec<HolderRow>) {
     let mut row = None;
     let mut many = Vec::new();
