@@ -3,11 +3,13 @@
 #![allow(clippy::print_stdout)] // A command-line tool prints its results.
 
 mod bench;
+mod break_lock;
 mod check;
 mod compare;
 mod demo;
 mod duration;
 mod hold;
+mod inspect;
 mod probe;
 mod progress;
 mod report_html;
@@ -44,6 +46,12 @@ enum Command {
     /// Check, bench and fault probes on several backends side by side: a table,
     /// an HTML report and JSON.
     Compare(compare::Args),
+    /// Shows who holds a key: mode, fencing token, lease left, label; and how many
+    /// wait.
+    Inspect(inspect::Args),
+    /// Force-releases a key after showing its holders (asks unless --yes); exits
+    /// 1 when nothing was held.
+    Break(break_lock::Args),
     /// Runs a command while holding a lock (like flock(1)); the command gets the
     /// fencing token in LOCKKIT_FENCING_TOKEN and is signalled if the lock is lost.
     Run(run::Args),
@@ -85,6 +93,8 @@ fn main() -> ExitCode {
             Command::Check(args) => check::run(args).await,
             Command::Bench(args) => bench::run(args).await,
             Command::Compare(args) => compare::run(args).await,
+            Command::Inspect(args) => inspect::run(args).await,
+            Command::Break(args) => break_lock::run(args).await,
             Command::Run(args) => run::run(args).await,
             Command::Hold => hold::run().await,
             Command::Exec(_) => Ok(ExitCode::FAILURE),
