@@ -7,17 +7,13 @@ use std::process::ExitCode;
 
 use lockkit::{LockError, LockKey};
 
-use crate::inspect;
+use crate::inspect::{self, Target};
 
 /// What `break` takes.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// The backend, e.g. redis://127.0.0.1:6379.
-    #[arg(value_name = "URL")]
-    url: String,
-    /// The lock to free.
-    #[arg(value_name = "KEY")]
-    key: String,
+    #[command(flatten)]
+    target: Target,
     /// Frees it without asking.
     #[arg(long, short = 'y')]
     yes: bool,
@@ -25,8 +21,8 @@ pub(crate) struct Args {
 
 /// Shows the holders, asks, and force-releases.
 pub(crate) async fn run(args: Args) -> Result<ExitCode, LockError> {
-    let key = LockKey::new(args.key.as_str())?;
-    let locker = lockkit::connect(&args.url).await?;
+    let key = LockKey::new(args.target.key.as_str())?;
+    let locker = lockkit::connect(&args.target.url).await?;
     match locker.inspect(key.as_str()).await {
         Ok(seen) if !seen.is_held() => {
             print!("{}", inspect::table(&seen));

@@ -7,15 +7,22 @@ use lockkit::driver::human_duration as human;
 use lockkit::{Holder, Inspection, LockError, LockMode};
 use serde_json::{Value, json};
 
+/// One key of one backend: what `inspect` and `break` act on.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Target {
+    /// The backend, e.g. redis://127.0.0.1:6379.
+    #[arg(value_name = "URL")]
+    pub(crate) url: String,
+    /// The lock.
+    #[arg(value_name = "KEY")]
+    pub(crate) key: String,
+}
+
 /// What `inspect` takes.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// The backend, e.g. redis://127.0.0.1:6379.
-    #[arg(value_name = "URL")]
-    url: String,
-    /// The lock to look at.
-    #[arg(value_name = "KEY")]
-    key: String,
+    #[command(flatten)]
+    target: Target,
     /// Prints JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -23,8 +30,8 @@ pub(crate) struct Args {
 
 /// Reads the key's holders and prints them.
 pub(crate) async fn run(args: Args) -> Result<ExitCode, LockError> {
-    let locker = lockkit::connect(&args.url).await?;
-    let seen = locker.inspect(args.key.as_str()).await?;
+    let locker = lockkit::connect(&args.target.url).await?;
+    let seen = locker.inspect(args.target.key.as_str()).await?;
     if args.json {
         println!(
             "{}",
