@@ -13,11 +13,14 @@ local function next_token(seed)
   return redis.call('INCR', k.fence)
 end
 
--- Drops the shared holds and permits whose lease has ended.
+-- Drops the shared holds and permits whose lease has ended. `now` is TIME cut to
+-- the millisecond, as was the instant a lease was counted from: a lease ends only
+-- once `now` has passed its end (as Redis's own PX expiry does), never up to a
+-- millisecond before the holder's own deadline.
 local function drop_expired_holds()
-  local expired = redis.call('ZRANGEBYSCORE', k.holders, '-inf', now)
+  local expired = redis.call('ZRANGEBYSCORE', k.holders, '-inf', '(' .. now)
   if #expired > 0 then
-    redis.call('ZREMRANGEBYSCORE', k.holders, '-inf', now)
+    redis.call('ZREMRANGEBYSCORE', k.holders, '-inf', '(' .. now)
     -- In chunks: unpack() is bounded by Lua's stack.
     for i = 1, #expired, 1000 do
       redis.call('HDEL', k.holds, unpack(expired, i, math.min(i + 999, #expired)))
