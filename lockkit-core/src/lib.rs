@@ -27,7 +27,8 @@ mod wait;
 
 pub use batch::renew_in_batches;
 pub use client::{
-    DEFAULT_WATCHDOG_TTL, LockGuard, LockRequest, Locker, LostReason, Semaphore, default_label,
+    DEFAULT_OBSERVE_INTERVAL, DEFAULT_WATCHDOG_TTL, Election, Leader, Leadership, LockGuard,
+    LockRequest, Locker, LostReason, Observer, Semaphore, default_label,
 };
 pub use driver::{
     AcquireRequest, Cancellation, Capabilities, ConnectFuture, DriverEntry, Grant, Holder, Inspect,

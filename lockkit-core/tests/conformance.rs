@@ -43,6 +43,7 @@ lockkit_conformance::suite!(
     MemHarness,
     skip {
         abandoned_by_killed_process_is_freed_after_ttl: "mem:// holds are process-local; a child process cannot share them",
+        a_killed_leader_is_replaced_within_its_lease: "mem:// holds are process-local; a child process cannot lead",
     },
     with {
         fifo_order,
@@ -58,6 +59,9 @@ lockkit_conformance::suite!(
         a_cancelled_permit_acquire_leaves_nothing,
         inspection_shows_holder_mode_token_and_lease,
         a_free_key_inspects_empty,
+        the_leader_is_shown_with_its_value_term_and_label,
+        observe_sees_every_change_in_order,
+        proclaim_is_seen_by_leader_and_observe,
         inspection_counts_waiters,
     }
 );

@@ -22,8 +22,9 @@ impl Locker {
             None => OwnerId::new().with_clean_label(self.label()),
         };
         let driver = &self.inner.driver;
-        let request =
+        let mut request =
             AcquireRequest::new(key.clone(), owner, ttl, req.wait.start()).with_mode(req.mode);
+        request.value = req.value;
         if !self.capabilities().supports(req.mode) {
             return Err(request.unsupported(driver.name()));
         }

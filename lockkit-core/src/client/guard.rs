@@ -160,6 +160,27 @@ impl LockGuard {
         }
     }
 
+    /// Replaces the text stored with the hold (label and election value), keeping
+    /// its token and lease: [`crate::Leadership::proclaim`].
+    pub(super) async fn proclaim(&self, text: &str) -> Result<()> {
+        let hold = self.hold();
+        if let Some(reason) = hold.lost_reason() {
+            return Err(LockError::lost(&hold.key, reason.to_string()));
+        }
+        match self
+            .inner
+            .driver
+            .proclaim(&hold.key, &hold.owner, text)
+            .await
+        {
+            Err(e) if e.is_lost() => {
+                hold.mark_lost(LostReason::Gone);
+                Err(e)
+            }
+            other => other,
+        }
+    }
+
     /// Releases this guard's share of the hold; the backend lock is released when the
     /// last reentrant guard is.
     ///

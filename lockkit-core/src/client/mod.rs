@@ -3,20 +3,26 @@
 //! mode: locks, read-write locks and semaphore permits.
 
 mod acquire;
+mod election;
 mod guard;
 mod hold;
 mod label;
+mod leadership;
 mod locker;
 mod lost;
+mod observe;
 mod pending;
 mod registry;
 mod request;
 mod semaphore;
 mod watchdog;
 
+pub use election::{Election, Leader};
 pub use guard::LockGuard;
 pub use hold::LostReason;
 pub use label::default_label;
+pub use leadership::Leadership;
 pub use locker::{DEFAULT_WATCHDOG_TTL, Locker};
+pub use observe::{DEFAULT_OBSERVE_INTERVAL, Observer};
 pub use request::LockRequest;
 pub use semaphore::Semaphore;

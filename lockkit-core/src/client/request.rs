@@ -46,6 +46,8 @@ pub struct LockRequest<'a> {
     pub(super) wait: WaitSpec,
     pub(super) owner: Option<OwnerId>,
     pub(super) mode: LockMode,
+    /// What an election's candidate stores with its hold.
+    pub(super) value: Option<String>,
 }
 
 impl<'a> LockRequest<'a> {
@@ -58,6 +60,7 @@ impl<'a> LockRequest<'a> {
             wait: WaitSpec::Forever,
             owner: None,
             mode,
+            value: None,
         }
     }
 

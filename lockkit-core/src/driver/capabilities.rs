@@ -47,6 +47,9 @@ pub struct Capabilities {
     pub lease_expiry: bool,
     /// How waiters are woken.
     pub wake_up: WakeUp,
+    /// A holder can replace the value stored with its hold
+    /// ([`crate::LockDriver::proclaim`]): an election leader's `proclaim`.
+    pub proclaim: bool,
 }
 
 impl Capabilities {
@@ -61,6 +64,7 @@ impl Capabilities {
             cross_process: true,
             lease_expiry: true,
             wake_up: WakeUp::Poll,
+            proclaim: false,
         }
     }
 
@@ -88,6 +92,12 @@ impl Capabilities {
     /// With inspection reporting `inspect`.
     pub const fn with_inspect(mut self, inspect: Inspect) -> Self {
         self.inspect = inspect;
+        self
+    }
+
+    /// With (or without) [`crate::LockDriver::proclaim`].
+    pub const fn with_proclaim(mut self, proclaim: bool) -> Self {
+        self.proclaim = proclaim;
         self
     }
 

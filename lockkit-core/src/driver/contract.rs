@@ -85,6 +85,24 @@ pub trait LockDriver: Send + Sync + fmt::Debug + 'static {
         })
     }
 
+    /// Replaces what `owner`'s exclusive hold of `key` stores beside its owner id
+    /// with `text` (the owner's label and a new value, [`super::holder_text`]),
+    /// keeping its token and lease: how an election's leader proclaims a new value
+    /// ([`crate::Leadership::proclaim`]). Drivers that can list it in
+    /// [`Capabilities::proclaim`].
+    ///
+    /// # Errors
+    ///
+    /// [`LockError::Lost`] when `owner` no longer holds `key`;
+    /// [`LockError::Unsupported`] by default; a backend error.
+    async fn proclaim(&self, key: &LockKey, owner: &OwnerId, text: &str) -> Result<()> {
+        let _ = (key, owner, text);
+        Err(LockError::Unsupported {
+            driver: self.name(),
+            capability: "proclaim (changing an election leader's value)",
+        })
+    }
+
     /// Frees `key` whoever holds it: an operator's break-glass (Redisson's
     /// `forceUnlock`), and how the conformance suite makes a hold vanish. The holder
     /// learns at its next renewal. Returns whether there was a live holder.

@@ -60,6 +60,9 @@ pub struct Holder {
     /// The holder's human label (`host/pid/task` by default; see
     /// [`crate::Locker::with_label`]), if the backend stores it. Never the owner id.
     pub label: Option<String>,
+    /// The value an election's leader stores with its hold
+    /// ([`crate::Election`]); `None` for other holds.
+    pub value: Option<String>,
 }
 
 impl Holder {
@@ -70,6 +73,7 @@ impl Holder {
             token,
             remaining: None,
             label: None,
+            value: None,
         }
     }
 
@@ -79,9 +83,14 @@ impl Holder {
         self
     }
 
-    /// With the holder's label.
-    pub fn with_label(mut self, label: Option<String>) -> Self {
+    /// With the text the backend stores beside the owner id: the holder's label
+    /// and, for an election's leader, its value ([`super::holder_text`]).
+    pub fn with_label(mut self, text: Option<String>) -> Self {
+        let (label, value) = text
+            .as_deref()
+            .map_or((None, None), super::holder_text::split_holder_text);
         self.label = label;
+        self.value = value;
         self
     }
 }

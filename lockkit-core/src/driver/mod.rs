@@ -20,6 +20,7 @@ mod admission;
 mod capabilities;
 mod contract;
 mod grant;
+mod holder_text;
 mod inspect;
 pub mod registry;
 mod request;
@@ -31,6 +32,7 @@ pub use admission::{Admission, Held, admit, has_room, limit_mismatch, refuse_ree
 pub use capabilities::{Capabilities, Inspect, WakeUp};
 pub use contract::LockDriver;
 pub use grant::{Grant, Renewal};
+pub use holder_text::{MAX_VALUE_LEN, holder_text, split_holder_text, validate_value};
 pub use inspect::{Holder, Inspection};
 pub use registry::{ConnectFuture, Driver, DriverEntry, url_scheme};
 pub use request::{AcquireRequest, Cancellation, LockMode, Wait};

@@ -7,6 +7,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::capabilities::Capabilities;
+use super::holder_text::holder_text;
 use crate::error::LockError;
 use crate::types::{LockKey, OwnerId};
 
@@ -176,6 +177,9 @@ pub struct AcquireRequest {
     pub wait: Wait,
     /// Fires when the caller has gone away: stop waiting.
     pub cancel: Cancellation,
+    /// The value an election's candidate stores with its hold (see
+    /// [`crate::Election`]); `None` for plain locks.
+    pub value: Option<String>,
 }
 
 impl AcquireRequest {
@@ -188,7 +192,21 @@ impl AcquireRequest {
             ttl,
             wait,
             cancel: Cancellation::new(),
+            value: None,
         }
+    }
+
+    /// The same request, storing `value` with the hold.
+    pub fn with_value(mut self, value: impl Into<String>) -> Self {
+        self.value = Some(value.into());
+        self
+    }
+
+    /// What the driver stores beside the owner id, where the backend keeps a
+    /// holder's label: the owner's label and the request's value, as one text
+    /// ([`holder_text`]).
+    pub fn stored_label(&self) -> Option<String> {
+        holder_text(self.owner.label(), self.value.as_deref())
     }
 
     /// The same request in `mode`.

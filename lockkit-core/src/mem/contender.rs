@@ -72,6 +72,7 @@ impl Contender for MemContender<'_> {
         };
         slot.holders.push(MemHold {
             owner: req.owner.clone(),
+            text: req.stored_label(),
             mode: req.mode,
             token,
             expires,

@@ -29,7 +29,7 @@ use self::slot::Slot;
 use crate::driver::registry::MEM;
 use crate::driver::{
     AcquireRequest, Capabilities, Driver, DriverEntry, Grant, Inspect, Inspection, LockDriver,
-    WaitPolicy, WakeUp, wait_for_grant,
+    LockMode, WaitPolicy, WakeUp, wait_for_grant,
 };
 use crate::error::{LockError, Result};
 use crate::types::{LockKey, OwnerId};
@@ -149,6 +149,7 @@ impl LockDriver for MemDriver {
             .with_fair(true)
             .with_cross_process(false)
             .with_wake_up(WakeUp::Notify)
+            .with_proclaim(true)
     }
 
     async fn acquire(&self, req: &AcquireRequest) -> Result<Grant> {
@@ -186,6 +187,21 @@ impl LockDriver for MemDriver {
         let was_live = slot.holders.swap_remove(pos).expires > Instant::now();
         slot.wake_next();
         Ok(was_live)
+    }
+
+    async fn proclaim(&self, key: &LockKey, owner: &OwnerId, text: &str) -> Result<()> {
+        let now = Instant::now();
+        let mut slots = self.store.slots();
+        let own = slots
+            .get_mut(key)
+            .and_then(|s| s.holders.iter_mut().find(|h| &h.owner == owner));
+        match own {
+            Some(h) if h.expires > now && h.mode == LockMode::Exclusive => {
+                h.text = Some(text.to_owned());
+                Ok(())
+            }
+            _ => Err(LockError::lost(key, "not held by this owner any more")),
+        }
     }
 
     async fn inspect(&self, key: &LockKey) -> Result<Inspection> {

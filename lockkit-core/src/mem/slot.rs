@@ -26,6 +26,8 @@ pub(super) struct Slot {
 #[derive(Debug, Clone)]
 pub(super) struct MemHold {
     pub(super) owner: OwnerId,
+    /// Its label and value ([`crate::AcquireRequest::stored_label`]).
+    pub(super) text: Option<String>,
     pub(super) mode: LockMode,
     pub(super) token: FencingToken,
     pub(super) expires: Instant,
@@ -104,7 +106,7 @@ impl Slot {
             .map(|h| {
                 Holder::new(h.mode, h.token)
                     .with_remaining(h.expires - now)
-                    .with_label(h.owner.label().map(str::to_string))
+                    .with_label(h.text.clone())
             })
             .collect();
         Inspection::free(key.clone())
