@@ -84,7 +84,7 @@ impl ConsulDriver {
         session: &Arc<Session>,
     ) -> Result<std::result::Result<Grant, Refused>> {
         let sem = SemaphoreKeys::of(kv_key);
-        let value = HoldValue::of(&req.owner, false).to_bytes();
+        let value = HoldValue::of(req, false).to_bytes();
         // The record's ModifyIndex once it was read without holders.
         let mut idle_record: Option<u64> = None;
         for _ in 0..RECORD_RETRIES {

@@ -126,7 +126,7 @@ impl<'a> PermitContending<'a> {
             None => TxnOp::check_not_exists(&self.kv_key),
             Some(index) => TxnOp::check_index(&self.kv_key, index),
         }];
-        let value = HoldValue::of(&self.req.owner, true).to_bytes();
+        let value = HoldValue::of(self.req, true).to_bytes();
         ops.push(TxnOp::lock_flagged(
             &contender,
             &value,
@@ -167,7 +167,7 @@ impl<'a> PermitContending<'a> {
     /// Joins the queue: our contender key, locked by our session.
     async fn enter(&mut self, session: &Session) -> Result<Option<()>> {
         let contender = self.keys.contender(&session.id);
-        let value = HoldValue::of(&self.req.owner, false).to_bytes();
+        let value = HoldValue::of(self.req, false).to_bytes();
         let op = TxnOp::lock_flagged(&contender, &value, &session.id, SEMAPHORE_FLAGS);
         self.contending = true;
         match self.driver.api().txn(&[op]).await? {

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use lockkit_core::{LockError, OwnerId};
+use lockkit_core::{AcquireRequest, LockError};
 use serde::{Deserialize, Serialize};
 
 use crate::driver::NAME;
@@ -26,11 +26,13 @@ pub(crate) struct HoldValue {
 }
 
 impl HoldValue {
-    /// The value for `owner`'s hold (or, with `holding` false, contention).
-    pub(crate) fn of(owner: &OwnerId, holding: bool) -> Self {
+    /// The value for the hold `req` asks for (or, with `holding` false, its
+    /// contention): its owner, and its label and election value
+    /// ([`AcquireRequest::stored_label`]).
+    pub(crate) fn of(req: &AcquireRequest, holding: bool) -> Self {
         Self {
-            owner: owner.to_hex(),
-            label: owner.label().map(str::to_owned),
+            owner: req.owner.to_hex(),
+            label: req.stored_label(),
             holding,
         }
     }
@@ -87,6 +89,7 @@ impl SemaphoreRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use lockkit_core::{LockKey, OwnerId, Wait};
 
     /// The `.lock` record is byte for byte what Consul's Go client writes and
     /// reads.
@@ -112,10 +115,16 @@ mod tests {
     #[test]
     fn hold_values_round_trip_and_foreign_values_are_ignored() {
         let owner = OwnerId::new().with_label("web-1");
-        let v = HoldValue::of(&owner, true);
+        let req = AcquireRequest::new(
+            LockKey::new("k").unwrap(),
+            owner,
+            std::time::Duration::from_secs(1),
+            Wait::NoWait,
+        );
+        let v = HoldValue::of(&req, true);
         assert_eq!(HoldValue::parse(Some(&v.to_bytes())), Some(v.clone()));
         assert_eq!(v.label.as_deref(), Some("web-1"));
-        assert_ne!(HoldValue::of(&owner, false).to_bytes(), v.to_bytes());
+        assert_ne!(HoldValue::of(&req, false).to_bytes(), v.to_bytes());
         assert_eq!(HoldValue::parse(Some(b"some app data")), None);
     }
 }

@@ -194,7 +194,8 @@ impl Contender for Contending<'_> {
                         continue;
                     };
                     if self.mode.limit().is_some() {
-                        let value = keys::value(self.mode, self.req.owner.label().unwrap_or(""));
+                        let value =
+                            keys::value(self.mode, &self.req.stored_label().unwrap_or_default());
                         let entry = (self.name.clone(), modified);
                         permit::pass_turn(self.inner, entry, value, q.lease.id);
                     }

@@ -19,7 +19,7 @@ use tokio::time::Instant;
 use super::connection::Inner;
 use super::contender::Contending;
 use super::options::EtcdOptions;
-use super::{inspect, release, renew};
+use super::{inspect, proclaim, release, renew};
 
 /// The driver's name, in its errors.
 pub(crate) const NAME: &str = ETCD.name;
@@ -85,10 +85,15 @@ impl LockDriver for EtcdDriver {
             .with_fair(true)
             .with_inspect(Inspect::HoldersAndWaiters)
             .with_wake_up(WakeUp::Notify)
+            .with_proclaim(true)
     }
 
     async fn inspect(&self, key: &LockKey) -> Result<Inspection> {
         inspect::inspect(&self.inner, key).await
+    }
+
+    async fn proclaim(&self, key: &LockKey, owner: &OwnerId, text: &str) -> Result<()> {
+        proclaim::proclaim(&self.inner, key, owner, text).await
     }
 
     async fn acquire(&self, req: &AcquireRequest) -> Result<Grant> {

@@ -131,6 +131,7 @@ mod keys;
 mod lease;
 mod options;
 mod permit;
+mod proclaim;
 mod queue;
 mod release;
 mod renew;

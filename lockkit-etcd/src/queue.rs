@@ -198,7 +198,7 @@ async fn enqueue(
     lease: &Lease,
     req: &AcquireRequest,
 ) -> std::result::Result<Entry, EnqueueError> {
-    let value = keys::value(mode, req.owner.label().unwrap_or(""));
+    let value = keys::value(mode, &req.stored_label().unwrap_or_default());
     let ops = || {
         [
             TxnOp::put(

@@ -20,7 +20,6 @@ use tokio::time::Instant;
 
 use super::connection::Inner;
 use super::error::{batch_error, deleted, gone};
-use super::keys;
 use super::lease::{Lease, round_limit};
 use super::request::within;
 
@@ -237,13 +236,12 @@ pub(crate) async fn extend_one(
         record.rev,
     )]);
     if lease.id != record.lease.id {
-        // Move the key to the lease of the new TTL; its create_revision (the
-        // token) stays.
-        let value = keys::value(record.mode, owner.label().unwrap_or(""));
+        // Move the key to the lease of the new TTL, keeping its value (label and
+        // any election value); its create_revision (the token) stays.
         txn = txn.and_then([TxnOp::put(
             name.as_str(),
-            value,
-            Some(PutOptions::new().with_lease(lease.id)),
+            "",
+            Some(PutOptions::new().with_lease(lease.id).with_ignore_value()),
         )]);
     }
     let mut kv = inner.client.kv_client();

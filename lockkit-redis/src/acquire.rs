@@ -68,7 +68,7 @@ impl RedisDriver {
             .arg(member.unwrap_or(""))
             .arg(ttl_ms(ENTRY_LIFETIME))
             .arg(self.fence_seed.script_arg())
-            .arg(req.owner.label().unwrap_or(""));
+            .arg(req.stored_label().unwrap_or_default());
         if let Some(limit) = req.mode.limit() {
             invocation.arg(limit);
         }

@@ -113,6 +113,7 @@ impl LockDriver for RedisDriver {
             .with_permits(true)
             .with_wake_up(wake_up)
             .with_inspect(Inspect::HoldersAndWaiters)
+            .with_proclaim(true)
     }
 
     async fn acquire(&self, req: &AcquireRequest) -> Result<Grant> {
@@ -169,6 +170,10 @@ impl LockDriver for RedisDriver {
 
     async fn inspect(&self, key: &LockKey) -> Result<Inspection> {
         self.inspect_key(key).await
+    }
+
+    async fn proclaim(&self, key: &LockKey, owner: &OwnerId, text: &str) -> Result<()> {
+        self.proclaim_text(key, owner, text).await
     }
 
     async fn purge(&self, key: &LockKey) -> Result<()> {

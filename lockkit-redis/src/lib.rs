@@ -110,6 +110,7 @@ mod error;
 mod inspect;
 mod keys;
 mod options;
+mod proclaim;
 mod redlock;
 mod renew;
 mod scripts;

@@ -55,6 +55,8 @@ pub(crate) struct Scripts {
     pub(crate) release_hold: Script,
     pub(crate) force_release_all: Script,
     pub(crate) leave_queue: Script,
+    /// Stores an election leader's new value on its exclusive hold.
+    pub(crate) proclaim: Script,
     /// Reads a key's holders and waiter count, changing nothing.
     pub(crate) inspect: Script,
     /// Redlock: one master's acquire, release, force-release and leave.
@@ -85,6 +87,7 @@ impl Scripts {
             &self.force_release_all,
             &self.leave_queue,
             &self.inspect,
+            &self.proclaim,
             &self.acquire,
             &self.release,
             &self.force_release,
@@ -108,6 +111,7 @@ impl Scripts {
             force_release_all: Script::new(with_queue!("force_release_all.lua")),
             leave_queue: Script::new(with_queue!("leave_queue.lua")),
             inspect: Script::new(with_queue!("inspect.lua")),
+            proclaim: Script::new(include_str!("../scripts/proclaim.lua")),
             acquire: Script::new(include_str!("../scripts/acquire.lua")),
             release: Script::new(with_wake_next!("release.lua")),
             force_release: Script::new(with_wake_next!("force_release.lua")),

@@ -85,6 +85,10 @@ pub trait LeaseBackend: Send + Sync + fmt::Debug + 'static {
         })
     }
 
+    /// Stores `text` (label and election value) on `owner`'s live exclusive hold
+    /// of `key`; false if it is not theirs.
+    async fn proclaim(&self, key: &LockKey, owner: &OwnerId, text: &str) -> Result<bool>;
+
     /// Frees `owner`'s live hold on `key`; whether it held it.
     async fn release(&self, key: &LockKey, owner: &OwnerId) -> Result<bool>;
 
@@ -204,6 +208,14 @@ impl<B: LeaseBackend> LockDriver for LeaseDriver<B> {
             self.wake_waiters();
         }
         Ok(released)
+    }
+
+    async fn proclaim(&self, key: &LockKey, owner: &OwnerId, text: &str) -> Result<()> {
+        if self.backend.proclaim(key, owner, text).await? {
+            Ok(())
+        } else {
+            Err(renew::not_ours(key))
+        }
     }
 
     async fn force_release(&self, key: &LockKey) -> Result<bool> {

@@ -238,10 +238,10 @@ impl<B: SessionBackend> SessionDriver<B> {
                 return Err(self.db_error(e));
             }
         };
-        let label = req.owner.label();
+        let label = req.stored_label();
         let fence = match self
             .backend
-            .bump_fence(&mut conn, &req.key, req.mode, taken, label)
+            .bump_fence(&mut conn, &req.key, req.mode, taken, label.as_deref())
             .await
         {
             Ok(f) => f,

@@ -90,6 +90,7 @@ impl LockDriver for ZkDriver {
             .with_shared(true)
             .with_permits(true)
             .with_inspect(Inspect::HoldersAndWaiters)
+            .with_proclaim(true)
             .with_fair(true)
             .with_lease_expiry(false)
             .with_wake_up(WakeUp::Notify)
@@ -123,6 +124,10 @@ impl LockDriver for ZkDriver {
 
     async fn inspect(&self, key: &LockKey) -> Result<Inspection> {
         self.inspect_queue(key).await
+    }
+
+    async fn proclaim(&self, key: &LockKey, owner: &OwnerId, text: &str) -> Result<()> {
+        self.proclaim_text(key, owner, text).await
     }
 
     async fn force_release(&self, key: &LockKey) -> Result<bool> {

@@ -101,6 +101,7 @@ mod holds;
 mod inspect;
 mod nodes;
 mod options;
+mod proclaim;
 mod queue;
 mod renew;
 mod session;

@@ -69,7 +69,7 @@ impl ZkDriver {
                     Some(m) => m,
                     None => {
                         *unsure = true;
-                        let label = req.owner.label().unwrap_or_default();
+                        let label = req.stored_label().unwrap_or_default();
                         self.create_node(&session, dir, prefix, label.as_bytes())
                             .await?
                     }

@@ -47,6 +47,7 @@ pub(super) struct Statements {
     acquire: Arc<str>,
     create_held: Arc<str>,
     pub(super) extend: Arc<str>,
+    proclaim: Arc<str>,
     release: Arc<str>,
     pub(super) force_release: Arc<str>,
     purge: Arc<str>,
@@ -72,6 +73,7 @@ impl MySqlLeases {
                 acquire: sql::acquire(table).into(),
                 create_held: sql::create_held(table).into(),
                 extend: sql::extend(table).into(),
+                proclaim: sql::proclaim(table).into(),
                 release: sql::release(table).into(),
                 force_release: sql::force_release(table).into(),
                 purge: sql::purge(table).into(),
@@ -124,6 +126,7 @@ impl LeaseBackend for MySqlLeases {
             .with_shared(true)
             .with_permits(true)
             .with_inspect(Inspect::Holders)
+            .with_proclaim(true)
     }
 
     fn wake(&self) -> &Arc<Notify> {
@@ -144,7 +147,7 @@ impl LeaseBackend for MySqlLeases {
             .bind(&owner)
             .bind(ttl)
             .bind(&owner)
-            .bind(req.owner.label())
+            .bind(req.stored_label())
             .bind(req.key.as_str())
             .bind(&owner)
             .execute(&mut *conn)
@@ -158,7 +161,7 @@ impl LeaseBackend for MySqlLeases {
             .bind(req.key.as_str())
             .bind(&owner)
             .bind(ttl)
-            .bind(req.owner.label())
+            .bind(req.stored_label())
             .execute(&mut *conn)
             .within(self.timeout)
             .await
@@ -180,6 +183,18 @@ impl LeaseBackend for MySqlLeases {
             .await
             .map_err(db_error)?;
         Ok(done.rows_affected() > 0 || self.extend_holder(key, owner, ttl_us(ttl)).await?)
+    }
+
+    async fn proclaim(&self, key: &LockKey, owner: &OwnerId, text: &str) -> Result<bool> {
+        let done = sqlx::query(AssertSqlSafe(self.statements.proclaim.clone()))
+            .bind(text)
+            .bind(key.as_str())
+            .bind(owner.to_hex())
+            .execute(&self.pool)
+            .within(self.timeout)
+            .await
+            .map_err(db_error)?;
+        Ok(done.rows_affected() > 0)
     }
 
     async fn release(&self, key: &LockKey, owner: &OwnerId) -> Result<bool> {

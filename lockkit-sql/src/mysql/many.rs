@@ -135,7 +135,7 @@ impl MySqlLeases {
                     .bind(holds::mode_name(req.mode))
                     .bind(req.mode.limit().map(i64::from))
                     .bind(ttl)
-                    .bind(req.owner.label())
+                    .bind(req.stored_label())
                     .execute(&mut *tx)
                     .within(self.timeout)
                     .await

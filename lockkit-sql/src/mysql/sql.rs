@@ -50,6 +50,15 @@ pub(super) fn create_held(t: &str) -> String {
 }
 
 /// Pushes out our live lease. Binds: TTL µs, name, owner.
+/// Stores a new label and election value on our live exclusive lease. Binds:
+/// text, name, owner.
+pub(super) fn proclaim(t: &str) -> String {
+    format!(
+        "UPDATE {t} SET label = ?
+         WHERE name = ? AND owner = ? AND expires_at > NOW(6)"
+    )
+}
+
 pub(super) fn extend(t: &str) -> String {
     format!(
         "UPDATE {t} SET expires_at = NOW(6) + INTERVAL ? MICROSECOND

@@ -47,6 +47,7 @@ pub struct PgLeases {
 pub(super) struct Statements {
     acquire: Arc<str>,
     pub(super) extend: Arc<str>,
+    proclaim: Arc<str>,
     extend_many: Arc<str>,
     release: Arc<str>,
     pub(super) force_release: Arc<str>,
@@ -75,6 +76,7 @@ impl PgLeases {
             statements: Statements {
                 acquire: sql::acquire(table).into(),
                 extend: sql::extend(table).into(),
+                proclaim: sql::proclaim(table).into(),
                 extend_many: sql::extend_many(table).into(),
                 release: sql::release(table).into(),
                 force_release: sql::force_release(table).into(),
@@ -106,6 +108,7 @@ impl LeaseBackend for PgLeases {
             .with_shared(true)
             .with_permits(true)
             .with_inspect(Inspect::Holders)
+            .with_proclaim(true)
             .with_wake_up(WakeUp::Notify)
     }
 
@@ -122,7 +125,7 @@ impl LeaseBackend for PgLeases {
             .bind(req.key.as_str())
             .bind(req.owner.to_hex())
             .bind(ttl_ms(req.ttl))
-            .bind(req.owner.label())
+            .bind(req.stored_label())
             .fetch_optional(&self.pool)
             .within(self.timeout)
             .await
@@ -144,6 +147,18 @@ impl LeaseBackend for PgLeases {
             .await
             .map_err(db_error)?;
         Ok(renewed > 0)
+    }
+
+    async fn proclaim(&self, key: &LockKey, owner: &OwnerId, text: &str) -> Result<bool> {
+        let done = sqlx::query(AssertSqlSafe(self.statements.proclaim.clone()))
+            .bind(key.as_str())
+            .bind(owner.to_hex())
+            .bind(text)
+            .execute(&self.pool)
+            .within(self.timeout)
+            .await
+            .map_err(db_error)?;
+        Ok(done.rows_affected() > 0)
     }
 
     async fn extend_batch(&self, ttl: Duration, batch: &[Renewal]) -> Result<Vec<bool>> {

@@ -87,7 +87,7 @@ impl PgLeases {
                     .bind(ttl_ms(req.ttl))
                     .bind(holds::mode_name(req.mode))
                     .bind(req.mode.limit().map(i64::from))
-                    .bind(req.owner.label())
+                    .bind(req.stored_label())
                     .fetch_one(&mut *tx)
                     .within(self.timeout)
                     .await

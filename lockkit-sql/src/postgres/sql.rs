@@ -45,6 +45,15 @@ pub(super) fn acquire(t: &str) -> String {
 /// had to wait): while the key is '*' and live no exclusive acquire can take it,
 /// and one that took it first leaves `k` empty, so the renewal fails. Returns how
 /// many holds it renewed. `$1` name, `$2` owner, `$3` TTL in ms.
+/// Stores a new label and election value on our live exclusive lease. `$1` name,
+/// `$2` owner, `$3` text.
+pub(super) fn proclaim(t: &str) -> String {
+    format!(
+        "UPDATE {t} SET label = $3
+         WHERE name = $1 AND owner = $2 AND expires_at > clock_timestamp()"
+    )
+}
+
 pub(super) fn extend(t: &str) -> String {
     format!(
         "WITH e AS (SELECT clock_timestamp() + $3::float8 * interval '1 millisecond' AS at),

@@ -92,6 +92,7 @@ impl LeaseBackend for SqliteLeases {
             .with_shared(true)
             .with_permits(true)
             .with_inspect(Inspect::Holders)
+            .with_proclaim(true)
     }
 
     fn wake(&self) -> &Arc<Notify> {
@@ -109,7 +110,7 @@ impl LeaseBackend for SqliteLeases {
             .bind(req.owner.to_hex())
             .bind(now + ttl_ms(req.ttl))
             .bind(now)
-            .bind(req.owner.label())
+            .bind(req.stored_label())
             .fetch_optional(&self.pool)
             .await
             .map_err(db_error)?;
@@ -131,6 +132,18 @@ impl LeaseBackend for SqliteLeases {
             .await
             .map_err(db_error)?;
         Ok(done.rows_affected() > 0 || self.extend_many_holder(key, owner, ttl).await?)
+    }
+
+    async fn proclaim(&self, key: &LockKey, owner: &OwnerId, text: &str) -> Result<bool> {
+        let done = sqlx::query(AssertSqlSafe(self.statements.proclaim.clone()))
+            .bind(key.as_str())
+            .bind(owner.to_hex())
+            .bind(text)
+            .bind(monotonic_ms())
+            .execute(&self.pool)
+            .await
+            .map_err(db_error)?;
+        Ok(done.rows_affected() > 0)
     }
 
     async fn extend_batch(&self, ttl: Duration, batch: &[Renewal]) -> Result<Vec<bool>> {

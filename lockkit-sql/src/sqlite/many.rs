@@ -85,7 +85,7 @@ impl SqliteLeases {
                     .bind(req.mode.limit().map(i64::from))
                     .bind(fence)
                     .bind(expires)
-                    .bind(req.owner.label())
+                    .bind(req.stored_label())
                     .execute(&mut *tx)
                     .await
                     .map_err(db_error)?;

@@ -14,6 +14,7 @@ pub(super) struct Statements {
     pub(super) table: String,
     pub(super) acquire: Arc<str>,
     pub(super) extend: Arc<str>,
+    pub(super) proclaim: Arc<str>,
     pub(super) release: Arc<str>,
     pub(super) force_release: Arc<str>,
     pub(super) purge: Arc<str>,
@@ -35,6 +36,7 @@ impl Statements {
             table: table.to_string(),
             acquire: acquire(table).into(),
             extend: extend(table).into(),
+            proclaim: proclaim(table).into(),
             release: release(table).into(),
             force_release: force_release(table).into(),
             purge: purge(table).into(),
@@ -212,6 +214,15 @@ pub(super) fn forget_holders(table: &str) -> String {
 pub(super) fn extend(table: &str) -> String {
     format!(
         "UPDATE {table} SET expires_at = ?3
+         WHERE name = ?1 AND owner = ?2 AND expires_at > ?4"
+    )
+}
+
+/// Stores a new label and election value on our live exclusive lease. `?1` name,
+/// `?2` owner, `?3` text, `?4` now.
+pub(super) fn proclaim(table: &str) -> String {
+    format!(
+        "UPDATE {table} SET label = ?3
          WHERE name = ?1 AND owner = ?2 AND expires_at > ?4"
     )
 }
