@@ -36,6 +36,8 @@ macro_rules! session_suite {
                 a_killed_holders_permit_is_freed,
                 inspection_shows_holder_mode_token_and_lease,
                 a_free_key_inspects_empty,
+                the_leader_is_shown_with_its_value_term_and_label,
+                observe_sees_every_change_in_order,
             }
         );
     };

@@ -10,6 +10,7 @@ use tokio::time::Instant;
 use crate::check::{CaseError, CaseResult};
 use crate::harness::Ctx;
 
+mod election;
 mod exclusion;
 mod expiry;
 mod fairness;
@@ -77,6 +78,9 @@ mod needs {
     }
     pub(super) fn inspect(c: &Capabilities) -> bool {
         c.inspect != Inspect::No
+    }
+    pub(super) fn proclaim(c: &Capabilities) -> bool {
+        c.proclaim && inspect(c)
     }
     pub(super) fn counted_waiters(c: &Capabilities) -> bool {
         c.inspect == Inspect::HoldersAndWaiters
@@ -166,6 +170,9 @@ define_cases! {$;
     process::abandoned_by_killed_process_is_freed_after_ttl,
     input::invalid_keys_are_rejected,
     input::invalid_ttls_are_rejected,
+    election::one_leader_at_a_time_with_increasing_terms,
+    election::resign_hands_the_lead_to_the_next_candidate,
+    election::a_killed_leader_is_replaced_within_its_lease,
     ; optional:
     fairness::fifo_order if fair,
     read_write::readers_share if shared,
@@ -182,6 +189,9 @@ define_cases! {$;
     inspect::inspection_shows_holder_mode_token_and_lease if inspect,
     inspect::a_free_key_inspects_empty if inspect,
     inspect::inspection_counts_waiters if counted_waiters,
+    election::the_leader_is_shown_with_its_value_term_and_label if inspect,
+    election::observe_sees_every_change_in_order if inspect,
+    election::proclaim_is_seen_by_leader_and_observe if proclaim,
 }
 
 /// Checks that `r` is the "held by someone else" error of a no-wait acquire.
