@@ -237,6 +237,39 @@ impl Locker {
         self.inner.driver.inspect(&key).await
     }
 
+    /// The locks held now whose names start with `prefix`, each as
+    /// [`inspect`](Locker::inspect) shows it, in name order, at most `limit`.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::LockError::Unsupported`] on a driver that cannot list
+    /// ([`Capabilities::list`]), or a backend error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), lockkit::LockError> {
+    /// let locker = lockkit::Locker::new(Arc::new(lockkit::mem::MemDriver::new()));
+    /// let _a = locker.try_lock("jobs/a").await?;
+    /// let _b = locker.try_lock("other").await?;
+    /// let held = locker.list("jobs/", 100).await?;
+    /// assert_eq!(held.len(), 1);
+    /// assert_eq!(held[0].key.as_str(), "jobs/a");
+    /// # Ok(()) }
+    /// ```
+    pub async fn list(&self, prefix: &str, limit: usize) -> Result<Vec<Inspection>> {
+        let mut out = Vec::new();
+        for key in self.inner.driver.list(prefix, limit).await? {
+            let seen = self.inner.driver.inspect(&key).await?;
+            if seen.is_held() {
+                out.push(seen);
+            }
+        }
+        Ok(out)
+    }
+
     /// Whether anyone holds `key` right now, by [`inspect`](Locker::inspect).
     ///
     /// # Errors

@@ -50,6 +50,8 @@ pub struct Capabilities {
     /// A holder can replace the value stored with its hold
     /// ([`crate::LockDriver::proclaim`]): an election leader's `proclaim`.
     pub proclaim: bool,
+    /// Held locks can be listed by name prefix ([`crate::LockDriver::list`]).
+    pub list: bool,
 }
 
 impl Capabilities {
@@ -65,6 +67,7 @@ impl Capabilities {
             lease_expiry: true,
             wake_up: WakeUp::Poll,
             proclaim: false,
+            list: false,
         }
     }
 
@@ -98,6 +101,12 @@ impl Capabilities {
     /// With (or without) [`crate::LockDriver::proclaim`].
     pub const fn with_proclaim(mut self, proclaim: bool) -> Self {
         self.proclaim = proclaim;
+        self
+    }
+
+    /// With (or without) [`crate::LockDriver::list`].
+    pub const fn with_list(mut self, list: bool) -> Self {
+        self.list = list;
         self
     }
 

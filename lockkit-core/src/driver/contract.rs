@@ -103,6 +103,22 @@ pub trait LockDriver: Send + Sync + fmt::Debug + 'static {
         })
     }
 
+    /// The keys whose names start with `prefix` that may be held now (a listing
+    /// may include a key whose last hold just ended: inspect each to be sure), in
+    /// name order, at most `limit` of them: what `lockkit ls` shows. Drivers that
+    /// can list it in [`Capabilities::list`].
+    ///
+    /// # Errors
+    ///
+    /// [`LockError::Unsupported`] by default, with why; a backend error.
+    async fn list(&self, prefix: &str, limit: usize) -> Result<Vec<LockKey>> {
+        let _ = (prefix, limit);
+        Err(LockError::Unsupported {
+            driver: self.name(),
+            capability: "listing held locks",
+        })
+    }
+
     /// Frees `key` whoever holds it: an operator's break-glass (Redisson's
     /// `forceUnlock`), and how the conformance suite makes a hold vanish. The holder
     /// learns at its next renewal. Returns whether there was a live holder.

@@ -150,6 +150,7 @@ impl LockDriver for MemDriver {
             .with_cross_process(false)
             .with_wake_up(WakeUp::Notify)
             .with_proclaim(true)
+            .with_list(true)
     }
 
     async fn acquire(&self, req: &AcquireRequest) -> Result<Grant> {
@@ -202,6 +203,21 @@ impl LockDriver for MemDriver {
             }
             _ => Err(LockError::lost(key, "not held by this owner any more")),
         }
+    }
+
+    async fn list(&self, prefix: &str, limit: usize) -> Result<Vec<LockKey>> {
+        let now = Instant::now();
+        let slots = self.store.slots();
+        let mut keys: Vec<LockKey> = slots
+            .iter()
+            .filter(|(k, s)| {
+                k.as_str().starts_with(prefix) && s.holders.iter().any(|h| h.expires > now)
+            })
+            .map(|(k, _)| k.clone())
+            .collect();
+        keys.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+        keys.truncate(limit);
+        Ok(keys)
     }
 
     async fn inspect(&self, key: &LockKey) -> Result<Inspection> {
