@@ -19,7 +19,7 @@ use tokio::time::Instant;
 use super::connection::Inner;
 use super::contender::Contending;
 use super::options::EtcdOptions;
-use super::{inspect, proclaim, release, renew};
+use super::{inspect, list, proclaim, release, renew};
 
 /// The driver's name, in its errors.
 pub(crate) const NAME: &str = ETCD.name;
@@ -86,10 +86,15 @@ impl LockDriver for EtcdDriver {
             .with_inspect(Inspect::HoldersAndWaiters)
             .with_wake_up(WakeUp::Notify)
             .with_proclaim(true)
+            .with_list(true)
     }
 
     async fn inspect(&self, key: &LockKey) -> Result<Inspection> {
         inspect::inspect(&self.inner, key).await
+    }
+
+    async fn list(&self, prefix: &str, limit: usize) -> Result<Vec<LockKey>> {
+        list::list(&self.inner, prefix, limit).await
     }
 
     async fn proclaim(&self, key: &LockKey, owner: &OwnerId, text: &str) -> Result<()> {

@@ -15,15 +15,26 @@ pub(crate) fn queue(prefix: &str, key: &LockKey) -> String {
     let mut out = String::with_capacity(prefix.len() + key.as_str().len() + 2);
     out.push_str(prefix);
     out.push('/');
-    for c in key.as_str().chars() {
+    let mut out = escape_into(out, key.as_str());
+    out.push('/');
+    out
+}
+
+/// `out` followed by `name` escaped (`%` as `%25`, `/` as `%2F`).
+pub(crate) fn escape_into(mut out: String, name: &str) -> String {
+    for c in name.chars() {
         match c {
             '%' => out.push_str("%25"),
             '/' => out.push_str("%2F"),
             c => out.push(c),
         }
     }
-    out.push('/');
     out
+}
+
+/// A name escaped by [`escape_into`], as it was.
+pub(crate) fn unescape(escaped: &str) -> String {
+    escaped.replace("%2F", "/").replace("%25", "%")
 }
 
 /// The queue entry of `owner` for `key` in `mode`: a reader's, or a writer's (the

@@ -129,6 +129,7 @@ mod holds;
 mod inspect;
 mod keys;
 mod lease;
+mod list;
 mod options;
 mod permit;
 mod proclaim;

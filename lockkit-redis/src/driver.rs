@@ -114,6 +114,7 @@ impl LockDriver for RedisDriver {
             .with_wake_up(wake_up)
             .with_inspect(Inspect::HoldersAndWaiters)
             .with_proclaim(true)
+            .with_list(!self.is_cluster())
     }
 
     async fn acquire(&self, req: &AcquireRequest) -> Result<Grant> {
@@ -170,6 +171,10 @@ impl LockDriver for RedisDriver {
 
     async fn inspect(&self, key: &LockKey) -> Result<Inspection> {
         self.inspect_key(key).await
+    }
+
+    async fn list(&self, prefix: &str, limit: usize) -> Result<Vec<LockKey>> {
+        self.list_keys(prefix, limit).await
     }
 
     async fn proclaim(&self, key: &LockKey, owner: &OwnerId, text: &str) -> Result<()> {

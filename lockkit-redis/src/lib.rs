@@ -109,6 +109,7 @@ mod driver;
 mod error;
 mod inspect;
 mod keys;
+mod list;
 mod options;
 mod proclaim;
 mod redlock;

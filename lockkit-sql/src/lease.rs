@@ -89,6 +89,10 @@ pub trait LeaseBackend: Send + Sync + fmt::Debug + 'static {
     /// of `key`; false if it is not theirs.
     async fn proclaim(&self, key: &LockKey, owner: &OwnerId, text: &str) -> Result<bool>;
 
+    /// The names of the live keys starting with `prefix`, in order, at most
+    /// `limit`.
+    async fn list(&self, prefix: &str, limit: usize) -> Result<Vec<String>>;
+
     /// Frees `owner`'s live hold on `key`; whether it held it.
     async fn release(&self, key: &LockKey, owner: &OwnerId) -> Result<bool>;
 
@@ -216,6 +220,14 @@ impl<B: LeaseBackend> LockDriver for LeaseDriver<B> {
         } else {
             Err(renew::not_ours(key))
         }
+    }
+
+    async fn list(&self, prefix: &str, limit: usize) -> Result<Vec<LockKey>> {
+        let names = self.backend.list(prefix, limit).await?;
+        Ok(names
+            .into_iter()
+            .filter_map(|n| LockKey::new(n).ok())
+            .collect())
     }
 
     async fn force_release(&self, key: &LockKey) -> Result<bool> {

@@ -48,6 +48,7 @@ pub(super) struct Statements {
     create_held: Arc<str>,
     pub(super) extend: Arc<str>,
     proclaim: Arc<str>,
+    list: Arc<str>,
     release: Arc<str>,
     pub(super) force_release: Arc<str>,
     purge: Arc<str>,
@@ -74,6 +75,7 @@ impl MySqlLeases {
                 create_held: sql::create_held(table).into(),
                 extend: sql::extend(table).into(),
                 proclaim: sql::proclaim(table).into(),
+                list: sql::list(table).into(),
                 release: sql::release(table).into(),
                 force_release: sql::force_release(table).into(),
                 purge: sql::purge(table).into(),
@@ -127,6 +129,7 @@ impl LeaseBackend for MySqlLeases {
             .with_permits(true)
             .with_inspect(Inspect::Holders)
             .with_proclaim(true)
+            .with_list(true)
     }
 
     fn wake(&self) -> &Arc<Notify> {
@@ -195,6 +198,17 @@ impl LeaseBackend for MySqlLeases {
             .await
             .map_err(db_error)?;
         Ok(done.rows_affected() > 0)
+    }
+
+    async fn list(&self, prefix: &str, limit: usize) -> Result<Vec<String>> {
+        sqlx::query_scalar(AssertSqlSafe(self.statements.list.clone()))
+            .bind(prefix.chars().count() as u64)
+            .bind(prefix)
+            .bind(limit as u64)
+            .fetch_all(&self.pool)
+            .within(self.timeout)
+            .await
+            .map_err(db_error)
     }
 
     async fn release(&self, key: &LockKey, owner: &OwnerId) -> Result<bool> {

@@ -59,6 +59,16 @@ pub(super) fn proclaim(t: &str) -> String {
     )
 }
 
+/// The live keys whose names start with a prefix. Binds: the prefix's length in
+/// characters, the prefix, the most rows.
+pub(super) fn list(t: &str) -> String {
+    format!(
+        "SELECT name FROM {t}
+         WHERE owner IS NOT NULL AND expires_at > NOW(6) AND LEFT(name, ?) = ?
+         ORDER BY name LIMIT ?"
+    )
+}
+
 pub(super) fn extend(t: &str) -> String {
     format!(
         "UPDATE {t} SET expires_at = NOW(6) + INTERVAL ? MICROSECOND

@@ -48,6 +48,7 @@ pub(super) struct Statements {
     acquire: Arc<str>,
     pub(super) extend: Arc<str>,
     proclaim: Arc<str>,
+    list: Arc<str>,
     extend_many: Arc<str>,
     release: Arc<str>,
     pub(super) force_release: Arc<str>,
@@ -77,6 +78,7 @@ impl PgLeases {
                 acquire: sql::acquire(table).into(),
                 extend: sql::extend(table).into(),
                 proclaim: sql::proclaim(table).into(),
+                list: sql::list(table).into(),
                 extend_many: sql::extend_many(table).into(),
                 release: sql::release(table).into(),
                 force_release: sql::force_release(table).into(),
@@ -109,6 +111,7 @@ impl LeaseBackend for PgLeases {
             .with_permits(true)
             .with_inspect(Inspect::Holders)
             .with_proclaim(true)
+            .with_list(true)
             .with_wake_up(WakeUp::Notify)
     }
 
@@ -159,6 +162,17 @@ impl LeaseBackend for PgLeases {
             .await
             .map_err(db_error)?;
         Ok(done.rows_affected() > 0)
+    }
+
+    async fn list(&self, prefix: &str, limit: usize) -> Result<Vec<String>> {
+        sqlx::query_scalar(AssertSqlSafe(self.statements.list.clone()))
+            .bind(i32::try_from(prefix.chars().count()).unwrap_or(i32::MAX))
+            .bind(prefix)
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+            .fetch_all(&self.pool)
+            .within(self.timeout)
+            .await
+            .map_err(db_error)
     }
 
     async fn extend_batch(&self, ttl: Duration, batch: &[Renewal]) -> Result<Vec<bool>> {

@@ -54,6 +54,16 @@ pub(super) fn proclaim(t: &str) -> String {
     )
 }
 
+/// The live keys whose names start with a prefix. `$1` the prefix's length in
+/// characters, `$2` the prefix, `$3` the most rows.
+pub(super) fn list(t: &str) -> String {
+    format!(
+        "SELECT name FROM {t}
+         WHERE owner IS NOT NULL AND expires_at > clock_timestamp() AND left(name, $1) = $2
+         ORDER BY name LIMIT $3"
+    )
+}
+
 pub(super) fn extend(t: &str) -> String {
     format!(
         "WITH e AS (SELECT clock_timestamp() + $3::float8 * interval '1 millisecond' AS at),

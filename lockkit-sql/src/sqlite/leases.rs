@@ -93,6 +93,7 @@ impl LeaseBackend for SqliteLeases {
             .with_permits(true)
             .with_inspect(Inspect::Holders)
             .with_proclaim(true)
+            .with_list(true)
     }
 
     fn wake(&self) -> &Arc<Notify> {
@@ -144,6 +145,17 @@ impl LeaseBackend for SqliteLeases {
             .await
             .map_err(db_error)?;
         Ok(done.rows_affected() > 0)
+    }
+
+    async fn list(&self, prefix: &str, limit: usize) -> Result<Vec<String>> {
+        sqlx::query_scalar(AssertSqlSafe(self.statements.list.clone()))
+            .bind(monotonic_ms())
+            .bind(prefix.chars().count() as i64)
+            .bind(prefix)
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_error)
     }
 
     async fn extend_batch(&self, ttl: Duration, batch: &[Renewal]) -> Result<Vec<bool>> {

@@ -15,6 +15,7 @@ pub(super) struct Statements {
     pub(super) acquire: Arc<str>,
     pub(super) extend: Arc<str>,
     pub(super) proclaim: Arc<str>,
+    pub(super) list: Arc<str>,
     pub(super) release: Arc<str>,
     pub(super) force_release: Arc<str>,
     pub(super) purge: Arc<str>,
@@ -37,6 +38,7 @@ impl Statements {
             acquire: acquire(table).into(),
             extend: extend(table).into(),
             proclaim: proclaim(table).into(),
+            list: list(table).into(),
             release: release(table).into(),
             force_release: force_release(table).into(),
             purge: purge(table).into(),
@@ -224,6 +226,16 @@ pub(super) fn proclaim(table: &str) -> String {
     format!(
         "UPDATE {table} SET label = ?3
          WHERE name = ?1 AND owner = ?2 AND expires_at > ?4"
+    )
+}
+
+/// The live keys whose names start with a prefix. `?1` now, `?2` the prefix's
+/// length in characters, `?3` the prefix, `?4` the most rows.
+pub(super) fn list(table: &str) -> String {
+    format!(
+        "SELECT name FROM {table}
+         WHERE owner IS NOT NULL AND expires_at > ?1 AND substr(name, 1, ?2) = ?3
+         ORDER BY name LIMIT ?4"
     )
 }
 
