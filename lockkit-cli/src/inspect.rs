@@ -59,6 +59,7 @@ fn holder_json(h: &Holder) -> Value {
         "token": h.token.get(),
         "remaining_ms": h.remaining.map(|d| d.as_millis() as u64),
         "label": h.label,
+        "value": h.value,
     })
 }
 
@@ -99,6 +100,9 @@ pub(crate) fn table(seen: &Inspection) -> String {
                 "  {mode:<18} {:>12}  {left:<16} {label}\n",
                 h.token.get()
             ));
+            if let Some(value) = &h.value {
+                out.push_str(&format!("  {:<18} {value}\n", "  leader's value:"));
+            }
         }
         out
     } else {

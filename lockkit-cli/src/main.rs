@@ -8,8 +8,10 @@ mod check;
 mod compare;
 mod demo;
 mod duration;
+mod elect;
 mod hold;
 mod inspect;
+mod list;
 mod probe;
 mod progress;
 mod report_html;
@@ -52,9 +54,14 @@ enum Command {
     /// Force-releases a key after showing its holders (asks unless --yes); exits
     /// 1 when nothing was held.
     Break(break_lock::Args),
+    /// Lists the locks held now (--prefix P), on the backends that can list them.
+    Ls(list::Args),
     /// Runs a command while holding a lock (like flock(1)); the command gets the
     /// fencing token in LOCKKIT_FENCING_TOKEN and is signalled if the lock is lost.
     Run(run::Args),
+    /// Runs a command only while leading an election (like etcdctl elect); it
+    /// gets the term in LOCKKIT_TERM and is signalled if leadership is lost.
+    Elect(elect::Args),
     /// Child-process entry of `check` (takes a lock and waits to be killed).
     #[command(name = "__hold", hide = true)]
     Hold,
@@ -95,7 +102,9 @@ fn main() -> ExitCode {
             Command::Compare(args) => compare::run(args).await,
             Command::Inspect(args) => inspect::run(args).await,
             Command::Break(args) => break_lock::run(args).await,
+            Command::Ls(args) => list::run(args).await,
             Command::Run(args) => run::run(args).await,
+            Command::Elect(args) => elect::run(args).await,
             Command::Hold => hold::run().await,
             Command::Exec(_) => Ok(ExitCode::FAILURE),
         }

@@ -1,4 +1,4 @@
-//! `lockkit inspect` and `lockkit break`, run as an operator would, against a
+//! `lockkit inspect`, `lockkit ls` and `lockkit break`, run as an operator would, against a
 //! SQLite file and a real Redis and etcd from the testkit, while a service holds
 //! the lock.
 
@@ -92,24 +92,60 @@ async fn break_frees_the_key_only_when_told(url: &str) {
     assert!(out.contains("nothing to break"), "{out}");
 }
 
+/// `ls --prefix` lists exactly the held locks under the prefix, with their
+/// holders; `ls` without one lists every held lock; a released lock is gone.
+async fn ls_lists_the_held_locks(url: &str) {
+    let service = lockkit::connect(url).await.unwrap().with_label("lister");
+    let a = service.lock("jobs/a").no_wait().await.unwrap();
+    let b = service.read_lock("jobs/b").no_wait().await.unwrap();
+    let other = service.lock("other").no_wait().await.unwrap();
+    let (code, out, err) = lockkit(&["ls", url, "--prefix", "jobs/", "--json"]).await;
+    assert_eq!(code, 0, "{err}");
+    let all: Value = serde_json::from_str(&out).unwrap();
+    let keys: Vec<&str> = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|l| l["key"].as_str())
+        .collect();
+    assert_eq!(keys, ["jobs/a", "jobs/b"], "{out}");
+    assert_eq!(all[0]["holders"][0]["token"], a.token().get(), "{out}");
+    assert_eq!(all[1]["holders"][0]["mode"], "shared", "{out}");
+    let (code, table, err) = lockkit(&["ls", url]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        table.contains("other") && table.contains("jobs/a") && table.contains("3 locks held"),
+        "{table}"
+    );
+    for g in [a, b, other] {
+        g.release().await.unwrap();
+    }
+    let (code, table, _) = lockkit(&["ls", url, "--prefix", "jobs/"]).await;
+    assert_eq!(code, 0);
+    assert!(table.contains("no lock is held"), "{table}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn inspect_and_break_on_sqlite() {
+async fn inspect_ls_and_break_on_sqlite() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("l.db").display());
     inspect_shows_the_holders(&url).await;
+    ls_lists_the_held_locks(&url).await;
     break_frees_the_key_only_when_told(&url).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn inspect_and_break_on_redis() {
+async fn inspect_ls_and_break_on_redis() {
     let server = lockkit_testkit::Redis::start().await.unwrap();
     inspect_shows_the_holders(&server.url()).await;
+    ls_lists_the_held_locks(&server.url()).await;
     break_frees_the_key_only_when_told(&server.url()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn inspect_and_break_on_etcd() {
+async fn inspect_ls_and_break_on_etcd() {
     let server = lockkit_testkit::Etcd::start().await.unwrap();
     inspect_shows_the_holders(&server.url()).await;
+    ls_lists_the_held_locks(&server.url()).await;
     break_frees_the_key_only_when_told(&server.url()).await;
 }

@@ -18,9 +18,9 @@
 //! too; with `--foreground` it stays in lockkit's group (it can then read from the
 //! terminal, and only the command itself is signalled).
 
-mod command;
+pub(crate) mod command;
 pub(crate) mod exec;
-mod signals;
+pub(crate) mod signals;
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -34,7 +34,7 @@ use crate::duration::parse_duration;
 use crate::url_arg::OneUrl;
 
 /// Exit status when the lock was lost while the command ran.
-const EXIT_LOST: u8 = 3;
+pub(crate) const EXIT_LOST: u8 = 3;
 /// Exit status when the lock could not be taken within `--wait`.
 const EXIT_NOT_ACQUIRED: u8 = 4;
 
@@ -52,23 +52,30 @@ pub(crate) struct Args {
     /// How long to wait for the lock (default: as long as it takes).
     #[arg(long, value_parser = parse_duration)]
     wait: Option<Duration>,
-    /// The signal sent to the command when the lock is lost (TERM, INT, HUP, KILL,
-    /// USR1, USR2).
+    #[command(flatten)]
+    cmd: CommandArgs,
+}
+
+/// How a command runs under a lock or a leadership: `run` and `elect` share it.
+#[derive(Debug, clap::Args)]
+pub(crate) struct CommandArgs {
+    /// The signal sent to the command when the lock (or leadership) is lost (TERM,
+    /// INT, HUP, KILL, USR1, USR2).
     #[arg(long, default_value = "TERM", value_parser = parse_signal)]
-    signal: Signal,
+    pub(crate) signal: Signal,
     /// How long the command has to exit after a signal before it is killed.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
-    grace: Duration,
+    pub(crate) grace: Duration,
     /// Keep the command in lockkit's process group: it can read from the terminal,
     /// and signals go to it alone, not to what it started.
     #[arg(long)]
-    foreground: bool,
+    pub(crate) foreground: bool,
     /// Say on stderr when the lock is waited for, taken and released.
     #[arg(long, short)]
-    verbose: bool,
+    pub(crate) verbose: bool,
     /// The command and its arguments (after `--`).
     #[arg(required = true, last = true)]
-    command: Vec<String>,
+    pub(crate) command: Vec<String>,
 }
 
 fn parse_signal(s: &str) -> Result<Signal, String> {
@@ -90,7 +97,7 @@ fn parse_signal(s: &str) -> Result<Signal, String> {
 }
 
 /// The exit status of a process ended by `signal`, as a shell reports it.
-fn died_of(signal: Signal) -> ExitCode {
+pub(crate) fn died_of(signal: Signal) -> ExitCode {
     ExitCode::from((128 + signal.as_raw()).clamp(0, 255) as u8)
 }
 
@@ -101,7 +108,7 @@ pub(crate) async fn run(args: Args) -> Result<ExitCode, LockError> {
         Stop::catch().map_err(|e| LockError::Config(format!("cannot catch signals: {e}")))?;
     let url = args.url.get()?;
     let say = |what: String| {
-        if args.verbose {
+        if args.cmd.verbose {
             eprintln!("lockkit run: {what}");
         }
     };
@@ -129,7 +136,7 @@ pub(crate) async fn run(args: Args) -> Result<ExitCode, LockError> {
         ("LOCKKIT_FENCING_TOKEN", guard.token().to_string()),
         ("LOCKKIT_KEY", args.key.clone()),
     ];
-    let mut command = match Command::spawn(&args.command, &env, args.foreground) {
+    let mut command = match Command::spawn(&args.cmd.command, &env, args.cmd.foreground) {
         Ok(c) => c,
         Err(e) => {
             let _ = guard.release().await;
@@ -143,13 +150,13 @@ pub(crate) async fn run(args: Args) -> Result<ExitCode, LockError> {
         status = command.wait() => status,
         reason = &mut lost => {
             eprintln!("lockkit run: lock `{}` lost ({reason}); stopping the command", args.key);
-            let _ = command.stop(args.signal, args.grace, &mut stop).await;
+            let _ = command.stop(args.cmd.signal, args.cmd.grace, &mut stop).await;
             drop(guard);
             return Ok(ExitCode::from(EXIT_LOST));
         }
         signal = stop.next() => {
             say(format!("got SIG{}; passing it to the command", name(signal)));
-            command.stop(signal, args.grace, &mut stop).await
+            command.stop(signal, args.cmd.grace, &mut stop).await
         }
     };
     let status = status.map_err(|e| LockError::Config(format!("waiting for the command: {e}")))?;
@@ -181,7 +188,7 @@ async fn acquire(
 }
 
 /// The command's exit status as ours: its code, or 128 + the signal that ended it.
-fn exit_code(status: std::process::ExitStatus) -> ExitCode {
+pub(crate) fn exit_code(status: std::process::ExitStatus) -> ExitCode {
     use std::os::unix::process::ExitStatusExt;
     match (status.code(), status.signal()) {
         (Some(code), _) => ExitCode::from(code.clamp(0, 255) as u8),
