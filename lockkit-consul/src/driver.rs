@@ -59,6 +59,11 @@ impl ConsulDriver {
         self.sessions.api()
     }
 
+    /// The KV prefix every lock lives under.
+    pub(crate) fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
     /// The KV key lock `key` lives at (see [`crate::keys`]).
     pub(crate) fn kv_key(&self, key: &LockKey) -> String {
         crate::keys::kv_key(&self.prefix, key)
@@ -80,6 +85,7 @@ impl LockDriver for ConsulDriver {
             .with_wake_up(WakeUp::Notify)
             .with_permits(true)
             .with_inspect(Inspect::Holders)
+            .with_list(true)
     }
 
     async fn acquire(&self, req: &AcquireRequest) -> Result<Grant> {
@@ -139,6 +145,10 @@ impl LockDriver for ConsulDriver {
 
     async fn inspect(&self, key: &LockKey) -> Result<Inspection> {
         crate::inspect::inspect(self, key).await
+    }
+
+    async fn list(&self, prefix: &str, limit: usize) -> Result<Vec<LockKey>> {
+        crate::list::list(self, prefix, limit).await
     }
 
     /// Deletes the lock key if a session holds it, and frees every slot of the

@@ -14,16 +14,42 @@ use lockkit_core::LockKey;
 /// would mean "this folder" and "the folder above" (a literal `_2E` is written
 /// `_5F2E`, so nothing else maps there).
 pub(crate) fn kv_key(prefix: &str, key: &LockKey) -> String {
-    let mut out = format!("{prefix}/");
     let dots_only = key.as_str().bytes().all(|b| b == b'.');
-    for b in key.as_str().bytes() {
-        if b.is_ascii_alphanumeric() || b == b'-' || (b == b'.' && !dots_only) {
+    escape_into(format!("{prefix}/"), key.as_str(), dots_only)
+}
+
+/// `out` followed by `name` escaped as [`kv_key`] escapes a lock name (a prefix
+/// of a name escapes to a prefix of its key, with `escape_dots` false).
+pub(crate) fn escape_into(mut out: String, name: &str, escape_dots: bool) -> String {
+    for b in name.bytes() {
+        if b.is_ascii_alphanumeric() || b == b'-' || (b == b'.' && !escape_dots) {
             out.push(b as char);
         } else {
             out.push_str(&format!("_{b:02X}"));
         }
     }
     out
+}
+
+/// The lock name whose [`kv_key`] under `prefix` is `kv_key`, or the one whose
+/// semaphore `kv_key` belongs to; `None` for a key lockkit did not write.
+pub(crate) fn name_of(prefix: &str, kv_key: &str) -> Option<LockKey> {
+    let rest = kv_key.strip_prefix(prefix)?.strip_prefix('/')?;
+    let segment = rest.split('/').next()?;
+    let bytes = segment.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'_' {
+            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    LockKey::new(String::from_utf8(out).ok()?).ok()
 }
 
 /// The keys of the semaphore named like the lock key `kv_key`.

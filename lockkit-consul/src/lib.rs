@@ -7,6 +7,7 @@ mod error;
 mod holds;
 mod inspect;
 mod keys;
+mod list;
 mod options;
 mod permit;
 mod permit_release;

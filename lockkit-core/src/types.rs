@@ -98,6 +98,41 @@ impl LockKey {
     }
 }
 
+impl LockKey {
+    /// The key a [`to_segment`](LockKey::to_segment) segment names, or `None` for
+    /// a segment `to_segment` never makes.
+    ///
+    /// ```
+    /// use lockkit::LockKey;
+    ///
+    /// let key = LockKey::new("inventory/sku 42")?;
+    /// assert_eq!(LockKey::from_segment(&key.to_segment()), Some(key));
+    /// assert_eq!(LockKey::from_segment("..%00"), Some(LockKey::new("..")?));
+    /// assert_eq!(LockKey::from_segment("a%2"), None);
+    /// # Ok::<(), lockkit::LockError>(())
+    /// ```
+    pub fn from_segment(segment: &str) -> Option<LockKey> {
+        let segment = match segment.strip_suffix("%00") {
+            Some(dots) if dots == "." || dots == ".." => dots,
+            _ => segment,
+        };
+        let bytes = segment.as_bytes();
+        let mut out = Vec::with_capacity(bytes.len());
+        let mut i = 0;
+        while i < bytes.len() {
+            if bytes[i] == b'%' {
+                let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+                out.push(u8::from_str_radix(hex, 16).ok()?);
+                i += 3;
+            } else {
+                out.push(bytes[i]);
+                i += 1;
+            }
+        }
+        LockKey::new(String::from_utf8(out).ok()?).ok()
+    }
+}
+
 impl fmt::Debug for LockKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(&self.0, f)

@@ -91,6 +91,7 @@ impl LockDriver for ZkDriver {
             .with_permits(true)
             .with_inspect(Inspect::HoldersAndWaiters)
             .with_proclaim(true)
+            .with_list(true)
             .with_fair(true)
             .with_lease_expiry(false)
             .with_wake_up(WakeUp::Notify)
@@ -124,6 +125,10 @@ impl LockDriver for ZkDriver {
 
     async fn inspect(&self, key: &LockKey) -> Result<Inspection> {
         self.inspect_queue(key).await
+    }
+
+    async fn list(&self, prefix: &str, limit: usize) -> Result<Vec<LockKey>> {
+        self.list_keys(prefix, limit).await
     }
 
     async fn proclaim(&self, key: &LockKey, owner: &OwnerId, text: &str) -> Result<()> {

@@ -99,6 +99,7 @@ mod driver;
 mod error;
 mod holds;
 mod inspect;
+mod list;
 mod nodes;
 mod options;
 mod proclaim;
