@@ -38,10 +38,11 @@ url_backend!(
     TlsCluster: RedisCluster = RedisCluster::start_tls(3), |s| s.url(), connect
 );
 
-/// Every Redis suite: the mutex, read-write locks, the semaphore and inspection
-/// (holders and waiters).
+/// Every Redis suite: the mutex, read-write locks, the semaphore, inspection
+/// (holders and waiters) and elections; then the cases only some topologies
+/// pass (listing: a single server, not a Cluster).
 macro_rules! redis_suite {
-    ($name:ident, $backend:ty) => {
+    ($name:ident, $backend:ty $(, $extra:ident)*) => {
         lockkit_conformance::suite!(
             $name,
             UrlHarness<$backend>,
@@ -62,13 +63,18 @@ macro_rules! redis_suite {
                 observe_sees_every_change_in_order,
                 proclaim_is_seen_by_leader_and_observe,
                 inspection_counts_waiters,
+                $($extra,)*
             }
         );
     };
 }
 
-redis_suite!(redis, Single);
+redis_suite!(redis, Single, held_locks_are_listed_by_prefix);
 redis_suite!(redis_cluster, Cluster);
-redis_suite!(redis_polling, SinglePolling);
-redis_suite!(redis_tls, Tls);
+redis_suite!(
+    redis_polling,
+    SinglePolling,
+    held_locks_are_listed_by_prefix
+);
+redis_suite!(redis_tls, Tls, held_locks_are_listed_by_prefix);
 redis_suite!(redis_tls_cluster, TlsCluster);

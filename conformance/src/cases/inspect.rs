@@ -138,3 +138,43 @@ pub(crate) async fn inspection_counts_waiters(ctx: &Ctx) -> CaseResult {
     ctx.until_queued(&key, 0, LIMIT).await?;
     second.release().await
 }
+
+/// `list` names exactly the held locks under a prefix, each with its holder's
+/// token; a released lock leaves the listing; `limit` bounds it.
+pub(crate) async fn held_locks_are_listed_by_prefix(ctx: &Ctx) -> CaseResult {
+    let locker = ctx.locker().await?.with_label(LABEL);
+    let (a, b) = (ctx.key("listed/a"), ctx.key("listed/b"));
+    let prefix = a.trim_end_matches('a').to_owned();
+    let ga = locker.lock(a.as_str()).ttl(LIMIT).no_wait().await?;
+    let gb = locker.lock(b.as_str()).ttl(LIMIT).no_wait().await?;
+    let other = locker
+        .lock(ctx.key("unlisted"))
+        .ttl(LIMIT)
+        .no_wait()
+        .await?;
+    let seen = locker.list(&prefix, 100).await?;
+    let shown: Vec<(&str, Option<u64>)> = seen
+        .iter()
+        .map(|s| (s.key.as_str(), s.holders.first().map(|h| h.token.get())))
+        .collect();
+    let want = [
+        (a.as_str(), Some(ga.token().get())),
+        (b.as_str(), Some(gb.token().get())),
+    ];
+    ensure!(
+        shown == want,
+        "listed {shown:?} under {prefix:?}; held {want:?}"
+    );
+    let one = locker.list(&prefix, 1).await?;
+    ensure!(one.len() == 1, "a limit of 1 listed {}", one.len());
+    ga.release().await?;
+    let seen = locker.list(&prefix, 100).await?;
+    let shown: Vec<&str> = seen.iter().map(|s| s.key.as_str()).collect();
+    ensure!(
+        shown == [b.as_str()],
+        "after releasing {a:?}, listed {shown:?}"
+    );
+    gb.release().await?;
+    other.release().await?;
+    Ok(())
+}

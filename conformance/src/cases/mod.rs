@@ -82,6 +82,9 @@ mod needs {
     pub(super) fn proclaim(c: &Capabilities) -> bool {
         c.proclaim && inspect(c)
     }
+    pub(super) fn list(c: &Capabilities) -> bool {
+        c.list && inspect(c)
+    }
     pub(super) fn counted_waiters(c: &Capabilities) -> bool {
         c.inspect == Inspect::HoldersAndWaiters
     }
@@ -189,6 +192,7 @@ define_cases! {$;
     inspect::inspection_shows_holder_mode_token_and_lease if inspect,
     inspect::a_free_key_inspects_empty if inspect,
     inspect::inspection_counts_waiters if counted_waiters,
+    inspect::held_locks_are_listed_by_prefix if list,
     election::the_leader_is_shown_with_its_value_term_and_label if inspect,
     election::observe_sees_every_change_in_order if inspect,
     election::proclaim_is_seen_by_leader_and_observe if proclaim,

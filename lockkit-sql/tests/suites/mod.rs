@@ -21,6 +21,7 @@ macro_rules! lease_suite {
                 a_free_key_inspects_empty,
                 the_leader_is_shown_with_its_value_term_and_label,
                 observe_sees_every_change_in_order,
+                held_locks_are_listed_by_prefix,
                 proclaim_is_seen_by_leader_and_observe,
             }
         );
