@@ -35,6 +35,8 @@ mod faults;
 mod report;
 mod trial;
 
+mod elections;
+
 use faults::*;
 use trial::*;
 

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use lockkit_core::{LockGuard, LockMode, Locker};
+use lockkit_core::{LockError, LockGuard, LockMode, Locker};
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, sleep, sleep_until};
 
@@ -28,6 +28,9 @@ pub enum Primitive {
     /// A read-write lock: each worker writes every third round (shifted by its
     /// index) and reads otherwise. A reader does not write to the resource.
     ReadWrite,
+    /// An election on the key: each worker campaigns, writes with its term as
+    /// leader, and resigns.
+    Election,
 }
 
 /// How the workers use the lock.
@@ -134,9 +137,20 @@ impl Worker {
         let mut round = 0usize;
         while Instant::now() < until && !self.stop.load(Ordering::Relaxed) {
             let invoked = Instant::now();
+            if self.workload.primitive == Primitive::Election {
+                match self.campaign(&key).await {
+                    Ok(guard) => self.hold(guard, invoked).await,
+                    Err(e) => {
+                        self.recorder
+                            .failure(self.client, "campaign", invoked, e.to_string());
+                        sleep(self.workload.backoff).await;
+                    }
+                }
+                continue;
+            }
             let request = match (&semaphore, self.workload.primitive) {
                 (Some(semaphore), _) => semaphore.acquire(),
-                (None, Primitive::Lock | Primitive::Semaphore { .. }) => {
+                (None, Primitive::Lock | Primitive::Semaphore { .. } | Primitive::Election) => {
                     self.locker.lock(key.clone())
                 }
                 (None, Primitive::ReadWrite) if (self.client + round).is_multiple_of(3) => {
@@ -157,6 +171,20 @@ impl Worker {
                     sleep(self.workload.backoff).await;
                 }
             }
+        }
+    }
+
+    /// Campaigns for the election on `key` for at most the workload's wait: the
+    /// leadership's guard (its term is its token).
+    async fn campaign(&self, key: &str) -> Result<LockGuard, LockError> {
+        let election = self.locker.election(key).ttl(self.workload.ttl);
+        let value = format!("worker-{}", self.client);
+        match tokio::time::timeout(self.workload.wait, election.campaign(value)).await {
+            Ok(leading) => Ok(leading?.into_guard()),
+            Err(_) => Err(LockError::Timeout {
+                key: key.to_owned(),
+                waited: self.workload.wait,
+            }),
         }
     }
 

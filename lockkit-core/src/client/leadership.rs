@@ -46,6 +46,12 @@ impl Leadership {
         &self.guard
     }
 
+    /// The election lock's guard, to hold (and release) as a lock: leadership
+    /// goes with it.
+    pub fn into_guard(self) -> LockGuard {
+        self.guard
+    }
+
     /// Whether leadership is known to be lost (or its deadline has passed).
     pub fn is_lost(&self) -> bool {
         self.guard.is_lost()
