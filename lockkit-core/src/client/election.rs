@@ -152,6 +152,13 @@ impl Election {
         Ok(Leader::from_inspection(&seen))
     }
 
+    /// Arms the driver's change signal on the election's lock; `None` when
+    /// the driver fails to (the observer then waits its interval).
+    pub(super) async fn arm(&self) -> Option<crate::driver::ChangeSignal> {
+        let key = crate::types::LockKey::new(self.name.clone()).ok()?;
+        self.locker.driver().watch(&key).await.ok()
+    }
+
     /// Follows the leader: each [`Observer::changed`] returns the next leader (or
     /// the absence of one) that differs from the last it returned.
     pub fn observe(&self) -> Observer {

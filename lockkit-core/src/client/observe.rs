@@ -15,9 +15,10 @@ pub const DEFAULT_OBSERVE_INTERVAL: Duration = Duration::from_millis(100);
 /// Each [`changed`](Observer::changed) returns the next reading that differs from
 /// the last one returned (another term, a proclaimed value, or no leader), so no
 /// change between two readings is skipped, and none is returned twice. Readings
-/// are polls of [`Election::leader`], every
-/// [`interval`](Observer::interval): a change that comes and goes between two
-/// polls (a leader that lasts less than one interval) is not seen.
+/// are [`Election::leader`]: after the backend signals a change on the election's
+/// lock where it can ([`crate::LockDriver::watch`]), and at least every
+/// [`interval`](Observer::interval). A change that comes and goes between two
+/// readings (a leader that lasts less than one) is not seen.
 ///
 /// # Examples
 ///
@@ -72,6 +73,8 @@ impl Observer {
     /// compares with the last leader returned.
     pub async fn changed(&mut self) -> Result<Option<Leader>> {
         loop {
+            // Armed before the reading: a change after the reading fires it.
+            let signal = self.election.arm().await;
             let now = self.election.leader().await?;
             let same = match (&self.last, &now) {
                 (None, _) => false,
@@ -83,7 +86,12 @@ impl Observer {
                 self.last = Some(now.clone());
                 return Ok(now);
             }
-            tokio::time::sleep(self.interval).await;
+            match signal {
+                Some(signal) => {
+                    let _ = tokio::time::timeout(self.interval, signal).await;
+                }
+                None => tokio::time::sleep(self.interval).await,
+            }
         }
     }
 

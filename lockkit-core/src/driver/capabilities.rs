@@ -52,6 +52,9 @@ pub struct Capabilities {
     pub proclaim: bool,
     /// Held locks can be listed by name prefix ([`crate::LockDriver::list`]).
     pub list: bool,
+    /// The backend signals changes to a key's holders ([`crate::LockDriver::watch`]):
+    /// election observers wake on it instead of waiting their interval.
+    pub watch: bool,
 }
 
 impl Capabilities {
@@ -68,6 +71,7 @@ impl Capabilities {
             wake_up: WakeUp::Poll,
             proclaim: false,
             list: false,
+            watch: false,
         }
     }
 
@@ -107,6 +111,12 @@ impl Capabilities {
     /// With (or without) [`crate::LockDriver::list`].
     pub const fn with_list(mut self, list: bool) -> Self {
         self.list = list;
+        self
+    }
+
+    /// With (or without) [`crate::LockDriver::watch`].
+    pub const fn with_watch(mut self, watch: bool) -> Self {
+        self.watch = watch;
         self
     }
 

@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use tokio::time::Instant;
 
 use super::capabilities::Capabilities;
+use super::change::ChangeSignal;
 use super::grant::{Grant, Renewal};
 use super::inspect::Inspection;
 use super::request::AcquireRequest;
@@ -117,6 +118,22 @@ pub trait LockDriver: Send + Sync + fmt::Debug + 'static {
             driver: self.name(),
             capability: "listing held locks",
         })
+    }
+
+    /// Arms a signal that resolves once the holders of `key` may have changed
+    /// (a grant, a release, a new value) *after this call returned*: how
+    /// [`crate::Observer`] waits between readings without missing a change made
+    /// between its reading and its wait (it arms, then reads, then waits). It may
+    /// also resolve without a change. Drivers with a change signal list it in
+    /// [`Capabilities::watch`]; the default never resolves, and the observer
+    /// falls back to its interval.
+    ///
+    /// # Errors
+    ///
+    /// A backend error; the observer then waits its interval.
+    async fn watch(&self, key: &LockKey) -> Result<ChangeSignal> {
+        let _ = key;
+        Ok(Box::pin(std::future::pending()))
     }
 
     /// Frees `key` whoever holds it: an operator's break-glass (Redisson's

@@ -18,6 +18,7 @@
 
 mod admission;
 mod capabilities;
+mod change;
 mod contract;
 mod grant;
 mod holder_text;
@@ -30,6 +31,7 @@ pub use crate::wait::{
 };
 pub use admission::{Admission, Held, admit, has_room, limit_mismatch, refuse_reentry};
 pub use capabilities::{Capabilities, Inspect, WakeUp};
+pub use change::{ChangeSignal, armed};
 pub use contract::LockDriver;
 pub use grant::{Grant, Renewal};
 pub use holder_text::{MAX_VALUE_LEN, holder_text, split_holder_text, validate_value};

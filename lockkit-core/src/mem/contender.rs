@@ -81,6 +81,7 @@ impl Contender for MemContender<'_> {
             // Leaving the queue may let the next waiters in (more readers, permits).
             slot.remove_waiter(id);
         }
+        self.driver.store.changed.notify_waiters();
         Ok(Attempt::Granted(Grant::of(req, token, expires)))
     }
 }

@@ -28,8 +28,8 @@ use self::contender::MemContender;
 use self::slot::Slot;
 use crate::driver::registry::MEM;
 use crate::driver::{
-    AcquireRequest, Capabilities, Driver, DriverEntry, Grant, Inspect, Inspection, LockDriver,
-    LockMode, WaitPolicy, WakeUp, wait_for_grant,
+    AcquireRequest, Capabilities, ChangeSignal, Driver, DriverEntry, Grant, Inspect, Inspection,
+    LockDriver, LockMode, WaitPolicy, WakeUp, armed, wait_for_grant,
 };
 use crate::error::{LockError, Result};
 use crate::types::{LockKey, OwnerId};
@@ -79,6 +79,8 @@ pub struct MemDriver {
 struct Store {
     slots: Mutex<HashMap<LockKey, Slot>>,
     waiters: AtomicU64,
+    /// Notified at every grant, release and new value, for `watch`.
+    changed: Arc<Notify>,
 }
 
 impl Store {
@@ -151,6 +153,7 @@ impl LockDriver for MemDriver {
             .with_wake_up(WakeUp::Notify)
             .with_proclaim(true)
             .with_list(true)
+            .with_watch(true)
     }
 
     async fn acquire(&self, req: &AcquireRequest) -> Result<Grant> {
@@ -187,6 +190,8 @@ impl LockDriver for MemDriver {
         };
         let was_live = slot.holders.swap_remove(pos).expires > Instant::now();
         slot.wake_next();
+        // Under the lock: an observer woken reads the key after the change.
+        self.store.changed.notify_waiters();
         Ok(was_live)
     }
 
@@ -199,6 +204,7 @@ impl LockDriver for MemDriver {
         match own {
             Some(h) if h.expires > now && h.mode == LockMode::Exclusive => {
                 h.text = Some(text.to_owned());
+                self.store.changed.notify_waiters();
                 Ok(())
             }
             _ => Err(LockError::lost(key, "not held by this owner any more")),
@@ -220,6 +226,11 @@ impl LockDriver for MemDriver {
         Ok(keys)
     }
 
+    async fn watch(&self, key: &LockKey) -> Result<ChangeSignal> {
+        let _ = key;
+        Ok(armed(self.store.changed.clone()))
+    }
+
     async fn inspect(&self, key: &LockKey) -> Result<Inspection> {
         let slots = self.store.slots();
         Ok(match slots.get(key) {
@@ -236,6 +247,7 @@ impl LockDriver for MemDriver {
         let now = Instant::now();
         let had_live = slot.holders.drain(..).any(|h| h.expires > now);
         slot.wake_next();
+        self.store.changed.notify_waiters();
         Ok(had_live)
     }
 
