@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use lockkit_core::driver::{Inspect, Inspection, refuse_reentry};
+use lockkit_core::driver::{ChangeSignal, Inspect, Inspection, refuse_reentry};
 use lockkit_core::{
     AcquireRequest, Capabilities, Grant, LockDriver, LockKey, LockMode, OwnerId, Renewal, Result,
     WakeUp,
@@ -86,6 +86,7 @@ impl LockDriver for ConsulDriver {
             .with_permits(true)
             .with_inspect(Inspect::Holders)
             .with_list(true)
+            .with_watch(true)
     }
 
     async fn acquire(&self, req: &AcquireRequest) -> Result<Grant> {
@@ -145,6 +146,10 @@ impl LockDriver for ConsulDriver {
 
     async fn inspect(&self, key: &LockKey) -> Result<Inspection> {
         crate::inspect::inspect(self, key).await
+    }
+
+    async fn watch(&self, key: &LockKey) -> Result<ChangeSignal> {
+        crate::observe::watch(self, key).await
     }
 
     async fn list(&self, prefix: &str, limit: usize) -> Result<Vec<LockKey>> {

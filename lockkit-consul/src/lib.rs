@@ -8,6 +8,7 @@ mod holds;
 mod inspect;
 mod keys;
 mod list;
+mod observe;
 mod options;
 mod permit;
 mod permit_release;

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lockkit_core::driver::registry::ETCD;
-use lockkit_core::driver::{Driver, Inspect, Inspection};
+use lockkit_core::driver::{ChangeSignal, Driver, Inspect, Inspection};
 use lockkit_core::{
     AcquireRequest, Capabilities, Grant, LockDriver, LockKey, OwnerId, Renewal, Result, WakeUp,
     async_trait,
@@ -19,7 +19,7 @@ use tokio::time::Instant;
 use super::connection::Inner;
 use super::contender::Contending;
 use super::options::EtcdOptions;
-use super::{inspect, list, proclaim, release, renew};
+use super::{inspect, list, observe, proclaim, release, renew};
 
 /// The driver's name, in its errors.
 pub(crate) const NAME: &str = ETCD.name;
@@ -87,10 +87,15 @@ impl LockDriver for EtcdDriver {
             .with_wake_up(WakeUp::Notify)
             .with_proclaim(true)
             .with_list(true)
+            .with_watch(true)
     }
 
     async fn inspect(&self, key: &LockKey) -> Result<Inspection> {
         inspect::inspect(&self.inner, key).await
+    }
+
+    async fn watch(&self, key: &LockKey) -> Result<ChangeSignal> {
+        observe::watch(&self.inner, key).await
     }
 
     async fn list(&self, prefix: &str, limit: usize) -> Result<Vec<LockKey>> {

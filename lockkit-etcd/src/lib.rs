@@ -130,6 +130,7 @@ mod inspect;
 mod keys;
 mod lease;
 mod list;
+mod observe;
 mod options;
 mod permit;
 mod proclaim;

@@ -10,6 +10,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use lockkit_core::driver::{ChangeSignal, armed};
 use lockkit_core::{
     AcquireRequest, Capabilities, Grant, Inspection, LockDriver, LockError, LockKey, LockMode,
     OwnerId, Renewal, Result, async_trait, renew_in_batches,
@@ -234,6 +235,13 @@ impl<B: LeaseBackend> LockDriver for LeaseDriver<B> {
         let freed = self.backend.force_release(key).await?;
         self.wake_waiters();
         Ok(freed)
+    }
+
+    async fn watch(&self, key: &LockKey) -> Result<ChangeSignal> {
+        // Releases wake every waiter of this driver (PostgreSQL: of every driver,
+        // by NOTIFY); an observer waits on the same signal.
+        let _ = key;
+        Ok(armed(self.backend.wake().clone()))
     }
 
     async fn inspect(&self, key: &LockKey) -> Result<Inspection> {

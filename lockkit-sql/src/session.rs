@@ -25,7 +25,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use lockkit_core::driver::{Admission, Holder, Inspection, LockMode, admit, limit_mismatch};
+use lockkit_core::driver::{
+    Admission, ChangeSignal, Holder, Inspection, LockMode, admit, armed, limit_mismatch,
+};
 use lockkit_core::{
     AcquireRequest, Capabilities, FencingToken, Grant, LockDriver, LockError, LockKey, OwnerId,
     Result,
@@ -325,6 +327,13 @@ impl<B: SessionBackend> LockDriver for SessionDriver<B> {
         self.backend.wake().notify_waiters();
         self.backend.announce_release(key).await;
         Ok(broken)
+    }
+
+    async fn watch(&self, key: &LockKey) -> Result<ChangeSignal> {
+        // Releases wake every waiter of this driver (PostgreSQL: of every driver,
+        // by NOTIFY); an observer waits on the same signal.
+        let _ = key;
+        Ok(armed(self.backend.wake().clone()))
     }
 
     async fn inspect(&self, key: &LockKey) -> Result<Inspection> {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use lockkit_core::driver::{Inspect, Inspection, refuse_reentry};
+use lockkit_core::driver::{ChangeSignal, Inspect, Inspection, refuse_reentry};
 use lockkit_core::{
     AcquireRequest, Capabilities, Grant, LockDriver, LockKey, LockMode, OwnerId, Renewal, Result,
     WakeUp,
@@ -92,6 +92,7 @@ impl LockDriver for ZkDriver {
             .with_inspect(Inspect::HoldersAndWaiters)
             .with_proclaim(true)
             .with_list(true)
+            .with_watch(true)
             .with_fair(true)
             .with_lease_expiry(false)
             .with_wake_up(WakeUp::Notify)
@@ -125,6 +126,10 @@ impl LockDriver for ZkDriver {
 
     async fn inspect(&self, key: &LockKey) -> Result<Inspection> {
         self.inspect_queue(key).await
+    }
+
+    async fn watch(&self, key: &LockKey) -> Result<ChangeSignal> {
+        self.watch_queue(key).await
     }
 
     async fn list(&self, prefix: &str, limit: usize) -> Result<Vec<LockKey>> {

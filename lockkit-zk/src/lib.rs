@@ -101,6 +101,7 @@ mod holds;
 mod inspect;
 mod list;
 mod nodes;
+mod observe;
 mod options;
 mod proclaim;
 mod queue;

@@ -74,6 +74,7 @@ impl SessionBackend for Advisory {
             .with_inspect(Inspect::Holders)
             .with_lease_expiry(false)
             .with_wake_up(WakeUp::Notify)
+            .with_watch(true)
     }
 
     fn wake(&self) -> &Arc<Notify> {

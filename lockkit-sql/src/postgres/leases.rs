@@ -113,6 +113,7 @@ impl LeaseBackend for PgLeases {
             .with_proclaim(true)
             .with_list(true)
             .with_wake_up(WakeUp::Notify)
+            .with_watch(true)
     }
 
     fn wake(&self) -> &Arc<Notify> {
