@@ -53,6 +53,7 @@ lockkit_conformance::suite!(
         a_free_key_inspects_empty,
         the_leader_is_shown_with_its_value_term_and_label,
         observe_sees_every_change_in_order,
+        observe_wakes_on_the_backend_signal,
         held_locks_are_listed_by_prefix,
     }
 );
@@ -91,6 +92,7 @@ lockkit_conformance::suite!(
         a_free_key_inspects_empty,
         the_leader_is_shown_with_its_value_term_and_label,
         observe_sees_every_change_in_order,
+        observe_wakes_on_the_backend_signal,
         held_locks_are_listed_by_prefix,
     }
 );

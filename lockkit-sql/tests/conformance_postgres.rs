@@ -41,6 +41,7 @@ macro_rules! session_suite {
                 a_free_key_inspects_empty,
                 the_leader_is_shown_with_its_value_term_and_label,
                 observe_sees_every_change_in_order,
+                observe_wakes_on_the_backend_signal,
             }
         );
     };
@@ -56,7 +57,11 @@ url_backend!(
     Advisory: Postgres = Postgres::start(), |s| format!("{}?mode=advisory", s.url()), connect
 );
 
-lease_suite!(postgres, UrlHarness<Lease>);
+lease_suite!(
+    postgres,
+    UrlHarness<Lease>,
+    observe_wakes_on_the_backend_signal
+);
 
 session_suite!(postgres_advisory, UrlHarness<Advisory>);
 
@@ -70,6 +75,10 @@ url_backend!(
     TlsAdvisory: Postgres = Postgres::start_tls(), |s| format!("{}&mode=advisory", s.url()), connect
 );
 
-lease_suite!(postgres_tls, UrlHarness<TlsLease>);
+lease_suite!(
+    postgres_tls,
+    UrlHarness<TlsLease>,
+    observe_wakes_on_the_backend_signal
+);
 
 session_suite!(postgres_tls_advisory, UrlHarness<TlsAdvisory>);

@@ -9,6 +9,7 @@ use std::time::Duration;
 use lockkit_core::{Leader, LockError, Observer};
 use tokio::time::{Instant, timeout};
 
+use super::counted::Counted;
 use super::{reference_op, tolerance};
 use crate::check::{CaseError, CaseResult, ensure, fail};
 use crate::harness::Ctx;
@@ -312,6 +313,57 @@ pub(crate) async fn proclaim_is_seen_by_leader_and_observe(ctx: &Ctx) -> CaseRes
     ensure!(
         reader.leader().await?.is_none(),
         "a leader shown after the hold vanished"
+    );
+    Ok(())
+}
+
+/// An observer whose interval is a minute sees a resignation within seconds:
+/// the backend's change signal woke it. It is armed before the observer's
+/// reading, so a change right after that reading is not missed either.
+pub(crate) async fn observe_wakes_on_the_backend_signal(ctx: &Ctx) -> CaseResult {
+    let name = ctx.key("election-signalled");
+    let lead = ctx
+        .locker()
+        .await?
+        .with_label(LABEL)
+        .election(name.as_str())
+        .ttl(TTL)
+        .campaign("a")
+        .await?;
+    let counted = Counted::new(ctx.harness.driver().await?);
+    let mut observer = lockkit_core::Locker::new(counted.clone())
+        .election(name.as_str())
+        .observe()
+        .interval(Duration::from_secs(60));
+    check_leader(
+        next(&mut observer, "the leader").await?.as_ref(),
+        lead.term().get(),
+        "a",
+        "first",
+    )?;
+    let waiting = tokio::spawn(async move { observer.changed().await });
+    // The observer's next reading has returned: it now waits on the signal.
+    ensure!(
+        counted.until_inspected(2, SEEN_WITHIN).await,
+        "the observer did not read the leader again within {SEEN_WITHIN:?}"
+    );
+    let resigned = Instant::now();
+    lead.resign().await?;
+    let seen = match timeout(SEEN_WITHIN, waiting).await {
+        Ok(Ok(r)) => r?,
+        Ok(Err(e)) => fail!("the observer panicked: {e}"),
+        Err(_) => fail!(
+            "the observer did not see the resignation within {SEEN_WITHIN:?} (its interval is 60 s: no signal woke it)"
+        ),
+    };
+    ensure!(
+        seen.is_none(),
+        "a leader shown after the resignation: {seen:?}"
+    );
+    ensure!(
+        resigned.elapsed() < SEEN_WITHIN,
+        "the resignation was seen only after {:?}",
+        resigned.elapsed()
     );
     Ok(())
 }

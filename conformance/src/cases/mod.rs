@@ -10,6 +10,7 @@ use tokio::time::Instant;
 use crate::check::{CaseError, CaseResult};
 use crate::harness::Ctx;
 
+mod counted;
 mod election;
 mod exclusion;
 mod expiry;
@@ -81,6 +82,9 @@ mod needs {
     }
     pub(super) fn proclaim(c: &Capabilities) -> bool {
         c.proclaim && inspect(c)
+    }
+    pub(super) fn watch(c: &Capabilities) -> bool {
+        c.watch && inspect(c)
     }
     pub(super) fn list(c: &Capabilities) -> bool {
         c.list && inspect(c)
@@ -196,6 +200,7 @@ define_cases! {$;
     election::the_leader_is_shown_with_its_value_term_and_label if inspect,
     election::observe_sees_every_change_in_order if inspect,
     election::proclaim_is_seen_by_leader_and_observe if proclaim,
+    election::observe_wakes_on_the_backend_signal if watch,
 }
 
 /// Checks that `r` is the "held by someone else" error of a no-wait acquire.

@@ -1,8 +1,9 @@
 //! The conformance suite's case lists the SQL test files share.
 
-/// The suite for a lease-mode harness: every mode, and inspection.
+/// The suite for a lease-mode harness: every mode, inspection, elections and
+/// listing; then the cases only some databases pass.
 macro_rules! lease_suite {
-    ($name:ident, $harness:ty) => {
+    ($name:ident, $harness:ty $(, $extra:ident)*) => {
         lockkit_conformance::suite!(
             $name,
             $harness,
@@ -23,6 +24,7 @@ macro_rules! lease_suite {
                 observe_sees_every_change_in_order,
                 held_locks_are_listed_by_prefix,
                 proclaim_is_seen_by_leader_and_observe,
+                $($extra,)*
             }
         );
     };
