@@ -96,8 +96,10 @@ Each row is one test: three workers, each with its own connections, loop on one 
 through *acquire → fenced write → hold 5 ms → fenced write → release* (1 s watchdog \
 TTL), while the fault is injected. The *semaphore of 3* rows run five workers, each \
 taking one permit of a 3-permit semaphore; in the *read-write* rows each worker takes \
-the write lock every third round and a read lock otherwise, and readers do not write. \
-Every operation is recorded with its monotonic \
+the write lock every third round and a read lock otherwise, and readers do not write; \
+in the *election* rows each worker campaigns for the election on the key, writes with \
+its term (the leadership's fencing token), and resigns, and the outside holder is a \
+leader. Every operation is recorded with its monotonic \
 invoke and complete times, every write with its place in the resource's order; \
 `lockkit_conformance::history::check` then counts, from the history alone:\n\n\
 - **stale writes**: a write from a grant older than one that has already written to \
