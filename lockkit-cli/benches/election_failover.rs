@@ -15,7 +15,7 @@
 use std::time::Duration;
 
 use lockkit_conformance::holder::HolderProcess;
-use lockkit_testkit::{ConsulStandIn, Etcd, MariaDb, Postgres, Redis, ZooKeeper};
+use lockkit_testkit::{ConsulStandIn, Etcd, MariaDb, Postgres, Redis, StandInOptions, ZooKeeper};
 use tokio::time::Instant;
 
 /// The leader's lease (ZooKeeper: session timeout; Consul: session TTL).
@@ -93,7 +93,12 @@ async fn main() -> Result<(), String> {
     let zk = ZooKeeper::start().await.map_err(e)?;
     let pg = Postgres::start().await.map_err(e)?;
     let maria = MariaDb::start().await.map_err(e)?;
-    let consul = ConsulStandIn::start().await.map_err(e)?;
+    // Consul refuses session TTLs under 10 s; the stand-in is told to allow 3 s.
+    let consul = ConsulStandIn::start_with(
+        StandInOptions::default().with_min_session_ttl(Duration::from_millis(100)),
+    )
+    .await
+    .map_err(e)?;
     let lease_ms = LEASE.as_millis();
     let backends: Vec<(&'static str, String)> = vec![
         (

@@ -74,6 +74,20 @@ pub(crate) fn to_json(seen: &Inspection) -> Value {
     })
 }
 
+/// One holder as a table line: mode (a permit with its limit), token, lease
+/// left (or "session-bound"), label.
+pub(crate) fn holder_line(h: &Holder) -> String {
+    let mode = match h.mode.limit() {
+        Some(limit) => format!("permit of {limit}"),
+        None => mode_name(h.mode).to_string(),
+    };
+    let left = h
+        .remaining
+        .map_or_else(|| "session-bound".to_string(), human);
+    let label = h.label.as_deref().unwrap_or("-");
+    format!("{mode:<18} {:>12}  {left:<16} {label}", h.token.get())
+}
+
 /// The inspection as a table, one holder a line.
 pub(crate) fn table(seen: &Inspection) -> String {
     let mut out = if seen.is_held() {
@@ -88,18 +102,7 @@ pub(crate) fn table(seen: &Inspection) -> String {
             "mode", "token", "lease left", "label"
         ));
         for h in &seen.holders {
-            let mode = match h.mode.limit() {
-                Some(limit) => format!("permit of {limit}"),
-                None => mode_name(h.mode).to_string(),
-            };
-            let left = h
-                .remaining
-                .map_or_else(|| "session-bound".to_string(), human);
-            let label = h.label.as_deref().unwrap_or("-");
-            out.push_str(&format!(
-                "  {mode:<18} {:>12}  {left:<16} {label}\n",
-                h.token.get()
-            ));
+            out.push_str(&format!("  {}\n", holder_line(h)));
             if let Some(value) = &h.value {
                 out.push_str(&format!("  {:<18} {value}\n", "  leader's value:"));
             }

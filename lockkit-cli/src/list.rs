@@ -3,11 +3,10 @@
 
 use std::process::ExitCode;
 
-use lockkit::driver::human_duration as human;
 use lockkit::{Inspection, LockError};
 use serde_json::Value;
 
-use crate::inspect::{mode_name, to_json};
+use crate::inspect::{holder_line, to_json};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -48,19 +47,7 @@ fn table(held: &[Inspection]) -> String {
     );
     for seen in held {
         for h in &seen.holders {
-            let mode = match h.mode.limit() {
-                Some(limit) => format!("permit of {limit}"),
-                None => mode_name(h.mode).to_string(),
-            };
-            let left = h
-                .remaining
-                .map_or_else(|| "session-bound".to_string(), human);
-            out.push_str(&format!(
-                "{:<24} {mode:<18} {:>12}  {left:<16} {}\n",
-                seen.key.as_str(),
-                h.token.get(),
-                h.label.as_deref().unwrap_or("-")
-            ));
+            out.push_str(&format!("{:<24} {}\n", seen.key.as_str(), holder_line(h)));
         }
     }
     let n = held.len();

@@ -36,20 +36,7 @@ pub(crate) fn escape_into(mut out: String, name: &str, escape_dots: bool) -> Str
 pub(crate) fn name_of(prefix: &str, kv_key: &str) -> Option<LockKey> {
     let rest = kv_key.strip_prefix(prefix)?.strip_prefix('/')?;
     let segment = rest.split('/').next()?;
-    let bytes = segment.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'_' {
-            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    LockKey::new(String::from_utf8(out).ok()?).ok()
+    LockKey::new(lockkit_core::driver::decode_escaped(segment, b'_')?).ok()
 }
 
 /// The keys of the semaphore named like the lock key `kv_key`.

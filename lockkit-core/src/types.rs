@@ -116,21 +116,36 @@ impl LockKey {
             Some(dots) if dots == "." || dots == ".." => dots,
             _ => segment,
         };
-        let bytes = segment.as_bytes();
-        let mut out = Vec::with_capacity(bytes.len());
-        let mut i = 0;
-        while i < bytes.len() {
-            if bytes[i] == b'%' {
-                let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
-                out.push(u8::from_str_radix(hex, 16).ok()?);
-                i += 3;
-            } else {
-                out.push(bytes[i]);
-                i += 1;
-            }
-        }
-        LockKey::new(String::from_utf8(out).ok()?).ok()
+        LockKey::new(decode_escaped(segment, b'%')?).ok()
     }
+}
+
+/// `text` with every `<escape>XX` (two hex digits) turned back into the byte
+/// `XX`: how drivers read back a lock name they escaped into a backend's key
+/// (`%XX` in [`LockKey::to_segment`], `_XX` in Consul's keys). `None` for a
+/// broken escape or bytes that are not UTF-8.
+///
+/// ```
+/// use lockkit::driver::decode_escaped;
+///
+/// assert_eq!(decode_escaped("jobs_2Fa", b'_').as_deref(), Some("jobs/a"));
+/// assert_eq!(decode_escaped("a%2", b'%'), None);
+/// ```
+pub fn decode_escaped(text: &str, escape: u8) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == escape {
+            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
 }
 
 impl fmt::Debug for LockKey {

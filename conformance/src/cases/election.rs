@@ -10,10 +10,10 @@ use lockkit_core::{Leader, LockError, Observer};
 use tokio::time::{Instant, timeout};
 
 use super::counted::Counted;
+use super::process::outside_holder;
 use super::{reference_op, tolerance};
 use crate::check::{CaseError, CaseResult, ensure, fail};
 use crate::harness::Ctx;
-use crate::holder::HolderProcess;
 
 const TTL: Duration = Duration::from_secs(10);
 const LABEL: &str = "conformance/candidate";
@@ -109,22 +109,11 @@ pub(crate) async fn resign_hands_the_lead_to_the_next_candidate(ctx: &Ctx) -> Ca
 /// killed with SIGKILL: a waiting candidate leads within the dead leader's lease
 /// of the kill, with a greater term.
 pub(crate) async fn a_killed_leader_is_replaced_within_its_lease(ctx: &Ctx) -> CaseResult {
-    if !ctx.capabilities().cross_process {
-        return Err(CaseError::Skipped("holds are process-local".into()));
-    }
-    let (Some(url), Some(command)) = (ctx.harness.holder_url(), ctx.holder.as_ref()) else {
-        return Err(CaseError::Skipped(
-            "the harness cannot start a holder process".into(),
-        ));
-    };
     let b = ctx.locker().await?;
-    let reference = reference_op(ctx, &b).await?;
     let name = ctx.key("election-killed");
     let ttl = Duration::from_millis(1000);
-    let (child, child_term) = match HolderProcess::start(command(), &url, &name, ttl).await {
-        Ok(started) => started,
-        Err(e) => fail!("{e}"),
-    };
+    let (child, child_term) = outside_holder(ctx, &name, ttl).await?;
+    let reference = reference_op(ctx, &b).await?;
     let child_ttl = child.effective_ttl();
     let election = b.election(name.as_str()).ttl(Duration::from_secs(10));
     let killed = Instant::now();
@@ -173,17 +162,26 @@ fn check_leader(seen: Option<&Leader>, term: u64, value: &str, what: &str) -> Ca
     Ok(())
 }
 
+/// A candidate for the election `name` on its own driver, labelled [`LABEL`],
+/// and an onlooker on another driver.
+async fn candidate_and_onlooker(
+    ctx: &Ctx,
+    name: &str,
+) -> Result<(lockkit_core::Election, lockkit_core::Election), CaseError> {
+    let candidate = ctx
+        .locker()
+        .await?
+        .with_label(LABEL)
+        .election(name)
+        .ttl(TTL);
+    Ok((candidate, ctx.locker().await?.election(name)))
+}
+
 /// `leader` shows nobody, then the leader's value, term and label, then nobody
 /// after it resigns.
 pub(crate) async fn the_leader_is_shown_with_its_value_term_and_label(ctx: &Ctx) -> CaseResult {
     let name = ctx.key("election-shown");
-    let election = ctx
-        .locker()
-        .await?
-        .with_label(LABEL)
-        .election(name.as_str())
-        .ttl(TTL);
-    let reader = ctx.locker().await?.election(name.as_str());
+    let (election, reader) = candidate_and_onlooker(ctx, &name).await?;
     ensure!(
         reader.leader().await?.is_none(),
         "a leader shown before any campaign"
@@ -265,13 +263,7 @@ pub(crate) async fn observe_sees_every_change_in_order(ctx: &Ctx) -> CaseResult 
 /// leader whose hold vanished cannot proclaim, and learns it lost.
 pub(crate) async fn proclaim_is_seen_by_leader_and_observe(ctx: &Ctx) -> CaseResult {
     let name = ctx.key("election-proclaimed");
-    let election = ctx
-        .locker()
-        .await?
-        .with_label(LABEL)
-        .election(name.as_str())
-        .ttl(TTL);
-    let reader = ctx.locker().await?.election(name.as_str());
+    let (election, reader) = candidate_and_onlooker(ctx, &name).await?;
     let mut observer = reader.observe().interval(Duration::from_millis(20));
     let lead = election.campaign("first").await?;
     let term = lead.term().get();

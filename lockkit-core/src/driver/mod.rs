@@ -26,6 +26,7 @@ mod inspect;
 pub mod registry;
 mod request;
 
+pub use crate::types::decode_escaped;
 pub use crate::wait::{
     Attempt, Backoff, Busy, Contender, Jitter, Patience, Pauses, WaitPolicy, Wake, wait_for_grant,
 };
