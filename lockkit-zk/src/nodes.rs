@@ -39,21 +39,14 @@ pub(crate) struct QueueNode {
 }
 
 impl QueueNode {
-    /// Parses a child name; `None` for a node lockkit did not make.
+    /// Parses a child name; `None` for a node that is not sequential. A
+    /// sequential node lockkit did not make (Curator's, kazoo's, anyone's) is an
+    /// exclusive contender: lockkit never grants past it.
     pub(crate) fn parse(name: &str) -> Option<Self> {
-        let (rest, seq) = name.rsplit_once('-')?;
-        let (tag, _owner) = rest.split_once('-')?;
-        let mode = match tag {
-            "r" => LockMode::Shared,
-            "w" => LockMode::Exclusive,
-            _ => LockMode::Permit {
-                limit: tag.strip_prefix('p')?.parse().ok().filter(|l| *l > 0)?,
-            },
-        };
         Some(Self {
             name: name.to_string(),
-            mode,
-            sequence: seq.parse().ok()?,
+            mode: own_mode(name).unwrap_or(LockMode::Exclusive),
+            sequence: sequence_of(name)?,
         })
     }
 
@@ -65,7 +58,36 @@ impl QueueNode {
     }
 }
 
-/// The queue: lockkit's children of a key node, in sequence order.
+/// The mode of a node lockkit made (`<tag>-<32 hex digits>-<sequence>`); `None`
+/// for any other name.
+fn own_mode(name: &str) -> Option<LockMode> {
+    let (rest, _) = name.rsplit_once('-')?;
+    let (tag, owner) = rest.split_once('-')?;
+    if owner.len() != 32 || !owner.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    match tag {
+        "r" => Some(LockMode::Shared),
+        "w" => Some(LockMode::Exclusive),
+        _ => Some(LockMode::Permit {
+            limit: tag.strip_prefix('p')?.parse().ok().filter(|l| *l > 0)?,
+        }),
+    }
+}
+
+/// The sequence number ZooKeeper appended to a sequential node's name: its last
+/// 10 digits (19 once the counter passed 2^31); `None` for a name without one.
+fn sequence_of(name: &str) -> Option<i64> {
+    let digits = name.bytes().rev().take_while(u8::is_ascii_digit).count();
+    let width = match digits {
+        0..=9 => return None,
+        10..=18 => 10,
+        _ => 19,
+    };
+    name.get(name.len() - width..)?.parse().ok()
+}
+
+/// The queue: every sequential child of a key node, in sequence order.
 pub(crate) fn queue(children: &[String]) -> Vec<QueueNode> {
     let mut q: Vec<QueueNode> = children
         .iter()
@@ -197,7 +219,7 @@ mod tests {
     }
 
     #[test]
-    fn foreign_children_are_ignored_and_order_is_by_sequence() {
+    fn foreign_sequential_children_are_exclusive_and_order_is_by_sequence() {
         let owner = OwnerId::new().to_hex();
         let names = vec![
             format!("w-{owner}-0000000009"),
@@ -205,12 +227,35 @@ mod tests {
             format!("r-{owner}-0000000002"),
             format!("p0-{owner}-0000000003"),
             format!("p12-{owner}-0000000004"),
+            "_c_3f9e0c1a-8b1f-4a53-9f3e-2b7c1d0e4a55-lock-0000000001".to_string(),
+            "d41c__lock__0000000005".to_string(),
+            "r-not-an-owner-0000000006".to_string(),
         ];
         let queue = queue(&names);
-        assert_eq!(queue.len(), 3);
-        assert_eq!(queue[0].sequence, 2);
-        assert!(queue[0].is_owned_by(&owner));
-        assert_eq!(queue[1].mode, LockMode::Permit { limit: 12 });
+        let seen: Vec<(i64, LockMode)> = queue.iter().map(|n| (n.sequence, n.mode)).collect();
+        assert_eq!(
+            seen,
+            [
+                (1, LockMode::Exclusive),
+                (2, LockMode::Shared),
+                (3, LockMode::Exclusive),
+                (4, LockMode::Permit { limit: 12 }),
+                (5, LockMode::Exclusive),
+                (6, LockMode::Exclusive),
+                (9, LockMode::Exclusive),
+            ]
+        );
+        assert!(!queue[0].is_owned_by(&owner));
         assert!(queue[1].is_owned_by(&owner));
+        assert_eq!(holders(&queue).len(), 1, "the foreign node holds");
+        assert_eq!(blocker(&queue, 1), Ahead::Node(&queue[0]));
+    }
+
+    #[test]
+    fn a_sequence_is_the_last_ten_digits() {
+        assert_eq!(sequence_of("lock-0000000042"), Some(42));
+        assert_eq!(sequence_of("node70000000042"), Some(42));
+        assert_eq!(sequence_of("lock-42"), None);
+        assert_eq!(sequence_of("x-9223372036854775807"), Some(i64::MAX));
     }
 }
