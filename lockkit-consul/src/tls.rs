@@ -54,7 +54,35 @@ pub(crate) fn hint(message: &str, https: bool) -> &'static str {
         || m.contains("bad certificate")
     {
         " (TLS: the agent wants a client certificate it trusts: give tls_cert and tls_key)"
+    } else if m.contains("connection was not ready")
+        || m.contains("connection closed")
+        || m.contains("connection reset")
+        || m.contains("broken pipe")
+    {
+        // Under TLS 1.3 the agent checks a client certificate after the client has
+        // finished its handshake: the refusal often arrives as a closed connection
+        // instead of the alert, depending on timing.
+        " (TLS: the agent closed the connection after the handshake; if it wants a \
+         client certificate, give tls_cert and tls_key that its CA signed)"
     } else {
         ""
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::hint;
+
+    #[test]
+    fn a_refused_client_certificate_is_named_whichever_way_it_arrives() {
+        for message in [
+            "client error (Connect): received fatal alert: CertificateRequired",
+            "client error (Canceled): operation was canceled: connection was not ready",
+            "client error (SendRequest): connection closed before message completed",
+        ] {
+            assert!(hint(message, true).contains("tls_cert"), "{message}");
+        }
+        assert!(hint("connection refused", true).is_empty());
+        assert!(hint("invalid http version parsed", false).contains("consuls://"));
     }
 }
