@@ -36,6 +36,15 @@ pub enum TestkitError {
         /// Its output.
         detail: String,
     },
+    /// A foreign lock client (etcdctl, psql, a Python or Java holder) did not do
+    /// what a test expected of it.
+    #[error("{client}: {detail}")]
+    Foreign {
+        /// The client.
+        client: String,
+        /// What went wrong, with its stderr.
+        detail: String,
+    },
     /// An I/O error.
     #[error("I/O error: {0}")]
     Io(#[from] std::io::Error),

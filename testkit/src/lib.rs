@@ -18,6 +18,7 @@
 mod consul;
 mod error;
 mod etcd;
+mod foreign;
 mod mariadb;
 mod port;
 mod postgres;
@@ -31,6 +32,7 @@ mod zookeeper;
 pub use consul::{ConsulStandIn, StandInOptions};
 pub use error::TestkitError;
 pub use etcd::{Etcd, EtcdCluster};
+pub use foreign::ForeignClient;
 pub use mariadb::MariaDb;
 pub use port::free_port;
 pub use postgres::Postgres;

@@ -116,6 +116,20 @@ impl Etcd {
         self.tls.as_ref().map(|t| &t.files)
     }
 
+    /// `etcdctl` (API v3) pointed at this member, as a foreign client for the
+    /// interoperability tests; add its arguments (`lock NAME`, …).
+    ///
+    /// # Errors
+    ///
+    /// [`TestkitError::NotFound`] if `etcdctl` is missing.
+    pub fn etcdctl(&self) -> Result<tokio::process::Command, TestkitError> {
+        member::etcdctl(self.server.port(), self.tls.as_ref()).ok_or_else(|| {
+            TestkitError::NotFound {
+                binary: "etcdctl".into(),
+            }
+        })
+    }
+
     /// The member's name (`n1`, `m1`…).
     pub fn name(&self) -> &str {
         &self.name

@@ -1,0 +1,164 @@
+//! A foreign lock client as a child process (`etcdctl lock`, `psql`, a Python or
+//! Java holder), for the interoperability tests: its output read line by line, its
+//! input written line by line, and stopped by its PID (SIGTERM, or SIGKILL on drop).
+
+use std::process::{ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rustix::process::{Pid, Signal, kill_process};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+
+use crate::TestkitError;
+
+/// A running foreign client. Killed (SIGKILL) if dropped while running.
+#[derive(Debug)]
+pub struct ForeignClient {
+    name: String,
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: Lines<BufReader<ChildStdout>>,
+    stderr: Arc<Mutex<String>>,
+}
+
+impl ForeignClient {
+    /// Starts `cmd` with piped stdin, stdout and stderr. `name` names it in errors.
+    ///
+    /// # Errors
+    ///
+    /// [`TestkitError::NotFound`] if the program is not installed.
+    pub fn spawn(name: &str, mut cmd: Command) -> Result<Self, TestkitError> {
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        let mut child = cmd.spawn().map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => TestkitError::NotFound {
+                binary: name.to_owned(),
+            },
+            _ => TestkitError::Io(e),
+        })?;
+        let stderr = Arc::new(Mutex::new(String::new()));
+        if let Some(err) = child.stderr.take() {
+            let sink = Arc::clone(&stderr);
+            tokio::spawn(async move {
+                let mut lines = BufReader::new(err).lines();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    let mut sink = sink.lock().unwrap_or_else(|p| p.into_inner());
+                    sink.push_str(&line);
+                    sink.push('\n');
+                }
+            });
+        }
+        let Some(stdout) = child.stdout.take() else {
+            return Err(TestkitError::Foreign {
+                client: name.to_owned(),
+                detail: "its output was not piped".into(),
+            });
+        };
+        let stdout = BufReader::new(stdout).lines();
+        Ok(Self {
+            name: name.to_owned(),
+            stdin: child.stdin.take(),
+            child,
+            stdout,
+            stderr,
+        })
+    }
+
+    /// Its process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.id()
+    }
+
+    /// The next line it prints that contains `needle`, skipping others.
+    ///
+    /// # Errors
+    ///
+    /// [`TestkitError::Foreign`], with what it printed to stderr, if it exits or
+    /// prints no such line within `within`.
+    pub async fn line_containing(
+        &mut self,
+        needle: &str,
+        within: Duration,
+    ) -> Result<String, TestkitError> {
+        let found = tokio::time::timeout(within, async {
+            loop {
+                match self.stdout.next_line().await {
+                    Ok(Some(line)) if line.contains(needle) => return Ok(line),
+                    Ok(Some(_)) => {}
+                    Ok(None) => return Err("it closed its output".to_owned()),
+                    Err(e) => return Err(format!("reading its output: {e}")),
+                }
+            }
+        })
+        .await;
+        match found {
+            Ok(Ok(line)) => Ok(line),
+            Ok(Err(why)) => Err(self.failed(&format!("no line with `{needle}`: {why}"))),
+            Err(_) => Err(self.failed(&format!(
+                "no line with `{needle}` within {} ms",
+                within.as_millis()
+            ))),
+        }
+    }
+
+    /// Writes `line` (and a newline) to its input.
+    ///
+    /// # Errors
+    ///
+    /// [`TestkitError::Foreign`] if its input is closed.
+    pub async fn send(&mut self, line: &str) -> Result<(), TestkitError> {
+        let Some(stdin) = self.stdin.as_mut() else {
+            return Err(self.failed("its input is already closed"));
+        };
+        let sent = async {
+            stdin.write_all(line.as_bytes()).await?;
+            stdin.write_all(b"\n").await?;
+            stdin.flush().await
+        };
+        match sent.await {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.failed(&format!("writing `{line}`: {e}"))),
+        }
+    }
+
+    /// Sends SIGTERM to its PID: the clean stop of `etcdctl lock` and most others.
+    pub fn terminate(&self) {
+        if let Some(pid) = self.pid().and_then(|p| Pid::from_raw(p as i32)) {
+            let _ = kill_process(pid, Signal::TERM);
+        }
+    }
+
+    /// Closes its input and waits for it to exit; SIGKILL after `within`.
+    ///
+    /// # Errors
+    ///
+    /// [`TestkitError::Foreign`] if it had to be killed.
+    pub async fn finish(mut self, within: Duration) -> Result<ExitStatus, TestkitError> {
+        drop(self.stdin.take());
+        match tokio::time::timeout(within, self.child.wait()).await {
+            Ok(status) => Ok(status?),
+            Err(_) => {
+                let _ = self.child.kill().await;
+                Err(self.failed(&format!("it did not exit within {} ms", within.as_millis())))
+            }
+        }
+    }
+
+    /// What it printed to stderr so far.
+    pub fn stderr(&self) -> String {
+        self.stderr
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    fn failed(&self, what: &str) -> TestkitError {
+        TestkitError::Foreign {
+            client: self.name.clone(),
+            detail: format!("{what}; its stderr:\n{}", self.stderr()),
+        }
+    }
+}
