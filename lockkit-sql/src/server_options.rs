@@ -52,7 +52,8 @@ impl<K: ServerKind> ServerOptions<K> {
     /// or `mariadb://…`; the scheme in any case).
     ///
     /// lockkit's options: `table=NAME`, `mode=lease|advisory` (PostgreSQL) or
-    /// `mode=lease|get_lock` (MySQL), `connect_timeout_ms=N` (connecting, and
+    /// `mode=lease|get_lock` (MySQL), `key=hashed|raw` (with a session mode: see
+    /// [`raw_keys`](Self::raw_keys)), `connect_timeout_ms=N` (connecting, and
     /// waiting for a pooled connection; default 5000) and `request_timeout_ms=N`
     /// (each statement; default 5000). The database client's own options (TLS:
     /// `sslmode`, `sslrootcert`, `sslcert`, `sslkey` or `ssl-mode`, `ssl-ca`,
@@ -99,9 +100,33 @@ impl<K: ServerKind> ServerOptions<K> {
         &self.settings.table
     }
 
+    /// In a session-bound mode, names each lock by its key itself (`key=raw`),
+    /// so that it is the lock other clients take by that name:
+    /// `pg_advisory_lock(n)` for the key `n` (a 64-bit integer, as written), or
+    /// `GET_LOCK('name', …)` for the key `name` (at most 64 characters). By
+    /// default (`key=hashed`) the lock is named by a hash of the table and the
+    /// key, which never meets another client's. Semaphores need derived names and
+    /// are refused (`Unsupported`) with raw keys; a key that cannot name such a
+    /// lock is a [`LockError::Config`] error when it is acquired.
+    ///
+    /// # Errors
+    ///
+    /// [`LockError::Config`] when the driver holds leases, not session locks.
+    pub fn raw_keys(mut self, on: bool) -> Result<Self, LockError> {
+        if on && !self.settings.session_mode {
+            return Err(LockError::Config(format!(
+                "raw keys name the server's own session locks: use them with mode={}",
+                K::URL.session
+            )));
+        }
+        self.settings.raw_keys = on;
+        Ok(self)
+    }
+
     /// Session-bound locks instead of leases, or not.
     pub(crate) fn session_mode(mut self, on: bool) -> Self {
         self.settings.session_mode = on;
+        self.settings.raw_keys &= on;
         self
     }
 

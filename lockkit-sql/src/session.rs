@@ -79,6 +79,11 @@ pub(crate) trait SessionBackend: Send + Sync + fmt::Debug + 'static {
     /// Wakes this driver's waiters (fed by NOTIFY where there is one).
     fn wake(&self) -> &Arc<Notify>;
     fn poll_cap(&self) -> Duration;
+    /// Refuses a key that cannot name this backend's lock (with raw keys).
+    fn check_key(&self, key: &LockKey) -> Result<()> {
+        let _ = key;
+        Ok(())
+    }
     /// Tries the lock in `mode` on `conn` without waiting: which backend lock it
     /// took, if any.
     async fn try_lock(
@@ -191,6 +196,7 @@ impl<B: SessionBackend> SessionDriver<B> {
     }
 
     async fn try_acquire(&self, req: &AcquireRequest) -> Result<Option<Grant>> {
+        self.backend.check_key(&req.key)?;
         let sent = Instant::now();
         let grant = |token| Grant::of(req, token, sent + req.ttl);
         if let Some(own) = self.held(&req.key, &req.owner) {

@@ -119,6 +119,9 @@ pub(crate) struct ServerSettings {
     pub(crate) table: String,
     /// Session-bound locks instead of leases.
     pub(crate) session_mode: bool,
+    /// `key=raw`: a session-bound lock is named by the key itself, so that other
+    /// clients' advisory locks and `GET_LOCK`s are the same locks.
+    pub(crate) raw_keys: bool,
     /// The pool size, if set explicitly.
     pub(crate) pool_size: Option<u32>,
     /// Connecting, and each statement.
@@ -136,6 +139,7 @@ impl std::fmt::Debug for ServerSettings {
             .field("url", &self.url) // already redacted
             .field("table", &self.table)
             .field("session_mode", &self.session_mode)
+            .field("raw_keys", &self.raw_keys)
             .field("pool_size", &self.pool_size())
             .field("timeouts", &self.timeouts)
             .finish()
@@ -150,6 +154,7 @@ impl ServerSettings {
             url: lockkit_core::redact_url(url),
             table: DEFAULT_TABLE.to_string(),
             session_mode: false,
+            raw_keys: false,
             pool_size: None,
             timeouts: DEFAULT_TIMEOUTS,
             kind,
@@ -157,7 +162,7 @@ impl ServerSettings {
         }
     }
 
-    /// Parses `url` as `kind` says: lockkit's options (`table`, `mode`,
+    /// Parses `url` as `kind` says: lockkit's options (`table`, `mode`, `key`,
     /// `connect_timeout_ms`, `request_timeout_ms`) into settings, and returns with
     /// them the URL for the database client (its scheme lowercased, its own options
     /// as written).
@@ -176,6 +181,15 @@ impl ServerSettings {
         settings.session_mode = query
             .take_choice("mode", &[("lease", false), (kind.session, true)])?
             .unwrap_or(false);
+        settings.raw_keys = query
+            .take_choice("key", &[("hashed", false), ("raw", true)])?
+            .unwrap_or(false);
+        if settings.raw_keys && !settings.session_mode {
+            return Err(query.invalid(format!(
+                "`key=raw` names the server's own session locks: use it with `mode={}`",
+                kind.session
+            )));
+        }
         settings.timeouts = query.take_timeouts(DEFAULT_TIMEOUTS)?;
         let body = parsed.body();
         let passed = parsed.query.finish_passing(kind.client_options)?;

@@ -163,6 +163,29 @@ impl MariaDb {
             .await
     }
 
+    /// The `mariadb` client connected to the `lockkit` database as `root` (batch
+    /// mode, no column names, flushed after each statement), as a foreign client
+    /// for the interoperability tests. TLS servers are not covered.
+    ///
+    /// # Errors
+    ///
+    /// [`TestkitError::NotFound`] if the client is missing.
+    pub fn client(&self) -> Result<tokio::process::Command, TestkitError> {
+        let client = find_binary("mariadb", "LOCKKIT_MARIADB_CLIENT")?;
+        let mut cmd = tokio::process::Command::new(client);
+        cmd.args(["--no-defaults", "--protocol=tcp", "-h", "127.0.0.1", "-P"])
+            .arg(self.server.port().to_string())
+            .args([
+                "-u",
+                "root",
+                "--batch",
+                "--skip-column-names",
+                "--unbuffered",
+            ])
+            .arg("lockkit");
+        Ok(cmd)
+    }
+
     /// `mysql://root@127.0.0.1:PORT/lockkit`; for a TLS server
     /// `…?ssl-mode=VERIFY_IDENTITY&ssl-ca=CA` (plus `ssl-cert` and `ssl-key` when it
     /// requires a client certificate).

@@ -237,6 +237,37 @@ impl Postgres {
         self.wait_ready().await
     }
 
+    /// `psql` connected to the server's `postgres` database as `postgres` (quiet,
+    /// unaligned, tuples only, stopping at the first error), as a foreign client
+    /// for the interoperability tests. TLS servers are not covered.
+    ///
+    /// # Errors
+    ///
+    /// [`TestkitError::NotFound`] if `psql` is missing.
+    pub fn psql(&self) -> Result<tokio::process::Command, TestkitError> {
+        let bundled = self.bin.join("psql");
+        let psql = if bundled.is_file() {
+            bundled
+        } else {
+            find_binary("psql", "LOCKKIT_PSQL_BIN")?
+        };
+        let mut cmd = tokio::process::Command::new(psql);
+        cmd.args([
+            "-X",
+            "-q",
+            "-A",
+            "-t",
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-h",
+            "127.0.0.1",
+        ])
+        .arg("-p")
+        .arg(self.server.port().to_string())
+        .args(["-U", "postgres", "-d", "postgres"]);
+        Ok(cmd)
+    }
+
     /// Where the binaries live.
     pub fn bin_dir(&self) -> &Path {
         &self.bin

@@ -11,16 +11,27 @@ use sqlx::pool::PoolConnection;
 use sqlx::{AssertSqlSafe, MySql, MySqlPool};
 use tokio::sync::Notify;
 
+use super::get_lock_sql::{
+    bump_fence, create_fences, create_holds, forget_hold, live_holds, on_name, record_hold,
+    try_slots,
+};
 use super::options::MySqlOptions;
 use crate::connect::Within;
 use crate::session::{self, LiveHold, SessionBackend, SessionDriver, Taken};
 
 /// `GET_LOCK(SHA1('<table>:<key>'), 0)`: lock names are limited to 64 characters,
-/// so every key is hashed to 40.
+/// so every key is hashed to 40. With raw keys, `GET_LOCK('<key>', 0)`: the lock
+/// a `mariadb` client takes as `GET_LOCK('<key>', …)`.
 #[derive(Debug)]
 pub(super) struct GetLock {
     pub(super) pool: MySqlPool,
     pub(super) namespace: String,
+    /// `key=raw`.
+    pub(super) raw: bool,
+    /// `GET_LOCK`, `RELEASE_LOCK` and `IS_USED_LOCK` of the bound name.
+    pub(super) get: Arc<str>,
+    pub(super) release: Arc<str>,
+    pub(super) used_by: Arc<str>,
     pub(super) bump: Arc<str>,
     pub(super) record: Arc<str>,
     pub(super) forget: Arc<str>,
@@ -30,87 +41,22 @@ pub(super) struct GetLock {
     pub(super) timeout: Duration,
 }
 
-/// The fences table of `GET_LOCK` mode.
-pub(super) fn create_fences(t: &str) -> String {
-    format!(
-        "CREATE TABLE IF NOT EXISTS {t}_fences (
-            name VARCHAR(512) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL PRIMARY KEY,
-            fence BIGINT NOT NULL
-        ) ENGINE=InnoDB"
-    )
-}
-
-/// The holds' records, for inspection and the semaphore's limit check.
-pub(super) fn create_holds(t: &str) -> String {
-    format!(
-        "CREATE TABLE IF NOT EXISTS {t}_session_holds (
-            name VARCHAR(512) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
-            session BIGINT UNSIGNED NOT NULL,  -- CONNECTION_ID() of the holder
-            lock_name CHAR(40) NOT NULL,
-            mode VARCHAR(16) NOT NULL,
-            lim BIGINT NULL,
-            token BIGINT NOT NULL,
-            label TEXT NULL,
-            PRIMARY KEY (name, session, lock_name)
-        ) ENGINE=InnoDB"
-    )
-}
-
-/// Bumps a key's counter; the new value comes back as the last-insert id.
-pub(super) fn bump_fence(t: &str) -> String {
-    format!(
-        "INSERT INTO {t}_fences (name, fence) VALUES (?, LAST_INSERT_ID(1))
-         ON DUPLICATE KEY UPDATE fence = LAST_INSERT_ID(fence + 1)"
-    )
-}
-
-/// Records this session's hold with the token just bumped. Binds: name, lock
-/// name, mode, limit, label.
-pub(super) fn record_hold(t: &str) -> String {
-    format!(
-        "INSERT INTO {t}_session_holds (name, session, lock_name, mode, lim, token, label)
-         VALUES (?, CONNECTION_ID(), SHA1(?), ?, ?, LAST_INSERT_ID(), ?)
-         ON DUPLICATE KEY UPDATE mode = VALUES(mode), lim = VALUES(lim),
-             token = VALUES(token), label = VALUES(label)"
-    )
-}
-
-/// Forgets this session's record of a hold. Binds: name, lock name.
-pub(super) fn forget_hold(t: &str) -> String {
-    format!(
-        "DELETE FROM {t}_session_holds
-         WHERE name = ? AND session = CONNECTION_ID() AND lock_name = SHA1(?)"
-    )
-}
-
-/// The records whose session holds their lock: mode, limit, token, label,
-/// session. Binds: name.
-pub(super) fn live_holds(t: &str) -> String {
-    format!(
-        "SELECT mode, lim, token, label, session FROM {t}_session_holds
-         WHERE name = ? AND IS_USED_LOCK(lock_name) = session ORDER BY token"
-    )
-}
-
-/// Tries `n` slots of a semaphore in order, in one statement, each lock name
-/// bound: `CASE WHEN GET_LOCK(SHA1(?), 0) = 1 THEN 0 … ELSE -1 END` (the
-/// position of the first taken).
-fn try_slots(n: u32) -> String {
-    let whens: String = (0..n)
-        .map(|i| format!(" WHEN GET_LOCK(SHA1(?), 0) = 1 THEN {i}"))
-        .collect();
-    format!("SELECT CAST(CASE{whens} ELSE -1 END AS SIGNED)")
-}
-
 /// Slots tried per statement.
 const SLOTS_PER_STATEMENT: u32 = 32;
+
+/// The longest lock name `GET_LOCK` takes.
+const MAX_NAME: usize = 64;
 
 /// A [`live_holds`] row: mode, limit, token, label, session.
 type HoldRow = (String, Option<i64>, i64, Option<String>, u64);
 
 impl GetLock {
     fn lock_name(&self, key: &LockKey) -> String {
-        format!("{}:{}", self.namespace, key.as_str())
+        if self.raw {
+            key.as_str().to_owned()
+        } else {
+            format!("{}:{}", self.namespace, key.as_str())
+        }
     }
 
     /// The name of the lock `taken`: the key's own, or a slot's.
@@ -159,7 +105,7 @@ impl SessionBackend for GetLock {
 
     fn capabilities(&self) -> Capabilities {
         Capabilities::baseline()
-            .with_permits(true)
+            .with_permits(!self.raw)
             .with_inspect(Inspect::Holders)
             .with_lease_expiry(false)
     }
@@ -172,6 +118,18 @@ impl SessionBackend for GetLock {
         Duration::from_millis(100)
     }
 
+    fn check_key(&self, key: &LockKey) -> lockkit_core::Result<()> {
+        if self.raw && key.as_str().chars().count() > MAX_NAME {
+            return Err(lockkit_core::LockError::Config(format!(
+                "with key=raw a key is a GET_LOCK name, at most {MAX_NAME} characters; \
+                 `{}` has {}",
+                key.as_str(),
+                key.as_str().chars().count()
+            )));
+        }
+        Ok(())
+    }
+
     async fn try_lock(
         &self,
         conn: &mut PoolConnection<MySql>,
@@ -181,7 +139,7 @@ impl SessionBackend for GetLock {
         if let LockMode::Permit { limit } = mode {
             return self.try_permit(conn, key, limit).await;
         }
-        let got: Option<i64> = sqlx::query_scalar("SELECT CAST(GET_LOCK(SHA1(?), 0) AS SIGNED)")
+        let got: Option<i64> = sqlx::query_scalar(AssertSqlSafe(self.get.clone()))
             .bind(self.lock_name(key))
             .fetch_one(&mut **conn)
             .within(self.timeout)
@@ -228,12 +186,11 @@ impl SessionBackend for GetLock {
             .execute(&mut **conn)
             .within(self.timeout)
             .await?;
-        let released: Option<i64> =
-            sqlx::query_scalar("SELECT CAST(RELEASE_LOCK(SHA1(?)) AS SIGNED)")
-                .bind(name)
-                .fetch_one(&mut **conn)
-                .within(self.timeout)
-                .await?;
+        let released: Option<i64> = sqlx::query_scalar(AssertSqlSafe(self.release.clone()))
+            .bind(name)
+            .fetch_one(&mut **conn)
+            .within(self.timeout)
+            .await?;
         Ok(released == Some(1))
     }
 
@@ -267,12 +224,11 @@ impl SessionBackend for GetLock {
     }
 
     async fn break_lock(&self, key: &LockKey) -> Result<bool, sqlx::Error> {
-        let holder: Option<i64> =
-            sqlx::query_scalar("SELECT CAST(IS_USED_LOCK(SHA1(?)) AS SIGNED)")
-                .bind(self.lock_name(key))
-                .fetch_one(&self.pool)
-                .within(self.timeout)
-                .await?;
+        let holder: Option<i64> = sqlx::query_scalar(AssertSqlSafe(self.used_by.clone()))
+            .bind(self.lock_name(key))
+            .fetch_one(&self.pool)
+            .within(self.timeout)
+            .await?;
         let mut sessions: Vec<u64> = self
             .hold_rows(key)
             .await?
@@ -308,6 +264,7 @@ impl GetLock {
 pub(super) async fn connect(options: MySqlOptions) -> lockkit_core::Result<SessionDriver<GetLock>> {
     let pool = options.pool().await?;
     let t = &options.settings.table;
+    let raw = options.settings.raw_keys;
     for ddl in [create_fences(t), create_holds(t)] {
         sqlx::query(AssertSqlSafe(ddl))
             .execute(&pool)
@@ -317,10 +274,14 @@ pub(super) async fn connect(options: MySqlOptions) -> lockkit_core::Result<Sessi
     Ok(SessionDriver::new(GetLock {
         pool,
         namespace: t.clone(),
+        raw,
+        get: on_name("GET_LOCK", raw).into(),
+        release: on_name("RELEASE_LOCK", raw).into(),
+        used_by: on_name("IS_USED_LOCK", raw).into(),
         bump: bump_fence(t).into(),
         record: record_hold(t).into(),
         forget: forget_hold(t).into(),
-        live_holds: live_holds(t).into(),
+        live_holds: live_holds(t, raw).into(),
         wake: Arc::new(Notify::new()),
         timeout: options.settings.timeouts.request,
     }))

@@ -70,6 +70,7 @@
 
 mod driver;
 mod get_lock;
+mod get_lock_sql;
 mod holder_sql;
 mod leases;
 mod many;

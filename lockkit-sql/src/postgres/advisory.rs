@@ -12,7 +12,8 @@ use sqlx::{AssertSqlSafe, PgPool, Postgres};
 use tokio::sync::Notify;
 
 use super::advisory_sql::{
-    TRY_PERMIT, TRY_SLOTS, bump_fence, create_fences, create_holds, live_holds, unlock,
+    TRY_PERMIT, TRY_SLOTS, bump_fence, create_fences, create_holds, id_of, live_holds, try_lock,
+    unlock,
 };
 use super::driver::{channel, migrate};
 use super::listen::{self, Listener};
@@ -25,10 +26,16 @@ type HoldRow = (String, Option<i64>, i64, Option<String>, i32);
 
 /// Advisory locks on one 64-bit key per lock: `hashtextextended('<table>:<key>', 0)`.
 /// Two keys with the same hash exclude each other (harmless, and vanishingly rare).
+/// With raw keys, the key is the id: `pg_advisory_lock(42)` in `psql` takes the
+/// lock `42`.
 #[derive(Debug)]
 pub(super) struct Advisory {
     pub(super) pool: PgPool,
     pub(super) namespace: String,
+    /// `key=raw`.
+    pub(super) raw: bool,
+    pub(super) try_exclusive: Arc<str>,
+    pub(super) try_shared: Arc<str>,
     pub(super) bump: Arc<str>,
     pub(super) unlock: Arc<str>,
     pub(super) unlock_shared: Arc<str>,
@@ -43,7 +50,11 @@ pub(super) struct Advisory {
 
 impl Advisory {
     fn lock_name(&self, key: &LockKey) -> String {
-        format!("{}:{}", self.namespace, key.as_str())
+        if self.raw {
+            key.as_str().to_owned()
+        } else {
+            format!("{}:{}", self.namespace, key.as_str())
+        }
     }
 
     /// The name of the lock `taken`: the key's own, or a slot's.
@@ -70,7 +81,7 @@ impl SessionBackend for Advisory {
     fn capabilities(&self) -> Capabilities {
         Capabilities::baseline()
             .with_shared(true)
-            .with_permits(true)
+            .with_permits(!self.raw)
             .with_inspect(Inspect::Holders)
             .with_lease_expiry(false)
             .with_wake_up(WakeUp::Notify)
@@ -85,6 +96,17 @@ impl SessionBackend for Advisory {
         Duration::from_millis(250)
     }
 
+    fn check_key(&self, key: &LockKey) -> lockkit_core::Result<()> {
+        if self.raw && key.as_str().parse::<i64>().is_err() {
+            return Err(lockkit_core::LockError::Config(format!(
+                "with key=raw a key is a PostgreSQL advisory lock id, a 64-bit integer; \
+                 `{}` is not one",
+                key.as_str()
+            )));
+        }
+        Ok(())
+    }
+
     async fn try_lock(
         &self,
         conn: &mut PoolConnection<Postgres>,
@@ -94,10 +116,10 @@ impl SessionBackend for Advisory {
         let name = self.lock_name(key);
         let statement = match mode {
             LockMode::Permit { limit } => return self.try_permit(conn, &name, limit).await,
-            LockMode::Shared => "SELECT pg_try_advisory_lock_shared(hashtextextended($1, 0))",
-            _ => "SELECT pg_try_advisory_lock(hashtextextended($1, 0))",
+            LockMode::Shared => &self.try_shared,
+            _ => &self.try_exclusive,
         };
-        let got: bool = sqlx::query_scalar(statement)
+        let got: bool = sqlx::query_scalar(AssertSqlSafe(statement.clone()))
             .bind(name)
             .fetch_one(&mut **conn)
             .within(self.timeout)
@@ -187,16 +209,18 @@ impl SessionBackend for Advisory {
     async fn break_lock(&self, key: &LockKey) -> Result<bool, sqlx::Error> {
         // The key's own id (held by locks, readers, and permits' shared hold),
         // and the sessions recorded holding a slot.
-        let mut sessions: Vec<i32> = sqlx::query_scalar(
+        let holders = format!(
             "SELECT pid FROM pg_locks
              WHERE locktype = 'advisory' AND granted AND objsubid = 1
                AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-               AND ((classid::bigint << 32) | objid::bigint) = hashtextextended($1, 0)",
-        )
-        .bind(self.lock_name(key))
-        .fetch_all(&self.pool)
-        .within(self.timeout)
-        .await?;
+               AND ((classid::bigint << 32) | objid::bigint) = {}",
+            id_of("$1", self.raw)
+        );
+        let mut sessions: Vec<i32> = sqlx::query_scalar(AssertSqlSafe(holders))
+            .bind(self.lock_name(key))
+            .fetch_all(&self.pool)
+            .within(self.timeout)
+            .await?;
         let rows: Vec<HoldRow> = sqlx::query_as(AssertSqlSafe(self.live_holds.clone()))
             .bind(key.as_str())
             .fetch_all(&self.pool)
@@ -268,6 +292,7 @@ const SLOTS_PER_STATEMENT: i32 = 32;
 pub(super) async fn connect(options: PgOptions) -> lockkit_core::Result<SessionDriver<Advisory>> {
     let pool = options.pool().await?;
     let t = &options.settings.table;
+    let raw = options.settings.raw_keys;
     migrate(&pool, &[create_fences(t), create_holds(t)]).await?;
     let channel = channel(t);
     let wake = Arc::new(Notify::new());
@@ -275,10 +300,13 @@ pub(super) async fn connect(options: PgOptions) -> lockkit_core::Result<SessionD
     Ok(SessionDriver::new(Advisory {
         pool,
         namespace: t.clone(),
-        bump: bump_fence(t).into(),
-        unlock: unlock(t, "pg_advisory_unlock", false).into(),
-        unlock_shared: unlock(t, "pg_advisory_unlock_shared", false).into(),
-        unlock_permit: unlock(t, "", true).into(),
+        raw,
+        try_exclusive: try_lock("pg_try_advisory_lock", raw).into(),
+        try_shared: try_lock("pg_try_advisory_lock_shared", raw).into(),
+        bump: bump_fence(t, raw).into(),
+        unlock: unlock(t, "pg_advisory_unlock", false, raw).into(),
+        unlock_shared: unlock(t, "pg_advisory_unlock_shared", false, raw).into(),
+        unlock_permit: unlock(t, "", true, false).into(),
         live_holds: live_holds(t).into(),
         channel,
         wake,

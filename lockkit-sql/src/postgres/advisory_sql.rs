@@ -1,9 +1,26 @@
 //! Advisory mode's statements. Lock ids: the key's own is
-//! `hashtextextended('<table>:<key>', 0)`; slot `i` of a semaphore is
+//! `hashtextextended('<table>:<key>', 0)`, or with raw keys (`key=raw`) the
+//! number the key is, `'<key>'::bigint`; slot `i` of a semaphore is
 //! `hashtextextended('<table>:<key>\x01i', 0)` — a key cannot hold a control
 //! character, so no key's own id is another key's slot. A permit holds its slot
 //! exclusively and the key's own id shared, so a permit excludes an exclusive
 //! holder.
+
+/// The advisory id of the lock whose name is the parameter `param`: a hash of
+/// the name, or with raw keys the number the name is.
+pub(super) fn id_of(param: &str, raw: bool) -> String {
+    if raw {
+        format!("({param}::bigint)")
+    } else {
+        format!("hashtextextended({param}, 0)")
+    }
+}
+
+/// Tries the key's own lock, `pg_try_advisory_lock` or `…_shared`, without
+/// waiting. `$1` the key's lock name.
+pub(super) fn try_lock(function: &str, raw: bool) -> String {
+    format!("SELECT {function}({})", id_of("$1", raw))
+}
 
 /// The fences table.
 pub(super) fn create_fences(t: &str) -> String {
@@ -28,12 +45,13 @@ pub(super) fn create_holds(t: &str) -> String {
 
 /// Bumps a key's counter and records the hold. `$1` name, `$2` lock name (the
 /// key's, or a slot's: `<key's>\x01i`), `$3` mode, `$4` limit, `$5` label.
-pub(super) fn bump_fence(t: &str) -> String {
+pub(super) fn bump_fence(t: &str, raw: bool) -> String {
+    let id = id_of("$2", raw);
     format!(
         "WITH f AS (INSERT INTO {t}_fences AS f (name, fence) VALUES ($1, 1)
                     ON CONFLICT (name) DO UPDATE SET fence = f.fence + 1 RETURNING fence),
          h AS (INSERT INTO {t}_session_holds AS h (name, session, lock_id, mode, lim, token, label)
-               SELECT $1, pg_backend_pid(), hashtextextended($2, 0), $3, $4, f.fence, $5 FROM f
+               SELECT $1, pg_backend_pid(), {id}, $3, $4, f.fence, $5 FROM f
                ON CONFLICT (name, session, lock_id) DO UPDATE SET
                    mode = EXCLUDED.mode, lim = EXCLUDED.lim, token = EXCLUDED.token,
                    label = EXCLUDED.label)
@@ -61,9 +79,10 @@ pub(super) const TRY_SLOTS: &str =
 /// Gives back the lock of a hold and forgets its record: `unlock` is
 /// `pg_advisory_unlock` or `pg_advisory_unlock_shared` on the key's own id; a
 /// permit (`slot` true) gives back its slot, `$3`, and the key's shared id. `$1`
-/// the key's lock name, `$2` name. Returns whether every lock was held.
-pub(super) fn unlock(t: &str, unlock: &str, slot: bool) -> String {
-    let own = "hashtextextended($1, 0)";
+/// the key's lock name, `$2` name. Returns whether every lock was held. (Raw
+/// keys have no slots.)
+pub(super) fn unlock(t: &str, unlock: &str, slot: bool, raw: bool) -> String {
+    let own = id_of("$1", raw);
     let (record, gives) = if slot {
         let slot_id = "hashtextextended($1 || chr(1) || $3::int4, 0)";
         (
@@ -71,7 +90,7 @@ pub(super) fn unlock(t: &str, unlock: &str, slot: bool) -> String {
             format!("pg_advisory_unlock({slot_id}) AND pg_advisory_unlock_shared({own})"),
         )
     } else {
-        (own.to_string(), format!("{unlock}({own})"))
+        (own.clone(), format!("{unlock}({own})"))
     };
     format!(
         "WITH gone AS (DELETE FROM {t}_session_holds
