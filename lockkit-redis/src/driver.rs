@@ -14,7 +14,7 @@ use tokio::time::Instant;
 use crate::connection::Conn;
 use crate::contender::Contending;
 use crate::error::{connect_error, redis_error};
-use crate::keys::{Names, names, wake_prefix};
+use crate::keys::{KeyLayout, Names, names, wake_prefix};
 use crate::options::{FenceSeed, RedisOptions, WakeMode};
 use crate::scripts::{Scripts, ttl_ms};
 use crate::tls;
@@ -32,6 +32,8 @@ pub struct RedisDriver {
     /// `None` in [`WakeMode::Poll`].
     pub(crate) subs: Option<Arc<Subscriptions>>,
     pub(crate) prefix: Arc<str>,
+    /// Where each lock's own key lives.
+    pub(crate) keys: KeyLayout,
     pub(crate) wake_prefix: Arc<str>,
     pub(crate) fence_seed: FenceSeed,
 }
@@ -75,6 +77,7 @@ impl RedisDriver {
             subs,
             fence_seed: options.fence_seed,
             prefix: options.prefix.into(),
+            keys: options.keys,
             wake_prefix: wake_prefix.into(),
         })
     }
@@ -85,7 +88,7 @@ impl RedisDriver {
     }
 
     pub(crate) fn names(&self, key: &LockKey) -> Names {
-        names(&self.prefix, key)
+        names(&self.prefix, self.keys, key)
     }
 
     /// The wake scripts' last argument: `"1"` on a Cluster, where PUBLISH counts
@@ -114,11 +117,12 @@ impl LockDriver for RedisDriver {
             .with_wake_up(wake_up)
             .with_inspect(Inspect::HoldersAndWaiters)
             .with_proclaim(true)
-            .with_list(!self.is_cluster())
+            .with_list(!self.is_cluster() && self.keys == KeyLayout::Tagged)
     }
 
     async fn acquire(&self, req: &AcquireRequest) -> Result<Grant> {
         req.require_mode(NAME, self.capabilities())?;
+        self.keys.check(&req.key)?;
         // A limit of 0 permits, refused before any round trip.
         if let Admission::Refuse(e) = admit(NAME, req, &[], []) {
             return Err(e);

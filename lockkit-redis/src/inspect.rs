@@ -21,10 +21,12 @@ impl RedisDriver {
         for key in n.all() {
             invocation.key(key);
         }
-        let (value, pttl_ms, waiting, holds): (String, i64, usize, Vec<String>) = invocation
+        let (value, pttl_ms, waiting, holds): (Vec<u8>, i64, usize, Vec<String>) = invocation
             .invoke_async(&mut conn)
             .await
             .map_err(redis_error)?;
+        // Another library's value (`keys=plain`) may be any bytes.
+        let value = String::from_utf8_lossy(&value);
         let holders = if value == "~S" {
             shared_holders(LockMode::Shared, &holds)
         } else if let Some(limit) = value.strip_prefix("~P") {
@@ -41,21 +43,48 @@ impl RedisDriver {
     }
 }
 
-/// The holder a lock's value and PTTL describe; `None` for a free key (or a value
-/// that is not lockkit's).
+/// The holder a lock's value and PTTL describe; `None` for a free key. A value
+/// that is not lockkit's is another library's hold (`keys=plain`): an exclusive
+/// holder with token 0 (it took none), labelled as foreign.
 fn holder(value: &str, pttl_ms: i64) -> Option<Holder> {
-    let (_owner, rest) = value.split_once(':')?;
+    if value.is_empty() {
+        return None;
+    }
+    let Some((token, label)) = lockkit_hold(value) else {
+        return Some(remaining(
+            Holder::new(LockMode::Exclusive, FencingToken(0))
+                .with_label(Some(FOREIGN_LABEL.to_owned())),
+            pttl_ms,
+        ));
+    };
+    let held = Holder::new(LockMode::Exclusive, FencingToken(token)).with_label(label);
+    Some(remaining(held, pttl_ms))
+}
+
+/// What another library's hold is labelled as in an inspection.
+pub(crate) const FOREIGN_LABEL: &str = "(not lockkit: another library's SET NX hold)";
+
+/// The token and label of a lockkit value, `owner:token[:label]`, where the owner
+/// is 32 hex digits.
+fn lockkit_hold(value: &str) -> Option<(u64, Option<String>)> {
+    let (owner, rest) = value.split_once(':')?;
+    if owner.len() != 32 || !owner.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
     let (token, label) = match rest.split_once(':') {
         Some((token, label)) => (token, Some(label.to_string())),
         None => (rest, None),
     };
-    let token = token.parse::<u64>().ok()?;
-    let mut held = Holder::new(LockMode::Exclusive, FencingToken(token)).with_label(label);
-    // -1: no expiry (not lockkit's doing); -2: gone since the GET.
-    if let Ok(ms) = u64::try_from(pttl_ms) {
-        held = held.with_remaining(Duration::from_millis(ms));
+    Some((token.parse::<u64>().ok()?, label))
+}
+
+/// `held` with the lease left that `pttl_ms` gives (-1: no expiry, not lockkit's
+/// doing; -2: gone since the read).
+fn remaining(held: Holder, pttl_ms: i64) -> Holder {
+    match u64::try_from(pttl_ms) {
+        Ok(ms) => held.with_remaining(Duration::from_millis(ms)),
+        Err(_) => held,
     }
-    Some(held)
 }
 
 /// The live readers or permits, all in `mode`, from `inspect.lua`'s flat list of

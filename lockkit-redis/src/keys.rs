@@ -1,10 +1,40 @@
 //! Where a lock lives in Redis.
 
-use lockkit_core::LockKey;
+use lockkit_core::{LockError, LockKey};
+
+/// Where a lock's own key lives (`?keys=`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum KeyLayout {
+    /// `<prefix>:{K}:lock` (the default): every name of a lock under the prefix,
+    /// sharing the hash tag `{K}`.
+    #[default]
+    Tagged,
+    /// `K` itself, as every `SET K value NX PX ttl` library names it (redis-py's
+    /// `Lock`, rslock, node-redlock…), so that lockkit and they exclude each other.
+    /// The side keys stay `<prefix>:{K}:…`, in the same hash slot as `K`. A key
+    /// with a brace is refused: its slot would differ from its side keys'.
+    Plain,
+}
+
+impl KeyLayout {
+    /// Refuses a key this layout cannot name.
+    pub(crate) fn check(self, key: &LockKey) -> Result<(), LockError> {
+        if self == Self::Plain && key.as_str().contains(['{', '}']) {
+            return Err(LockError::Config(format!(
+                "with keys=plain a key is the Redis key itself, and `{}` has a brace: \
+                 Redis would hash it to another slot than its side keys",
+                key.as_str()
+            )));
+        }
+        Ok(())
+    }
+}
 
 /// The Redis names of one lock, sharing the hash tag `{K}` so that in a cluster
-/// they live in one slot and one script can touch them all. `scripts/queue.lua`
-/// describes what each holds.
+/// they live in one slot and one script can touch them all (with
+/// [`KeyLayout::Plain`] the lock itself is `K`, whose slot is `{K}`'s).
+/// `scripts/queue.lua` describes what each holds.
 #[derive(Debug, Clone)]
 pub(crate) struct Names {
     /// `<prefix>:{K}:lock`: an exclusive hold's `<owner>:<token>[:<label>]` with a
@@ -39,10 +69,10 @@ impl Names {
     }
 }
 
-pub(crate) fn names(prefix: &str, key: &LockKey) -> Names {
+pub(crate) fn names(prefix: &str, layout: KeyLayout, key: &LockKey) -> Names {
     let base = format!("{prefix}:{{{}}}", key.as_str());
     Names {
-        lock: format!("{base}:lock"),
+        lock: lock_name(prefix, layout, key),
         fence: format!("{base}:fence"),
         waiters: format!("{base}:waiters"),
         queue: format!("{base}:queue"),
@@ -54,8 +84,11 @@ pub(crate) fn names(prefix: &str, key: &LockKey) -> Names {
 
 /// Just the lock's name (what extend and the watchdog's renewals touch), without
 /// formatting the others.
-pub(crate) fn lock_name(prefix: &str, key: &LockKey) -> String {
-    format!("{prefix}:{{{}}}:lock", key.as_str())
+pub(crate) fn lock_name(prefix: &str, layout: KeyLayout, key: &LockKey) -> String {
+    match layout {
+        KeyLayout::Tagged => format!("{prefix}:{{{}}}:lock", key.as_str()),
+        KeyLayout::Plain => key.as_str().to_owned(),
+    }
 }
 
 /// The prefix of every driver's wake channel: `<prefix>:wake:`; a driver listens on
@@ -70,7 +103,11 @@ mod tests {
 
     #[test]
     fn names_share_one_hash_tag() {
-        let n = names("lockkit", &LockKey::new("orders:{eu}:7").unwrap());
+        let n = names(
+            "lockkit",
+            KeyLayout::Tagged,
+            &LockKey::new("orders:{eu}:7").unwrap(),
+        );
         // Redis hashes the text between the first `{` and the next `}`: the same
         // for all of them, even when the key itself has braces.
         let tag = |s: &str| {
@@ -82,8 +119,30 @@ mod tests {
             assert_eq!(tag(name), tag(&n.lock), "{name}");
         }
         assert_eq!(
-            lock_name("lockkit", &LockKey::new("orders:{eu}:7").unwrap()),
+            lock_name(
+                "lockkit",
+                KeyLayout::Tagged,
+                &LockKey::new("orders:{eu}:7").unwrap()
+            ),
             n.lock
         );
+    }
+
+    #[test]
+    fn a_plain_lock_is_the_key_itself_in_its_side_keys_slot() {
+        use redis::cluster_routing::Slot;
+        let key = LockKey::new("orders:eu").unwrap();
+        let n = names("lockkit", KeyLayout::Plain, &key);
+        assert_eq!(n.lock, "orders:eu");
+        for name in n.all() {
+            assert_eq!(Slot::for_key(name), Slot::for_key("orders:eu"), "{name}");
+        }
+        assert!(KeyLayout::Plain.check(&key).is_ok());
+        let braced = LockKey::new("orders:{eu}").unwrap();
+        assert!(matches!(
+            KeyLayout::Plain.check(&braced),
+            Err(LockError::Config(_))
+        ));
+        assert!(KeyLayout::Tagged.check(&braced).is_ok());
     }
 }

@@ -53,6 +53,26 @@
 //! `scripts/queue.lua` describes them in full. Each driver listens on its own
 //! channel `<prefix>:wake:<driver id>`.
 //!
+//! # Sharing locks with `SET NX` libraries (`?keys=plain`)
+//!
+//! With `keys=plain` ([`KeyLayout::Plain`]) the lock `K` itself is the Redis key
+//! `K`, a string with a `PX` TTL, as redis-py's `Lock`, rslock, node-redlock and
+//! every other `SET K value NX PX ttl` library name theirs; the side keys stay
+//! `<prefix>:{K}:…`, in `K`'s hash slot. Then:
+//!
+//! - lockkit and such a library **exclude each other** in both directions: each
+//!   sees the key taken. lockkit's readers and permits keep it taken too.
+//! - A library's hold has **no fencing token**; lockkit's tokens keep rising
+//!   across it. `inspect` shows it as an exclusive holder with token 0, labelled
+//!   as another library's.
+//! - **No order across libraries.** A library's release wakes no lockkit waiter
+//!   (they retry every second), and a library polls, so it may take the lock
+//!   ahead of queued lockkit waiters.
+//! - A key with a brace is refused (`Config`), and listing is `Unsupported`.
+//!
+//! Redisson's hash layout is not supported: no Redisson client can be run where
+//! lockkit is tested.
+//!
 //! # Waiting
 //!
 //! A waiting acquire's first attempt both tries the lock and, if it must wait,
@@ -120,6 +140,7 @@ mod url;
 mod wait;
 
 pub use driver::RedisDriver;
+pub use keys::KeyLayout;
 pub use options::{FenceSeed, RedisOptions, WakeMode};
 pub use redlock::{RedlockDriver, RedlockOptions};
 

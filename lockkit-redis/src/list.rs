@@ -1,7 +1,8 @@
 //! Listing held locks on a single server: `SCAN` for the lock keys
 //! (`<prefix>:{K}:lock`) whose names start with the prefix asked for. Only lock
 //! keys that exist are found, and a lock key exists only while held. A Cluster
-//! would need a scan of every master; it is refused.
+//! would need a scan of every master; it is refused, as is a listing with
+//! `keys=plain`, where a lock may be any key.
 
 use lockkit_core::{LockError, LockKey, Result};
 
@@ -20,6 +21,12 @@ impl RedisDriver {
             return Err(LockError::Unsupported {
                 driver: NAME,
                 capability: "listing held locks on a Cluster (it needs a scan of every master)",
+            });
+        }
+        if self.keys == crate::KeyLayout::Plain {
+            return Err(LockError::Unsupported {
+                driver: NAME,
+                capability: "listing held locks with keys=plain (a lock is any key)",
             });
         }
         let head = format!("{}:{{", self.prefix);

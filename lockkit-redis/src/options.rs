@@ -6,6 +6,8 @@ use std::fmt;
 use lockkit_core::url::Timeouts;
 use redis::TlsCertificates;
 
+use crate::keys::KeyLayout;
+
 /// Single server, or Redis Cluster.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Topology {
@@ -83,6 +85,7 @@ pub struct RedisOptions {
     pub(crate) nodes: Vec<String>,
     pub(crate) topology: Topology,
     pub(crate) prefix: String,
+    pub(crate) keys: KeyLayout,
     pub(crate) wake: WakeMode,
     pub(crate) fence_seed: FenceSeed,
     /// From `tls_ca`/`tls_cert`/`tls_key`; `None` for plain TCP, or TLS verified
@@ -100,6 +103,7 @@ impl fmt::Debug for RedisOptions {
             .field("url", &self.shown)
             .field("topology", &self.topology)
             .field("prefix", &self.prefix)
+            .field("keys", &self.keys)
             .field("wake", &self.wake)
             .field("fence_seed", &self.fence_seed)
             .field("tls", &self.tls)
@@ -129,6 +133,18 @@ impl RedisOptions {
     /// [`FenceSeed::Counter`]).
     pub fn fence_seed(&self) -> FenceSeed {
         self.fence_seed
+    }
+
+    /// Where each lock's own key lives (`?keys=`; default [`KeyLayout::Tagged`]).
+    pub fn keys(&self) -> KeyLayout {
+        self.keys
+    }
+
+    /// Names each lock's own key as `layout` says: [`KeyLayout::Plain`] shares
+    /// locks with other `SET NX` libraries.
+    pub fn with_keys(mut self, layout: KeyLayout) -> Self {
+        self.keys = layout;
+        self
     }
 
     /// Wakes waiters as `wake` says.

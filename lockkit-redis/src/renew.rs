@@ -47,7 +47,7 @@ impl RedisDriver {
             let mut by_slot: HashMap<Slot, Vec<usize>> = HashMap::new();
             for (i, r) in batch.iter().enumerate() {
                 by_slot
-                    .entry(Slot::for_key(lock_name(&self.prefix, &r.key)))
+                    .entry(Slot::for_key(lock_name(&self.prefix, self.keys, &r.key)))
                     .or_default()
                     .push(i);
             }
@@ -74,7 +74,7 @@ impl RedisDriver {
         let mut invocation = self.scripts.renew_holds.prepare_invoke();
         invocation.arg(ttl_ms(ttl));
         for r in batch {
-            let n = names(&self.prefix, &r.key);
+            let n = names(&self.prefix, self.keys, &r.key);
             invocation.key(n.lock).key(n.holders).key(n.holds);
             invocation.arg(r.owner.to_hex());
         }

@@ -7,6 +7,7 @@ use lockkit_core::tls::TlsPaths;
 use lockkit_core::url::{ParsedUrl, PrefixRule, Query, Timeouts, host_port};
 use lockkit_core::{LockError, redact_url};
 
+use crate::keys::KeyLayout;
 use crate::options::{FenceSeed, RedisOptions, Topology, WakeMode};
 use crate::tls;
 
@@ -39,6 +40,16 @@ pub(crate) fn take_fence_seed(query: &mut Query) -> Result<FenceSeed, LockError>
         .unwrap_or_default())
 }
 
+/// `keys=tagged|plain` (default `tagged`; see [`KeyLayout`]).
+pub(crate) fn take_keys(query: &mut Query) -> Result<KeyLayout, LockError> {
+    Ok(query
+        .take_choice(
+            "keys",
+            &[("tagged", KeyLayout::Tagged), ("plain", KeyLayout::Plain)],
+        )?
+        .unwrap_or_default())
+}
+
 /// The options the redis crate reads from a node URL, passed on as written.
 const CLIENT_OPTIONS: &[&str] = &["protocol"];
 
@@ -58,7 +69,7 @@ impl RedisOptions {
     /// index (`/0`; single server only).
     ///
     /// Query options: `prefix=NAME` (key prefix, default `lockkit`; no braces),
-    /// `wake=notify|poll` (see [`WakeMode`]), `fence_seed=counter|clock` (see
+    /// `keys=tagged|plain` (see [`KeyLayout`]), `wake=notify|poll` (see [`WakeMode`]), `fence_seed=counter|clock` (see
     /// [`FenceSeed`]), `connect_timeout_ms=N` (default 2000) and
     /// `request_timeout_ms=N` (each command, default 5000), and the redis crate's
     /// `protocol=resp2|resp3`. Any other option is an
@@ -97,6 +108,7 @@ impl RedisOptions {
         let server = parsed.server()?;
         let query = &mut parsed.query;
         let prefix = take_prefix(query)?;
+        let keys = take_keys(query)?;
         let wake = take_wake(query)?;
         let fence_seed = take_fence_seed(query)?;
         let timeouts = query.take_timeouts(DEFAULT_TIMEOUTS)?;
@@ -157,6 +169,7 @@ impl RedisOptions {
             nodes,
             topology,
             prefix,
+            keys,
             wake,
             fence_seed,
             tls,

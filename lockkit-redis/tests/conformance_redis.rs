@@ -1,5 +1,6 @@
 //! The conformance suite against real Redis servers from the testkit: a single
-//! server (woken by pub/sub, and polling only), a 3-master Redis Cluster, and both
+//! server (woken by pub/sub, polling only, and with `keys=plain`), a 3-master
+//! Redis Cluster, and both
 //! again over TLS (`rediss://`, the URL carrying the throwaway CA, so the
 //! killed-holder child process connects with it too).
 
@@ -24,6 +25,11 @@ url_backend!(
 url_backend!(
     /// The same, with waiters polling instead of being woken.
     SinglePolling: Redis = Redis::start(), |s| format!("{}?wake=poll", s.url()), connect
+);
+url_backend!(
+    /// The same, each lock under its key's own name (`keys=plain`), as `SET NX`
+    /// libraries name theirs.
+    SinglePlain: Redis = Redis::start(), |s| format!("{}?keys=plain", s.url()), connect
 );
 url_backend!(
     /// Three masters, all slots assigned; the lock keys of one case spread over them.
@@ -76,5 +82,6 @@ redis_suite!(
     SinglePolling,
     held_locks_are_listed_by_prefix
 );
+redis_suite!(redis_plain, SinglePlain);
 redis_suite!(redis_tls, Tls, held_locks_are_listed_by_prefix);
 redis_suite!(redis_tls_cluster, TlsCluster);

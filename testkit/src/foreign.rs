@@ -2,6 +2,7 @@
 //! Java holder), for the interoperability tests: its output read line by line, its
 //! input written line by line, and stopped by its PID (SIGTERM, or SIGKILL on drop).
 
+use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -11,6 +12,41 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 use crate::TestkitError;
+
+/// The Python of the interoperability virtualenv (redis-py, kazoo) that `ci/setup`
+/// makes: `$LOCKKIT_INTEROP_PYTHON`, else `$LOCKKIT_INTEROP_DIR/py/bin/python`
+/// (default dir `~/.cache/lockkit-interop`).
+///
+/// # Errors
+///
+/// [`TestkitError::NotFound`] if it is not there.
+pub fn interop_python() -> Result<PathBuf, TestkitError> {
+    if let Some(python) = std::env::var_os("LOCKKIT_INTEROP_PYTHON") {
+        return Ok(PathBuf::from(python));
+    }
+    let dir = match std::env::var_os("LOCKKIT_INTEROP_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => {
+            Path::new(&std::env::var_os("HOME").unwrap_or_default()).join(".cache/lockkit-interop")
+        }
+    };
+    let python = dir.join("py/bin/python");
+    if python.is_file() {
+        Ok(python)
+    } else {
+        Err(TestkitError::NotFound {
+            binary: format!("{} (the interop virtualenv)", python.display()),
+        })
+    }
+}
+
+/// A foreign holder program shipped in the testkit's `foreign/` folder (such as
+/// `redis_py_lock.py`).
+pub fn foreign_program(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("foreign")
+        .join(name)
+}
 
 /// A running foreign client. Killed (SIGKILL) if dropped while running.
 #[derive(Debug)]

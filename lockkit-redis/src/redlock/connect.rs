@@ -119,6 +119,7 @@ impl RedlockDriver {
                 retry: options.retry,
                 request_timeout: options.request_timeout,
                 fence_seed: options.fence_seed,
+                keys: options.keys,
                 wake_prefix,
                 notify,
             }),

@@ -14,7 +14,7 @@ use super::NAME;
 use super::contender::Contending;
 use super::master::{self, Master};
 use super::quorum::{count, quorum_unreachable, unreachable_error};
-use crate::keys::{Names, names};
+use crate::keys::{KeyLayout, Names, names};
 use crate::options::FenceSeed;
 use crate::scripts::Scripts;
 
@@ -36,6 +36,8 @@ pub(super) struct Inner {
     /// The cap on one request to one master.
     pub(super) request_timeout: Duration,
     pub(super) fence_seed: FenceSeed,
+    /// Where each lock's own key lives.
+    pub(super) keys: KeyLayout,
     /// `<prefix>:wake:`, the wake channels' prefix on every master.
     pub(super) wake_prefix: String,
     /// Whether waiters are woken by releases (`wake=notify`) or only poll.
@@ -54,7 +56,7 @@ impl std::fmt::Debug for RedlockDriver {
 
 impl RedlockDriver {
     pub(super) fn names(&self, key: &LockKey) -> Names {
-        names(&self.inner.prefix, key)
+        names(&self.inner.prefix, self.inner.keys, key)
     }
 }
 
@@ -74,6 +76,7 @@ impl LockDriver for RedlockDriver {
 
     async fn acquire(&self, req: &AcquireRequest) -> Result<Grant> {
         req.require_mode(NAME, self.capabilities())?;
+        self.inner.keys.check(&req.key)?;
         Contending::new(self, req).wait().await
     }
 

@@ -7,8 +7,9 @@ use lockkit_core::tls::TlsPaths;
 use lockkit_core::url::{ParsedUrl, PrefixRule, Timeouts};
 use lockkit_core::{LockError, redact_url};
 
+use crate::keys::KeyLayout;
 use crate::options::{FenceSeed, WakeMode};
-use crate::url::{DEFAULT_PREFIX, take_fence_seed, take_prefix, take_wake};
+use crate::url::{DEFAULT_PREFIX, take_fence_seed, take_keys, take_prefix, take_wake};
 
 /// The fixed part of the clock-drift allowance (the other part is 1 % of the TTL).
 pub(crate) const DEFAULT_DRIFT: Duration = Duration::from_millis(2);
@@ -54,6 +55,7 @@ pub struct RedlockOptions {
     pub(crate) request_timeout: Duration,
     pub(crate) connect_timeout: Duration,
     pub(crate) fence_seed: FenceSeed,
+    pub(crate) keys: KeyLayout,
     pub(crate) wake: WakeMode,
     /// From `tls_ca`/`tls_cert`/`tls_key` (`redlocks://`): the same for every
     /// master; `None` for plain masters, or TLS against the system roots.
@@ -87,12 +89,13 @@ impl RedlockOptions {
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             fence_seed: FenceSeed::Counter,
+            keys: KeyLayout::Tagged,
             wake: WakeMode::Notify,
             tls: None,
         }
     }
 
-    /// Parses `redlock://[user:password@]host1:port1,host2:port2,…[/db][?prefix=NAME&drift_ms=N&retry_ms=N&request_timeout_ms=N&connect_timeout_ms=N&fence_seed=counter|clock&wake=notify|poll]`
+    /// Parses `redlock://[user:password@]host1:port1,host2:port2,…[/db][?prefix=NAME&drift_ms=N&retry_ms=N&request_timeout_ms=N&connect_timeout_ms=N&fence_seed=counter|clock&wake=notify|poll&keys=tagged|plain]`
     /// (`fence_seed`: see [`crate::FenceSeed`]; each master seeds its own counter;
     /// `wake`: see [`RedlockOptions::wake`]).
     ///
@@ -161,6 +164,7 @@ impl RedlockOptions {
         let mut options = Self::new(masters, shown);
         let query = &mut parsed.query;
         options.prefix = take_prefix(query)?;
+        options.keys = take_keys(query)?;
         const MS: std::ops::RangeInclusive<u64> = 1..=3_600_000;
         if let Some(drift) = query.take_millis("drift_ms", 0..=3_600_000)? {
             options.drift = drift;
@@ -251,6 +255,13 @@ impl RedlockOptions {
             .check(prefix)
             .map_err(|why| LockError::Config(format!("the Redlock {why}")))?;
         Ok(self)
+    }
+
+    /// Names each lock's own key as `layout` says (`?keys=`; default
+    /// [`KeyLayout::Tagged`]).
+    pub fn with_keys(mut self, layout: KeyLayout) -> Self {
+        self.keys = layout;
+        self
     }
 
     /// Sets the fixed part of the clock-drift allowance (default 2 ms); the allowance

@@ -60,7 +60,12 @@ impl RedlockDriver {
         let results = renew_in_batches(NAME, renewals, MAX_BATCH, |ttl, batch| async move {
             let holds: Vec<(String, String)> = batch
                 .iter()
-                .map(|r| (lock_name(&self.inner.prefix, &r.key), r.owner.to_hex()))
+                .map(|r| {
+                    (
+                        lock_name(&self.inner.prefix, self.inner.keys, &r.key),
+                        r.owner.to_hex(),
+                    )
+                })
                 .collect();
             let (limit, ms) = (self.request_timeout(ttl), ttl_ms(ttl));
             let holds = &holds;
