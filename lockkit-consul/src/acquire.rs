@@ -21,7 +21,7 @@ use crate::holds::Held;
 use crate::keys::SemaphoreKeys;
 use crate::semaphore::Snapshot;
 use crate::session::Session;
-use crate::txn_ops::{TxnOp, TxnOutcome};
+use crate::txn_ops::{LOCK_FLAGS, TxnOp, TxnOutcome};
 use crate::values::HoldValue;
 use crate::wait::{Watch, block_until};
 
@@ -96,7 +96,7 @@ impl ConsulDriver {
                 ],
             };
             let lock_op = ops.len();
-            ops.push(TxnOp::lock(kv_key, &value, &session.id));
+            ops.push(TxnOp::lock_flagged(kv_key, &value, &session.id, LOCK_FLAGS));
             let errors = match self.api().txn(&ops).await? {
                 TxnOutcome::Applied(results) => {
                     let entry = results.into_iter().flatten().find(|e| e.key == kv_key);

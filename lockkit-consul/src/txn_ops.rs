@@ -14,6 +14,11 @@ use crate::api::KvEntry;
 /// contender keys, so that its clients recognise ours as a semaphore's.
 pub(crate) const SEMAPHORE_FLAGS: u64 = 0xe0f6_9a2b_aa41_4de0;
 
+/// The flags Consul's own lock (`api/lock.go`'s `LockFlagValue`, used by
+/// `api.Lock` and `consul lock`) puts on its key. A Go contender that finds a key
+/// with other flags fails with `ErrLockConflict`; with these, it waits its turn.
+pub(crate) const LOCK_FLAGS: u64 = 0x2ddc_cbc0_58a5_0c18;
+
 /// One operation of a `/v1/txn` request.
 #[derive(Debug, Serialize)]
 pub(crate) struct TxnOp {
@@ -26,11 +31,6 @@ fn base64(value: &[u8]) -> String {
 }
 
 impl TxnOp {
-    /// Acquire `key` with `session`, writing `value`.
-    pub(crate) fn lock(key: &str, value: &[u8], session: &str) -> Self {
-        Self::lock_flagged(key, value, session, 0)
-    }
-
     /// Acquire `key` with `session`, writing `value` and `flags`.
     pub(crate) fn lock_flagged(key: &str, value: &[u8], session: &str, flags: u64) -> Self {
         Self {
