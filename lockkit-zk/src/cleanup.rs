@@ -39,11 +39,10 @@ impl ZkDriver {
     /// Deletes every node of `owner` under `key` (a release without a recorded
     /// hold: after a create whose reply was lost). Returns whether any existed.
     pub(crate) async fn delete_owned(&self, key: &LockKey, owner: &OwnerId) -> Result<bool> {
-        let hex = owner.to_hex();
         self.delete_where(key, |queue| {
             queue
                 .iter()
-                .filter(|n| n.is_owned_by(&hex))
+                .filter(|n| n.is_owned_by(owner))
                 .cloned()
                 .collect()
         })

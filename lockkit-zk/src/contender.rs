@@ -13,7 +13,7 @@ use tokio::time::Instant;
 use crate::cleanup::delete_queued;
 use crate::driver::ZkDriver;
 use crate::error::zk_error;
-use crate::nodes::{Ahead, blocker, node_prefix, queue};
+use crate::nodes::{Ahead, blocker, queue};
 use crate::queue::{Mine, Position};
 use crate::session::Session;
 
@@ -34,7 +34,7 @@ impl<'a> Contending<'a> {
             driver,
             req,
             dir: driver.dir(&req.key),
-            prefix: node_prefix(req.mode, &req.owner),
+            prefix: driver.options().recipe.node_prefix(req.mode, &req.owner),
             mine: None,
             unsure: false,
         }

@@ -15,8 +15,8 @@ use tokio::time::Instant;
 use crate::cleanup::delete_in_background;
 use crate::contender::Contending;
 use crate::holds::Holds;
-use crate::nodes::key_dir;
 use crate::options::ZkOptions;
+use crate::recipe::Recipe;
 use crate::session::Sessions;
 
 /// The driver's name in errors and capabilities.
@@ -53,7 +53,8 @@ impl ZkDriver {
     }
 
     pub(crate) fn dir(&self, key: &LockKey) -> String {
-        key_dir(self.options().root(), key)
+        let o = self.options();
+        o.recipe.dir(&o.root, &o.chroot, key)
     }
 
     /// A request by an owner this driver already holds for: the same grant,
@@ -87,11 +88,11 @@ impl LockDriver for ZkDriver {
 
     fn capabilities(&self) -> Capabilities {
         Capabilities::baseline()
-            .with_shared(true)
-            .with_permits(true)
+            .with_shared(self.options().recipe.has_shared())
+            .with_permits(self.options().recipe.has_permits())
             .with_inspect(Inspect::HoldersAndWaiters)
             .with_proclaim(true)
-            .with_list(true)
+            .with_list(self.options().recipe == Recipe::Lockkit)
             .with_watch(true)
             .with_fair(true)
             .with_lease_expiry(false)
@@ -100,6 +101,7 @@ impl LockDriver for ZkDriver {
 
     async fn acquire(&self, req: &AcquireRequest) -> Result<Grant> {
         req.require_mode(NAME, self.capabilities())?;
+        self.options().recipe.check(&req.key)?;
         if let Some(grant) = self.reenter(req)? {
             return Ok(grant);
         }

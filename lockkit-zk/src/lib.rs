@@ -1,6 +1,6 @@
 //! The ZooKeeper driver for lockkit. Not for direct use; see the `lockkit` crate.
 //!
-//! URL: `zk://[user:password@]host:port[,host:port…][/chroot][?session_timeout_ms=N]`
+//! URL: `zk://[user:password@]host:port[,host:port…][/chroot][?session_timeout_ms=N&recipe=NAME]`
 //! (see [`ZkOptions::from_url`]).
 //!
 //! # TLS
@@ -51,6 +51,31 @@
 //!   once its last child is gone, so keys used once do not accumulate. ZooKeeper's
 //!   container manager runs every `znode.container.checkIntervalMs` (default 60 s)
 //!   and deletes at most `znode.container.maxPerMinute` (default 10,000) per minute.
+//!
+//! # Sharing locks with Curator and kazoo (`?recipe=`)
+//!
+//! Whatever the recipe, every sequential child of a lock's node is a contender
+//! in sequence order, whoever made it: lockkit never grants past a node it does
+//! not recognise (Curator's and kazoo's readers, `__READ__` and `__rlock__`, are
+//! shared; anything else exclusive). To let those libraries see lockkit's nodes
+//! too, name them as the library does ([`Recipe`]):
+//!
+//! - `recipe=curator`: Curator's `InterProcessMutex` (`_c_<owner uuid>-lock-`).
+//!   Shared holds are `Unsupported`: the mutex would not read them as readers.
+//! - `recipe=curator-rw`: Curator's `InterProcessReadWriteLock` (`__WRIT__`,
+//!   `__READ__`).
+//! - `recipe=kazoo`: kazoo's `Lock` and `WriteLock` (`__lock__`) and `ReadLock`
+//!   (`__rlock__`).
+//!
+//! With a recipe, the key **is the lock's path** under the chroot (`locks/orders`
+//! or `/locks/orders` is `<chroot>/locks/orders`, parents made as needed), and a
+//! key that is no path is a `Config` error. lockkit and the library then exclude
+//! each other and are served in the order they queued, both ways; readers share.
+//! Semaphores are `Unsupported` (Curator's and kazoo's use layouts of their own),
+//! and so is listing. A lockkit token is its node's czxid: a Curator or kazoo
+//! holder reads its own node's `Stat.czxid` for a comparable one. Curator's mutex
+//! and read-write lock on one path do not see each other as the other's kind
+//! (Curator's own limit), and kazoo's `Lock` ignores its `ReadLock`s.
 //!
 //! # Sessions and the lost signal
 //!
@@ -105,11 +130,13 @@ mod observe;
 mod options;
 mod proclaim;
 mod queue;
+mod recipe;
 mod renew;
 mod session;
 
 pub use driver::ZkDriver;
 pub use options::{DEFAULT_SESSION_TIMEOUT, ZkOptions};
+pub use recipe::Recipe;
 
 use std::sync::Arc;
 

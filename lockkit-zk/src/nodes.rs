@@ -1,34 +1,18 @@
-//! Where a lock lives in the tree, and what its queue nodes are called.
+//! A lock's queue: its nodes, their order, and whom each waits for.
 //!
-//! Key `K` is the container node `<root>/<escaped K>`: one node per key, whatever
-//! characters `K` holds (`/` included). Its children are the queue, one ephemeral
-//! sequential node per holder or waiter, named
+//! With lockkit's recipe (others: [`crate::recipe`]), key `K` is the container
+//! node `<root>/<escaped K>`: one node per key, whatever characters `K` holds
+//! (`/` included). Its children are the queue, one ephemeral sequential node per
+//! holder or waiter, named
 //! `<mode>-<owner id>-<sequence>`: `w-` for the exclusive (write) lock, `r-` for a
 //! shared (read) hold, `p<limit>-` for a permit of a semaphore of `limit`, the
 //! owner's 32 hex digits, and the 10-digit sequence number ZooKeeper appends. The
 //! owner in the name is how a retried create whose reply was lost finds the node it
 //! made.
 
-use lockkit_core::{LockKey, LockMode, OwnerId};
+use lockkit_core::{LockMode, OwnerId};
 
-/// The container node of `key` under `root` (the key as one node name, see
-/// [`LockKey::to_segment`]).
-pub(crate) fn key_dir(root: &str, key: &LockKey) -> String {
-    format!("{root}/{}", key.to_segment())
-}
-
-/// The name prefix (before the sequence number) of `owner`'s node in `mode`.
-pub(crate) fn node_prefix(mode: LockMode, owner: &OwnerId) -> String {
-    format!("{}-{}-", mode_tag(mode), owner.to_hex())
-}
-
-fn mode_tag(mode: LockMode) -> String {
-    match mode {
-        LockMode::Shared => "r".to_owned(),
-        LockMode::Permit { limit } => format!("p{limit}"),
-        _ => "w".to_owned(),
-    }
-}
+use crate::recipe::uuid_form;
 
 /// One child of a key's container node.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,20 +25,32 @@ pub(crate) struct QueueNode {
 impl QueueNode {
     /// Parses a child name; `None` for a node that is not sequential. A
     /// sequential node lockkit did not make (Curator's, kazoo's, anyone's) is an
-    /// exclusive contender: lockkit never grants past it.
+    /// exclusive contender, lockkit never granting past it, unless it is a
+    /// reader's of Curator's or kazoo's read-write lock (`__READ__`,
+    /// `__rlock__`).
     pub(crate) fn parse(name: &str) -> Option<Self> {
         Some(Self {
             name: name.to_string(),
-            mode: own_mode(name).unwrap_or(LockMode::Exclusive),
+            mode: own_mode(name).unwrap_or_else(|| foreign_mode(name)),
             sequence: sequence_of(name)?,
         })
     }
 
-    /// Whether `owner` made this node.
-    pub(crate) fn is_owned_by(&self, owner_hex: &str) -> bool {
-        self.name
-            .split_once('-')
-            .is_some_and(|(_, rest)| rest.get(..owner_hex.len()) == Some(owner_hex))
+    /// Whether `owner` made this node (its id is in the name, as hex digits or,
+    /// with `recipe=curator`, as a UUID).
+    pub(crate) fn is_owned_by(&self, owner: &OwnerId) -> bool {
+        self.name.contains(&owner.to_hex()) || self.name.contains(&uuid_form(owner))
+    }
+}
+
+/// The mode of a sequential node lockkit did not make: shared for the readers of
+/// Curator's and kazoo's read-write locks, exclusive for anything else.
+fn foreign_mode(name: &str) -> LockMode {
+    let stem = name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '-');
+    if stem.ends_with("__READ__") || stem.ends_with("__rlock__") {
+        LockMode::Shared
+    } else {
+        LockMode::Exclusive
     }
 }
 
@@ -171,15 +167,6 @@ mod tests {
         queue(&names)
     }
 
-    #[test]
-    fn keys_become_one_safe_node_name() {
-        let k = |s: &str| key_dir("/lockkit", &LockKey::new(s).unwrap());
-        assert_eq!(k("inventory:sku-42"), "/lockkit/inventory:sku-42");
-        assert_eq!(k("a/b c"), "/lockkit/a%2Fb%20c");
-        assert_eq!(k(".."), "/lockkit/..%00");
-        assert_eq!(k("é"), "/lockkit/%C3%A9");
-    }
-
     fn node_at(ahead: Ahead<'_>) -> i64 {
         match ahead {
             Ahead::Node(n) => n.sequence,
@@ -219,8 +206,9 @@ mod tests {
     }
 
     #[test]
-    fn foreign_sequential_children_are_exclusive_and_order_is_by_sequence() {
-        let owner = OwnerId::new().to_hex();
+    fn foreign_sequential_children_are_exclusive_but_readers_and_order_is_by_sequence() {
+        let id = OwnerId::new();
+        let owner = id.to_hex();
         let names = vec![
             format!("w-{owner}-0000000009"),
             "something-else".to_string(),
@@ -230,6 +218,9 @@ mod tests {
             "_c_3f9e0c1a-8b1f-4a53-9f3e-2b7c1d0e4a55-lock-0000000001".to_string(),
             "d41c__lock__0000000005".to_string(),
             "r-not-an-owner-0000000006".to_string(),
+            "_c_3f9e0c1a-8b1f-4a53-9f3e-2b7c1d0e4a55-__READ__0000000007".to_string(),
+            "9ab1__rlock__0000000008".to_string(),
+            format!("_c_{}-__WRIT__0000000010", uuid_form(&id)),
         ];
         let queue = queue(&names);
         let seen: Vec<(i64, LockMode)> = queue.iter().map(|n| (n.sequence, n.mode)).collect();
@@ -242,11 +233,15 @@ mod tests {
                 (4, LockMode::Permit { limit: 12 }),
                 (5, LockMode::Exclusive),
                 (6, LockMode::Exclusive),
+                (7, LockMode::Shared),
+                (8, LockMode::Shared),
                 (9, LockMode::Exclusive),
+                (10, LockMode::Exclusive),
             ]
         );
-        assert!(!queue[0].is_owned_by(&owner));
-        assert!(queue[1].is_owned_by(&owner));
+        assert!(!queue[0].is_owned_by(&id));
+        assert!(queue[1].is_owned_by(&id));
+        assert!(queue[9].is_owned_by(&id), "a Curator-named node of ours");
         assert_eq!(holders(&queue).len(), 1, "the foreign node holds");
         assert_eq!(blocker(&queue, 1), Ahead::Node(&queue[0]));
     }

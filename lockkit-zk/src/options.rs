@@ -7,6 +7,8 @@ use lockkit_core::LockError;
 use lockkit_core::tls::{TlsFiles, TlsPaths};
 use lockkit_core::url::{ParsedUrl, Timeouts, credentials, host_port};
 
+use crate::recipe::Recipe;
+
 /// The session timeout asked for when the URL gives none (the server clamps it to
 /// its `minSessionTimeout`..`maxSessionTimeout`, by default 2..20 ticks).
 pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
@@ -37,6 +39,10 @@ pub struct ZkOptions {
     pub(crate) hosts: String,
     pub(crate) root: String,
     /// `user:password` for the `digest` scheme.
+    /// The chroot (`""` for none): a foreign recipe's lock paths live under it.
+    pub(crate) chroot: String,
+    /// Whose node names the queue follows (`?recipe=`).
+    pub(crate) recipe: Recipe,
     pub(crate) digest: Option<(String, String)>,
     pub(crate) session_timeout: Duration,
     /// Opening a session, and each request.
@@ -52,6 +58,7 @@ impl fmt::Debug for ZkOptions {
             .field("url", &self.shown)
             .field("hosts", &self.hosts)
             .field("root", &self.root)
+            .field("recipe", &self.recipe)
             .field("user", &self.user().map(lockkit_core::shown_user))
             .field("session_timeout", &self.session_timeout)
             .field("timeouts", &self.timeouts)
@@ -86,6 +93,9 @@ impl ZkOptions {
     /// - `session_timeout_ms` is the session timeout to negotiate (default 10000).
     ///   It bounds how long a crashed holder's locks outlive it, and how soon a
     ///   holder cut off from the servers learns (2/5 of it, then `lost()` fires).
+    /// - `recipe=lockkit|curator|curator-rw|kazoo` names the queue nodes as that
+    ///   library names its lock's, with the key as the lock's path under the
+    ///   chroot, so that lockkit and the library share locks (see [`Recipe`]).
     ///
     /// # Errors
     ///
@@ -114,6 +124,9 @@ impl ZkOptions {
             .take_millis("session_timeout_ms", 100..=3_600_000)?
             .unwrap_or(DEFAULT_SESSION_TIMEOUT);
         let timeouts = query.take_timeouts(DEFAULT_TIMEOUTS)?;
+        let recipe = query
+            .take_choice("recipe", &Recipe::NAMES)?
+            .unwrap_or_default();
         let tls_paths = TlsPaths::from_query(query)?;
         parsed.query.finish()?;
         let bad = |why: &str| LockError::InvalidUrl {
@@ -148,6 +161,8 @@ impl ZkOptions {
         Ok(Self {
             hosts: server.hosts.to_string(),
             root: format!("{chroot}/lockkit"),
+            chroot: chroot.to_owned(),
+            recipe,
             digest,
             session_timeout,
             timeouts,
@@ -161,7 +176,20 @@ impl ZkOptions {
         &self.hosts
     }
 
-    /// The node every lock lives under: `<chroot>/lockkit`.
+    /// Whose node names the queue follows (`?recipe=`; default
+    /// [`Recipe::Lockkit`]).
+    pub fn recipe(&self) -> Recipe {
+        self.recipe
+    }
+
+    /// Names queue nodes as `recipe` says; with a foreign recipe, the key is the
+    /// lock's path under the chroot.
+    pub fn with_recipe(mut self, recipe: Recipe) -> Self {
+        self.recipe = recipe;
+        self
+    }
+
+    /// The node every lock of lockkit's recipe lives under: `<chroot>/lockkit`.
     pub fn root(&self) -> &str {
         &self.root
     }

@@ -163,12 +163,21 @@ impl ZkDriver {
                 {
                     Ok(_) | Err(ZkError::NodeExists) => continue,
                     Err(ZkError::NoNode) => {
-                        // The root itself was removed by someone: put it back.
-                        let root = CreateMode::Persistent.with_acls(self.sessions.acls());
-                        session
-                            .within(session.client.mkdir(self.options().root(), &root))
-                            .await
-                            .map_err(|e| zk_error("creating the lockkit root node", e))?;
+                        // Its parent is missing (lockkit's root removed by someone,
+                        // or a foreign recipe's path never made): make it.
+                        let parent = dir.rsplit_once('/').map_or("", |(p, _)| p);
+                        let persistent = CreateMode::Persistent.with_acls(self.sessions.acls());
+                        if !parent.is_empty() {
+                            match session
+                                .within(session.client.mkdir(parent, &persistent))
+                                .await
+                            {
+                                Ok(()) | Err(ZkError::NodeExists) => {}
+                                Err(e) => {
+                                    return Err(zk_error("creating the lock's parent nodes", e));
+                                }
+                            }
+                        }
                     }
                     Err(e) => return Err(zk_error("creating the lock's container node", e)),
                 },

@@ -68,6 +68,13 @@ url_backend!(
     Standalone: ZooKeeper = ZooKeeper::start(), |s| format!("{}?{SESSION}", s.url()), connect
 );
 url_backend!(
+    /// A standalone server, the queue nodes named as kazoo names its locks'
+    /// (`recipe=kazoo`: the key is the lock's path).
+    StandaloneKazoo: ZooKeeper = ZooKeeper::start(),
+    |s| format!("{}?{SESSION}&recipe=kazoo", s.url()),
+    connect
+);
+url_backend!(
     /// A standalone server, over TLS with a client certificate.
     StandaloneTls: ZooKeeper = ZooKeeper::start_tls(true),
     |s| format!("{}&{SESSION}", s.url()),
@@ -126,3 +133,27 @@ zk_suite!(zk, Standalone);
 zk_suite!(zk_tls, StandaloneTls);
 zk_suite!(zk_ensemble, Ensemble);
 zk_suite!(zk_ensemble_losing_a_member, EnsembleLosingAMember);
+
+// kazoo's names: lockkit's own semaphores and listing do not apply.
+lockkit_conformance::suite!(
+    zk_kazoo_recipe,
+    UrlHarness<StandaloneKazoo>,
+    skip {
+        expired_lease_is_reacquirable: "session-bound: a hold lasts as long as its session, there is no per-lock lease to expire",
+        release_never_deletes_a_newer_holders_lock: "needs lease expiry; release_after_the_hold_vanished_never_touches_the_new_holder proves the same with the node deleted",
+    },
+    with {
+        fifo_order,
+        readers_share,
+        writer_excludes_readers_and_writers,
+        read_write_order_is_fifo,
+        read_hold_is_not_upgraded,
+        inspection_shows_holder_mode_token_and_lease,
+        a_free_key_inspects_empty,
+        the_leader_is_shown_with_its_value_term_and_label,
+        observe_sees_every_change_in_order,
+        observe_wakes_on_the_backend_signal,
+        proclaim_is_seen_by_leader_and_observe,
+        inspection_counts_waiters,
+    }
+);

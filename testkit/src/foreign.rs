@@ -48,6 +48,77 @@ pub fn foreign_program(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// Debian's Curator jars (`libcurator-recipes-java`): enough on their own, as the
+/// ZooKeeper 3.8 client uses its NIO socket by default.
+const CURATOR_JARS: [&str; 8] = [
+    "curator-recipes",
+    "curator-framework",
+    "curator-client",
+    "zookeeper",
+    "zookeeper-jute",
+    "guava",
+    "slf4j-api",
+    "slf4j-nop",
+];
+
+/// `java CuratorHolder CONNECT PATH` (`foreign/CuratorHolder.java`, compiled with
+/// `javac` against Debian's Curator jars once per version of its source, into a
+/// folder of the temp dir).
+///
+/// # Errors
+///
+/// [`TestkitError::NotFound`] without `javac` or the jars; `Setup` if it does not
+/// compile.
+pub fn curator_holder(connect: &str, path: &str) -> Result<Command, TestkitError> {
+    let jars: Vec<PathBuf> = CURATOR_JARS
+        .iter()
+        .map(|j| Path::new("/usr/share/java").join(format!("{j}.jar")))
+        .collect();
+    if let Some(missing) = jars.iter().find(|j| !j.is_file()) {
+        return Err(TestkitError::NotFound {
+            binary: missing.display().to_string(),
+        });
+    }
+    let classpath = std::env::join_paths(&jars).map_err(std::io::Error::other)?;
+    let source = foreign_program("CuratorHolder.java");
+    let text = std::fs::read(&source)?;
+    // FNV-1a of the source: a new version compiles into a folder of its own.
+    let hash = text.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    let classes = std::env::temp_dir().join(format!("lockkit-curator-holder-{hash:016x}"));
+    if !classes.join("CuratorHolder.class").is_file() {
+        let scratch = classes.with_extension(format!("tmp-{}", std::process::id()));
+        let out = std::process::Command::new("javac")
+            .args(["-nowarn", "-d"])
+            .arg(&scratch)
+            .arg("-cp")
+            .arg(&classpath)
+            .arg(&source)
+            .output()
+            .map_err(|_| TestkitError::NotFound {
+                binary: "javac".into(),
+            })?;
+        if !out.status.success() {
+            return Err(TestkitError::Setup {
+                step: "javac CuratorHolder.java".into(),
+                detail: String::from_utf8_lossy(&out.stderr).into_owned(),
+            });
+        }
+        // Another test may have compiled it meanwhile: either copy will do.
+        if std::fs::rename(&scratch, &classes).is_err() {
+            let _ = std::fs::remove_dir_all(&scratch);
+        }
+    }
+    let mut everything = vec![classes];
+    everything.extend(jars);
+    let mut cmd = Command::new("java");
+    cmd.arg("-cp")
+        .arg(std::env::join_paths(everything).map_err(std::io::Error::other)?)
+        .args(["CuratorHolder", connect, path]);
+    Ok(cmd)
+}
+
 /// A running foreign client. Killed (SIGKILL) if dropped while running.
 #[derive(Debug)]
 pub struct ForeignClient {

@@ -32,7 +32,7 @@ mod zookeeper;
 pub use consul::{ConsulStandIn, StandInOptions};
 pub use error::TestkitError;
 pub use etcd::{Etcd, EtcdCluster};
-pub use foreign::{ForeignClient, foreign_program, interop_python};
+pub use foreign::{ForeignClient, curator_holder, foreign_program, interop_python};
 pub use mariadb::MariaDb;
 pub use port::free_port;
 pub use postgres::Postgres;
