@@ -47,8 +47,8 @@ pub use harness::{Ctx, Harness, TestHarness, UrlBackend, UrlHarness};
 pub use queue_drain::QueuedSemaphore;
 pub use report::{CaseReport, Outcome, Report};
 pub use runner::{
-    CASE_TIMEOUT, HolderCommand, Progress, ProgressFn, RunOptions, check_optional_cases, run,
-    run_test_case,
+    CASE_TIMEOUT, HolderCommand, Progress, ProgressFn, RunOptions, check_optional_cases,
+    matches_filter, run, run_test_case,
 };
 
 /// Declares a [`UrlBackend`] in one statement: a unit struct `$name` whose server

@@ -28,7 +28,8 @@ const PURGE_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct RunOptions {
     /// How to start a holder process; without it the killed-holder case is skipped.
     pub holder: Option<HolderCommand>,
-    /// Run only cases whose name contains this text.
+    /// Run only cases whose name contains this text (or one of these,
+    /// comma-separated: see [`matches_filter`]).
     pub filter: Option<String>,
     /// Called before each case with its index and name, and after it with its report.
     pub progress: Option<ProgressFn>,
@@ -46,7 +47,8 @@ impl RunOptions {
         self
     }
 
-    /// Runs only cases whose name contains `filter`.
+    /// Runs only cases whose name contains `filter`, or one of its
+    /// comma-separated parts ([`matches_filter`]).
     pub fn filter(mut self, filter: Option<String>) -> Self {
         self.filter = filter;
         self
@@ -77,16 +79,27 @@ pub enum Progress<'a> {
     Finished(&'a CaseReport),
 }
 
+/// Whether the case `name` is run under `filter`: no filter, or one of its
+/// comma-separated parts in the name.
+///
+/// ```
+/// use lockkit_conformance::matches_filter;
+/// assert!(matches_filter("fifo_order", None));
+/// assert!(matches_filter("fifo_order", Some("fencing,fifo")));
+/// assert!(!matches_filter("readers_share", Some("fencing,fifo")));
+/// ```
+pub fn matches_filter(name: &str, filter: Option<&str>) -> bool {
+    filter.is_none_or(|f| {
+        f.split(',')
+            .any(|part| !part.is_empty() && name.contains(part))
+    })
+}
+
 /// Runs every case against `harness` and reports each one.
 pub async fn run(harness: Arc<dyn Harness>, options: RunOptions) -> Report {
     let cases: Vec<&Case> = CASES
         .iter()
-        .filter(|c| {
-            options
-                .filter
-                .as_ref()
-                .is_none_or(|f| c.name.contains(f.as_str()))
-        })
+        .filter(|c| matches_filter(c.name, options.filter.as_deref()))
         .collect();
     let driver = match harness.driver().await {
         Ok(d) => d.name().to_string(),

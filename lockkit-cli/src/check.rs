@@ -16,7 +16,8 @@ pub(crate) struct Args {
     /// Print the report as JSON on stdout instead of a table.
     #[arg(long)]
     json: bool,
-    /// Run only cases whose name contains this text.
+    /// Run only cases whose name contains this text (or one of several,
+    /// comma-separated: `--filter fencing,fifo`).
     #[arg(long)]
     filter: Option<String>,
 }
@@ -49,7 +50,8 @@ pub(crate) fn holder_command() -> Command {
     cmd
 }
 
-/// Runs the suite (cases whose name contains `filter`) against `url`, with a
+/// Runs the suite (cases whose name contains `filter`, or one of its
+/// comma-separated parts) against `url`, with a
 /// progress bar that names the running case.
 pub(crate) async fn conformance(
     url: &str,
@@ -58,7 +60,7 @@ pub(crate) async fn conformance(
 ) -> Result<Report, LockError> {
     let total = lockkit_conformance::CASES
         .iter()
-        .filter(|c| filter.as_ref().is_none_or(|f| c.name.contains(f.as_str())))
+        .filter(|c| lockkit_conformance::matches_filter(c.name, filter.as_deref()))
         .count() as u64;
     if total == 0 {
         let names: Vec<&str> = lockkit_conformance::CASES.iter().map(|c| c.name).collect();

@@ -24,6 +24,12 @@ const PALETTE: [[u8; 3]; 7] = [
 
 const ACL_TOKEN: &str = "c0ffee-acl-token-never-shown";
 
+/// The conformance cases `compare` runs here (`--filter`): mandatory and optional
+/// ones, so each backend shows passes and skips. Every case runs in each driver's
+/// own conformance suite; this test proves `compare` itself.
+const CASES: &str = "mutual_exclusion,try_lock_fails_fast,fencing_tokens,invalid_,readers_share,\
+                     inspection_shows,the_leader_is_shown";
+
 async fn lockkit(args: &[String]) -> (i32, String, String) {
     let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_lockkit"))
         .args(args)
@@ -180,6 +186,8 @@ async fn compare_runs_check_bench_and_probes_on_sqlite_and_every_networked_backe
         "500ms",
         "--lease",
         "1s",
+        "--filter",
+        CASES,
     ] {
         args.push(a.into());
     }
@@ -215,9 +223,13 @@ async fn compare_runs_check_bench_and_probes_on_sqlite_and_every_networked_backe
         let ctx = format!("{driver}: {b}");
         assert_eq!(b["driver"], driver, "{ctx}");
         assert!(b["error"].is_null(), "{ctx}");
-        // Conformance: nothing failed, and the standard cases ran.
+        // Conformance: nothing failed, and the cases asked for ran.
         let cases = b["check"]["cases"].as_array().unwrap();
-        assert_eq!(cases.len(), lockkit_conformance::CASES.len(), "{ctx}");
+        let asked = lockkit_conformance::CASES
+            .iter()
+            .filter(|c| lockkit_conformance::matches_filter(c.name, Some(CASES)))
+            .count();
+        assert_eq!(cases.len(), asked, "{ctx}");
         assert!(
             cases.iter().all(|c| c["outcome"]["status"] != "failed"),
             "{ctx}"
@@ -226,7 +238,7 @@ async fn compare_runs_check_bench_and_probes_on_sqlite_and_every_networked_backe
             .iter()
             .filter(|c| c["outcome"]["status"] == "passed")
             .count();
-        assert!(passed >= 14, "only {passed} cases passed: {ctx}");
+        assert!(passed >= 5, "only {passed} cases passed: {ctx}");
         // Bench: lockkit and the floor, side by side.
         let bench = &b["bench"];
         for l in [&bench["lockkit"], &bench["floor"], &bench["handoff"]] {

@@ -32,6 +32,30 @@
 //! reader's, every reader before the first writer. The **fencing token** is the
 //! holder's create_revision, which etcd makes strictly increasing.
 //!
+//! # Sharing locks with `etcdctl lock` and Go's `concurrency.Mutex`
+//!
+//! `etcdctl lock P/K` and Go's `concurrency.NewMutex(session, "P/K")` queue under
+//! `P/K/`, one key per contender (`P/K/<lease id in hex>`, its create_revision
+//! its place): the layout above. So lockkit's lock `K` under `?prefix=P` (a `K`
+//! without `/` or `%`, which lockkit escapes) **is** their lock:
+//!
+//! - each waits for the other, in create_revision order (`tests/interop_etcdctl.rs`,
+//!   against Debian's `etcdctl`, both ways);
+//! - a Go key counts as a writer for lockkit's readers (hex digits sort in the
+//!   writers' range), and lockkit's readers count as holders for Go;
+//! - **tokens:** lockkit's token is its key's create_revision. A Go holder gets a
+//!   comparable one by reading `m.Key()` and taking `Kvs[0].CreateRevision` (or
+//!   `etcdctl get -w json KEY`'s `create_revision`), **not** `m.Header().Revision`
+//!   (etcdctl's `ETCD_LOCK_REV`): that is the revision at which the wait ended,
+//!   which can exceed a later holder's create_revision.
+//!
+//! `contrib/recipes`' `RWMutex` keeps its readers and writers under `P/K/read/`
+//! and `P/K/write/`, which this layout cannot follow without breaking the above:
+//! lockkit reads those keys as writers of its own queue, but its readers do not
+//! see a Go writer (`write/` sorts after the writers' range), and Go's readers do
+//! not see lockkit's writers. Do not share a name between lockkit's read-write
+//! locks and `RWMutex`.
+//!
 //! # Acquire (as etcd's concurrency mutex)
 //!
 //! One txn puts our entry with our lease if its create_revision is 0 (otherwise

@@ -39,7 +39,8 @@ pub(crate) struct Args {
     /// The lease of the probes' holder process (its watchdog TTL).
     #[arg(long, default_value = "1s", value_parser = parse_duration)]
     lease: Duration,
-    /// Run only conformance cases whose name contains this text.
+    /// Run only conformance cases whose name contains this text (or one of
+    /// several, comma-separated).
     #[arg(long)]
     filter: Option<String>,
     /// Skip the conformance check.
