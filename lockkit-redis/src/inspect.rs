@@ -65,10 +65,10 @@ fn holder(value: &str, pttl_ms: i64) -> Option<Holder> {
 pub(crate) const FOREIGN_LABEL: &str = "(not lockkit: another library's SET NX hold)";
 
 /// The token and label of a lockkit value, `owner:token[:label]`, where the owner
-/// is 32 hex digits.
+/// is hex digits (32 of them) and the token a number.
 fn lockkit_hold(value: &str) -> Option<(u64, Option<String>)> {
     let (owner, rest) = value.split_once(':')?;
-    if owner.len() != 32 || !owner.bytes().all(|b| b.is_ascii_hexdigit()) {
+    if owner.is_empty() || !owner.bytes().all(|b| b.is_ascii_hexdigit()) {
         return None;
     }
     let (token, label) = match rest.split_once(':') {
@@ -151,9 +151,21 @@ mod tests {
     }
 
     #[test]
-    fn a_free_or_foreign_value_has_no_holder() {
+    fn a_free_key_has_no_holder_and_a_foreign_value_is_a_foreign_holder() {
         assert!(holder("", -2).is_none());
-        assert!(holder("not-ours", 100).is_none());
-        assert!(holder("ab12:notanumber", 100).is_none());
+        // redis-py's token, a value with a non-hex owner, one without a token.
+        for value in [
+            "7f3a9c0e5b2d4e6f8a1b3c5d7e9f0a1b",
+            "not-ours:12",
+            "ab12:notanumber",
+        ] {
+            let h = holder(value, 100).unwrap();
+            assert_eq!(
+                (h.mode, h.token, h.label.as_deref()),
+                (LockMode::Exclusive, FencingToken(0), Some(FOREIGN_LABEL)),
+                "{value}"
+            );
+            assert_eq!(h.remaining, Some(Duration::from_millis(100)));
+        }
     }
 }
