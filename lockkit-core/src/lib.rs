@@ -27,8 +27,9 @@ mod wait;
 
 pub use batch::renew_in_batches;
 pub use client::{
-    DEFAULT_OBSERVE_INTERVAL, DEFAULT_WATCHDOG_TTL, Election, Leader, Leadership, LockGuard,
-    LockRequest, Locker, LostReason, Observer, Semaphore, default_label,
+    DEFAULT_JOB_AT_MOST_FOR, DEFAULT_OBSERVE_INTERVAL, DEFAULT_WATCHDOG_TTL, Election, Job, JobRun,
+    Leader, Leadership, LockGuard, LockRequest, Locker, LostReason, Observer, Semaphore,
+    default_label,
 };
 pub use driver::{
     AcquireRequest, Cancellation, Capabilities, ConnectFuture, DriverEntry, Grant, Holder, Inspect,

@@ -18,6 +18,7 @@ mod fairness;
 mod fencing;
 mod input;
 mod inspect;
+mod job;
 mod process;
 mod read_write;
 mod semaphore;
@@ -180,6 +181,7 @@ define_cases! {$;
     election::one_leader_at_a_time_with_increasing_terms,
     election::resign_hands_the_lead_to_the_next_candidate,
     election::a_killed_leader_is_replaced_within_its_lease,
+    job::a_scheduled_job_runs_once_and_holds_at_least_for,
     ; optional:
     fairness::fifo_order if fair,
     read_write::readers_share if shared,

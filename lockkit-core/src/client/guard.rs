@@ -181,6 +181,16 @@ impl LockGuard {
         }
     }
 
+    /// Gives the guard up without releasing: the hold lasts until its lease ends
+    /// on the backend (a job's `at_least_for`, [`crate::Job`]). Nothing renews it.
+    pub(crate) fn keep_until_deadline(mut self) {
+        if let Some(hold) = self.hold.take()
+            && hold.leave()
+        {
+            self.inner.forget(&hold);
+        }
+    }
+
     /// Releases this guard's share of the hold; the backend lock is released when the
     /// last reentrant guard is.
     ///
