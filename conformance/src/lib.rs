@@ -40,6 +40,7 @@ mod observe;
 mod queue_drain;
 mod report;
 mod runner;
+mod waiters_queued;
 
 pub use cases::{CASES, Case, Needs};
 pub use check::{CaseError, CaseResult};
@@ -50,6 +51,7 @@ pub use runner::{
     CASE_TIMEOUT, HolderCommand, Progress, ProgressFn, RunOptions, check_optional_cases,
     matches_filter, run, run_test_case,
 };
+pub use waiters_queued::until_waiters;
 
 /// Declares a [`UrlBackend`] in one statement: a unit struct `$name` whose server
 /// of type `$server` is started by the future `$start` (resolving to a `Result`; an

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use lockkit_core::{LockError, LockGuard, Locker};
 use tokio::sync::mpsc;
-use tokio::time::{Instant, timeout};
+use tokio::time::timeout;
 
 /// A semaphore of `limit` permits on `key`, fully held, with waiters queued
 /// behind it, each on its own locker, ready to [`drain`](Self::drain).
@@ -46,15 +46,7 @@ impl QueuedSemaphore {
                 let _ = tx.send(g);
             });
         }
-        let deadline = Instant::now() + wait;
-        while observer.inspect(key).await?.waiters != Some(count) {
-            if Instant::now() >= deadline {
-                return Err(LockError::Config(format!(
-                    "the {count} waiters did not all queue within {wait:?}"
-                )));
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        crate::until_waiters(observer, key, count, wait).await?;
         Ok(Self {
             holders: held,
             granted,

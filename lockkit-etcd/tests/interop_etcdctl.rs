@@ -55,20 +55,11 @@ async fn held_at(etcd: &Etcd, etcdctl: &mut ForeignClient) -> FencingToken {
         .unwrap_or_else(|| panic!("no create_revision for {key}: {text}"))
 }
 
-/// Waits until `key`'s queue has `n` waiters, as lockkit sees it.
+/// Waits until the queue shows `n` waiters, as lockkit sees it.
 async fn until_waiters(locker: &Locker, n: usize) {
-    let until = tokio::time::Instant::now() + WITHIN;
-    loop {
-        let seen = locker.inspect("orders").await.unwrap();
-        if seen.waiters == Some(n) {
-            return;
-        }
-        assert!(
-            tokio::time::Instant::now() < until,
-            "never {n} waiters: {seen:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    lockkit_conformance::until_waiters(locker, "orders", n, WITHIN)
+        .await
+        .unwrap();
 }
 
 fn lock_in_background(locker: &Locker) -> JoinHandle<Result<LockGuard>> {

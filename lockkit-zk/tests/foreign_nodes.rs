@@ -65,14 +65,9 @@ async fn a_foreign_sequential_node_is_an_exclusive_contender() {
                 .await
         })
     };
-    let until = tokio::time::Instant::now() + Duration::from_secs(10);
-    while a.inspect("orders").await.unwrap().waiters != Some(1) {
-        assert!(
-            tokio::time::Instant::now() < until,
-            "the waiter never queued"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    lockkit_conformance::until_waiters(&a, "orders", 1, Duration::from_secs(10))
+        .await
+        .unwrap();
     // A foreign node created now is behind the waiter: it does not hold.
     let (_, later) = raw
         .create("/lockkit/orders/kazoo-uuid__lock__", b"", &node)

@@ -61,18 +61,9 @@ async fn quit(mut client: ForeignClient) {
 
 /// Waits until the lock's queue shows `n` waiters, as lockkit reads it.
 async fn until_waiters(lockkit: &Locker, n: usize) {
-    let until = tokio::time::Instant::now() + WITHIN;
-    loop {
-        let seen = lockkit.inspect(PATH).await.unwrap();
-        if seen.waiters == Some(n) {
-            return;
-        }
-        assert!(
-            tokio::time::Instant::now() < until,
-            "never {n} waiters: {seen:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    lockkit_conformance::until_waiters(lockkit, PATH, n, WITHIN)
+        .await
+        .unwrap();
 }
 
 fn in_background(lockkit: &Locker, mode: LockMode) -> JoinHandle<Result<LockGuard>> {

@@ -124,14 +124,10 @@ async fn a_permit_granted_after_waiting_still_learns_of_its_deletion() {
             .await
             .unwrap()
     });
+    lockkit_conformance::until_waiters(&first, "pool", 1, WAIT)
+        .await
+        .unwrap();
     let deadline = tokio::time::Instant::now() + WAIT;
-    while first.inspect("pool").await.unwrap().waiters != Some(1) {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the waiter did not queue"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
     held.release().await.unwrap();
     let granted = waiting.await.unwrap();
     // Its turn is passed on: its node's data was rewritten once.

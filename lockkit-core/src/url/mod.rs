@@ -26,20 +26,7 @@ pub use suggest::did_you_mean;
 /// assert_eq!(lockkit::driver::url::percent_decode("100%"), None);
 /// ```
 pub fn percent_decode(s: &str) -> Option<String> {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = s.get(i + 1..i + 3)?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
+    crate::types::decode_escaped(s, b'%')
 }
 
 /// Splits an authority (`[userinfo@]hosts`) at its last `@`.
