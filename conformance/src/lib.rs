@@ -33,6 +33,7 @@
 
 mod cases;
 mod check;
+mod exclude_each_other;
 mod harness;
 pub mod history;
 pub mod holder;
@@ -44,6 +45,7 @@ mod waiters_queued;
 
 pub use cases::{CASES, Case, Needs};
 pub use check::{CaseError, CaseResult};
+pub use exclude_each_other::exclude_each_other;
 pub use harness::{Ctx, Harness, TestHarness, UrlBackend, UrlHarness};
 pub use queue_drain::QueuedSemaphore;
 pub use report::{CaseReport, Outcome, Report};

@@ -21,7 +21,18 @@ impl LeaseDriver<MySqlLeases> {
     /// [`LockError::Connection`](lockkit_core::LockError::Connection) if the server
     /// cannot be reached or refuses us.
     pub async fn connect(options: MySqlOptions) -> Result<Self> {
-        let pool = options.pool().await?;
+        Self::from_pool(options.pool().await?, options).await
+    }
+
+    /// The lease driver on the application's own pool: creates the lease table if
+    /// needed. Only `options`' lockkit settings are used (table, timeouts). See
+    /// [`super::from_pool`].
+    ///
+    /// # Errors
+    ///
+    /// A backend error if the pool cannot reach the server or may not create the
+    /// table.
+    pub async fn from_pool(pool: MySqlPool, options: MySqlOptions) -> Result<Self> {
         let t = &options.settings.table;
         create_tables(&pool, t).await?;
         let timeout = options.settings.timeouts.request;

@@ -260,9 +260,11 @@ impl GetLock {
     }
 }
 
-/// Connects a `GET_LOCK`-mode driver.
-pub(super) async fn connect(options: MySqlOptions) -> lockkit_core::Result<SessionDriver<GetLock>> {
-    let pool = options.pool().await?;
+/// A `GET_LOCK`-mode driver on `pool`.
+pub(super) async fn on_pool(
+    pool: MySqlPool,
+    options: MySqlOptions,
+) -> lockkit_core::Result<SessionDriver<GetLock>> {
     let t = &options.settings.table;
     let raw = options.settings.raw_keys;
     for ddl in [create_fences(t), create_holds(t)] {

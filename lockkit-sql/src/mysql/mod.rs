@@ -67,6 +67,24 @@
 //!   shared mode. A lock and a semaphore of the same name do not exclude each
 //!   other: use different names.
 //!
+//! # Examples
+//!
+//! [`MySqlOptions`] reads the URL as `lockkit::connect` does, before it connects:
+//!
+//! ```
+//! use lockkit::mysql::MySqlOptions;
+//!
+//! let options = MySqlOptions::from_url("mariadb://app:s3cret@db:3306/app?table=job_locks")?;
+//! assert_eq!(options.table_name(), "job_locks");
+//! assert_eq!(options.pool_size(), 8);
+//! assert!(!format!("{options:?}").contains("s3cret"));
+//!
+//! // `GET_LOCK` mode keeps a connection per held lock: a bigger pool.
+//! assert_eq!(MySqlOptions::from_url("mysql://app@db/app?mode=get_lock")?.pool_size(), 32);
+//! // PostgreSQL's session mode is not MySQL's.
+//! assert!(MySqlOptions::from_url("mysql://app@db/app?mode=advisory").is_err());
+//! # Ok::<(), lockkit::LockError>(())
+//! ```
 
 mod driver;
 mod get_lock;
@@ -113,8 +131,44 @@ impl Driver for MySqlDriver {
 ///
 /// [`lockkit_core::LockError::Connection`] if the server cannot be reached.
 pub async fn connect(options: MySqlOptions) -> lockkit_core::Result<Arc<dyn LockDriver>> {
+    let pool = options.pool().await?;
+    from_pool(pool, options).await
+}
+
+/// The driver on the application's own pool, in the mode `options` asks for.
+/// Only `options`' lockkit settings are used (table, mode, keys, timeouts): the
+/// pool already says where and who, TLS included.
+///
+/// The driver takes connections from `pool` as it needs them; in `GET_LOCK` mode
+/// it keeps one per held lock (the lock lives as long as that session), so size
+/// the pool for the locks held at once. The driver never closes the pool.
+///
+/// # Examples
+///
+/// ```no_run
+/// use lockkit::Locker;
+/// use lockkit::mysql::{self, MySqlOptions};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let pool = sqlx::MySqlPool::connect("mysql://app@localhost/app").await?;
+/// let options = MySqlOptions::default().table("app_locks")?;
+/// let locks = Locker::new(mysql::from_pool(pool.clone(), options).await?);
+/// let guard = locks.lock("orders").await?;
+/// guard.release().await?;
+/// # Ok(()) }
+/// ```
+///
+/// # Errors
+///
+/// A backend error if the pool cannot reach the server, or may not create
+/// lockkit's tables.
+pub async fn from_pool(
+    pool: sqlx::MySqlPool,
+    options: MySqlOptions,
+) -> lockkit_core::Result<Arc<dyn LockDriver>> {
     if options.settings.session_mode {
-        return Ok(Arc::new(get_lock::connect(options).await?));
+        return Ok(Arc::new(get_lock::on_pool(pool, options).await?));
     }
-    Ok(Arc::new(MySqlDriver::connect(options).await?))
+    Ok(Arc::new(MySqlDriver::from_pool(pool, options).await?))
 }

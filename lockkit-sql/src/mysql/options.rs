@@ -63,3 +63,14 @@ impl ServerOptions<MySqlServer> {
         self.session_mode(on)
     }
 }
+
+/// lockkit's default settings (table `lockkit_locks`, leases), for
+/// [`super::from_pool`]; the connection part is the client's own default.
+impl Default for ServerOptions<MySqlServer> {
+    fn default() -> Self {
+        Self {
+            connect: sqlx::mysql::MySqlConnectOptions::new(),
+            settings: crate::table::ServerSettings::new("mysql://", URL),
+        }
+    }
+}

@@ -288,9 +288,11 @@ impl Advisory {
 /// Slots tried per statement.
 const SLOTS_PER_STATEMENT: i32 = 32;
 
-/// Connects an advisory-mode driver.
-pub(super) async fn connect(options: PgOptions) -> lockkit_core::Result<SessionDriver<Advisory>> {
-    let pool = options.pool().await?;
+/// An advisory-mode driver on `pool`.
+pub(super) async fn on_pool(
+    pool: PgPool,
+    options: PgOptions,
+) -> lockkit_core::Result<SessionDriver<Advisory>> {
     let t = &options.settings.table;
     let raw = options.settings.raw_keys;
     migrate(&pool, &[create_fences(t), create_holds(t)]).await?;

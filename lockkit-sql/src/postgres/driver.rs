@@ -55,7 +55,19 @@ impl LeaseDriver<PgLeases> {
     /// [`LockError::Connection`](lockkit_core::LockError::Connection) if the server
     /// cannot be reached or refuses us.
     pub async fn connect(options: PgOptions) -> Result<Self> {
-        let pool = options.pool().await?;
+        Self::from_pool(options.pool().await?, options).await
+    }
+
+    /// The lease driver on the application's own pool: creates the lease table if
+    /// needed and starts listening for releases. Only `options`' lockkit settings
+    /// are used (table, timeouts); the pool already says where and who. See
+    /// [`super::from_pool`] for what the driver takes from the pool.
+    ///
+    /// # Errors
+    ///
+    /// A backend error if the pool cannot reach the server or may not create the
+    /// table.
+    pub async fn from_pool(pool: PgPool, options: PgOptions) -> Result<Self> {
         migrate(&pool, &schema(&options.settings.table)).await?;
         let t = &options.settings.table;
         let channel = channel(t);

@@ -78,6 +78,23 @@
 //! - A read hold and a permit of the same key do not exclude each other (both
 //!   hold the key's id shared): use different keys for different primitives.
 //!
+//! # Examples
+//!
+//! [`PgOptions`] reads the URL as `lockkit::connect` does, before it connects:
+//!
+//! ```
+//! use lockkit::postgres::PgOptions;
+//!
+//! let url = "postgres://app:s3cret@db:5432/app?table=job_locks&mode=advisory";
+//! let options = PgOptions::from_url(url)?;
+//! assert_eq!(options.table_name(), "job_locks");
+//! assert_eq!(options.pool_size(), 32); // advisory: a session per held lock
+//! assert!(!format!("{options:?}").contains("s3cret"));
+//!
+//! let err = PgOptions::from_url("postgres://db/app?tabel=job_locks").unwrap_err();
+//! assert!(err.to_string().contains("did you mean `table`?"), "{err}");
+//! # Ok::<(), lockkit::LockError>(())
+//! ```
 
 mod advisory;
 mod advisory_sql;
@@ -125,8 +142,44 @@ impl Driver for PgDriver {
 ///
 /// [`lockkit_core::LockError::Connection`] if the server cannot be reached.
 pub async fn connect(options: PgOptions) -> lockkit_core::Result<Arc<dyn LockDriver>> {
+    let pool = options.pool().await?;
+    from_pool(pool, options).await
+}
+
+/// The driver on the application's own pool, in the mode `options` asks for.
+/// Only `options`' lockkit settings are used (table, mode, keys, timeouts): the
+/// pool already says where and who, TLS included.
+///
+/// The driver takes connections from `pool` as it needs them: one for its
+/// `LISTEN`, kept while the driver lives, and in advisory mode one more per held
+/// lock (the lock lives as long as that session). Size the pool for both. The
+/// driver never closes the pool; dropping the driver gives its connections back.
+///
+/// # Examples
+///
+/// ```no_run
+/// use lockkit::Locker;
+/// use lockkit::postgres::{self, PgOptions};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let pool = sqlx::PgPool::connect("postgres://app@localhost/app").await?;
+/// let locks = Locker::new(postgres::from_pool(pool.clone(), PgOptions::default()).await?);
+/// let guard = locks.lock("orders").await?;
+/// guard.release().await?;
+/// # Ok(()) }
+/// ```
+///
+/// # Errors
+///
+/// A backend error if the pool cannot reach the server, or may not create
+/// lockkit's tables.
+pub async fn from_pool(
+    pool: sqlx::PgPool,
+    options: PgOptions,
+) -> lockkit_core::Result<Arc<dyn LockDriver>> {
     if options.settings.session_mode {
-        return Ok(Arc::new(advisory::connect(options).await?));
+        return Ok(Arc::new(advisory::on_pool(pool, options).await?));
     }
-    Ok(Arc::new(PgDriver::connect(options).await?))
+    Ok(Arc::new(PgDriver::from_pool(pool, options).await?))
 }

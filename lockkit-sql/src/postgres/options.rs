@@ -69,6 +69,8 @@ impl ServerOptions<PgServer> {
     }
 }
 
+/// lockkit's default settings (table `lockkit_locks`, leases), for
+/// [`super::from_pool`]; the connection part is the client's own default.
 impl Default for ServerOptions<PgServer> {
     fn default() -> Self {
         Self {

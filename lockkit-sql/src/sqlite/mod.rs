@@ -50,6 +50,26 @@
 //! - `sqlite::memory:` is private to one driver: use it for tests.
 //! - Durability follows SQLite's: with `synchronous=NORMAL` in WAL mode a power loss
 //!   can roll back the last commits, including a fencing-counter bump.
+//!
+//! # Examples
+//!
+//! ```
+//! use std::time::Duration;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), lockkit::LockError> {
+//! let locker = lockkit::connect("sqlite::memory:").await?;
+//! let guard = locker.lock("reports/daily").wait(Duration::from_secs(5)).await?;
+//! assert!(locker.try_lock("reports/daily").await.is_err());
+//!
+//! // Read holds share a key; inspection shows each holder.
+//! let readers = (locker.read_lock("catalog").await?, locker.read_lock("catalog").await?);
+//! assert_eq!(locker.inspect("catalog").await?.holders.len(), 2);
+//! assert!(readers.1.token() > readers.0.token());
+//! drop(readers);
+//! guard.release().await?;
+//! # Ok(()) }
+//! ```
 
 mod clock;
 mod driver;

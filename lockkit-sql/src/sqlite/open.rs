@@ -2,7 +2,7 @@
 //! process creates it), and the in-process wake-up its drivers share.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
@@ -27,7 +27,12 @@ fn local_wakers() -> &'static Mutex<HashMap<PathBuf, Weak<Notify>>> {
 /// Wakes waiters in this process when a driver of this process releases: the
 /// same for every driver of the file (a private one for `:memory:`).
 pub(super) fn local_wake_for(options: &SqliteOptions) -> Arc<Notify> {
-    let Some(path) = options.path() else {
+    local_wake_for_file(options.path())
+}
+
+/// [`local_wake_for`] the database file `path` (`None`: in memory, private).
+pub(super) fn local_wake_for_file(path: Option<&Path>) -> Arc<Notify> {
+    let Some(path) = path else {
         return Arc::new(Notify::new());
     };
     let key = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
@@ -68,26 +73,58 @@ async fn open_once(
         .connect_with(connect.clone())
         .await
         .map_err(OpenError::Connect)?;
-    sqlx::query(AssertSqlSafe(sql::create_table(table)))
-        .execute(&pool)
-        .await
-        .map_err(OpenError::Table)?;
-    let columns: Vec<String> = sqlx::query_scalar(AssertSqlSafe(sql::table_columns(table)))
-        .fetch_all(&pool)
-        .await
-        .map_err(OpenError::Table)?;
-    if !columns.iter().any(|c| c == "label") {
-        // A table made by lockkit before holders had labels.
-        sqlx::query(AssertSqlSafe(sql::add_label(table)))
-            .execute(&pool)
-            .await
-            .map_err(OpenError::Table)?;
-    }
-    sqlx::query(AssertSqlSafe(sql::create_holders(table)))
-        .execute(&pool)
+    create_tables(&pool, table)
         .await
         .map_err(OpenError::Table)?;
     Ok(pool)
+}
+
+/// Creates the key and holders tables if missing, and gives a key table made by
+/// an earlier lockkit its `label` column.
+async fn create_tables(pool: &SqlitePool, table: &str) -> std::result::Result<(), sqlx::Error> {
+    sqlx::query(AssertSqlSafe(sql::create_table(table)))
+        .execute(pool)
+        .await?;
+    let columns: Vec<String> = sqlx::query_scalar(AssertSqlSafe(sql::table_columns(table)))
+        .fetch_all(pool)
+        .await?;
+    if !columns.iter().any(|c| c == "label") {
+        // A table made by lockkit before holders had labels.
+        sqlx::query(AssertSqlSafe(sql::add_label(table)))
+            .execute(pool)
+            .await?;
+    }
+    sqlx::query(AssertSqlSafe(sql::create_holders(table)))
+        .execute(pool)
+        .await?;
+    Ok(())
+}
+
+/// Creates lockkit's tables through the application's `pool`, retrying while
+/// another process holds the write lock (for at most `busy_timeout`), and returns
+/// the database's file (`None` in memory).
+pub(super) async fn prepare(
+    pool: &SqlitePool,
+    table: &str,
+    busy_timeout: Duration,
+) -> Result<Option<PathBuf>> {
+    let deadline = Instant::now() + busy_timeout;
+    let mut pause = Duration::from_millis(5);
+    loop {
+        match create_tables(pool, table).await {
+            Err(e) if is_busy(&e) && Instant::now() + pause < deadline => {
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_millis(100));
+            }
+            Err(e) => return Err(db_error(e)),
+            Ok(()) => break,
+        }
+    }
+    let file: String = sqlx::query_scalar(sql::MAIN_FILE)
+        .fetch_one(pool)
+        .await
+        .map_err(db_error)?;
+    Ok((!file.is_empty()).then(|| PathBuf::from(file)))
 }
 
 /// SQLITE_BUSY or SQLITE_LOCKED, with any extended code: another connection holds

@@ -74,6 +74,9 @@ pub(super) fn table_columns(table: &str) -> String {
     format!("SELECT name FROM pragma_table_info('{table}')")
 }
 
+/// The main database's file: `''` in memory.
+pub(super) const MAIN_FILE: &str = "SELECT file FROM pragma_database_list WHERE name = 'main'";
+
 /// Adds the `label` column.
 pub(super) fn add_label(table: &str) -> String {
     format!("ALTER TABLE {table} ADD COLUMN label TEXT")
