@@ -32,21 +32,12 @@ impl Conn {
     /// Connects as `options` say; a `redis://` URL that reaches a cluster node
     /// switches to the cluster, with that node as the seed.
     pub(crate) async fn connect(options: &RedisOptions) -> redis::RedisResult<Self> {
-        if options.topology == Topology::Detect {
-            let client = tls::client(&options.nodes[0], options.tls.as_ref())?;
-            // Bounded: a dead server is reported within seconds, not after a long
-            // backoff; later reconnects happen on use.
-            let config = ConnectionManagerConfig::new()
-                .set_number_of_retries(2)
-                .set_max_delay(Duration::from_millis(500))
-                .set_connection_timeout(Some(options.timeouts.connect))
-                .set_response_timeout(Some(options.timeouts.request));
-            let mut conn = ConnectionManager::new_with_config(client, config).await?;
-            let info: String = redis::cmd("INFO")
-                .arg("cluster")
-                .query_async(&mut conn)
-                .await?;
-            if !info.contains("cluster_enabled:1") {
+        if options.topology == Topology::Detect
+            && let Some(node) = options.nodes.first()
+        {
+            let client = tls::client(node, options.tls.as_ref())?;
+            let (conn, cluster_node) = Self::single(client, options).await?;
+            if !cluster_node {
                 return Ok(Conn::Single(conn));
             }
             tracing::debug!("the server is a cluster node: using the cluster");
@@ -63,6 +54,27 @@ impl Conn {
         }
         let cluster = builder.build()?;
         Ok(Conn::Cluster(cluster.get_async_connection().await?))
+    }
+
+    /// A reconnecting connection to the server `client` names, and whether that
+    /// server is a cluster node.
+    pub(crate) async fn single(
+        client: redis::Client,
+        options: &RedisOptions,
+    ) -> redis::RedisResult<(ConnectionManager, bool)> {
+        // Bounded: a dead server is reported within seconds, not after a long
+        // backoff; later reconnects happen on use.
+        let config = ConnectionManagerConfig::new()
+            .set_number_of_retries(2)
+            .set_max_delay(Duration::from_millis(500))
+            .set_connection_timeout(Some(options.timeouts.connect))
+            .set_response_timeout(Some(options.timeouts.request));
+        let mut conn = ConnectionManager::new_with_config(client, config).await?;
+        let info: String = redis::cmd("INFO")
+            .arg("cluster")
+            .query_async(&mut conn)
+            .await?;
+        Ok((conn, info.contains("cluster_enabled:1")))
     }
 
     pub(crate) fn is_cluster(&self) -> bool {

@@ -51,25 +51,38 @@ impl RedisDriver {
         let conn = Conn::connect(&options)
             .await
             .map_err(|e| connect_error(e, &options))?;
-        let scripts = Arc::new(Scripts::new());
-        let mut loading = conn.clone();
-        scripts.load_all(&mut loading).await.map_err(redis_error)?;
-        let wake_prefix = wake_prefix(&options.prefix);
-        let subs = match options.wake {
+        let wake_clients = match options.wake {
             WakeMode::Poll => None,
-            WakeMode::Notify => {
-                let clients = options
+            WakeMode::Notify => Some(
+                options
                     .nodes
                     .iter()
                     .map(|n| tls::client(n, options.tls.as_ref()))
                     .collect::<redis::RedisResult<Vec<_>>>()
-                    .map_err(redis_error)?;
-                Some(
-                    Subscriptions::connect(clients, &wake_prefix)
-                        .await
-                        .map_err(redis_error)?,
-                )
-            }
+                    .map_err(redis_error)?,
+            ),
+        };
+        Self::on(conn, wake_clients, options).await
+    }
+
+    /// The driver on `conn`: loads the scripts and, given `wake_clients`,
+    /// subscribes to this driver's wake channel through them (else waiters poll).
+    pub(crate) async fn on(
+        conn: Conn,
+        wake_clients: Option<Vec<redis::Client>>,
+        options: RedisOptions,
+    ) -> Result<Self> {
+        let scripts = Arc::new(Scripts::new());
+        let mut loading = conn.clone();
+        scripts.load_all(&mut loading).await.map_err(redis_error)?;
+        let wake_prefix = wake_prefix(&options.prefix);
+        let subs = match wake_clients {
+            None => None,
+            Some(clients) => Some(
+                Subscriptions::connect(clients, &wake_prefix)
+                    .await
+                    .map_err(redis_error)?,
+            ),
         };
         Ok(Self {
             conn,

@@ -123,6 +123,7 @@
 //!   hold it at once; fencing tokens checked by the resource are the defence.
 
 mod acquire;
+mod app_client;
 mod connection;
 mod contender;
 mod driver;

@@ -3,10 +3,12 @@
 
 use std::fmt;
 
-use lockkit_core::url::Timeouts;
+use lockkit_core::LockError;
+use lockkit_core::url::{PrefixRule, Timeouts};
 use redis::TlsCertificates;
 
 use crate::keys::KeyLayout;
+use crate::url::{DEFAULT_PREFIX, DEFAULT_TIMEOUTS};
 
 /// Single server, or Redis Cluster.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -151,5 +153,43 @@ impl RedisOptions {
     pub fn with_wake(mut self, wake: WakeMode) -> Self {
         self.wake = wake;
         self
+    }
+
+    /// Puts lockkit's keys under `prefix` (no braces: see the crate docs).
+    ///
+    /// # Errors
+    ///
+    /// [`LockError::Config`] for a prefix with a brace, or empty.
+    pub fn with_prefix(mut self, prefix: &str) -> Result<Self, LockError> {
+        self.prefix = PrefixRule::NoBraces
+            .check(prefix)
+            .map_err(|why| LockError::Config(format!("prefix `{prefix}`: {why}")))?;
+        Ok(self)
+    }
+
+    /// Starts a missing fencing counter as `seed` says.
+    pub fn with_fence_seed(mut self, seed: FenceSeed) -> Self {
+        self.fence_seed = seed;
+        self
+    }
+}
+
+/// `redis://127.0.0.1:6379` with lockkit's defaults: prefix `lockkit`, tagged
+/// keys, woken waiters, counter-seeded tokens. For the constructors that take the
+/// application's client, which ignore the address.
+impl Default for RedisOptions {
+    fn default() -> Self {
+        let url = "redis://127.0.0.1:6379";
+        Self {
+            nodes: vec![url.to_owned()],
+            topology: Topology::Detect,
+            prefix: DEFAULT_PREFIX.to_owned(),
+            keys: KeyLayout::default(),
+            wake: WakeMode::Notify,
+            fence_seed: FenceSeed::default(),
+            tls: None,
+            timeouts: DEFAULT_TIMEOUTS,
+            shown: url.to_owned(),
+        }
     }
 }
