@@ -57,6 +57,12 @@ impl Inner {
     /// timeout, or the credentials or certificates are refused.
     pub(crate) async fn connect(options: EtcdOptions) -> Result<Self> {
         let client = open(&options).await?;
+        Ok(Self::on(client, options))
+    }
+
+    /// The connection on `client`, already checked to answer: starts the
+    /// sweeper and the watcher.
+    pub(crate) fn on(client: Client, options: EtcdOptions) -> Self {
         let shown = options.to_string();
         let (watch_commands, watch_queue) = tokio::sync::mpsc::unbounded_channel();
         let holds = Arc::new(Holds::new(watch_commands));
@@ -69,7 +75,7 @@ impl Inner {
             progress.clone(),
             watch_queue,
         ));
-        Ok(Self {
+        Self {
             client,
             prefix: options.prefix,
             leases: Leases::default(),
@@ -80,7 +86,7 @@ impl Inner {
             sweeper,
             watcher,
             shown,
-        })
+        }
     }
 
     /// Makes sure `lease` was confirmed by a keep-alive round sent at or after
@@ -135,19 +141,32 @@ pub(crate) async fn open(options: &EtcdOptions) -> Result<Client> {
         }
     };
     // The channel connects lazily: make one request so a wrong URL fails here.
+    probe(&client, options).await?;
+    Ok(client)
+}
+
+/// One request on `client` within the connect timeout, so that a client that
+/// cannot reach the cluster fails at connect, not at the first lock.
+///
+/// # Errors
+///
+/// [`LockError::Connection`] saying why.
+pub(crate) async fn probe(client: &Client, options: &EtcdOptions) -> Result<()> {
     let mut kv = client.kv_client();
-    let probe = GetOptions::new().with_count_only();
+    let count_only = GetOptions::new().with_count_only();
+    let shown = options.to_string();
     within(
-        connect_timeout,
+        options.timeouts.connect,
         "connect",
-        kv.get(options.prefix.as_bytes().to_vec(), Some(probe)),
+        kv.get(options.prefix.as_bytes().to_vec(), Some(count_only)),
     )
     .await
     .map_err(|e| match e {
         LockError::Connection { message, .. } | LockError::Backend { message, .. } => {
-            unreachable(message)
+            let hint = tls::hint(options.tls.as_ref(), &message);
+            connection(format!("{shown}: {message}{hint}"))
         }
         other => other,
     })?;
-    Ok(client)
+    Ok(())
 }

@@ -55,6 +55,46 @@ impl EtcdDriver {
             inner: Arc::new(Inner::connect(options).await?),
         })
     }
+
+    /// The driver on the application's `etcd_client::Client`: its endpoints,
+    /// credentials and TLS settings are the client's. Only `options`' lockkit
+    /// settings are used (prefix, timeouts). The client is checked with one
+    /// request.
+    ///
+    /// The driver uses clones of the client (they share its channel) for its
+    /// leases, keep-alives and watches; it never closes the client. Build the
+    /// client with `ConnectOptions::with_require_leader(true)`, as lockkit's own
+    /// is built: then a member cut off from its leader ends the keep-alive and
+    /// watch streams at once, and holds are signalled lost then, not at lease
+    /// expiry.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::sync::Arc;
+    /// use lockkit::Locker;
+    /// use lockkit::etcd::{EtcdDriver, EtcdOptions};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let connect = etcd_client::ConnectOptions::new().with_require_leader(true);
+    /// let client = etcd_client::Client::connect(["127.0.0.1:2379"], Some(connect)).await?;
+    /// let options = EtcdOptions::default().with_prefix("app")?;
+    /// let locks = Locker::new(Arc::new(EtcdDriver::from_client(client, options).await?));
+    /// locks.lock("orders").await?.release().await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`lockkit_core::LockError::Connection`] if the client cannot reach the
+    /// cluster within the connect timeout.
+    pub async fn from_client(client: etcd_client::Client, options: EtcdOptions) -> Result<Self> {
+        crate::connection::probe(&client, &options).await?;
+        Ok(Self {
+            inner: Arc::new(Inner::on(client, options)),
+        })
+    }
 }
 
 impl Driver for EtcdDriver {

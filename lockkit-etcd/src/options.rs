@@ -70,6 +70,22 @@ impl fmt::Debug for EtcdOptions {
     }
 }
 
+/// `etcd://127.0.0.1:2379` with lockkit's defaults (prefix `lockkit`, 5 s
+/// timeouts): for [`EtcdDriver::from_client`](super::EtcdDriver::from_client),
+/// which ignores the address.
+impl Default for EtcdOptions {
+    fn default() -> Self {
+        Self {
+            endpoints: vec!["http://127.0.0.1:2379".to_owned()],
+            user: None,
+            prefix: "lockkit".to_owned(),
+            tls: None,
+            timeouts: DEFAULT_TIMEOUTS,
+            shown: "etcd://127.0.0.1:2379".to_owned(),
+        }
+    }
+}
+
 impl fmt::Display for EtcdOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.shown)
@@ -157,6 +173,19 @@ impl EtcdOptions {
     /// The key prefix (default `lockkit`).
     pub fn prefix(&self) -> &str {
         &self.prefix
+    }
+
+    /// Puts every lock under `prefix` (no control characters; a trailing `/` is
+    /// dropped), as `?prefix=` does.
+    ///
+    /// # Errors
+    ///
+    /// [`LockError::Config`] for an empty prefix or one with control characters.
+    pub fn with_prefix(mut self, prefix: &str) -> Result<Self, LockError> {
+        self.prefix = PrefixRule::Path
+            .check(prefix)
+            .map_err(|why| LockError::Config(format!("prefix {prefix:?}: {why}")))?;
+        Ok(self)
     }
 
     /// The user name, if the URL has credentials.
