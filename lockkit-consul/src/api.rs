@@ -74,17 +74,27 @@ impl Api {
         let http = builder
             .build()
             .map_err(|e| LockError::Config(format!("cannot build the HTTP client: {e}")))?;
-        Ok(Self {
+        Ok(Self::with_http(http, options))
+    }
+
+    /// The API through the application's `http` client: `options` give the
+    /// agent's address, token and datacenter; every request carries its own
+    /// timeout, whatever the client's.
+    pub(crate) fn with_http(http: reqwest::Client, options: &ConsulOptions) -> Self {
+        Self {
             http,
             base: options.base.clone(),
             token: options.token.clone(),
             datacenter: options.datacenter.clone(),
             request_timeout: options.timeouts.request,
-        })
+        }
     }
 
     fn request(&self, method: Method, path: &str) -> RequestBuilder {
-        let mut r = self.http.request(method, format!("{}{path}", self.base));
+        let mut r = self
+            .http
+            .request(method, format!("{}{path}", self.base))
+            .timeout(self.request_timeout);
         if let Some(token) = &self.token {
             r = r.header("X-Consul-Token", token);
         }

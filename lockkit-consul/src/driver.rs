@@ -43,7 +43,43 @@ impl ConsulDriver {
     /// agent cannot be reached, [`LockError::Config`](lockkit_core::LockError::Config)
     /// for a refused ACL token or session settings.
     pub async fn connect(options: ConsulOptions) -> Result<Self> {
-        let api = Api::new(&options)?;
+        Self::on(Api::new(&options)?, options).await
+    }
+
+    /// The driver through the application's `reqwest::Client`: `options` (from a
+    /// `consul://` URL) give the agent's address, ACL token and datacenter; the
+    /// client's own settings (TLS, proxy, connection pool) are used as they are,
+    /// and the URL's `tls_*` files are not. Every request carries the URL's
+    /// request timeout (a blocking query: its wait, plus that).
+    ///
+    /// The driver only sends requests through the client; it never closes it.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::sync::Arc;
+    /// use lockkit::Locker;
+    /// use lockkit::consul::{ConsulDriver, ConsulOptions};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let http = reqwest::Client::new();
+    /// let options = ConsulOptions::from_url("consul://127.0.0.1:8500?prefix=app")?;
+    /// let locks = Locker::new(Arc::new(ConsulDriver::from_client(http, options).await?));
+    /// locks.lock("orders").await?.release().await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`connect`](Self::connect).
+    pub async fn from_client(http: reqwest::Client, options: ConsulOptions) -> Result<Self> {
+        Self::on(Api::with_http(http, &options), options).await
+    }
+
+    /// The driver on `api`: checks that the agent answers and knows a leader,
+    /// and creates the session.
+    async fn on(api: Api, options: ConsulOptions) -> Result<Self> {
         api.leader().await?;
         let prefix = options.prefix.clone();
         let driver = Self {
