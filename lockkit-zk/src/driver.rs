@@ -47,6 +47,51 @@ impl ZkDriver {
         Ok(driver)
     }
 
+    /// The driver on the application's `zookeeper_client::Client`: its servers,
+    /// credentials, TLS settings and chroot are the client's; `options` give the
+    /// rest, with paths under the client's chroot (the options' own chroot, if
+    /// any, below it).
+    ///
+    /// lockkit needs the session's events, and has them from the client's state
+    /// watcher: when the connection drops, every hold is signalled lost at once,
+    /// as with a session of lockkit's own. The driver uses that one session and
+    /// never closes it. When it ends (expired, closed by the application), the
+    /// driver opens no other: every later request fails with
+    /// [`LockError::Connection`](lockkit_core::LockError::Connection), and the
+    /// application builds a new driver on a new client.
+    ///
+    /// Nodes are created with open ACLs, or creator-only ones when `options`
+    /// carry digest credentials (`zk://user:password@…`): then the client must
+    /// have added that identity with `Client::auth`.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::sync::Arc;
+    /// use lockkit::Locker;
+    /// use lockkit::zk::{ZkDriver, ZkOptions};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let client = zookeeper_client::Client::connect("127.0.0.1:2181/app").await?;
+    /// let locks = Locker::new(Arc::new(ZkDriver::from_client(client, ZkOptions::default()).await?));
+    /// locks.lock("orders").await?.release().await?; // under /app/lockkit
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`LockError::Connection`](lockkit_core::LockError::Connection) if the
+    /// client's session is already over, or the root node cannot be created.
+    pub async fn from_client(client: zookeeper_client::Client, options: ZkOptions) -> Result<Self> {
+        let driver = Self {
+            sessions: Sessions::given(options, client),
+            holds: Arc::new(Holds::default()),
+        };
+        driver.sessions.get().await?;
+        Ok(driver)
+    }
+
     /// The options this driver was connected with.
     pub fn options(&self) -> &ZkOptions {
         self.sessions.options()

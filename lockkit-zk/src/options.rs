@@ -52,6 +52,26 @@ pub struct ZkOptions {
     shown: String,
 }
 
+/// `zk://127.0.0.1:2181` with lockkit's defaults: no chroot (locks under
+/// `/lockkit`), lockkit's own recipe, a 10 s session timeout, open ACLs. For
+/// [`ZkDriver::from_client`](crate::ZkDriver::from_client), which ignores the
+/// address and sees paths under the client's own chroot.
+impl Default for ZkOptions {
+    fn default() -> Self {
+        Self {
+            hosts: "127.0.0.1:2181".to_owned(),
+            root: "/lockkit".to_owned(),
+            chroot: String::new(),
+            recipe: Recipe::default(),
+            digest: None,
+            session_timeout: DEFAULT_SESSION_TIMEOUT,
+            timeouts: DEFAULT_TIMEOUTS,
+            tls: None,
+            shown: "zk://127.0.0.1:2181".to_owned(),
+        }
+    }
+}
+
 impl fmt::Debug for ZkOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ZkOptions")

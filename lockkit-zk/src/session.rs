@@ -105,6 +105,9 @@ impl Session {
 pub(crate) struct Sessions {
     options: ZkOptions,
     current: Mutex<Option<Arc<Session>>>,
+    /// The application's client, until its session is first used: with one,
+    /// the driver has that session only and opens none of its own.
+    given: Option<std::sync::Mutex<Option<Client>>>,
 }
 
 impl Sessions {
@@ -112,6 +115,16 @@ impl Sessions {
         Self {
             options,
             current: Mutex::new(None),
+            given: None,
+        }
+    }
+
+    /// The sessions of a driver on the application's `client`: that one only.
+    pub(crate) fn given(options: ZkOptions, client: Client) -> Self {
+        Self {
+            options,
+            current: Mutex::new(None),
+            given: Some(std::sync::Mutex::new(Some(client))),
         }
     }
 
@@ -141,12 +154,21 @@ impl Sessions {
         {
             return Ok(s.clone());
         }
-        let session = Arc::new(self.open().await?);
+        let client = match &self.given {
+            None => self.connect().await?,
+            Some(given) => given
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take()
+                .ok_or_else(given_session_ended)?,
+        };
+        let session = Arc::new(self.start(client).await?);
         *current = Some(session.clone());
         Ok(session)
     }
 
-    async fn open(&self) -> Result<Session> {
+    /// A new session on the servers of the options.
+    async fn connect(&self) -> Result<Client> {
         let o = &self.options;
         let mut connector = Client::connector()
             .with_session_timeout(o.session_timeout)
@@ -163,21 +185,25 @@ impl Sessions {
             }
         };
         let started = tokio::time::Instant::now();
-        let client = match tokio::time::timeout(o.timeouts.connect, connecting).await {
-            Ok(Ok(client)) => client,
-            Ok(Err(e)) => return Err(connect_error(o, e, started.elapsed())),
-            Err(_) => {
-                return Err(LockError::Connection {
-                    driver: crate::driver::NAME,
-                    message: format!(
-                        "no ZooKeeper session with {}: no answer within {} (connect_timeout_ms)",
-                        o.hosts,
-                        lockkit_core::human_duration(o.timeouts.connect)
-                    ),
-                    source: None,
-                });
-            }
-        };
+        match tokio::time::timeout(o.timeouts.connect, connecting).await {
+            Ok(Ok(client)) => Ok(client),
+            Ok(Err(e)) => Err(connect_error(o, e, started.elapsed())),
+            Err(_) => Err(LockError::Connection {
+                driver: crate::driver::NAME,
+                message: format!(
+                    "no ZooKeeper session with {}: no answer within {} (connect_timeout_ms)",
+                    o.hosts,
+                    lockkit_core::human_duration(o.timeouts.connect)
+                ),
+                source: None,
+            }),
+        }
+    }
+
+    /// Starts using `client`'s session: creates the root if needed, and follows
+    /// the session's state.
+    async fn start(&self, client: Client) -> Result<Session> {
+        let o = &self.options;
         // The root (`<chroot>/lockkit`) is persistent; each key's node is a
         // container under it, which the server deletes once its queue is empty.
         // Look first: creating under a node another identity owns is refused
@@ -203,6 +229,18 @@ impl Sessions {
             request_timeout: o.timeouts.request,
             drops,
         })
+    }
+}
+
+/// Why a driver on the application's client has no session any more.
+fn given_session_ended() -> LockError {
+    LockError::Connection {
+        driver: crate::driver::NAME,
+        message: "the application's ZooKeeper session has ended, and a driver built on \
+                  the application's client opens no session of its own: build a new \
+                  driver on a new client"
+            .to_owned(),
+        source: None,
     }
 }
 
