@@ -6,6 +6,7 @@ use tokio::time::Instant;
 use super::guard::LockGuard;
 use super::hold::Hold;
 use super::locker::Locker;
+use super::metrics::Labels;
 use super::pending::PendingAcquire;
 use super::request::LockRequest;
 use crate::driver::{AcquireRequest, Admission, Held, admit};
@@ -45,27 +46,32 @@ impl Locker {
             ttl_ms = ttl.as_millis() as u64
         );
         let started = Instant::now();
+        let labels = Labels::new(&self.inner, req.mode, &key);
         // From here on, dropping this future cancels the wait and releases whatever
         // the in-flight attempt is granted, after it lands (see `pending`).
         let mut pending = PendingAcquire::start(driver.clone(), request, span.clone());
-        let grant = match pending.join().await {
+        let joined = pending.join().await;
+        // Never report "acquired" after the lease deadline.
+        let late = matches!(&joined, Ok(grant) if Instant::now() >= grant.deadline);
+        let granted = if late {
+            Err(LockError::lost(
+                &key,
+                format!("the lease of {ttl:?} ran out before the grant arrived; use a longer TTL"),
+            ))
+        } else {
+            joined
+        };
+        labels.acquired(started, &granted);
+        let grant = match granted {
             Ok(grant) => grant,
             Err(e) => {
-                if e.is_retryable() {
-                    // Unknown outcome: the backend may have granted it.
+                // Unknown outcome (the backend may have granted it), or too late.
+                if late || e.is_retryable() {
                     pending.release_later();
                 }
                 return Err(e);
             }
         };
-        if Instant::now() >= grant.deadline {
-            // Never report "acquired" after the lease deadline.
-            pending.release_later();
-            return Err(LockError::lost(
-                &key,
-                format!("the lease of {ttl:?} ran out before the grant arrived; use a longer TTL"),
-            ));
-        }
         span.in_scope(|| {
             tracing::debug!(
                 token = grant.token.get(),
@@ -76,7 +82,7 @@ impl Locker {
         let renew_ttl = (!req.fixed).then_some(ttl);
         let (hold, wake_watchdog) = self
             .inner
-            .register(|| Hold::new(grant, ttl, renew_ttl, started));
+            .register(|| Hold::new(grant, ttl, renew_ttl, started, labels));
         if wake_watchdog {
             self.ensure_watchdog();
         }

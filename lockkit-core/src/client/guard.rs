@@ -146,7 +146,9 @@ impl LockGuard {
             return Err(LockError::lost(&hold.key, reason.to_string()));
         }
         let sent_at = Instant::now();
-        match self.inner.driver.extend(&hold.key, &hold.owner, ttl).await {
+        let extended = self.inner.driver.extend(&hold.key, &hold.owner, ttl).await;
+        hold.meter.labels.renewal(extended.is_ok());
+        match extended {
             Ok(deadline) => {
                 hold.renewed(deadline, sent_at);
                 Ok(())
@@ -221,10 +223,13 @@ impl LockGuard {
                 tracing::debug!(key = %hold.key, token = hold.token.get(), "released");
                 Ok(())
             }
-            Ok(false) => Err(LockError::lost(
-                &hold.key,
-                "the backend no longer held it at release; the lease had expired or the hold was removed",
-            )),
+            Ok(false) => {
+                hold.meter.lost();
+                Err(LockError::lost(
+                    &hold.key,
+                    "the backend no longer held it at release; the lease had expired or the hold was removed",
+                ))
+            }
             Err(e) => Err(e),
         }
     }

@@ -7,6 +7,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+use super::metrics::{HoldMeter, Labels};
 use crate::driver::LockMode;
 use crate::loss::LossSignal;
 use crate::types::{FencingToken, LockKey, OwnerId};
@@ -55,6 +56,8 @@ pub(crate) struct Hold {
     /// Fired by the driver when the backend drops the hold.
     pub(crate) loss: Option<LossSignal>,
     pub(crate) state: watch::Sender<HoldState>,
+    /// Its part in the metrics.
+    pub(crate) meter: HoldMeter,
     inner: Mutex<HoldInner>,
 }
 
@@ -71,6 +74,7 @@ impl Hold {
         ttl: Duration,
         renew_ttl: Option<Duration>,
         acquired_at: Instant,
+        labels: Labels,
     ) -> Self {
         let crate::driver::Grant {
             key,
@@ -95,6 +99,7 @@ impl Hold {
             effective_ttl: effective_ttl.unwrap_or(ttl),
             loss,
             state,
+            meter: HoldMeter::new(labels),
             inner: Mutex::new(HoldInner {
                 count: 1,
                 released: false,
@@ -188,5 +193,6 @@ impl Hold {
                 st.lost = Some(reason);
             }
         });
+        self.meter.lost();
     }
 }

@@ -71,6 +71,20 @@ pub(crate) struct Inner {
     watchdog_started: OnceLock<()>,
     pub(super) default_ttl: Duration,
     label: Mutex<Option<Arc<str>>>,
+    /// How keys are grouped in the metrics' `group` label.
+    #[cfg(feature = "metrics")]
+    metrics_group: Mutex<Option<super::metrics::GroupFn>>,
+}
+
+impl Inner {
+    /// The grouping set by [`Locker::with_metrics_group`], if any.
+    #[cfg(feature = "metrics")]
+    pub(crate) fn metrics_group(&self) -> Option<super::metrics::GroupFn> {
+        self.metrics_group
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
 }
 
 impl Drop for Inner {
@@ -105,6 +119,8 @@ impl Locker {
                 watchdog_started: OnceLock::new(),
                 default_ttl: ttl,
                 label: Mutex::default(),
+                #[cfg(feature = "metrics")]
+                metrics_group: Mutex::default(),
             }),
         }
     }
@@ -117,6 +133,37 @@ impl Locker {
     pub fn with_label(self, label: impl Into<String>) -> Self {
         let label = crate::types::clean_label(label.into());
         *self.inner.label.lock().unwrap_or_else(|e| e.into_inner()) = Some(label.into());
+        self
+    }
+
+    /// Groups keys in the metrics' `group` label by `group` (the `metrics`
+    /// feature): `lockkit_*` metrics are labelled with the driver, the mode and
+    /// `group(key)`, for the holds this client and its clones take from now on.
+    /// Without it every key is in the group `all`. Keep the number of groups
+    /// small: each is a time series per metric in the exporter.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use lockkit::{Locker, mem::MemDriver};
+    ///
+    /// // `inventory:sku-42` is in the group `inventory`.
+    /// let locker = Locker::new(Arc::new(MemDriver::new())).with_metrics_group(|key| {
+    ///     key.as_str().split(':').next().unwrap_or_default().to_owned()
+    /// });
+    /// assert_eq!(locker.driver().name(), "mem");
+    /// ```
+    #[cfg(feature = "metrics")]
+    pub fn with_metrics_group(
+        self,
+        group: impl Fn(&LockKey) -> String + Send + Sync + 'static,
+    ) -> Self {
+        *self
+            .inner
+            .metrics_group
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(group));
         self
     }
 

@@ -11,6 +11,7 @@ mod label;
 mod leadership;
 mod locker;
 mod lost;
+pub mod metrics;
 mod observe;
 mod pending;
 mod registry;

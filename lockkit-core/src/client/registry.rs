@@ -44,6 +44,7 @@ impl Inner {
             _ => {
                 let hold = Arc::new(hold);
                 holds.map.insert(slot, Arc::downgrade(&hold));
+                hold.meter.started();
                 hold
             }
         };
@@ -57,6 +58,7 @@ impl Inner {
 
     /// Forgets a hold that was released or lost.
     pub(crate) fn forget(&self, hold: &Hold) {
+        hold.meter.ended(hold.lost_reason().is_some());
         let mut holds = self.holds();
         let slot = (hold.key.clone(), hold.owner.clone());
         if let Some(existing) = holds.map.get(&slot)

@@ -31,6 +31,9 @@ pub(crate) async fn run(inner: Weak<Inner>, wake: Arc<Notify>) {
                     if hold.is_released() {
                         continue;
                     }
+                    hold.meter
+                        .labels
+                        .renewal(matches!(result, Ok(d) if d > Instant::now()));
                     match result {
                         Ok(deadline) if deadline > Instant::now() => {
                             hold.renewed(deadline, sent_at);

@@ -1,0 +1,198 @@
+//! The metrics a `Locker` records (the `metrics` feature), read back through a
+//! recorder after a scripted workload on the mem driver: every count exact.
+#![cfg(test)] // Test code throughout: clippy.toml allows unwrap, expect and panic here.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use lockkit_core::mem::MemDriver;
+use lockkit_core::metrics::names;
+use lockkit_core::{LockError, LockKey, Locker};
+use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
+
+/// A metric's name, its labels, and its value.
+type Metric = (String, Vec<(String, String)>, DebugValue);
+
+/// What the recorder holds (`backend` is always `mem`).
+struct Seen(Vec<Metric>);
+
+impl Seen {
+    fn take(snapshotter: &Snapshotter) -> Self {
+        Self(
+            snapshotter
+                .snapshot()
+                .into_vec()
+                .into_iter()
+                .map(|(key, _, _, value)| {
+                    let key = key.key();
+                    let labels = key
+                        .labels()
+                        .map(|l| (l.key().to_owned(), l.value().to_owned()))
+                        .collect();
+                    (key.name().to_owned(), labels, value)
+                })
+                .collect(),
+        )
+    }
+
+    fn find(&self, name: &str, labels: &[(&str, &str)]) -> Option<&DebugValue> {
+        self.0
+            .iter()
+            .find(|(n, ls, _)| {
+                n == name
+                    && ls.len() == labels.len() + 1
+                    && ls.iter().any(|(k, v)| k == "backend" && v == "mem")
+                    && labels
+                        .iter()
+                        .all(|(k, v)| ls.iter().any(|(lk, lv)| lk == k && lv == v))
+            })
+            .map(|(_, _, v)| v)
+    }
+
+    fn counter(&self, name: &str, labels: &[(&str, &str)]) -> u64 {
+        match self.find(name, labels) {
+            Some(DebugValue::Counter(n)) => *n,
+            None => 0,
+            other => panic!("{name} {labels:?} is not a counter: {other:?}"),
+        }
+    }
+
+    fn gauge(&self, name: &str, labels: &[(&str, &str)]) -> f64 {
+        match self.find(name, labels) {
+            Some(DebugValue::Gauge(v)) => v.into_inner(),
+            other => panic!("{name} {labels:?} is not a gauge: {other:?}"),
+        }
+    }
+
+    fn histogram(&self, name: &str, labels: &[(&str, &str)]) -> Vec<f64> {
+        match self.find(name, labels) {
+            Some(DebugValue::Histogram(v)) => v.iter().map(|x| x.into_inner()).collect(),
+            None => Vec::new(),
+            other => panic!("{name} {labels:?} is not a histogram: {other:?}"),
+        }
+    }
+}
+
+/// The workload: two exclusive holds of `inventory:*` (one released, one lost), a
+/// refused try and a timed-out wait on it, an extend that kept a hold and one that
+/// failed; two readers of `report:x` and a permit of `jobs:x`, still held.
+async fn workload(locker: &Locker) -> Vec<lockkit_core::LockGuard> {
+    let first = locker.lock("inventory:1").await.unwrap();
+    assert!(matches!(
+        locker.try_lock("inventory:1").await,
+        Err(LockError::Contended { .. })
+    ));
+    assert!(matches!(
+        locker
+            .lock("inventory:1")
+            .wait(Duration::from_millis(20))
+            .await,
+        Err(LockError::Timeout { .. })
+    ));
+    first.extend(Duration::from_secs(5)).await.unwrap();
+    first.release().await.unwrap();
+
+    let second = locker.lock("inventory:2").await.unwrap();
+    let key: LockKey = "inventory:2".parse().unwrap();
+    locker.driver().force_release(&key).await.unwrap();
+    assert!(
+        second
+            .extend(Duration::from_secs(5))
+            .await
+            .unwrap_err()
+            .is_lost()
+    );
+    drop(second);
+
+    vec![
+        locker.read_lock("report:x").await.unwrap(),
+        locker.read_lock("report:x").await.unwrap(),
+        locker.semaphore("jobs:x", 2).acquire().await.unwrap(),
+    ]
+}
+
+#[test]
+fn a_scripted_workload_is_counted_exactly_by_key_group() {
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let seen = metrics::with_local_recorder(&recorder, || {
+        runtime.block_on(async {
+            let locker = Locker::new(Arc::new(MemDriver::new())).with_metrics_group(|key| {
+                key.as_str()
+                    .split(':')
+                    .next()
+                    .unwrap_or_default()
+                    .to_owned()
+            });
+            let held = workload(&locker).await;
+            let seen = Seen::take(&snapshotter);
+            drop(held);
+            seen
+        })
+    });
+
+    let inventory = [("mode", "exclusive"), ("group", "inventory")];
+    let report = [("mode", "shared"), ("group", "report")];
+    let jobs = [("mode", "permit"), ("group", "jobs")];
+    assert_eq!(seen.counter(names::GRANTS, &inventory), 2);
+    assert_eq!(seen.counter(names::GRANTS, &report), 2);
+    assert_eq!(seen.counter(names::GRANTS, &jobs), 1);
+    assert_eq!(seen.counter(names::CONTENDED, &inventory), 1);
+    assert_eq!(seen.counter(names::TIMEOUTS, &inventory), 1);
+    assert_eq!(seen.counter(names::RENEWALS, &inventory), 1);
+    assert_eq!(seen.counter(names::RENEWAL_FAILURES, &inventory), 1);
+    assert_eq!(seen.counter(names::LOST, &inventory), 1);
+    assert_eq!(seen.counter(names::LOST, &report), 0);
+
+    assert_eq!(seen.gauge(names::HELD, &inventory), 0.0);
+    assert_eq!(seen.gauge(names::HELD, &report), 2.0);
+    assert_eq!(seen.gauge(names::HELD, &jobs), 1.0);
+
+    let waited = |outcome| {
+        let mut labels = inventory.to_vec();
+        labels.push(("outcome", outcome));
+        seen.histogram(names::ACQUIRE_WAIT_SECONDS, &labels)
+    };
+    assert_eq!(waited("granted").len(), 2);
+    assert_eq!(waited("contended").len(), 1);
+    let timed_out = waited("timeout");
+    assert_eq!(timed_out.len(), 1);
+    assert!(timed_out[0] >= 0.020, "the timed-out wait: {timed_out:?}");
+    assert_eq!(seen.histogram(names::HOLD_SECONDS, &inventory).len(), 2);
+    assert!(seen.histogram(names::HOLD_SECONDS, &report).is_empty());
+
+    // The key itself is never a label.
+    assert!(
+        !seen
+            .0
+            .iter()
+            .any(|(_, labels, _)| labels.iter().any(|(_, v)| v.contains(':'))),
+        "a raw key in the labels"
+    );
+}
+
+#[test]
+fn without_a_grouping_every_key_is_in_the_group_all() {
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    metrics::with_local_recorder(&recorder, || {
+        runtime.block_on(async {
+            let locker = Locker::new(Arc::new(MemDriver::new()));
+            for key in ["a", "b", "c"] {
+                locker.lock(key).await.unwrap().release().await.unwrap();
+            }
+        })
+    });
+    let seen = Seen::take(&snapshotter);
+    let all = [("mode", "exclusive"), ("group", names::DEFAULT_GROUP)];
+    assert_eq!(seen.counter(names::GRANTS, &all), 3);
+    assert_eq!(seen.gauge(names::HELD, &all), 0.0);
+}
