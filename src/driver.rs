@@ -9,6 +9,29 @@
 //! [`LossSignal`] tells the client a session-bound hold is gone, and
 //! [`renew_in_batches`] renews many holds in few requests. The
 //! `lockkit-conformance` crate proves a driver keeps the contract.
+//!
+//! # Examples
+//!
+//! ```
+//! use std::time::Duration;
+//! use lockkit::{Locker, driver};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), lockkit::LockError> {
+//! // The drivers compiled in (`sqlite` is the default feature), found by URL scheme.
+//! let sqlite = driver::DRIVERS.iter().find(|d| d.accepts("sqlite::memory:"));
+//! assert_eq!(sqlite.map(|d| d.feature), Some("sqlite"));
+//!
+//! // The bare driver, for a `Locker` with settings of its own.
+//! let bare = driver::connect("sqlite::memory:").await?;
+//! let locker = Locker::with_default_ttl(bare, Duration::from_secs(10));
+//! locker.try_lock("jobs/nightly").await?.release().await?;
+//!
+//! // A mistyped scheme is refused with a suggestion.
+//! let err = driver::connect("postgress://db/app").await.err();
+//! assert!(err.is_some_and(|e| e.to_string().contains("did you mean `postgres://`?")));
+//! # Ok(()) }
+//! ```
 
 use std::sync::Arc;
 

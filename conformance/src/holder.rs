@@ -8,6 +8,30 @@
 //! killed. If it learns that the lock was lost first (for instance after being
 //! stopped with SIGSTOP past its lease and resumed), it prints
 //! `LOCKKIT-HOLDER LOST <reason>` and exits.
+//!
+//! # Examples
+//!
+//! The parent's side, with a stand-in child that prints what a real holder prints
+//! once it has the lock (a real one runs [`child_main`]):
+//!
+//! ```
+//! use std::process::Command;
+//! use std::time::Duration;
+//! use lockkit_conformance::holder::{ACQUIRED, HolderProcess};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), String> {
+//! let mut child = Command::new("sh");
+//! child.arg("-c").arg(format!("echo '{ACQUIRED} 7 2000'; exec sleep 60"));
+//! let ttl = Duration::from_secs(1);
+//! let (holder, token) = HolderProcess::start(child, "mem://", "jobs/nightly", ttl).await?;
+//! assert_eq!(token, 7);
+//! assert_eq!(holder.effective_ttl(), Duration::from_secs(2)); // the backend raised it
+//! holder.stop()?; // frozen, as in a long GC pause
+//! holder.resume()?;
+//! holder.kill().await;
+//! # Ok(()) }
+//! ```
 
 use std::future::Future;
 use std::io::Write;

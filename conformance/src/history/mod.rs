@@ -23,6 +23,30 @@
 //! Workers write without checking [`LockGuard::is_lost`](lockkit_core::LockGuard)
 //! first, like an application stalled between its check and its write: fencing
 //! must catch them.
+//!
+//! # Examples
+//!
+//! A history recorded by hand: a holder stalls past its lease and writes after its
+//! successor has.
+//!
+//! ```
+//! use std::time::Duration;
+//! use lockkit_conformance::history::{FencedResource, Recorder, check};
+//! use tokio::time::Instant;
+//!
+//! let recorder = Recorder::new();
+//! let resource = FencedResource::new(recorder.clone());
+//! let t0 = Instant::now();
+//! let old = recorder.grant(0, 1, t0, t0); // client 0, token 1
+//! recorder.held_until(old, t0 + Duration::from_millis(10)); // its lease ran out
+//! let t1 = t0 + Duration::from_millis(20);
+//! let new = recorder.grant(1, 2, t1, t1); // client 1, token 2
+//! assert!(resource.write(new, 2));
+//! assert!(!resource.write(old, 1)); // the stalled holder's late write: refused
+//! let verdict = check(&recorder.history());
+//! assert_eq!((verdict.grants, verdict.writes, verdict.stale_rejected), (2, 2, 1));
+//! assert!(verdict.is_safe());
+//! ```
 
 mod checker;
 mod record;

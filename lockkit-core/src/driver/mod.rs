@@ -15,6 +15,29 @@
 //! - [`Driver`] and [`DriverEntry`]: how the facade finds a driver by URL;
 //! - [`wait_for_grant`]: the one wait loop, around a driver's [`Contender`];
 //! - [`admit`]: the mode rules, for drivers that keep a key's holders themselves.
+//!
+//! # Examples
+//!
+//! The contract as the client machinery drives it, on the `mem` driver:
+//!
+//! ```
+//! use std::time::Duration;
+//! use lockkit::driver::{AcquireRequest, LockDriver, LockMode, Wait};
+//! use lockkit::{LockError, LockKey, OwnerId, mem::MemDriver}; // `mem`: the `mem` feature
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), LockError> {
+//! let driver = MemDriver::new();
+//! assert!(driver.capabilities().supports(LockMode::Shared));
+//! let (key, ttl) = (LockKey::new("orders")?, Duration::from_secs(10));
+//! let first = AcquireRequest::new(key.clone(), OwnerId::new(), ttl, Wait::NoWait);
+//! let grant = driver.acquire(&first).await?;
+//! let second = AcquireRequest::new(key.clone(), OwnerId::new(), ttl, Wait::NoWait);
+//! assert!(matches!(driver.acquire(&second).await, Err(LockError::Contended { .. })));
+//! assert!(driver.release(&key, &grant.owner).await?);
+//! assert!(driver.acquire(&second).await?.token > grant.token);
+//! # Ok(()) }
+//! ```
 
 mod admission;
 mod capabilities;

@@ -1,6 +1,23 @@
 //! How the facade finds a driver by URL: each driver implements [`Driver`] once, and
 //! its `DRIVER` entry, [`DriverEntry::of`], is derived from it (as sqlx derives
 //! `AnyDriver` from `Database::NAME` and `URL_SCHEMES`).
+//!
+//! # Examples
+//!
+//! ```
+//! use lockkit::driver::registry::{BUILT_IN, POSTGRES, url_scheme};
+//! use lockkit::mem::DRIVER; // `mem`: the `mem` feature
+//!
+//! assert_eq!(url_scheme("sqlite::memory:"), Some("sqlite"));
+//! assert!(DRIVER.accepts("MEM://jobs"));
+//! assert!(!DRIVER.accepts("redis://localhost:6379"));
+//!
+//! // Every driver of lockkit's own is known by scheme, compiled in or not: so a
+//! // missing one can be named with the feature that brings it.
+//! let pg = BUILT_IN.iter().find(|d| d.schemes.contains(&"postgresql"));
+//! assert_eq!(pg.map(|d| d.feature), Some(POSTGRES.feature));
+//! assert_eq!(POSTGRES.default_port, Some(5432));
+//! ```
 
 use std::fmt;
 use std::future::Future;

@@ -10,6 +10,26 @@
 //! affected means "stale, rejected". For an in-process resource, use [`FencedCell`].
 //! Bind a token as the `BIGINT` SQL drivers take with `i64::try_from(token)`
 //! ([`crate::FencingToken`] converts, checked).
+//!
+//! # Examples
+//!
+//! ```
+//! use lockkit::FencingToken;
+//! use lockkit::fence::{FencedCell, FencedUpdate, Placeholders, StaleToken};
+//!
+//! // In process: the holder with token 8 has written; a paused one with 7 is refused.
+//! let balance = FencedCell::new(100i64);
+//! balance.write(FencingToken(8), |b| *b -= 30)?;
+//! let refused = balance.write(FencingToken(7), |b| *b -= 30);
+//! assert_eq!(refused, Err(StaleToken { presented: FencingToken(7), highest: FencingToken(8) }));
+//! assert_eq!(balance.get(), 70);
+//!
+//! // In SQL: bind the balance, the token as `i64`, then the account id.
+//! let sql = FencedUpdate::new("accounts", "id").set("balance").sql(Placeholders::Dollar)?;
+//! assert_eq!(sql, "UPDATE accounts SET balance = $1, fence = $2 WHERE id = $3 AND fence <= $2");
+//! assert_eq!(i64::try_from(FencingToken(8))?, 8);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 use std::fmt;
 use std::sync::Mutex;

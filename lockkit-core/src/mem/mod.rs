@@ -11,6 +11,28 @@
 //! overtakes a writer queued before it, and queued permits count against the
 //! limit. A release wakes exactly the waiters it makes room for (one, for a
 //! mutex), plus the next one in line.
+//!
+//! # Examples
+//!
+//! ```
+//! use std::sync::Arc;
+//! use lockkit::{Locker, mem::MemDriver}; // `mem`: the `mem` feature
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), lockkit::LockError> {
+//! // Two clients of the store named `billing`, as `mem://billing` connects them.
+//! let a = Locker::new(Arc::new(MemDriver::named("billing")));
+//! let b = lockkit::connect("mem://billing").await?;
+//! let guard = a.try_lock("nightly-report").await?;
+//! assert!(b.try_lock("nightly-report").await.is_err());
+//! assert!(b.is_locked("nightly-report").await?);
+//!
+//! // A private store shares nothing.
+//! let c = Locker::new(Arc::new(MemDriver::new()));
+//! assert!(!c.is_locked("nightly-report").await?);
+//! guard.release().await?;
+//! # Ok(()) }
+//! ```
 
 mod contender;
 mod slot;

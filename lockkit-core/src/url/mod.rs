@@ -5,6 +5,31 @@
 //! a "did you mean" ([`did_you_mean`]). [`Timeouts`] are the two time limits every
 //! networked driver takes from its URL. The helpers below read the pieces:
 //! percent-decoding, `user:password@` and `host:port` lists.
+//!
+//! # Examples
+//!
+//! A driver's URL, read with these pieces:
+//!
+//! ```
+//! use std::time::Duration;
+//! use lockkit::driver::url::{ParsedUrl, Timeouts, credentials, host_port};
+//!
+//! let url = "Acme://app:p%40ss@h1:7000,h2:7000/ns?connect_timeout_ms=500";
+//! let mut parsed = ParsedUrl::parse(url, &["acme"], "acme://host:port")?;
+//! let server = parsed.server()?;
+//! let (user, password) =
+//!     credentials(server.userinfo.unwrap_or_default()).map_err(|why| parsed.invalid(why))?;
+//! assert_eq!((user.as_str(), password.as_str()), ("app", "p@ss"));
+//! for host in server.host_list() {
+//!     assert_eq!(host_port(host, "acme listens on 7000"), Ok(7000));
+//! }
+//! assert_eq!(server.path, "/ns");
+//! let defaults = Timeouts::new(Duration::from_secs(5), Duration::from_secs(2));
+//! let timeouts = parsed.query.take_timeouts(defaults)?;
+//! assert_eq!(timeouts, Timeouts::new(Duration::from_millis(500), Duration::from_secs(2)));
+//! parsed.query.finish()?;
+//! # Ok::<(), lockkit::LockError>(())
+//! ```
 
 mod parsed;
 mod prefix;
