@@ -71,6 +71,9 @@
 #![cfg_attr(not(test), forbid(clippy::panic))]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+#[cfg(feature = "blocking")]
+#[cfg_attr(docsrs, doc(cfg(feature = "blocking")))]
+pub mod blocking;
 pub mod driver;
 
 pub use lockkit_core::{
@@ -90,6 +93,12 @@ macro_rules! cfg_driver {
             $item
         )*
     };
+}
+
+cfg_driver! { "metrics" =>
+    /// Metrics through the `metrics` facade: their names and labels, and
+    /// [`metrics::describe`]. See [`Locker::with_metrics_group`].
+    pub use lockkit_core::metrics;
 }
 
 cfg_driver! { "mem" =>
