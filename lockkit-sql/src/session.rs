@@ -196,7 +196,6 @@ impl<B: SessionBackend> SessionDriver<B> {
     }
 
     async fn try_acquire(&self, req: &AcquireRequest) -> Result<Option<Grant>> {
-        self.backend.check_key(&req.key)?;
         let sent = Instant::now();
         let grant = |token| Grant::of(req, token, sent + req.ttl);
         if let Some(own) = self.held(&req.key, &req.owner) {
@@ -286,6 +285,8 @@ impl<B: SessionBackend> LockDriver for SessionDriver<B> {
 
     async fn acquire(&self, req: &AcquireRequest) -> Result<Grant> {
         req.require_mode(self.backend.name(), self.capabilities())?;
+        // Once, before waiting: a key is as valid on the last poll as on the first.
+        self.backend.check_key(&req.key)?;
         acquire_polling(req, self.backend.wake(), self.backend.poll_cap(), || {
             self.try_acquire(req)
         })
