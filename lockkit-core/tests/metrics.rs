@@ -73,6 +73,18 @@ impl Seen {
     }
 }
 
+/// Runs `work` on a runtime of its own (every task on this thread) with a
+/// recorder of its own: what `work` returns, given the recorder's snapshotter.
+fn recorded<F: Future<Output = Seen>>(work: impl FnOnce(Snapshotter) -> F) -> Seen {
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    metrics::with_local_recorder(&recorder, || runtime.block_on(work(snapshotter)))
+}
+
 /// The workload: two exclusive holds of `inventory:*` (one released, one lost), a
 /// refused try and a timed-out wait on it, an extend that kept a hold and one that
 /// failed; two readers of `report:x` and a permit of `jobs:x`, still held.
@@ -113,26 +125,18 @@ async fn workload(locker: &Locker) -> Vec<lockkit_core::LockGuard> {
 
 #[test]
 fn a_scripted_workload_is_counted_exactly_by_key_group() {
-    let recorder = DebuggingRecorder::new();
-    let snapshotter = recorder.snapshotter();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let seen = metrics::with_local_recorder(&recorder, || {
-        runtime.block_on(async {
-            let locker = Locker::new(Arc::new(MemDriver::new())).with_metrics_group(|key| {
-                key.as_str()
-                    .split(':')
-                    .next()
-                    .unwrap_or_default()
-                    .to_owned()
-            });
-            let held = workload(&locker).await;
-            let seen = Seen::take(&snapshotter);
-            drop(held);
-            seen
-        })
+    let seen = recorded(|snapshotter| async move {
+        let locker = Locker::new(Arc::new(MemDriver::new())).with_metrics_group(|key| {
+            key.as_str()
+                .split(':')
+                .next()
+                .unwrap_or_default()
+                .to_owned()
+        });
+        let held = workload(&locker).await;
+        let seen = Seen::take(&snapshotter);
+        drop(held);
+        seen
     });
 
     let inventory = [("mode", "exclusive"), ("group", "inventory")];
@@ -177,21 +181,13 @@ fn a_scripted_workload_is_counted_exactly_by_key_group() {
 
 #[test]
 fn without_a_grouping_every_key_is_in_the_group_all() {
-    let recorder = DebuggingRecorder::new();
-    let snapshotter = recorder.snapshotter();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    metrics::with_local_recorder(&recorder, || {
-        runtime.block_on(async {
-            let locker = Locker::new(Arc::new(MemDriver::new()));
-            for key in ["a", "b", "c"] {
-                locker.lock(key).await.unwrap().release().await.unwrap();
-            }
-        })
+    let seen = recorded(|snapshotter| async move {
+        let locker = Locker::new(Arc::new(MemDriver::new()));
+        for key in ["a", "b", "c"] {
+            locker.lock(key).await.unwrap().release().await.unwrap();
+        }
+        Seen::take(&snapshotter)
     });
-    let seen = Seen::take(&snapshotter);
     let all = [("mode", "exclusive"), ("group", names::DEFAULT_GROUP)];
     assert_eq!(seen.counter(names::GRANTS, &all), 3);
     assert_eq!(seen.gauge(names::HELD, &all), 0.0);

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lockkit::Locker;
+use lockkit::driver::LockDriver;
 use lockkit::mysql::{self, MySqlOptions};
 use lockkit::postgres::{self, PgOptions};
 use lockkit::sqlite::SqliteDriver;
@@ -22,18 +23,19 @@ async fn still_open<DB: sqlx::Database>(pool: &sqlx::Pool<DB>) {
     pool.acquire().await.unwrap().ping().await.unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_postgres_pool_of_the_application_serves_every_mode_and_stays_open() {
-    let pg = Postgres::start().await.unwrap();
-    let pool = sqlx::PgPool::connect(&pg.url()).await.unwrap();
-    for (options, url) in [
-        (PgOptions::default(), pg.url()),
-        (
-            PgOptions::default().advisory(true),
-            format!("{}?mode=advisory", pg.url()),
-        ),
-    ] {
-        let app = Locker::new(postgres::from_pool(pool.clone(), options).await.unwrap());
+/// A driver on `pool` in each of `modes` (options, and the URL of a driver in
+/// the same mode) takes the same locks as the URL's, and leaves the pool open.
+async fn serves_every_mode<DB, O, F, Fut>(
+    pool: sqlx::Pool<DB>,
+    modes: [(O, String); 2],
+    from_pool: F,
+) where
+    DB: sqlx::Database,
+    F: Fn(sqlx::Pool<DB>, O) -> Fut,
+    Fut: Future<Output = lockkit::Result<Arc<dyn LockDriver>>>,
+{
+    for (options, url) in modes {
+        let app = Locker::new(from_pool(pool.clone(), options).await.unwrap());
         let by_url = lockkit::connect(&url).await.unwrap();
         exclude_each_other(&app, &by_url, "orders", WITHIN)
             .await
@@ -44,24 +46,31 @@ async fn a_postgres_pool_of_the_application_serves_every_mode_and_stays_open() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_postgres_pool_of_the_application_serves_every_mode_and_stays_open() {
+    let pg = Postgres::start().await.unwrap();
+    let pool = sqlx::PgPool::connect(&pg.url()).await.unwrap();
+    let modes = [
+        (PgOptions::default(), pg.url()),
+        (
+            PgOptions::default().advisory(true),
+            format!("{}?mode=advisory", pg.url()),
+        ),
+    ];
+    serves_every_mode(pool, modes, postgres::from_pool).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_mariadb_pool_of_the_application_serves_every_mode_and_stays_open() {
     let db = MariaDb::start().await.unwrap();
     let pool = sqlx::MySqlPool::connect(&db.url()).await.unwrap();
-    for (options, url) in [
+    let modes = [
         (MySqlOptions::default(), db.url()),
         (
             MySqlOptions::default().get_lock(true),
             format!("{}?mode=get_lock", db.url()),
         ),
-    ] {
-        let app = Locker::new(mysql::from_pool(pool.clone(), options).await.unwrap());
-        let by_url = lockkit::connect(&url).await.unwrap();
-        exclude_each_other(&app, &by_url, "orders", WITHIN)
-            .await
-            .unwrap_or_else(|e| panic!("{url}: {e}"));
-        drop(app);
-        still_open(&pool).await;
-    }
+    ];
+    serves_every_mode(pool, modes, mysql::from_pool).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
