@@ -53,6 +53,9 @@ pub const ENV_TTL_MS: &str = "LOCKKIT_HOLDER_TTL_MS";
 /// When set, the child takes a permit of a semaphore of this many permits
 /// instead of the lock.
 pub const ENV_LIMIT: &str = "LOCKKIT_HOLDER_LIMIT";
+/// When set, the child holds a fixed lease of the TTL instead of renewing it
+/// with the watchdog: it writes nothing to the backend after its grant.
+pub const ENV_FIXED: &str = "LOCKKIT_HOLDER_FIXED";
 /// What the child prints once it holds the lock, followed by the token and the
 /// lease the backend applies, in milliseconds ([`lockkit_core::LockGuard::effective_ttl`]).
 pub const ACQUIRED: &str = "LOCKKIT-HOLDER ACQUIRED";
@@ -86,7 +89,24 @@ impl HolderProcess {
         key: &str,
         ttl: Duration,
     ) -> Result<(Self, u64), String> {
-        Self::start_with(command, url, key, ttl, None).await
+        Self::start_with(command, url, key, ttl, None, false).await
+    }
+
+    /// As [`HolderProcess::start`], but the child holds a fixed `lease` with no
+    /// watchdog, so it sends nothing after its grant: a child frozen with
+    /// [`stop`](Self::stop) is never frozen in the middle of a renewal (which, on
+    /// SQLite, would keep the database's write lock until it is thawed).
+    ///
+    /// # Errors
+    ///
+    /// As [`HolderProcess::start`].
+    pub async fn start_fixed(
+        command: std::process::Command,
+        url: &str,
+        key: &str,
+        lease: Duration,
+    ) -> Result<(Self, u64), String> {
+        Self::start_with(command, url, key, lease, None, true).await
     }
 
     /// As [`HolderProcess::start`], but the child holds one permit of the
@@ -102,7 +122,7 @@ impl HolderProcess {
         ttl: Duration,
         limit: u32,
     ) -> Result<(Self, u64), String> {
-        Self::start_with(command, url, key, ttl, Some(limit)).await
+        Self::start_with(command, url, key, ttl, Some(limit), false).await
     }
 
     async fn start_with(
@@ -111,10 +131,14 @@ impl HolderProcess {
         key: &str,
         ttl: Duration,
         limit: Option<u32>,
+        fixed: bool,
     ) -> Result<(Self, u64), String> {
         let mut cmd = tokio::process::Command::from(command);
         if let Some(limit) = limit {
             cmd.env(ENV_LIMIT, limit.to_string());
+        }
+        if fixed {
+            cmd.env(ENV_FIXED, "1");
         }
         cmd.env(ENV_URL, url)
             .env(ENV_KEY, key)
@@ -239,7 +263,12 @@ where
             Some(semaphore) => semaphore.acquire(),
             None => locker.lock(key),
         };
-        let guard = request.ttl(ttl).wait(Duration::from_secs(30)).await?;
+        let request = if std::env::var_os(ENV_FIXED).is_some() {
+            request.lease(ttl)
+        } else {
+            request.ttl(ttl)
+        };
+        let guard = request.wait(Duration::from_secs(30)).await?;
         let mut out = std::io::stdout().lock();
         let _ = writeln!(
             out,

@@ -31,6 +31,11 @@ async fn start_holder(trial: &Trial, url: &str) -> (HolderProcess, u64, LockMode
                 .await
                 .map(|(h, t)| (h, t, LockMode::Permit { limit }))
         }
+        _ if trial.holder_fixed => {
+            HolderProcess::start_fixed(holder_command(), url, &trial.key, TTL)
+                .await
+                .map(|(h, t)| (h, t, LockMode::Exclusive))
+        }
         _ => HolderProcess::start(holder_command(), url, &trial.key, TTL)
             .await
             .map(|(h, t)| (h, t, LockMode::Exclusive)),

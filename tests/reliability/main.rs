@@ -72,7 +72,11 @@ fn sqlite_url(dir: &tempfile::TempDir) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_holder_paused_past_its_lease() {
     let dir = tempfile::tempdir().unwrap();
-    holder_paused("sqlite", &sqlite_url(&dir)).await;
+    // A fixed lease: a watchdog holder frozen in the middle of a renewal keeps
+    // SQLite's write lock until it is thawed, and every writer of the file stalls
+    // behind it (the README says so). That stall is not this fault.
+    let trial = Trial::new("sqlite", "holder paused past its lease").fixed_holder_lease();
+    holder_paused_on(trial, &sqlite_url(&dir)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -24,6 +24,8 @@ pub(crate) struct Trial {
     pub(crate) hold: Duration,
     pub(crate) recorder: Recorder,
     pub(crate) resource: FencedResource,
+    /// The outside holder takes a fixed lease instead of the watchdog's.
+    pub(crate) holder_fixed: bool,
 }
 
 impl Trial {
@@ -38,7 +40,14 @@ impl Trial {
             hold: history::DEFAULT_HOLD,
             resource: FencedResource::new(recorder.clone()),
             recorder,
+            holder_fixed: false,
         }
+    }
+
+    /// The outside holder holds a fixed lease of the TTL, with no renewals.
+    pub(crate) fn fixed_holder_lease(mut self) -> Self {
+        self.holder_fixed = true;
+        self
     }
 
     /// The same trial on a semaphore or a read-write lock. A semaphore gets two
