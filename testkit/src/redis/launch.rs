@@ -132,3 +132,59 @@ impl Redis {
         }
     }
 }
+
+impl Redis {
+    /// Runs a sentinel (`redis-server CONF --sentinel`) in `dir` on a free port,
+    /// with `config` (its `sentinel …` lines) in a config file of its own, which
+    /// the sentinel rewrites as it learns. Started again on a new port if the
+    /// port was taken meanwhile.
+    pub(super) async fn launch_sentinel(
+        mut dir: TempDir,
+        config: &str,
+    ) -> Result<Self, TestkitError> {
+        const ATTEMPTS: usize = 5;
+        let binary = find_binary("redis-server", "LOCKKIT_REDIS_BIN")?;
+        let log = dir.path().join("sentinel.log");
+        let conf = dir.path().join("sentinel.conf");
+        for _ in 0..ATTEMPTS {
+            let port = free_port()?;
+            let text = format!(
+                "port {port}\nbind 127.0.0.1\ndir {}\nlogfile {}\n{config}",
+                dir.path().display(),
+                log.display()
+            );
+            std::fs::write(&conf, text).map_err(|e| TestkitError::Setup {
+                step: "sentinel config".into(),
+                detail: e.to_string(),
+            })?;
+            let server = Server::spawn(Spec {
+                binary: binary.clone(),
+                args: vec![conf.display().to_string(), "--sentinel".into()],
+                uid_gid: None,
+                port,
+                log: log.clone(),
+                ready_timeout: Duration::from_secs(15),
+            })?;
+            let mut sentinel = Self {
+                server,
+                tls: None,
+                _dir: dir,
+            };
+            match sentinel.wait_ready().await {
+                Ok(()) => return Ok(sentinel),
+                Err(TestkitError::NotReady { tail, .. })
+                    if tail.contains("Address already in use") =>
+                {
+                    let Self { server, _dir, .. } = sentinel;
+                    drop(server);
+                    dir = _dir;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(TestkitError::Setup {
+            step: "redis sentinel".into(),
+            detail: format!("no free port after {ATTEMPTS} attempts"),
+        })
+    }
+}

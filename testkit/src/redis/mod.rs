@@ -6,6 +6,7 @@
 mod cluster;
 mod launch;
 mod masters;
+mod sentinel;
 mod tls;
 
 use std::ops::{Deref, DerefMut};
@@ -16,6 +17,7 @@ use crate::TestkitError;
 use crate::process::{Server, temp_dir};
 pub use cluster::RedisCluster;
 pub use masters::RedisMasters;
+pub use sentinel::RedisSentinels;
 pub use tls::TlsFiles;
 
 /// A throwaway Redis server on 127.0.0.1, without persistence; plain TCP, or TLS

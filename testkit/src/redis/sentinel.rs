@@ -1,0 +1,217 @@
+//! A Redis master with replicas, watched by sentinels: Redis Sentinel's
+//! failover, on 127.0.0.1.
+
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpStream;
+use tokio::time::Instant;
+
+use super::{ClusterBus, Redis};
+use crate::TestkitError;
+use crate::process::temp_dir;
+
+/// The name the sentinels monitor the master under.
+const MASTER_NAME: &str = "lockkit";
+
+/// How long a sentinel waits for an unanswering master before it calls it down.
+const DOWN_AFTER: Duration = Duration::from_millis(1000);
+
+/// A master, its replicas and the sentinels that watch them. The master is the
+/// first of [`nodes`](Self::nodes) at the start; after a failover, ask
+/// [`master_port`](Self::master_port).
+#[derive(Debug)]
+pub struct RedisSentinels {
+    /// The data nodes: the first master, then the replicas.
+    pub nodes: Vec<Redis>,
+    /// The sentinels.
+    pub sentinels: Vec<Redis>,
+}
+
+impl RedisSentinels {
+    /// A master with `replicas` replicas, and `sentinels` sentinels that agree on
+    /// a failure when a majority of them sees the master down for 1 s. The
+    /// sentinels name the master at once; they learn of the replicas and of each
+    /// other over the next seconds, which [`fail_over`](Self::fail_over) waits
+    /// for.
+    ///
+    /// # Errors
+    ///
+    /// As [`Redis::start`].
+    pub async fn start(replicas: usize, sentinels: usize) -> Result<Self, TestkitError> {
+        let master = Redis::start().await?;
+        let master_port = master.port();
+        let mut nodes = vec![master];
+        for _ in 0..replicas {
+            let of = ["--replicaof".to_owned(), format!("127.0.0.1 {master_port}")];
+            nodes.push(Redis::start_with(&of, ClusterBus::Default).await?);
+        }
+        let quorum = sentinels / 2 + 1;
+        let config = format!(
+            "sentinel monitor {MASTER_NAME} 127.0.0.1 {master_port} {quorum}\n\
+             sentinel down-after-milliseconds {MASTER_NAME} {}\n\
+             sentinel failover-timeout {MASTER_NAME} 5000\n\
+             sentinel parallel-syncs {MASTER_NAME} 1\n",
+            DOWN_AFTER.as_millis()
+        );
+        let mut watching = Vec::with_capacity(sentinels);
+        for _ in 0..sentinels {
+            watching.push(Redis::launch_sentinel(temp_dir()?, &config).await?);
+        }
+        Ok(Self {
+            nodes,
+            sentinels: watching,
+        })
+    }
+
+    /// `redis-sentinel://127.0.0.1:S1,127.0.0.1:S2,…/lockkit`.
+    pub fn url(&self) -> String {
+        let hosts: Vec<String> = self
+            .sentinels
+            .iter()
+            .map(|s| format!("127.0.0.1:{}", s.port()))
+            .collect();
+        format!("redis-sentinel://{}/{MASTER_NAME}", hosts.join(","))
+    }
+
+    /// The master's port as the first sentinel that answers tells it.
+    pub async fn master_port(&self) -> Option<u16> {
+        for sentinel in &self.sentinels {
+            let reply = ask(
+                sentinel.port(),
+                &format!("SENTINEL get-master-addr-by-name {MASTER_NAME}"),
+            )
+            .await;
+            if let Some(port) = reply.and_then(|lines| lines.get(1)?.parse().ok()) {
+                return Some(port);
+            }
+        }
+        None
+    }
+
+    /// The data node listening on `port`.
+    pub fn node_on(&mut self, port: u16) -> Option<&mut Redis> {
+        self.nodes.iter_mut().find(|n| n.port() == port)
+    }
+
+    /// Waits until the sentinels watch every node and each other, kills the current
+    /// master (SIGKILL) and waits until the sentinels have promoted another node, which answers as a master. Returns the new master's
+    /// port. The old master stays down.
+    ///
+    /// # Errors
+    ///
+    /// `Setup` if no sentinel names a master, or no other node is promoted within
+    /// `within`.
+    pub async fn fail_over(&mut self, within: Duration) -> Result<u16, TestkitError> {
+        let setup = |detail: String| TestkitError::Setup {
+            step: "sentinel failover".into(),
+            detail,
+        };
+        self.wait_until_watched().await?;
+        let old = self
+            .master_port()
+            .await
+            .ok_or_else(|| setup("no sentinel names a master".into()))?;
+        self.node_on(old)
+            .ok_or_else(|| setup(format!("no node on the master's port {old}")))?
+            .kill();
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(new) = self.master_port().await
+                && new != old
+                && role(new).await.as_deref() == Some("master")
+            {
+                return Ok(new);
+            }
+            if Instant::now() >= deadline {
+                return Err(setup(format!("no replica promoted within {within:?}")));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Waits until every sentinel knows the other sentinels and every replica, and
+    /// the replicas are in sync: before that, a failover could not happen.
+    async fn wait_until_watched(&self) -> Result<(), TestkitError> {
+        let replicas = self.nodes.len() - 1;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let others = self.sentinels.len() - 1;
+        loop {
+            let mut ready = true;
+            for sentinel in &self.sentinels {
+                let seen = ask(sentinel.port(), &format!("SENTINEL master {MASTER_NAME}")).await;
+                let field = |name: &str| -> usize {
+                    seen.as_ref()
+                        .and_then(|f| f.iter().position(|x| x == name))
+                        .and_then(|i| seen.as_ref()?.get(i + 1)?.parse().ok())
+                        .unwrap_or(0)
+                };
+                ready &= field("num-slaves") >= replicas && field("num-other-sentinels") >= others;
+            }
+            for node in &self.nodes[1..] {
+                ready &= ask(node.port(), "INFO replication")
+                    .await
+                    .is_some_and(|lines| lines.iter().any(|l| l == "master_link_status:up"));
+            }
+            if ready {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(TestkitError::Setup {
+                    step: "redis sentinel".into(),
+                    detail: "the sentinels did not see every replica and sentinel within 30 s"
+                        .into(),
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+/// The role (`master`, `slave`) the node on `port` reports.
+async fn role(port: u16) -> Option<String> {
+    ask(port, "ROLE").await?.into_iter().next()
+}
+
+/// Sends one inline command to the server on `port` and returns its reply's
+/// strings, flattened: each bulk string or status of an array, or the lines of
+/// a bulk string (`INFO`). `None` on any error or after 1 s.
+async fn ask(port: u16, command: &str) -> Option<Vec<String>> {
+    let exchange = async {
+        let stream = TcpStream::connect(("127.0.0.1", port)).await.ok()?;
+        let (read, mut write) = stream.into_split();
+        write
+            .write_all(format!("{command}\r\n").as_bytes())
+            .await
+            .ok()?;
+        let mut lines = BufReader::new(read).lines();
+        let mut out = Vec::new();
+        let mut pending: usize = 1;
+        while pending > 0 {
+            let line = lines.next_line().await.ok()??;
+            pending -= 1;
+            match line.as_bytes().first()? {
+                b'*' => pending += line[1..].parse::<usize>().unwrap_or(0),
+                b'$' => {
+                    if line != "$-1" {
+                        // A bulk string: its text, in as many lines as it has.
+                        let len: usize = line[1..].parse().ok()?;
+                        let mut read = 0;
+                        while read < len {
+                            let part = lines.next_line().await.ok()??;
+                            read += part.len() + 2;
+                            out.push(part);
+                        }
+                    }
+                }
+                b'+' | b':' => out.push(line[1..].to_owned()),
+                _ => return None,
+            }
+        }
+        Some(out)
+    };
+    tokio::time::timeout(Duration::from_secs(1), exchange)
+        .await
+        .ok()
+        .flatten()
+}
