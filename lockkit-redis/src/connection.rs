@@ -9,6 +9,7 @@ use redis::cluster_async::ClusterConnection;
 use redis::{Cmd, Pipeline, RedisFuture, Value};
 
 use crate::options::{RedisOptions, Topology};
+use crate::sentinel::SentinelConn;
 use crate::tls;
 
 /// A connection to a single server (reconnecting) or to a cluster (routing by
@@ -17,6 +18,8 @@ use crate::tls;
 pub(crate) enum Conn {
     Single(ConnectionManager),
     Cluster(ClusterConnection),
+    /// The master of a Sentinel-watched group, followed across failovers.
+    Sentinel(SentinelConn),
 }
 
 impl std::fmt::Debug for Conn {
@@ -24,6 +27,7 @@ impl std::fmt::Debug for Conn {
         f.write_str(match self {
             Conn::Single(_) => "Conn::Single",
             Conn::Cluster(_) => "Conn::Cluster",
+            Conn::Sentinel(_) => "Conn::Sentinel",
         })
     }
 }
@@ -32,6 +36,11 @@ impl Conn {
     /// Connects as `options` say; a `redis://` URL that reaches a cluster node
     /// switches to the cluster, with that node as the seed.
     pub(crate) async fn connect(options: &RedisOptions) -> redis::RedisResult<Self> {
+        if let Some(target) = &options.sentinel {
+            return Ok(Conn::Sentinel(
+                SentinelConn::connect(options, target).await?,
+            ));
+        }
         if options.topology == Topology::Detect
             && let Some(node) = options.nodes.first()
         {
@@ -87,6 +96,7 @@ impl ConnectionLike for Conn {
         match self {
             Conn::Single(c) => c.req_packed_command(cmd),
             Conn::Cluster(c) => c.req_packed_command(cmd),
+            Conn::Sentinel(c) => c.req_packed_command(cmd),
         }
     }
 
@@ -99,6 +109,7 @@ impl ConnectionLike for Conn {
         match self {
             Conn::Single(c) => c.req_packed_commands(pipeline, offset, count),
             Conn::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+            Conn::Sentinel(c) => c.req_packed_commands(pipeline, offset, count),
         }
     }
 
@@ -106,6 +117,7 @@ impl ConnectionLike for Conn {
         match self {
             Conn::Single(c) => c.get_db(),
             Conn::Cluster(c) => c.get_db(),
+            Conn::Sentinel(c) => c.get_db(),
         }
     }
 }

@@ -51,9 +51,12 @@ impl RedisDriver {
         let conn = Conn::connect(&options)
             .await
             .map_err(|e| connect_error(e, &options))?;
-        let wake_clients = match options.wake {
-            WakeMode::Poll => None,
-            WakeMode::Notify => Some(
+        let wake_clients = match (options.wake, &conn) {
+            (WakeMode::Poll, _) => None,
+            (WakeMode::Notify, Conn::Sentinel(sentinel)) => {
+                Some(sentinel.data_clients().await.map_err(redis_error)?)
+            }
+            (WakeMode::Notify, _) => Some(
                 options
                     .nodes
                     .iter()

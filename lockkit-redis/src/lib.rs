@@ -5,6 +5,7 @@
 //! | `redis://[user:password@]host:port[/db]` | one server (a cluster node is detected, and the cluster used) |
 //! | `rediss://…` | the same over TLS |
 //! | `redis-cluster://[user:password@]host:port,host:port…` | Redis Cluster through these seeds |
+//! | `redis-sentinel://[user:password@]s1:p1,s2:p2…/MASTER_NAME` | the master of a group watched by these sentinels, followed across failovers (the credentials are the data nodes'; sentinels are asked without them) |
 //! | `redlock://[user:password@]h1:p1,h2:p2,…[?drift_ms=N&retry_ms=N&request_timeout_ms=N]` | Redlock over N independent masters ([`RedlockDriver`]) |
 //! | `redlocks://…` | the same over TLS to every master |
 //!
@@ -73,6 +74,25 @@
 //! Redisson's hash layout is not supported: no Redisson client can be run where
 //! lockkit is tested.
 //!
+//! # Sentinel
+//!
+//! With `redis-sentinel://` the driver asks the sentinels for the master
+//! (`SENTINEL get-master-addr-by-name`), checks that it answers `ROLE` as a
+//! master, and sends every command there. A command that fails because the
+//! connection broke, or because the node answers `READONLY` (demoted), makes the
+//! driver ask the sentinels again and move to the new master; a `READONLY`
+//! refusal wrote nothing and is sent once more there, a broken connection's
+//! outcome is unknown and goes back to the caller. The wake channel is
+//! subscribed on a data node of the group (`PUBLISH` on the master reaches its
+//! replicas' subscribers) and moves to another when its node goes away.
+//!
+//! Failover is asynchronous replication's: a grant the old master had not yet
+//! passed to the promoted replica is lost with it, and the lock can be granted
+//! again; so can the last bumps of its fencing counter, so tokens can repeat
+//! unless `fence_seed=clock` (see [`FenceSeed`]). Fencing tokens checked by the
+//! resource are the defence, as on any single Redis restarted without
+//! persistence.
+//!
 //! # Waiting
 //!
 //! A waiting acquire's first attempt both tries the lock and, if it must wait,
@@ -136,6 +156,7 @@ mod proclaim;
 mod redlock;
 mod renew;
 mod scripts;
+mod sentinel;
 mod tls;
 mod url;
 mod wait;

@@ -18,6 +18,37 @@ pub(crate) enum Topology {
     Detect,
     /// `redis-cluster://`: a Redis Cluster, reached through these seed nodes.
     Cluster,
+    /// `redis-sentinel://`: the master of a group watched by these sentinels.
+    Sentinel,
+}
+
+/// What a `redis-sentinel://` URL names besides the sentinels: the master's name,
+/// and how to reach a data node of the group once the sentinels name it.
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) struct SentinelTarget {
+    /// The name the sentinels monitor the master under.
+    pub(crate) master: String,
+    /// `redis://user:password@` (or `rediss://…`): a data node's URL before its
+    /// address.
+    pub(crate) node_prefix: String,
+    /// The client options after a data node's address (`?protocol=resp3`).
+    pub(crate) node_suffix: String,
+}
+
+impl SentinelTarget {
+    /// The URL of the data node at `addr` (`host:port`).
+    pub(crate) fn node_url(&self, addr: &str) -> String {
+        format!("{}{addr}{}", self.node_prefix, self.node_suffix)
+    }
+}
+
+impl fmt::Debug for SentinelTarget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The prefix may hold a password.
+        f.debug_struct("SentinelTarget")
+            .field("master", &self.master)
+            .finish_non_exhaustive()
+    }
 }
 
 /// How waiters learn of a release.
@@ -86,6 +117,8 @@ pub struct RedisOptions {
     /// One `redis://` (or `rediss://`) URL per node: the server, or the seeds.
     pub(crate) nodes: Vec<String>,
     pub(crate) topology: Topology,
+    /// With [`Topology::Sentinel`]: the master's name and its nodes' URLs.
+    pub(crate) sentinel: Option<SentinelTarget>,
     pub(crate) prefix: String,
     pub(crate) keys: KeyLayout,
     pub(crate) wake: WakeMode,
@@ -183,6 +216,7 @@ impl Default for RedisOptions {
         Self {
             nodes: vec![url.to_owned()],
             topology: Topology::Detect,
+            sentinel: None,
             prefix: DEFAULT_PREFIX.to_owned(),
             keys: KeyLayout::default(),
             wake: WakeMode::Notify,

@@ -8,7 +8,7 @@ use lockkit_core::url::{ParsedUrl, PrefixRule, Query, Timeouts, host_port};
 use lockkit_core::{LockError, redact_url};
 
 use crate::keys::KeyLayout;
-use crate::options::{FenceSeed, RedisOptions, Topology, WakeMode};
+use crate::options::{FenceSeed, RedisOptions, SentinelTarget, Topology, WakeMode};
 use crate::tls;
 
 /// The key prefix when the URL gives none.
@@ -96,14 +96,24 @@ impl RedisOptions {
     pub fn from_url(url: &str) -> Result<Self, LockError> {
         let mut parsed = ParsedUrl::parse(
             url,
-            &["redis", "rediss", "redis-cluster", "rediss-cluster"],
-            "redis://host:6379 or redis-cluster://host:port,host:port",
+            &[
+                "redis",
+                "rediss",
+                "redis-cluster",
+                "rediss-cluster",
+                "redis-sentinel",
+                "rediss-sentinel",
+            ],
+            "redis://host:6379, redis-cluster://host:port,host:port or \
+             redis-sentinel://host:26379,host:26379/MASTER_NAME",
         )?;
         let (node_scheme, topology) = match parsed.scheme() {
             "redis" => ("redis", Topology::Detect),
             "rediss" => ("rediss", Topology::Detect),
             "redis-cluster" => ("redis", Topology::Cluster),
-            _ => ("rediss", Topology::Cluster),
+            "rediss-cluster" => ("rediss", Topology::Cluster),
+            "redis-sentinel" => ("redis", Topology::Sentinel),
+            _ => ("rediss", Topology::Sentinel),
         };
         let server = parsed.server()?;
         let query = &mut parsed.query;
@@ -127,6 +137,44 @@ impl RedisOptions {
             format!("?{}", passthrough.join("&"))
         };
         let userinfo = server.userinfo.map(|u| format!("{u}@")).unwrap_or_default();
+        if topology == Topology::Sentinel {
+            let master = server.path.trim_matches('/');
+            if master.is_empty() || master.contains('/') {
+                return Err(bad(
+                    "the path is the master's name, as the sentinels monitor it \
+                     (redis-sentinel://host:26379,host:26379/mymaster)",
+                ));
+            }
+            for h in server.host_list() {
+                host_port(h, "a sentinel listens on 26379").map_err(|why| bad(&why))?;
+            }
+            // The credentials and client options are the data nodes'; sentinels
+            // are asked without them.
+            let nodes: Vec<String> = server
+                .host_list()
+                .map(|h| format!("{node_scheme}://{h}"))
+                .collect();
+            for node in &nodes {
+                tls::client(node, tls.as_ref())
+                    .map_err(|e| LockError::invalid_url(url, redact_url(&e.to_string())))?;
+            }
+            return Ok(Self {
+                nodes,
+                topology,
+                sentinel: Some(SentinelTarget {
+                    master: master.to_owned(),
+                    node_prefix: format!("{node_scheme}://{userinfo}"),
+                    node_suffix: query,
+                }),
+                prefix,
+                keys,
+                wake,
+                fence_seed,
+                tls,
+                timeouts,
+                shown: redact_url(url),
+            });
+        }
         let db = match server.path.trim_end_matches('/') {
             "" => "",
             path => {
@@ -168,6 +216,7 @@ impl RedisOptions {
         Ok(Self {
             nodes,
             topology,
+            sentinel: None,
             prefix,
             keys,
             wake,

@@ -1,6 +1,6 @@
 //! The conformance suite against real Redis servers from the testkit: a single
-//! server (woken by pub/sub, polling only, and with `keys=plain`), a 3-master
-//! Redis Cluster, and both
+//! server (woken by pub/sub, polling only, and with `keys=plain`), a master with
+//! a replica behind a sentinel, a 3-master Redis Cluster, and both
 //! again over TLS (`rediss://`, the URL carrying the throwaway CA, so the
 //! killed-holder child process connects with it too).
 
@@ -10,7 +10,7 @@ use lockkit_conformance::UrlHarness;
 use lockkit_conformance::url_backend;
 use lockkit_core::{LockDriver, LockError};
 use lockkit_redis::{RedisDriver, RedisOptions};
-use lockkit_testkit::{Redis, RedisCluster};
+use lockkit_testkit::{Redis, RedisCluster, RedisSentinels};
 
 async fn connect(url: &str) -> Result<Arc<dyn LockDriver>, LockError> {
     Ok(Arc::new(
@@ -34,6 +34,11 @@ url_backend!(
 url_backend!(
     /// Three masters, all slots assigned; the lock keys of one case spread over them.
     Cluster: RedisCluster = RedisCluster::start(3), |s| s.url(), connect
+);
+url_backend!(
+    /// A master with one replica, found through a sentinel
+    /// (`redis-sentinel://…/lockkit`). Failover is in the reliability suite.
+    Sentinel: RedisSentinels = RedisSentinels::start(1, 1), |s| s.url(), connect
 );
 url_backend!(
     /// A TLS-only server (`rediss://…?tls_ca=`).
@@ -83,5 +88,6 @@ redis_suite!(
     held_locks_are_listed_by_prefix
 );
 redis_suite!(redis_plain, SinglePlain);
+redis_suite!(redis_sentinel, Sentinel, held_locks_are_listed_by_prefix);
 redis_suite!(redis_tls, Tls, held_locks_are_listed_by_prefix);
 redis_suite!(redis_tls_cluster, TlsCluster);

@@ -187,7 +187,14 @@ pub const MYSQL: BuiltIn = BuiltIn {
 /// `redis://`, `rediss://`, and the Cluster schemes.
 pub const REDIS: BuiltIn = BuiltIn {
     name: "redis",
-    schemes: &["redis", "rediss", "redis-cluster", "rediss-cluster"],
+    schemes: &[
+        "redis",
+        "rediss",
+        "redis-cluster",
+        "rediss-cluster",
+        "redis-sentinel",
+        "rediss-sentinel",
+    ],
     feature: "redis",
     default_port: Some(6379),
 };

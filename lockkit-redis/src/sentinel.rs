@@ -1,0 +1,266 @@
+//! Redis Sentinel: the master found through the sentinels, and followed across a
+//! failover.
+//!
+//! [`SentinelConn`] asks the sentinels (`SENTINEL get-master-addr-by-name`) for
+//! the master, checks that the node answers `ROLE` as a master, and sends every
+//! command on a reconnecting connection to it. When a command fails in a way that
+//! says the master moved (the connection broke, or the node answers `READONLY`
+//! because it was demoted), it asks the sentinels again and moves to the new
+//! master, where it sends the command once more: the old master's part no longer
+//! counts, except what it replicated, and every script takes the same owner's
+//! hold as its own again. While no other master is promoted yet, the command
+//! fails as `MASTERDOWN`, which a waiting acquire retries for as long as it
+//! waits.
+
+use std::sync::{Arc, RwLock};
+
+use redis::aio::{ConnectionLike, ConnectionManager};
+use redis::{
+    Cmd, ErrorKind, Pipeline, RedisError, RedisFuture, RedisResult, ServerErrorKind, Value,
+};
+
+use crate::connection::Conn;
+use crate::options::{RedisOptions, SentinelTarget};
+use crate::tls;
+
+/// The master of a Sentinel-watched group, followed across failovers.
+#[derive(Clone)]
+pub(crate) struct SentinelConn {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    options: RedisOptions,
+    target: SentinelTarget,
+    /// The master's address and the connection to it.
+    current: RwLock<(String, ConnectionManager)>,
+    /// One refresh at a time.
+    refreshing: tokio::sync::Mutex<()>,
+}
+
+impl std::fmt::Debug for SentinelConn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SentinelConn")
+            .field("master", &self.shared.target.master)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SentinelConn {
+    /// Finds the master through the sentinels and connects to it.
+    pub(crate) async fn connect(
+        options: &RedisOptions,
+        target: &SentinelTarget,
+    ) -> RedisResult<Self> {
+        let addr = master_addr(options, target).await?;
+        let conn = connect_master(options, target, &addr).await?;
+        Ok(Self {
+            shared: Arc::new(Shared {
+                options: options.clone(),
+                target: target.clone(),
+                current: RwLock::new((addr, conn)),
+                refreshing: tokio::sync::Mutex::new(()),
+            }),
+        })
+    }
+
+    fn current(&self) -> (String, ConnectionManager) {
+        self.shared
+            .current
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Asks the sentinels for the master again, and moves to it if it changed
+    /// since `seen` (another caller may have moved already). Whether the master
+    /// is now another node than `seen`.
+    async fn refresh(&self, seen: &str) -> RedisResult<bool> {
+        let _one = self.shared.refreshing.lock().await;
+        if self.current().0 != seen {
+            return Ok(true);
+        }
+        let (options, target) = (&self.shared.options, &self.shared.target);
+        let addr = master_addr(options, target).await?;
+        if addr == seen {
+            return Ok(false);
+        }
+        tracing::info!(from = seen, to = %addr, "the Sentinel master moved");
+        let conn = connect_master(options, target, &addr).await?;
+        let mut current = self
+            .shared
+            .current
+            .write()
+            .unwrap_or_else(|e| e.into_inner());
+        *current = (addr, conn);
+        Ok(true)
+    }
+
+    /// Clients for every data node the sentinels know (master first, then the
+    /// replicas), for the wake-up subscription: a `PUBLISH` on the master reaches
+    /// subscribers on its replicas too, so any of them serves after a failover.
+    pub(crate) async fn data_clients(&self) -> RedisResult<Vec<redis::Client>> {
+        let (options, target) = (&self.shared.options, &self.shared.target);
+        let mut addrs = vec![self.current().0];
+        let mut sentinel = first_sentinel(options).await?;
+        let replicas: Vec<Vec<String>> = redis::cmd("SENTINEL")
+            .arg("replicas")
+            .arg(&target.master)
+            .query_async(&mut sentinel)
+            .await?;
+        for fields in replicas {
+            let field = |name: &str| {
+                let i = fields.iter().position(|f| f == name)?;
+                fields.get(i + 1).cloned()
+            };
+            if let (Some(ip), Some(port)) = (field("ip"), field("port")) {
+                addrs.push(format!("{ip}:{port}"));
+            }
+        }
+        addrs
+            .iter()
+            .map(|a| tls::client(&target.node_url(a), options.tls.as_ref()))
+            .collect()
+    }
+}
+
+/// Whether `e` says the command went to a node that is no longer the master, or
+/// could not reach it.
+fn master_moved(e: &RedisError) -> bool {
+    is_readonly(e) || e.is_io_error() || e.is_connection_dropped() || e.is_connection_refusal()
+}
+
+/// `e` as the transient error a failover in progress is (`MASTERDOWN`), so that
+/// a waiting acquire tries again instead of giving up.
+fn failing_over(e: RedisError) -> RedisError {
+    RedisError::from((
+        ErrorKind::Server(ServerErrorKind::MasterDown),
+        "the Sentinel master is unreachable or demoted, and no other is promoted yet",
+        e.to_string(),
+    ))
+}
+
+/// `READONLY`: the node was demoted to a replica, and wrote nothing.
+fn is_readonly(e: &RedisError) -> bool {
+    matches!(e.kind(), ErrorKind::Server(ServerErrorKind::ReadOnly))
+}
+
+impl ConnectionLike for SentinelConn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        Box::pin(async move {
+            let (addr, mut conn) = self.current();
+            match conn.req_packed_command(cmd).await {
+                Err(e) if master_moved(&e) => {
+                    if !matches!(self.refresh(&addr).await, Ok(true)) {
+                        return Err(failing_over(e));
+                    }
+                    // The old master is gone or demoted: what it did with the
+                    // command no longer counts, except what it passed on to the
+                    // new one, where every script takes the same owner's hold as
+                    // its own again. So: once more, there.
+                    let (_, mut conn) = self.current();
+                    conn.req_packed_command(cmd).await
+                }
+                other => other,
+            }
+        })
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        Box::pin(async move {
+            let (addr, mut conn) = self.current();
+            match conn.req_packed_commands(pipeline, offset, count).await {
+                Err(e) if master_moved(&e) => {
+                    let _ = self.refresh(&addr).await;
+                    Err(failing_over(e))
+                }
+                other => other,
+            }
+        })
+    }
+
+    fn get_db(&self) -> i64 {
+        0
+    }
+}
+
+/// A connection to the first sentinel that answers.
+async fn first_sentinel(options: &RedisOptions) -> RedisResult<redis::aio::MultiplexedConnection> {
+    let mut last = None;
+    for node in &options.nodes {
+        let client = tls::client(node, options.tls.as_ref())?;
+        let attempt = tokio::time::timeout(
+            options.timeouts.connect,
+            client.get_multiplexed_async_connection(),
+        );
+        match attempt.await {
+            Ok(Ok(conn)) => return Ok(conn),
+            Ok(Err(e)) => last = Some(e),
+            Err(_) => {
+                last = Some(RedisError::from((
+                    ErrorKind::Io,
+                    "a sentinel did not answer",
+                )))
+            }
+        }
+    }
+    Err(last.unwrap_or_else(|| RedisError::from((ErrorKind::Client, "no sentinel in the URL"))))
+}
+
+/// `host:port` of the master, as the first sentinel that knows it says.
+async fn master_addr(options: &RedisOptions, target: &SentinelTarget) -> RedisResult<String> {
+    let mut last = None;
+    for node in &options.nodes {
+        let asked = async {
+            let client = tls::client(node, options.tls.as_ref())?;
+            let mut conn = client.get_multiplexed_async_connection().await?;
+            redis::cmd("SENTINEL")
+                .arg("get-master-addr-by-name")
+                .arg(&target.master)
+                .query_async::<Option<(String, u16)>>(&mut conn)
+                .await
+        };
+        match tokio::time::timeout(options.timeouts.connect, asked).await {
+            Ok(Ok(Some((host, port)))) => return Ok(format!("{host}:{port}")),
+            Ok(Ok(None)) => {
+                last = Some(RedisError::from((
+                    ErrorKind::Client,
+                    "the sentinels do not know the master name",
+                    target.master.clone(),
+                )))
+            }
+            Ok(Err(e)) => last = Some(e),
+            Err(_) => {
+                last = Some(RedisError::from((
+                    ErrorKind::Io,
+                    "a sentinel did not answer",
+                )))
+            }
+        }
+    }
+    Err(last.unwrap_or_else(|| RedisError::from((ErrorKind::Client, "no sentinel in the URL"))))
+}
+
+/// A reconnecting connection to the master at `addr`, checked to answer `ROLE`
+/// as a master (a sentinel may still name a node that was just demoted).
+async fn connect_master(
+    options: &RedisOptions,
+    target: &SentinelTarget,
+    addr: &str,
+) -> RedisResult<ConnectionManager> {
+    let client = tls::client(&target.node_url(addr), options.tls.as_ref())?;
+    let (mut conn, _) = Conn::single(client, options).await?;
+    let role: Vec<Value> = redis::cmd("ROLE").query_async(&mut conn).await?;
+    match role.first() {
+        Some(Value::BulkString(r)) if r.as_slice() == b"master" => Ok(conn),
+        _ => Err(RedisError::from((
+            ErrorKind::Client,
+            "the node the sentinels name is not a master (yet)",
+        ))),
+    }
+}

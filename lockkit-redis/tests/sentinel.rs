@@ -1,0 +1,94 @@
+//! Redis Sentinel on a real group from the testkit (a master, 2 replicas, 3
+//! sentinels): the driver finds the master through the sentinels, follows a
+//! failover to the promoted replica, and its waiters are woken there.
+#![cfg(test)] // Test code throughout: clippy.toml allows unwrap, expect and panic here.
+
+use std::time::Duration;
+
+use lockkit_core::{LockError, Locker};
+use lockkit_testkit::RedisSentinels;
+
+const WITHIN: Duration = Duration::from_secs(30);
+
+async fn locker(url: &str) -> Locker {
+    lockkit::connect(url).await.unwrap()
+}
+
+/// Retries `f` until it succeeds, for at most [`WITHIN`]: the time the driver
+/// takes to follow the failover.
+async fn until_ok<T, F, Fut>(mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, LockError>>,
+{
+    let deadline = tokio::time::Instant::now() + WITHIN;
+    loop {
+        match f().await {
+            Ok(v) => return v,
+            Err(_) if tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) => panic!("not back within {WITHIN:?}: {e}"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_driver_follows_a_failover_to_the_promoted_replica() {
+    let mut group = RedisSentinels::start(2, 3).await.unwrap();
+    let url = group.url();
+    let (a, b) = (locker(&url).await, locker(&url).await);
+    let before = a.lock("orders").await.unwrap();
+    let first = before.token();
+    before.release().await.unwrap();
+
+    let old = group.master_port().await.unwrap();
+    let new = group.fail_over(WITHIN).await.unwrap();
+    assert_ne!(old, new);
+
+    // The same lockers, no reconnect by hand: granted on the new master, whose
+    // replicated counter keeps the tokens rising.
+    let after = until_ok(|| a.try_lock("orders")).await;
+    assert!(after.token() > first, "{} after {first}", after.token());
+    let promoted = redis::Client::open(format!("redis://127.0.0.1:{new}")).unwrap();
+    let mut promoted = promoted.get_multiplexed_async_connection().await.unwrap();
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg("lockkit:{orders}:*")
+        .query_async(&mut promoted)
+        .await
+        .unwrap();
+    assert!(
+        keys.iter().any(|k| k.ends_with(":lock")),
+        "the lock is not on the new master: {keys:?}"
+    );
+
+    // A waiter on the other locker is granted when the holder releases there.
+    let waiter = {
+        let b = b.clone();
+        tokio::spawn(async move { b.lock("orders").wait(WITHIN).await })
+    };
+    lockkit_conformance::until_waiters(&a, "orders", 1, WITHIN)
+        .await
+        .unwrap();
+    let token = after.token();
+    after.release().await.unwrap();
+    let handed = waiter.await.unwrap().unwrap();
+    assert!(handed.token() > token);
+    handed.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_master_name_the_sentinels_do_not_know_fails_at_connect() {
+    let group = RedisSentinels::start(1, 1).await.unwrap();
+    let url = group.url().replace("/lockkit", "/nosuchmaster");
+    match lockkit::connect(&url).await {
+        Err(LockError::Connection { message, .. }) => {
+            assert!(message.contains("nosuchmaster"), "{message}")
+        }
+        other => panic!("an unknown master name: {:?}", other.map(|_| ())),
+    }
+    match lockkit::connect("redis-sentinel://127.0.0.1:26379").await {
+        Err(LockError::InvalidUrl { reason, .. }) => assert!(reason.contains("master"), "{reason}"),
+        other => panic!("no master name: {:?}", other.map(|_| ())),
+    }
+}
