@@ -75,6 +75,17 @@ impl RedisDriver {
         let (status, value): (i64, i64) = invocation.invoke_async(&mut conn).await?;
         Ok(match status {
             1 => {
+                if let Some(ack) = self.replica_ack
+                    && let Err(e) = ack.wait(&mut conn).await
+                {
+                    // Too few replicas have it: give it back, and fail (a
+                    // waiting acquire tries again).
+                    let released = lockkit_core::LockDriver::release(self, &req.key, &req.owner);
+                    if let Err(release) = released.await {
+                        tracing::debug!(error = %release, "could not release an unacknowledged grant; it expires");
+                    }
+                    return Err(e);
+                }
                 let token = FencingToken(u64::try_from(value).unwrap_or(0));
                 Outcome::Granted(Grant::of(req, token, sent + req.ttl))
             }

@@ -16,6 +16,7 @@ use crate::contender::Contending;
 use crate::error::{connect_error, redis_error};
 use crate::keys::{KeyLayout, Names, names, wake_prefix};
 use crate::options::{FenceSeed, RedisOptions, WakeMode};
+use crate::replicas::ReplicaAck;
 use crate::scripts::{Scripts, ttl_ms};
 use crate::tls;
 use crate::wait::{ENTRY_LIFETIME, Subscriptions};
@@ -36,6 +37,8 @@ pub struct RedisDriver {
     pub(crate) keys: KeyLayout,
     pub(crate) wake_prefix: Arc<str>,
     pub(crate) fence_seed: FenceSeed,
+    /// `wait_replicas`: `WAIT` after each grant and renewal.
+    pub(crate) replica_ack: Option<ReplicaAck>,
 }
 
 impl RedisDriver {
@@ -92,6 +95,7 @@ impl RedisDriver {
             scripts,
             subs,
             fence_seed: options.fence_seed,
+            replica_ack: options.replica_ack,
             prefix: options.prefix.into(),
             keys: options.keys,
             wake_prefix: wake_prefix.into(),

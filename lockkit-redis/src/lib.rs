@@ -155,6 +155,7 @@ mod options;
 mod proclaim;
 mod redlock;
 mod renew;
+mod replicas;
 mod scripts;
 mod sentinel;
 mod tls;
@@ -165,6 +166,7 @@ pub use driver::RedisDriver;
 pub use keys::KeyLayout;
 pub use options::{FenceSeed, RedisOptions, WakeMode};
 pub use redlock::{RedlockDriver, RedlockOptions};
+pub use replicas::ReplicaAck;
 
 use std::sync::Arc;
 

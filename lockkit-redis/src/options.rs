@@ -8,6 +8,7 @@ use lockkit_core::url::{PrefixRule, Timeouts};
 use redis::TlsCertificates;
 
 use crate::keys::KeyLayout;
+use crate::replicas::ReplicaAck;
 use crate::url::{DEFAULT_PREFIX, DEFAULT_TIMEOUTS};
 
 /// Single server, or Redis Cluster.
@@ -123,6 +124,8 @@ pub struct RedisOptions {
     pub(crate) keys: KeyLayout,
     pub(crate) wake: WakeMode,
     pub(crate) fence_seed: FenceSeed,
+    /// `wait_replicas` and `wait_timeout_ms`.
+    pub(crate) replica_ack: Option<ReplicaAck>,
     /// From `tls_ca`/`tls_cert`/`tls_key`; `None` for plain TCP, or TLS verified
     /// against the system roots.
     pub(crate) tls: Option<TlsCertificates>,
@@ -141,6 +144,7 @@ impl fmt::Debug for RedisOptions {
             .field("keys", &self.keys)
             .field("wake", &self.wake)
             .field("fence_seed", &self.fence_seed)
+            .field("replica_ack", &self.replica_ack)
             .field("tls", &self.tls)
             .field("timeouts", &self.timeouts)
             .finish()
@@ -200,6 +204,12 @@ impl RedisOptions {
         Ok(self)
     }
 
+    /// How many replicas must acknowledge each grant and renewal
+    /// (`?wait_replicas=N&wait_timeout_ms=T`); `None` by default.
+    pub fn replica_ack(&self) -> Option<ReplicaAck> {
+        self.replica_ack
+    }
+
     /// Starts a missing fencing counter as `seed` says.
     pub fn with_fence_seed(mut self, seed: FenceSeed) -> Self {
         self.fence_seed = seed;
@@ -221,6 +231,7 @@ impl Default for RedisOptions {
             keys: KeyLayout::default(),
             wake: WakeMode::Notify,
             fence_seed: FenceSeed::default(),
+            replica_ack: None,
             tls: None,
             timeouts: DEFAULT_TIMEOUTS,
             shown: url.to_owned(),

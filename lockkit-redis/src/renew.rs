@@ -83,6 +83,9 @@ impl RedisDriver {
             .invoke_async(&mut conn)
             .await
             .map_err(redis_error)?;
+        if let Some(ack) = self.replica_ack {
+            ack.wait(&mut conn).await.map_err(redis_error)?;
+        }
         Ok(flags.into_iter().map(|f| f == 1).collect())
     }
 }

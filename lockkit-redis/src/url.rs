@@ -9,6 +9,7 @@ use lockkit_core::{LockError, redact_url};
 
 use crate::keys::KeyLayout;
 use crate::options::{FenceSeed, RedisOptions, SentinelTarget, Topology, WakeMode};
+use crate::replicas::take_replica_ack;
 use crate::tls;
 
 /// The key prefix when the URL gives none.
@@ -121,6 +122,12 @@ impl RedisOptions {
         let keys = take_keys(query)?;
         let wake = take_wake(query)?;
         let fence_seed = take_fence_seed(query)?;
+        let replica_ack = take_replica_ack(query)?;
+        if replica_ack.is_some() && topology == Topology::Cluster {
+            return Err(query.invalid(
+                "wait_replicas is for a single master or a Sentinel group, not a Cluster",
+            ));
+        }
         let timeouts = query.take_timeouts(DEFAULT_TIMEOUTS)?;
         let tls_paths = TlsPaths::from_query(query)?;
         let passthrough = parsed.query.finish_passing(CLIENT_OPTIONS)?;
@@ -170,6 +177,7 @@ impl RedisOptions {
                 keys,
                 wake,
                 fence_seed,
+                replica_ack,
                 tls,
                 timeouts,
                 shown: redact_url(url),
@@ -221,6 +229,7 @@ impl RedisOptions {
             keys,
             wake,
             fence_seed,
+            replica_ack,
             tls,
             timeouts,
             shown: redact_url(url),

@@ -92,3 +92,41 @@ async fn a_master_name_the_sentinels_do_not_know_fails_at_connect() {
         other => panic!("no master name: {:?}", other.map(|_| ())),
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wait_replicas_grants_only_what_enough_replicas_acknowledged() {
+    let group = RedisSentinels::start(2, 1).await.unwrap();
+    let url = group.url();
+    let two = locker(&format!("{url}?wait_replicas=2")).await;
+    // The replicas may still be syncing: retried until both acknowledge.
+    let held = until_ok(|| two.try_lock("orders")).await;
+    held.extend(Duration::from_secs(5)).await.unwrap();
+    held.release().await.unwrap();
+
+    // Three replicas never acknowledge: the grant is refused, and given back.
+    let three = locker(&format!("{url}?wait_replicas=3&wait_timeout_ms=100")).await;
+    match three.try_lock("orders").await {
+        Err(e) => assert!(e.to_string().contains("wait_replicas"), "{e}"),
+        Ok(g) => panic!("granted with 2 of 3 replicas: token {}", g.token()),
+    }
+    two.try_lock("orders")
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+
+    for (bad, why) in [
+        ("redis-cluster://127.0.0.1:1?wait_replicas=1", "Cluster"),
+        ("redis://127.0.0.1:1?wait_replicas=0", "1 to 16"),
+        (
+            "redis://127.0.0.1:1?wait_timeout_ms=5",
+            "needs `wait_replicas`",
+        ),
+    ] {
+        match lockkit_redis::RedisOptions::from_url(bad) {
+            Err(LockError::InvalidUrl { reason, .. }) => assert!(reason.contains(why), "{reason}"),
+            other => panic!("{bad}: {other:?}"),
+        }
+    }
+}

@@ -132,7 +132,11 @@ impl RedisSentinels {
 
     /// Waits until every sentinel knows the other sentinels and every replica, and
     /// the replicas are in sync: before that, a failover could not happen.
-    async fn wait_until_watched(&self) -> Result<(), TestkitError> {
+    ///
+    /// # Errors
+    ///
+    /// `Setup` if that takes longer than 30 s.
+    pub async fn wait_until_watched(&self) -> Result<(), TestkitError> {
         let replicas = self.nodes.len() - 1;
         let deadline = Instant::now() + Duration::from_secs(30);
         let others = self.sentinels.len() - 1;

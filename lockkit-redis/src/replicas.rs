@@ -1,0 +1,79 @@
+//! `?wait_replicas=N&wait_timeout_ms=T` (Redisson's `syncSlaves`): after a grant,
+//! and after each renewal, `WAIT N T` on the connection that wrote it. A grant
+//! fewer than N replicas acknowledged is released, and the acquire fails with
+//! a transient error (a waiting acquire tries again within its wait); a renewal
+//! they did not acknowledge fails, and the watchdog tries again until the lease
+//! ends.
+//!
+//! This narrows the failover window, it does not close it: `WAIT` does not make
+//! Redis replication synchronous, a replica that acknowledged can still lose
+//! the write, and the sentinels may promote a replica that did not acknowledge.
+
+use std::time::Duration;
+
+use lockkit_core::LockError;
+use lockkit_core::url::Query;
+use redis::{ErrorKind, RedisError, RedisResult, ServerErrorKind};
+
+use crate::connection::Conn;
+
+/// How long `WAIT` waits for the replicas by default.
+const DEFAULT_WAIT_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// How many replicas must acknowledge each grant and renewal, within how long.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReplicaAck {
+    /// `wait_replicas=N`.
+    pub replicas: u32,
+    /// `wait_timeout_ms=T` (default 500).
+    pub timeout: Duration,
+}
+
+/// `wait_replicas=N` (1 to 16) and `wait_timeout_ms=T` (1 to 60000; only with
+/// `wait_replicas`).
+pub(crate) fn take_replica_ack(query: &mut Query) -> Result<Option<ReplicaAck>, LockError> {
+    let replicas = match query.take("wait_replicas")? {
+        None => None,
+        Some(n) => match n.parse::<u32>() {
+            Ok(n @ 1..=16) => Some(n),
+            _ => return Err(query.invalid("`wait_replicas` is a number of replicas, 1 to 16")),
+        },
+    };
+    let timeout = query.take_millis("wait_timeout_ms", 1..=60_000)?;
+    match (replicas, timeout) {
+        (None, Some(_)) => Err(query.invalid("`wait_timeout_ms` needs `wait_replicas`")),
+        (None, None) => Ok(None),
+        (Some(replicas), timeout) => Ok(Some(ReplicaAck {
+            replicas,
+            timeout: timeout.unwrap_or(DEFAULT_WAIT_TIMEOUT),
+        })),
+    }
+}
+
+impl ReplicaAck {
+    /// `WAIT` on `conn` for the writes it sent so far.
+    ///
+    /// # Errors
+    ///
+    /// A transient error (`TRYAGAIN`) naming how many replicas acknowledged, if
+    /// fewer than asked did within the timeout; the connection's own error.
+    pub(crate) async fn wait(&self, conn: &mut Conn) -> RedisResult<()> {
+        let timeout_ms = u64::try_from(self.timeout.as_millis()).unwrap_or(u64::MAX);
+        let acked: i64 = redis::cmd("WAIT")
+            .arg(self.replicas)
+            .arg(timeout_ms)
+            .query_async(conn)
+            .await?;
+        if acked >= i64::from(self.replicas) {
+            return Ok(());
+        }
+        Err(RedisError::from((
+            ErrorKind::Server(ServerErrorKind::TryAgain),
+            "too few replicas acknowledged the write (wait_replicas)",
+            format!(
+                "{acked} of {} within {timeout_ms} ms (wait_timeout_ms)",
+                self.replicas
+            ),
+        )))
+    }
+}
