@@ -187,6 +187,31 @@ pub(crate) async fn redis_restarted_during_a_hold(
         .await
 }
 
+/// The workers run on a Sentinel group's `url`; while one of them holds the lock,
+/// the master is killed and the sentinels promote a replica. What asynchronous
+/// replication lost shows in the history.
+pub(crate) async fn sentinel_failover_during_a_hold(
+    backend: &'static str,
+    url: &str,
+    group: &mut RedisSentinels,
+    promise: Promise,
+) -> Verdict {
+    let mut trial = Trial::new(backend, "master failed over while a lock is held");
+    trial.hold = HOLD_ACROSS_RESTART;
+    group.wait_until_watched().await.unwrap();
+    let running = trial.start_workers(url).await;
+    trial
+        .wait_until("a worker holding the lock", |h| {
+            h.grants.iter().any(|g| g.held_until.is_none())
+        })
+        .await;
+    let started = Instant::now();
+    group.fail_over(RECOVERY_LIMIT).await.unwrap();
+    trial
+        .finish(running, started, Instant::now(), promise)
+        .await
+}
+
 /// The workers take `$primitive` (a lock, a semaphore's permits, a read-write
 /// lock) on `$url`; `$server` is killed, stays down for [`DOWNTIME`], and is
 /// restarted (`restart()` awaits the server).
