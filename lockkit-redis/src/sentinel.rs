@@ -14,7 +14,7 @@
 
 use std::sync::{Arc, RwLock};
 
-use redis::aio::{ConnectionLike, ConnectionManager};
+use redis::aio::{ConnectionLike, ConnectionManager, MultiplexedConnection};
 use redis::{
     Cmd, ErrorKind, Pipeline, RedisError, RedisFuture, RedisResult, ServerErrorKind, Value,
 };
@@ -189,61 +189,59 @@ impl ConnectionLike for SentinelConn {
     }
 }
 
-/// A connection to the first sentinel that answers.
-async fn first_sentinel(options: &RedisOptions) -> RedisResult<redis::aio::MultiplexedConnection> {
-    let mut last = None;
+/// What the first sentinel that knows says to `ask` (on a connection of its own,
+/// within the connect timeout); `None` when every sentinel answered and none
+/// knew; the last error when some could not answer.
+async fn ask_sentinels<T, F, Fut>(options: &RedisOptions, ask: F) -> RedisResult<Option<T>>
+where
+    F: Fn(MultiplexedConnection) -> Fut,
+    Fut: Future<Output = RedisResult<Option<T>>>,
+{
+    let mut failed = None;
     for node in &options.nodes {
-        let client = tls::client(node, options.tls.as_ref())?;
-        let attempt = tokio::time::timeout(
-            options.timeouts.connect,
-            client.get_multiplexed_async_connection(),
-        );
-        match attempt.await {
-            Ok(Ok(conn)) => return Ok(conn),
-            Ok(Err(e)) => last = Some(e),
+        let asked = async {
+            let client = tls::client(node, options.tls.as_ref())?;
+            ask(client.get_multiplexed_async_connection().await?).await
+        };
+        match tokio::time::timeout(options.timeouts.connect, asked).await {
+            Ok(Ok(Some(answer))) => return Ok(Some(answer)),
+            Ok(Ok(None)) => {}
+            Ok(Err(e)) => failed = Some(e),
             Err(_) => {
-                last = Some(RedisError::from((
+                failed = Some(RedisError::from((
                     ErrorKind::Io,
                     "a sentinel did not answer",
                 )))
             }
         }
     }
-    Err(last.unwrap_or_else(|| RedisError::from((ErrorKind::Client, "no sentinel in the URL"))))
+    failed.map_or(Ok(None), Err)
+}
+
+/// A connection to the first sentinel that answers.
+async fn first_sentinel(options: &RedisOptions) -> RedisResult<MultiplexedConnection> {
+    let first = ask_sentinels(options, |conn| async move { Ok(Some(conn)) }).await?;
+    first.ok_or_else(|| RedisError::from((ErrorKind::Client, "no sentinel in the URL")))
 }
 
 /// `host:port` of the master, as the first sentinel that knows it says.
 async fn master_addr(options: &RedisOptions, target: &SentinelTarget) -> RedisResult<String> {
-    let mut last = None;
-    for node in &options.nodes {
-        let asked = async {
-            let client = tls::client(node, options.tls.as_ref())?;
-            let mut conn = client.get_multiplexed_async_connection().await?;
-            redis::cmd("SENTINEL")
-                .arg("get-master-addr-by-name")
-                .arg(&target.master)
-                .query_async::<Option<(String, u16)>>(&mut conn)
-                .await
-        };
-        match tokio::time::timeout(options.timeouts.connect, asked).await {
-            Ok(Ok(Some((host, port)))) => return Ok(format!("{host}:{port}")),
-            Ok(Ok(None)) => {
-                last = Some(RedisError::from((
-                    ErrorKind::Client,
-                    "the sentinels do not know the master name",
-                    target.master.clone(),
-                )))
-            }
-            Ok(Err(e)) => last = Some(e),
-            Err(_) => {
-                last = Some(RedisError::from((
-                    ErrorKind::Io,
-                    "a sentinel did not answer",
-                )))
-            }
-        }
-    }
-    Err(last.unwrap_or_else(|| RedisError::from((ErrorKind::Client, "no sentinel in the URL"))))
+    let found = ask_sentinels(options, |mut conn| async move {
+        let addr: Option<(String, u16)> = redis::cmd("SENTINEL")
+            .arg("get-master-addr-by-name")
+            .arg(&target.master)
+            .query_async(&mut conn)
+            .await?;
+        Ok(addr.map(|(host, port)| format!("{host}:{port}")))
+    })
+    .await?;
+    found.ok_or_else(|| {
+        RedisError::from((
+            ErrorKind::Client,
+            "the sentinels do not know the master name",
+            target.master.clone(),
+        ))
+    })
 }
 
 /// A reconnecting connection to the master at `addr`, checked to answer `ROLE`

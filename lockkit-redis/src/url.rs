@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use lockkit_core::tls::TlsPaths;
-use lockkit_core::url::{ParsedUrl, PrefixRule, Query, Timeouts, host_port};
+use lockkit_core::url::{ParsedUrl, PrefixRule, Query, Server, Timeouts, host_port};
 use lockkit_core::{LockError, redact_url};
 
 use crate::keys::KeyLayout;
@@ -144,78 +144,12 @@ impl RedisOptions {
             format!("?{}", passthrough.join("&"))
         };
         let userinfo = server.userinfo.map(|u| format!("{u}@")).unwrap_or_default();
-        if topology == Topology::Sentinel {
-            let master = server.path.trim_matches('/');
-            if master.is_empty() || master.contains('/') {
-                return Err(bad(
-                    "the path is the master's name, as the sentinels monitor it \
-                     (redis-sentinel://host:26379,host:26379/mymaster)",
-                ));
-            }
-            for h in server.host_list() {
-                host_port(h, "a sentinel listens on 26379").map_err(|why| bad(&why))?;
-            }
-            // The credentials and client options are the data nodes'; sentinels
-            // are asked without them.
-            let nodes: Vec<String> = server
-                .host_list()
-                .map(|h| format!("{node_scheme}://{h}"))
-                .collect();
-            for node in &nodes {
-                tls::client(node, tls.as_ref())
-                    .map_err(|e| LockError::invalid_url(url, redact_url(&e.to_string())))?;
-            }
-            return Ok(Self {
-                nodes,
-                topology,
-                sentinel: Some(SentinelTarget {
-                    master: master.to_owned(),
-                    node_prefix: format!("{node_scheme}://{userinfo}"),
-                    node_suffix: query,
-                }),
-                prefix,
-                keys,
-                wake,
-                fence_seed,
-                replica_ack,
-                tls,
-                timeouts,
-                shown: redact_url(url),
-            });
-        }
-        let db = match server.path.trim_end_matches('/') {
-            "" => "",
-            path => {
-                let index = &path[1..];
-                if index.parse::<u32>().is_err() {
-                    return Err(bad(
-                        "the path is the database index, a whole number (redis://host:6379/0)",
-                    ));
-                }
-                path
-            }
-        };
-        for h in server.host_list() {
-            host_port(h, "Redis listens on 6379").map_err(|why| bad(&why))?;
-        }
-        let nodes: Vec<String> = if topology == Topology::Cluster {
-            if !db.is_empty() {
-                return Err(bad("a cluster has only database 0: remove the /db path"));
-            }
-            server
-                .host_list()
-                .map(|h| format!("{node_scheme}://{userinfo}{h}{query}"))
-                .collect()
+        let (nodes, sentinel) = if topology == Topology::Sentinel {
+            let (nodes, target) = sentinel_nodes(&server, node_scheme, &userinfo, query, &bad)?;
+            (nodes, Some(target))
         } else {
-            if server.hosts.contains(',') {
-                return Err(bad(
-                    "several hosts: use redis-cluster:// for a cluster or redlock:// for Redlock",
-                ));
-            }
-            vec![format!(
-                "{node_scheme}://{userinfo}{}{db}{query}",
-                server.hosts
-            )]
+            let nodes = data_nodes(&server, topology, node_scheme, &userinfo, &query, &bad)?;
+            (nodes, None)
         };
         for node in &nodes {
             tls::client(node, tls.as_ref())
@@ -224,7 +158,7 @@ impl RedisOptions {
         Ok(Self {
             nodes,
             topology,
-            sentinel: None,
+            sentinel,
             prefix,
             keys,
             wake,
@@ -235,6 +169,83 @@ impl RedisOptions {
             shown: redact_url(url),
         })
     }
+}
+
+/// The sentinels' URLs and what the URL names besides them: the master (the
+/// path), and the data nodes' credentials and client options (the sentinels are
+/// asked without them).
+fn sentinel_nodes(
+    server: &Server<'_>,
+    node_scheme: &str,
+    userinfo: &str,
+    query: String,
+    bad: &dyn Fn(&str) -> LockError,
+) -> Result<(Vec<String>, SentinelTarget), LockError> {
+    let master = server.path.trim_matches('/');
+    if master.is_empty() || master.contains('/') {
+        return Err(bad(
+            "the path is the master's name, as the sentinels monitor it \
+             (redis-sentinel://host:26379,host:26379/mymaster)",
+        ));
+    }
+    for h in server.host_list() {
+        host_port(h, "a sentinel listens on 26379").map_err(|why| bad(&why))?;
+    }
+    let nodes = server
+        .host_list()
+        .map(|h| format!("{node_scheme}://{h}"))
+        .collect();
+    let target = SentinelTarget {
+        master: master.to_owned(),
+        node_prefix: format!("{node_scheme}://{userinfo}"),
+        node_suffix: query,
+    };
+    Ok((nodes, target))
+}
+
+/// The URL of the server, or of each cluster seed, with the credentials, the
+/// database (single server only) and the client options.
+fn data_nodes(
+    server: &Server<'_>,
+    topology: Topology,
+    node_scheme: &str,
+    userinfo: &str,
+    query: &str,
+    bad: &dyn Fn(&str) -> LockError,
+) -> Result<Vec<String>, LockError> {
+    let db = match server.path.trim_end_matches('/') {
+        "" => "",
+        path => {
+            let index = &path[1..];
+            if index.parse::<u32>().is_err() {
+                return Err(bad(
+                    "the path is the database index, a whole number (redis://host:6379/0)",
+                ));
+            }
+            path
+        }
+    };
+    for h in server.host_list() {
+        host_port(h, "Redis listens on 6379").map_err(|why| bad(&why))?;
+    }
+    if topology == Topology::Cluster {
+        if !db.is_empty() {
+            return Err(bad("a cluster has only database 0: remove the /db path"));
+        }
+        return Ok(server
+            .host_list()
+            .map(|h| format!("{node_scheme}://{userinfo}{h}{query}"))
+            .collect());
+    }
+    if server.hosts.contains(',') {
+        return Err(bad(
+            "several hosts: use redis-cluster:// for a cluster or redlock:// for Redlock",
+        ));
+    }
+    Ok(vec![format!(
+        "{node_scheme}://{userinfo}{}{db}{query}",
+        server.hosts
+    )])
 }
 
 #[cfg(test)]

@@ -131,7 +131,10 @@ and written after the holder's lease ended, it is thawed and makes its write, wh
 black-holed for 2.5 s); *server killed and restarted* (SIGKILL, 1 s down); *leader \
 killed* (etcd and ZooKeeper with 3 members); *2 of 5 masters killed* (Redlock); \
 *restarted while a lock is held* (Redis without persistence: SIGKILL while a worker \
-holds the lock, restarted at once; holds last 1.5 s in these rows). \
+holds the lock, restarted at once; holds last 1.5 s in these rows); *master failed \
+over while a lock is held* (Redis Sentinel: a master, 2 replicas and 3 sentinels; \
+SIGKILL to the master while a worker holds the lock, the sentinels promote a \
+replica; the time to recover counts from the promotion). \
 Every server is real and on 127.0.0.1, except Consul: those rows ran against the \
 testkit's Consul stand-in, which follows Consul's documented HTTP semantics but is \
 not Consul.\n\n";
@@ -147,4 +150,15 @@ holder and accepts the old one. Mitigations lockkit offers: run the lock's Redis
 restart, nothing lost), and/or connect with `?fence_seed=clock`, which starts a \
 missing counter from the server's clock in microseconds, so tokens keep rising across \
 the restart and fencing refuses the old holder (the *fence_seed=clock* row); the lock \
-itself is still lost. See the README's Redis section.\n";
+itself is still lost. See the README's Redis section.\n\n\
+**Redis Sentinel failover.** The sentinels promoted a replica about 2.2 s after the \
+master was killed (1 s to call it down, then their election), and the workers were \
+granted on the new master within the time to recover shown. Replication on one \
+machine is quick, so these rows lost nothing: that is what they measured, not what \
+Sentinel guarantees. Replication is asynchronous, so a failover can lose the last \
+grants (two holders) and the last bumps of the fencing counter (a repeated token). \
+`?wait_replicas=N` makes each grant and renewal count only once N replicas \
+acknowledged it, which narrows that window but does not close it (the sentinels may \
+promote a replica that did not acknowledge); `?fence_seed=clock` restarts a counter \
+the new master lacks from its clock, but not one it has stale. Fencing at the \
+resource is what refuses the older holder's writes.\n";
