@@ -231,6 +231,60 @@ async fn redis_cluster_assigns_every_slot() {
     }
 }
 
+/// `redis-cli` against the node on `port`, its output trimmed; with `-c` among
+/// `args`, it follows the cluster's redirects.
+fn redis_cli(port: u16, args: &[&str]) -> String {
+    let out = std::process::Command::new("redis-cli")
+        .args(["-p", &port.to_string()])
+        .args(args)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+#[tokio::test]
+async fn a_replicated_cluster_promotes_the_replica_of_a_killed_master() {
+    let mut c = lockkit_testkit::RedisCluster::start_replicated(3, 1)
+        .await
+        .unwrap();
+    let roles = |c: &lockkit_testkit::RedisCluster| -> Vec<(u16, String)> {
+        c.nodes
+            .iter()
+            .map(|n| (n.port(), redis_cli(n.port(), &["role"])))
+            .collect()
+    };
+    let before = roles(&c);
+    let masters = before
+        .iter()
+        .filter(|(_, r)| r.starts_with("master"))
+        .count();
+    assert_eq!((before.len(), masters), (6, 3), "{before:?}");
+    let seed = c.nodes[0].port();
+    assert_eq!(redis_cli(seed, &["-c", "set", "kept", "before"]), "OK");
+    // Its master (the node that answers without a redirect) has it replicated.
+    let (master, _) = before
+        .iter()
+        .find(|(p, _)| redis_cli(*p, &["get", "kept"]) == "before")
+        .unwrap();
+    assert_eq!(redis_cli(*master, &["wait", "1", "5000"]), "1");
+
+    let new = c
+        .fail_over_master_of("kept", Duration::from_secs(20))
+        .await
+        .unwrap();
+
+    let was = |port: u16| &before.iter().find(|(p, _)| *p == port).unwrap().1;
+    assert!(was(new).starts_with("slave"), "{new} was {}", was(new));
+    let down: Vec<u16> = roles(&c)
+        .into_iter()
+        .filter(|(_, r)| r.is_empty())
+        .map(|(p, _)| p)
+        .collect();
+    assert_eq!(down, [*master], "only the key's master was killed");
+    assert!(redis_cli(new, &["role"]).starts_with("master"));
+    assert_eq!(redis_cli(new, &["get", "kept"]), "before");
+}
+
 /// Whether `redis-cli --tls` (with the client certificate if given) gets PONG.
 fn tls_cli_pings(r: &Redis, client_cert: bool) -> bool {
     let files = r.tls_files().unwrap();

@@ -1,4 +1,6 @@
-//! A Redis Cluster of N masters, formed with `redis-cli --cluster create`.
+//! A Redis Cluster of N masters, each with its replicas or none, formed with
+//! `redis-cli --cluster create`. Killing a master and waiting for its replica's
+//! promotion is in [`failover`](super::failover).
 
 use tempfile::TempDir;
 
@@ -6,11 +8,13 @@ use super::{ClusterBus, Redis, TlsFiles};
 use crate::TestkitError;
 use crate::process::{find_binary, temp_dir};
 
-/// A Redis Cluster of `n` masters (no replicas), all slots assigned; plain, or TLS
-/// only with one CA for every node ([`start_tls`](RedisCluster::start_tls)).
+/// A Redis Cluster of `n` masters, all slots assigned, without replicas or with
+/// ([`start_replicated`](RedisCluster::start_replicated)); plain, or TLS only
+/// with one CA for every node ([`start_tls`](RedisCluster::start_tls)).
 #[derive(Debug)]
 pub struct RedisCluster {
-    /// The masters, each controllable on its own.
+    /// The nodes, each controllable on its own: the masters, then their replicas
+    /// (which master each follows is the cluster's choice; a failover changes roles).
     pub nodes: Vec<Redis>,
     /// For a TLS cluster: the certificates, shared by all nodes, and their dir.
     tls: Option<(TlsFiles, TempDir)>,
@@ -38,11 +42,27 @@ impl RedisCluster {
     ///
     /// As [`Redis::start`]; `Setup` if the cluster cannot be formed.
     pub async fn start(n: usize) -> Result<Self, TestkitError> {
+        Self::start_replicated(n, 0).await
+    }
+
+    /// Starts `masters` (≥ 3) masters with `replicas` replicas each
+    /// (`--cluster-replicas`), and waits until the cluster is `ok` on every node and
+    /// every replica is in sync with its master.
+    ///
+    /// # Errors
+    ///
+    /// As [`start`](Self::start).
+    pub async fn start_replicated(masters: usize, replicas: usize) -> Result<Self, TestkitError> {
+        let n = masters * (1 + replicas);
         let mut nodes = Vec::with_capacity(n);
         for _ in 0..n {
             nodes.push(Redis::start_with(&cluster_args(), ClusterBus::FreePort).await?);
         }
-        Self::form(nodes, None).await
+        let cluster = Self::form(nodes, replicas, None).await?;
+        if replicas > 0 {
+            cluster.wait_until_replicas_sync().await?;
+        }
+        Ok(cluster)
     }
 
     /// As [`start`](Self::start), but every node listens on TLS only, the cluster
@@ -62,7 +82,7 @@ impl RedisCluster {
                 Redis::launch_tls(temp_dir()?, files.clone(), &args, ClusterBus::FreePort).await?,
             );
         }
-        Self::form(nodes, Some((files, certs))).await
+        Self::form(nodes, 0, Some((files, certs))).await
     }
 
     /// `redis-cli` arguments to reach the nodes (TLS options for a TLS cluster).
@@ -77,10 +97,11 @@ impl RedisCluster {
         .unwrap_or_default()
     }
 
-    /// Joins `nodes` with `redis-cli --cluster create` and waits for
-    /// `cluster_state:ok` on each.
+    /// Joins `nodes` with `redis-cli --cluster create`, `replicas` per master, and
+    /// waits for `cluster_state:ok` on each.
     async fn form(
         mut nodes: Vec<Redis>,
+        replicas: usize,
         tls: Option<(TlsFiles, TempDir)>,
     ) -> Result<Self, TestkitError> {
         let tls_args = Self::cli_tls_args(tls.as_ref().map(|(f, _)| f));
@@ -90,7 +111,8 @@ impl RedisCluster {
         for n in &nodes {
             create.arg(format!("127.0.0.1:{}", n.port()));
         }
-        create.args(["--cluster-replicas", "0", "--cluster-yes"]);
+        let replicas = replicas.to_string();
+        create.args(["--cluster-replicas", &replicas, "--cluster-yes"]);
         crate::process::run_setup("redis-cli --cluster create", &mut create)?;
         for n in &mut nodes {
             let cli = cli.clone();

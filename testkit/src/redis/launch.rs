@@ -69,6 +69,10 @@ impl Redis {
                 "",
                 "--appendonly",
                 "no",
+                // A replica's first sync starts at once, not after Redis's 5 s
+                // wait for more replicas to share the transfer.
+                "--repl-diskless-sync-delay",
+                "0",
                 "--dir",
                 &dir.path().display().to_string(),
                 "--logfile",

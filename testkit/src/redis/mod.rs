@@ -1,9 +1,14 @@
-//! Redis: one instance, or N independent masters (for Redlock), or a Cluster.
+//! Redis: one instance, or N independent masters (for Redlock), or a Cluster, or
+//! a master with replicas under sentinels.
 //!
 //! [`Redis`] is here; [`launch`] runs redis-server and waits for it, [`tls`] holds a
-//! TLS server's certificates, [`masters`] and [`cluster`] the multi-server setups.
+//! TLS server's certificates, [`masters`], [`cluster`] and [`sentinel`] the
+//! multi-server setups, [`failover`] a Cluster's failover, and [`ask`] the raw
+//! command those use to watch nodes.
 
+mod ask;
 mod cluster;
+mod failover;
 mod launch;
 mod masters;
 mod sentinel;

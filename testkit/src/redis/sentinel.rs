@@ -3,10 +3,9 @@
 
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::net::TcpStream;
 use tokio::time::Instant;
 
+use super::ask::{ask, role};
 use super::{ClusterBus, Redis};
 use crate::TestkitError;
 use crate::process::temp_dir;
@@ -170,52 +169,4 @@ impl RedisSentinels {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
-}
-
-/// The role (`master`, `slave`) the node on `port` reports.
-async fn role(port: u16) -> Option<String> {
-    ask(port, "ROLE").await?.into_iter().next()
-}
-
-/// Sends one inline command to the server on `port` and returns its reply's
-/// strings, flattened: each bulk string or status of an array, or the lines of
-/// a bulk string (`INFO`). `None` on any error or after 1 s.
-async fn ask(port: u16, command: &str) -> Option<Vec<String>> {
-    let exchange = async {
-        let stream = TcpStream::connect(("127.0.0.1", port)).await.ok()?;
-        let (read, mut write) = stream.into_split();
-        write
-            .write_all(format!("{command}\r\n").as_bytes())
-            .await
-            .ok()?;
-        let mut lines = BufReader::new(read).lines();
-        let mut out = Vec::new();
-        let mut pending: usize = 1;
-        while pending > 0 {
-            let line = lines.next_line().await.ok()??;
-            pending -= 1;
-            match line.as_bytes().first()? {
-                b'*' => pending += line[1..].parse::<usize>().unwrap_or(0),
-                b'$' => {
-                    if line != "$-1" {
-                        // A bulk string: its text, in as many lines as it has.
-                        let len: usize = line[1..].parse().ok()?;
-                        let mut read = 0;
-                        while read < len {
-                            let part = lines.next_line().await.ok()??;
-                            read += part.len() + 2;
-                            out.push(part);
-                        }
-                    }
-                }
-                b'+' | b':' => out.push(line[1..].to_owned()),
-                _ => return None,
-            }
-        }
-        Some(out)
-    };
-    tokio::time::timeout(Duration::from_secs(1), exchange)
-        .await
-        .ok()
-        .flatten()
 }
