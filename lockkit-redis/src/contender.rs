@@ -13,7 +13,7 @@ use tokio::time::Instant;
 
 use crate::acquire::{Outcome, member};
 use crate::driver::RedisDriver;
-use crate::error::{is_transient, redis_error};
+use crate::error::{is_transient, is_transient_on_cluster, redis_error};
 use crate::keys::Names;
 use crate::wait::{NOTIFY_FALLBACK, Waiter};
 
@@ -64,6 +64,9 @@ impl Contender for Contending<'_> {
             Ok(Outcome::Busy { retry_ms }) => retry_ms,
             Ok(Outcome::Refused(e)) => return Err(e),
             Err(e) if is_transient(&e) => return Ok(Attempt::Transient(redis_error(e))),
+            Err(e) if self.driver.is_cluster() && is_transient_on_cluster(&e) => {
+                return Ok(Attempt::Transient(redis_error(e)));
+            }
             Err(e) => return Err(redis_error(e)),
         };
         // Try again at the holder's expiry at the latest (nobody publishes when a

@@ -66,13 +66,29 @@ pub(crate) fn connect_error(e: redis::RedisError, options: &RedisOptions) -> Loc
 }
 
 /// Errors a cluster answers while it changes shape: a slot migrating with only
-/// some of a script's keys moved (TRYAGAIN), or a failover in progress.
+/// some of a script's keys moved (TRYAGAIN), or a failover in progress (the
+/// slot served by no one, a redirect the client could not yet follow within its
+/// retries, or no connection to the slot's new master yet).
 pub(crate) fn is_transient(e: &redis::RedisError) -> bool {
     use redis::{ErrorKind, ServerErrorKind};
     matches!(
         e.kind(),
         ErrorKind::Server(
-            ServerErrorKind::TryAgain | ServerErrorKind::ClusterDown | ServerErrorKind::MasterDown
-        )
+            ServerErrorKind::TryAgain
+                | ServerErrorKind::ClusterDown
+                | ServerErrorKind::MasterDown
+                | ServerErrorKind::Moved
+                | ServerErrorKind::Ask
+        ) | ErrorKind::ClusterConnectionNotFound
     )
+}
+
+/// On a Cluster, as [`is_transient`], and also a node that cannot be reached:
+/// once the other masters agree it failed, its replica takes over its slots.
+pub(crate) fn is_transient_on_cluster(e: &redis::RedisError) -> bool {
+    is_transient(e)
+        || e.is_io_error()
+        || e.is_connection_dropped()
+        || e.is_connection_refusal()
+        || e.is_timeout()
 }

@@ -1,6 +1,7 @@
 //! Redis Cluster specifics on a real 3-master cluster from the testkit: detection
 //! from a plain `redis://` URL, locking through a slot migration (MOVED
-//! redirects), and watchdog renewals of locks spread over many slots.
+//! redirects), watchdog renewals of locks spread over many slots, and (on 3
+//! masters with a replica each) a hold and its waiter carried across a failover.
 
 #![cfg(test)] // Test code throughout: clippy.toml allows unwrap, expect and panic here.
 
@@ -245,4 +246,65 @@ async fn watch_renewals(ports: &[u16], count: usize, until: Instant) {
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// Retries `f` until it succeeds, for at most 30 s: the time the driver takes to
+/// follow a failover.
+async fn until_ok<T, F, Fut>(mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, LockError>>,
+{
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match f().await {
+            Ok(v) => return v,
+            Err(_) if Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) => panic!("not back within 30 s: {e}"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_driver_follows_a_failover_to_the_promoted_replica() {
+    let mut cluster = RedisCluster::start_replicated(3, 1).await.unwrap();
+    let url = cluster.url();
+    let (a, b) = (
+        Locker::new(driver(&url).await),
+        Locker::new(driver(&url).await),
+    );
+    // Held under the watchdog, with a waiter queued, while the master dies; the
+    // lease outlasts the failover (the 2 s node timeout, then the vote), during
+    // which the slot is served by no one.
+    let held = a
+        .lock("orders")
+        .ttl(Duration::from_secs(10))
+        .no_wait()
+        .await
+        .unwrap();
+    let waiter = {
+        let b = b.clone();
+        tokio::spawn(async move { b.lock("orders").wait(Duration::from_secs(30)).await })
+    };
+    lockkit_conformance::until_waiters(&a, "orders", 1, Duration::from_secs(30))
+        .await
+        .unwrap();
+
+    cluster
+        .fail_over_master_of("lockkit:{orders}:lock", Duration::from_secs(30))
+        .await
+        .unwrap();
+
+    // The same lockers, no reconnect by hand: the replicated hold is renewed on
+    // the promoted replica, and its release there wakes the waiter, whose token
+    // the replicated counter keeps rising.
+    until_ok(|| held.extend(Duration::from_secs(5))).await;
+    assert!(!held.is_lost());
+    let token = held.token();
+    held.release().await.unwrap();
+    let handed = waiter.await.unwrap().unwrap();
+    assert!(handed.token() > token, "{} after {token}", handed.token());
+    handed.release().await.unwrap();
 }
