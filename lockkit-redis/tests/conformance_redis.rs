@@ -1,8 +1,9 @@
 //! The conformance suite against real Redis servers from the testkit: a single
 //! server (woken by pub/sub, polling only, and with `keys=plain`), a master with
-//! a replica behind a sentinel, a 3-master Redis Cluster, and both
-//! again over TLS (`rediss://`, the URL carrying the throwaway CA, so the
-//! killed-holder child process connects with it too).
+//! a replica behind a sentinel, a Redis Cluster of 3 masters with a replica each,
+//! and over TLS a single server and a 3-master Cluster (`rediss://`, the URL
+//! carrying the throwaway CA, so the killed-holder child process connects with it
+//! too).
 
 use std::sync::Arc;
 
@@ -32,8 +33,9 @@ url_backend!(
     SinglePlain: Redis = Redis::start(), |s| format!("{}?keys=plain", s.url()), connect
 );
 url_backend!(
-    /// Three masters, all slots assigned; the lock keys of one case spread over them.
-    Cluster: RedisCluster = RedisCluster::start(3), |s| s.url(), connect
+    /// Three masters with a replica each, all slots assigned; the lock keys of one
+    /// case spread over them. The URL names every node, the replicas too.
+    Cluster: RedisCluster = RedisCluster::start_replicated(3, 1), |s| s.url(), connect
 );
 url_backend!(
     /// A master with one replica, found through a sentinel
