@@ -187,18 +187,22 @@ pub(crate) async fn redis_restarted_during_a_hold(
         .await
 }
 
-/// The workers run on a Sentinel group's `url`; while one of them holds the lock,
-/// the master is killed and the sentinels promote a replica. What asynchronous
-/// replication lost shows in the history.
-pub(crate) async fn sentinel_failover_during_a_hold(
+/// The workers run on `url`; while one of them holds the lock, `fail_over` (given
+/// the trial's key) kills the master and returns once a replica is promoted. What
+/// asynchronous replication lost shows in the history; recovery counts from the
+/// promotion.
+pub(crate) async fn failover_during_a_hold<F, Fut>(
     backend: &'static str,
     url: &str,
-    group: &mut RedisSentinels,
     promise: Promise,
-) -> Verdict {
+    fail_over: F,
+) -> Verdict
+where
+    F: FnOnce(String) -> Fut,
+    Fut: Future<Output = Result<u16, lockkit_testkit::TestkitError>>,
+{
     let mut trial = Trial::new(backend, "master failed over while a lock is held");
     trial.hold = HOLD_ACROSS_RESTART;
-    group.wait_until_watched().await.unwrap();
     let running = trial.start_workers(url).await;
     trial
         .wait_until("a worker holding the lock", |h| {
@@ -206,7 +210,7 @@ pub(crate) async fn sentinel_failover_during_a_hold(
         })
         .await;
     let started = Instant::now();
-    group.fail_over(RECOVERY_LIMIT).await.unwrap();
+    fail_over(trial.key.clone()).await.unwrap();
     trial
         .finish(running, started, Instant::now(), promise)
         .await

@@ -25,8 +25,8 @@ use lockkit_conformance::history::{
 };
 use lockkit_conformance::holder::{self, HolderProcess};
 use lockkit_testkit::{
-    ConsulStandIn, Etcd, EtcdCluster, Fault, FaultProxy, MariaDb, Postgres, Redis, RedisMasters,
-    RedisSentinels, StandInOptions, ZooKeeper, ZooKeeperEnsemble,
+    ConsulStandIn, Etcd, EtcdCluster, Fault, FaultProxy, MariaDb, Postgres, Redis, RedisCluster,
+    RedisMasters, RedisSentinels, StandInOptions, ZooKeeper, ZooKeeperEnsemble,
 };
 use tokio::time::{Instant, sleep, timeout};
 
@@ -36,6 +36,7 @@ mod report;
 mod trial;
 
 mod elections;
+mod redis_data;
 
 use faults::*;
 use trial::*;
@@ -243,108 +244,6 @@ async fn zookeeper_server_killed_and_restarted() {
     let mut server = ZooKeeper::start().await.unwrap();
     let url = format!("{}?session_timeout_ms=1000", server.url());
     server_restarted!("zookeeper", Primitive::Lock, url, server, Promise::Safe);
-}
-
-/// Sentinel failover during a hold, as deployed by default: the promoted replica
-/// has what was replicated before the master died. On one machine replication is
-/// fast, so the history usually shows nothing lost; the row records what it shows.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn redis_sentinel_failover_during_a_hold() {
-    let mut group = RedisSentinels::start(2, 3).await.unwrap();
-    let url = group.url();
-    sentinel_failover_during_a_hold("redis sentinel", &url, &mut group, SENTINEL_PROMISE).await;
-}
-
-/// The same with `wait_replicas=1`: every grant and renewal was acknowledged by a
-/// replica before it counted.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn redis_sentinel_failover_with_wait_replicas() {
-    let mut group = RedisSentinels::start(2, 3).await.unwrap();
-    let url = format!("{}?wait_replicas=1", group.url());
-    let backend = "redis sentinel (wait_replicas=1)";
-    sentinel_failover_during_a_hold(backend, &url, &mut group, SENTINEL_PROMISE).await;
-}
-
-/// The same with `fence_seed=clock`: a counter the promoted replica lacks starts
-/// from the server's clock.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn redis_sentinel_failover_with_clock_seeded_tokens() {
-    let mut group = RedisSentinels::start(2, 3).await.unwrap();
-    let url = format!("{}?fence_seed=clock", group.url());
-    let backend = "redis sentinel (fence_seed=clock)";
-    sentinel_failover_during_a_hold(backend, &url, &mut group, SENTINEL_PROMISE).await;
-}
-
-/// What the README says of a Sentinel failover.
-const SENTINEL_PROMISE: Promise = Promise::Documented(
-    "a failover to an asynchronously replicated replica can lose the last grants and \
-     counter bumps: two holders, or a token that repeats, are possible; the resource's \
-     fencing refuses the older holder's writes",
-);
-
-/// Redis with `appendfsync always`: a restart keeps locks and counters.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn redis_with_fsynced_aof_killed_and_restarted_stays_safe() {
-    let mut server = Redis::start_persistent().await.unwrap();
-    server_restarted!(
-        "redis (appendfsync always)",
-        Primitive::Lock,
-        server.url(),
-        server,
-        Promise::Safe
-    );
-}
-
-/// Redis without persistence: a restart forgets the lock and the fencing counter.
-/// The counter starts again and tokens go backwards; the worker that held the lock
-/// through the restart is not told until its next renewal, and its later write is
-/// accepted by the resource (it has the higher token) while the new holder's is
-/// refused — what the README says.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn redis_without_persistence_restarted_resets_the_token_counter() {
-    let mut server = Redis::start().await.unwrap();
-    let url = server.url();
-    let v = redis_restarted_during_a_hold(
-        "redis (no persistence)",
-        &url,
-        &mut server,
-        Promise::Documented(
-            "a restart without persistence loses locks and fencing counters: tokens \
-             start again from 1, so the resource refuses the new holder and accepts the \
-             old one",
-        ),
-    )
-    .await;
-    assert!(
-        !v.token_regressions.is_empty(),
-        "the restart should have reset the token counter: {v:?}"
-    );
-}
-
-/// The mitigation: with `?fence_seed=clock` the counter Redis lost starts again from
-/// the server's clock, above every token handed out before, so tokens keep rising and
-/// the resource refuses the old holder. The lock itself is still lost: until the old
-/// holder's next renewal fails, two clients can believe they hold it (documented).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn redis_without_persistence_restarted_with_clock_seeded_tokens_keeps_tokens_rising() {
-    let mut server = Redis::start().await.unwrap();
-    let url = format!("{}?fence_seed=clock", server.url());
-    let v = redis_restarted_during_a_hold(
-        "redis (no persistence, fence_seed=clock)",
-        &url,
-        &mut server,
-        Promise::Documented(
-            "a restart without persistence loses the lock; until the old holder's next \
-             renewal fails, two clients can believe they hold it (fencing still refuses \
-             the old holder)",
-        ),
-    )
-    .await;
-    assert!(
-        v.token_regressions.is_empty(),
-        "tokens went backwards: {v:?}"
-    );
-    assert_eq!(v.stale_accepted, 0, "{v:?}");
 }
 
 // ---------------------------------------------------------------------------------
