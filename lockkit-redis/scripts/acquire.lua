@@ -4,8 +4,8 @@
 -- release wakes it and only it.
 -- KEYS[1] lock, KEYS[2] fencing counter, KEYS[3] waiters.
 -- ARGV[1] owner, ARGV[2] ttl ms, ARGV[3] waiter entry ('' when not waiting),
--- ARGV[4] waiter entry lifetime ms, ARGV[5] 'clock' to start a missing counter from
--- the server's clock in microseconds (fence_seed=clock), '' to start it from 0.
+-- ARGV[4] waiter entry lifetime ms, ARGV[5] 'clock' to keep tokens at or above the
+-- server's clock in microseconds (fence_seed=clock), '' for the counter alone.
 -- The lock's value is owner:token.
 -- Returns {1, token} when held by us, {0, pttl} when held by another owner.
 local current = redis.call('GET', KEYS[1])
@@ -23,15 +23,19 @@ if current then
   end
   return {0, redis.call('PTTL', KEYS[1])}
 end
-if ARGV[5] == 'clock' and redis.call('EXISTS', KEYS[2]) == 0 then
-  -- A missing counter (first use, or lost in a restart without persistence)
-  -- starts above every token handed out before, as long as the key saw fewer than
-  -- a million grants a second. Built as a string: Lua would print the number
-  -- with 14 significant digits.
+local token
+if ARGV[5] == 'clock' then
+  -- Never below the server's clock in microseconds: a counter missing (lost in a
+  -- restart without persistence) or behind (a stale replica promoted) still
+  -- hands out tokens above every one before, as long as the key saw fewer than
+  -- a million grants a second.
   local t = redis.call('TIME')
-  redis.call('SET', KEYS[2], t[1] .. string.format('%06d', tonumber(t[2])))
+  local clock = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  token = math.max(tonumber(redis.call('GET', KEYS[2]) or 0) + 1, clock)
+  redis.call('SET', KEYS[2], string.format('%d', token))
+else
+  token = redis.call('INCR', KEYS[2])
 end
-local token = redis.call('INCR', KEYS[2])
 -- '%d', not `..`: concatenating a number keeps only 14 significant digits, and a
 -- clock-seeded token has 16.
 redis.call('SET', KEYS[1], ARGV[1] .. ':' .. string.format('%d', token), 'PX', ARGV[2])

@@ -4,8 +4,8 @@
 -- writer does not wait behind the queue: readers wait behind writers, not the
 -- other way round.
 -- KEYS: see queue.lua. ARGV[1] owner, ARGV[2] ttl ms, ARGV[3] the waiter's member
--- ('' when not waiting), ARGV[4] entry lifetime ms, ARGV[5] 'clock' to seed a
--- missing counter from the server's clock, ARGV[6] label ('' for none).
+-- ('' when not waiting), ARGV[4] entry lifetime ms, ARGV[5] 'clock' to keep tokens
+-- at or above the server's clock (fence_seed=clock), ARGV[6] label ('' for none).
 -- Returns {1, token}; {0, ms to wait at most}; {-1, code} when the owner holds the
 -- key in another mode (code -1 shared, n a permit of n).
 local owner, member = ARGV[1], ARGV[3]

@@ -1,16 +1,21 @@
 -- Prepended after queue.lua to the single-server and Cluster scripts (not a script
 -- of its own): tokens, and the shared holds and permits in holders and holds.
 
--- The key's next fencing token. With seed 'clock', a missing counter (first use,
--- or lost in a restart without persistence) starts from the server's clock in
--- microseconds, above every token handed out before as long as the key saw fewer
--- than a million grants a second. Built as a string: Lua would print the number
--- with 14 significant digits.
+-- The key's next fencing token: the counter plus one. With seed 'clock', never
+-- below the server's clock in microseconds, so that a counter that is missing
+-- (first use, or lost in a restart without persistence) or behind (a replica
+-- promoted before the last grants reached it) still hands out tokens above every
+-- one before, as long as the key saw fewer than a million grants a second and the
+-- clock did not go back. Numbers are exact below 2^53; the counter is stored with
+-- '%d': Lua would print the number with 14 significant digits.
 local function next_token(seed)
-  if seed == 'clock' and redis.call('EXISTS', k.fence) == 0 then
-    redis.call('SET', k.fence, t[1] .. string.format('%06d', tonumber(t[2])))
+  if seed ~= 'clock' then
+    return redis.call('INCR', k.fence)
   end
-  return redis.call('INCR', k.fence)
+  local clock = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local token = math.max(tonumber(redis.call('GET', k.fence) or 0) + 1, clock)
+  redis.call('SET', k.fence, string.format('%d', token))
+  return token
 end
 
 -- Drops the shared holds and permits whose lease has ended. `now` is TIME cut to

@@ -65,21 +65,27 @@ pub enum WakeMode {
     Poll,
 }
 
-/// Where a key's fencing counter starts when Redis has none for it: on the key's
-/// first lock, and again after a restart that lost the data (no `appendonly yes` +
-/// `appendfsync always`).
+/// What a key's fencing tokens rest on: its counter alone, or its counter and the
+/// server's clock. It matters when Redis loses the counter's last bumps: a restart
+/// without persistence (no `appendonly yes` + `appendfsync always`) forgets the
+/// counter, and a failover to a replica that had not yet received the last grants
+/// sets it back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum FenceSeed {
-    /// From 0: the first token is 1, and after a restart that lost the counter,
-    /// tokens start again from 1 (`?fence_seed=counter`, the default).
+    /// The counter alone: the first token is 1, and after a restart that lost the
+    /// counter, or a failover that set it back, tokens repeat
+    /// (`?fence_seed=counter`, the default).
     #[default]
     Counter,
-    /// From the Redis server's clock in microseconds (`?fence_seed=clock`): after a
-    /// restart that lost the counter, tokens still go up, as long as the key was
-    /// granted fewer than a million times a second on average since its counter was
-    /// created and the server's clock has not stepped back. Tokens are ~2^51
-    /// (they fit a signed 64-bit column).
+    /// Never below the Redis server's clock in microseconds (`?fence_seed=clock`):
+    /// after a restart that lost the counter, or a failover to a replica whose
+    /// counter is behind, tokens still go up, as long as the key was granted fewer
+    /// than a million times a second on average and the clock of the server that
+    /// grants is not behind the one before it (the same clock after a restart; an
+    /// NTP-synchronised one after a failover, which takes seconds). Each grant
+    /// reads and writes the counter once more. Tokens are ~2^51 (they fit a
+    /// signed 64-bit column).
     Clock,
 }
 
