@@ -7,6 +7,7 @@ use lockkit_core::driver::{limit_mismatch, refuse_reentry};
 use lockkit_core::{AcquireRequest, FencingToken, Grant, LockError, LockMode};
 use tokio::time::Instant;
 
+use crate::call::Call;
 use crate::driver::{NAME, RedisDriver};
 use crate::keys::Names;
 use crate::scripts::ttl_ms;
@@ -54,29 +55,29 @@ impl RedisDriver {
     ) -> redis::RedisResult<Outcome> {
         let sent = Instant::now();
         let mut conn = self.conn.clone();
-        let mut invocation = match req.mode {
-            LockMode::Shared => self.scripts.acquire_shared.prepare_invoke(),
-            LockMode::Permit { .. } => self.scripts.acquire_permit.prepare_invoke(),
-            _ => self.scripts.acquire_exclusive.prepare_invoke(),
-        };
+        let mut call = Call::new(match req.mode {
+            LockMode::Shared => &self.scripts.acquire_shared,
+            LockMode::Permit { .. } => &self.scripts.acquire_permit,
+            _ => &self.scripts.acquire_exclusive,
+        });
         for key in n.all() {
-            invocation.key(key);
+            call.key(key);
         }
-        invocation
-            .arg(req.owner.to_hex())
+        call.arg(req.owner.to_hex())
             .arg(ttl_ms(req.ttl))
             .arg(member.unwrap_or(""))
             .arg(ttl_ms(ENTRY_LIFETIME))
             .arg(self.fence_seed.script_arg())
             .arg(req.stored_label().unwrap_or_default());
         if let Some(limit) = req.mode.limit() {
-            invocation.arg(limit);
+            call.arg(limit);
         }
-        let (status, value): (i64, i64) = invocation.invoke_async(&mut conn).await?;
+        let ((status, value), acked): ((i64, i64), _) =
+            call.invoke(&mut conn, self.replica_ack).await?;
         Ok(match status {
             1 => {
-                if let Some(ack) = self.replica_ack
-                    && let Err(e) = ack.wait(&mut conn).await
+                if let (Some(ack), Some(acked)) = (self.replica_ack, acked)
+                    && let Err(e) = ack.check(acked)
                 {
                     // Too few replicas have it: give it back, and fail (a
                     // waiting acquire tries again).

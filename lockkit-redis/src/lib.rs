@@ -88,10 +88,11 @@
 //!
 //! Failover is asynchronous replication's: a grant the old master had not yet
 //! passed to the promoted replica is lost with it, and the lock can be granted
-//! again; so can the last bumps of its fencing counter, so tokens can repeat
-//! unless `fence_seed=clock` (see [`FenceSeed`]). Fencing tokens checked by the
-//! resource are the defence, as on any single Redis restarted without
-//! persistence.
+//! again; so can the last bumps of its fencing counter, so tokens repeat unless
+//! `fence_seed=clock` keeps them above the clock (see [`FenceSeed`]). Fencing
+//! tokens checked by the resource are the defence, as on any single Redis
+//! restarted without persistence. `wait_replicas` narrows the window (see
+//! [`ReplicaAck`]).
 //!
 //! # Waiting
 //!
@@ -144,6 +145,7 @@
 
 mod acquire;
 mod app_client;
+mod call;
 mod connection;
 mod contender;
 mod driver;

@@ -11,6 +11,7 @@ use lockkit_core::{LockError, LockKey, OwnerId, Renewal, Result, renew_in_batche
 use redis::cluster_routing::Slot;
 use tokio::time::Instant;
 
+use crate::call::Call;
 use crate::driver::{NAME, RedisDriver};
 use crate::error::redis_error;
 use crate::keys::{lock_name, names};
@@ -71,20 +72,20 @@ impl RedisDriver {
     /// Renews holds of any mode that all live in one hash slot, with one call of
     /// `renew_holds.lua`.
     async fn renew_slot(&self, ttl: Duration, batch: &[Renewal]) -> Result<Vec<bool>> {
-        let mut invocation = self.scripts.renew_holds.prepare_invoke();
-        invocation.arg(ttl_ms(ttl));
+        let mut call = Call::new(&self.scripts.renew_holds);
+        call.arg(ttl_ms(ttl));
         for r in batch {
             let n = names(&self.prefix, self.keys, &r.key);
-            invocation.key(n.lock).key(n.holders).key(n.holds);
-            invocation.arg(r.owner.to_hex());
+            call.key(n.lock).key(n.holders).key(n.holds);
+            call.arg(r.owner.to_hex());
         }
         let mut conn = self.conn.clone();
-        let flags: Vec<i64> = invocation
-            .invoke_async(&mut conn)
+        let (flags, acked): (Vec<i64>, _) = call
+            .invoke(&mut conn, self.replica_ack)
             .await
             .map_err(redis_error)?;
-        if let Some(ack) = self.replica_ack {
-            ack.wait(&mut conn).await.map_err(redis_error)?;
+        if let (Some(ack), Some(acked)) = (self.replica_ack, acked) {
+            ack.check(acked).map_err(redis_error)?;
         }
         Ok(flags.into_iter().map(|f| f == 1).collect())
     }

@@ -1,5 +1,7 @@
 //! `?wait_replicas=N&wait_timeout_ms=T` (Redisson's `syncSlaves`): after a grant,
-//! and after each renewal, `WAIT N T` on the connection that wrote it. A grant
+//! and after each renewal, `WAIT N T`, in one pipeline with the script that wrote
+//! it (see [`Call`](crate::call::Call)), so on the same connection to the same
+//! node. A grant
 //! fewer than N replicas acknowledged is released, and the acquire fails with
 //! a transient error (a waiting acquire tries again within its wait); a renewal
 //! they did not acknowledge fails, and the watchdog tries again until the lease
@@ -13,9 +15,7 @@ use std::time::Duration;
 
 use lockkit_core::LockError;
 use lockkit_core::url::Query;
-use redis::{ErrorKind, RedisError, RedisResult, ServerErrorKind};
-
-use crate::connection::Conn;
+use redis::{Cmd, ErrorKind, RedisError, RedisResult, ServerErrorKind};
 
 /// How long `WAIT` waits for the replicas by default.
 const DEFAULT_WAIT_TIMEOUT: Duration = Duration::from_millis(500);
@@ -51,19 +51,24 @@ pub(crate) fn take_replica_ack(query: &mut Query) -> Result<Option<ReplicaAck>, 
 }
 
 impl ReplicaAck {
-    /// `WAIT` on `conn` for the writes it sent so far.
+    /// `WAIT N T`.
+    pub(crate) fn command(&self) -> Cmd {
+        let mut wait = redis::cmd("WAIT");
+        wait.arg(self.replicas).arg(self.timeout_ms());
+        wait
+    }
+
+    fn timeout_ms(&self) -> u64 {
+        u64::try_from(self.timeout.as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// Whether `acked` replicas (`WAIT`'s answer) are enough.
     ///
     /// # Errors
     ///
     /// A transient error (`TRYAGAIN`) naming how many replicas acknowledged, if
-    /// fewer than asked did within the timeout; the connection's own error.
-    pub(crate) async fn wait(&self, conn: &mut Conn) -> RedisResult<()> {
-        let timeout_ms = u64::try_from(self.timeout.as_millis()).unwrap_or(u64::MAX);
-        let acked: i64 = redis::cmd("WAIT")
-            .arg(self.replicas)
-            .arg(timeout_ms)
-            .query_async(conn)
-            .await?;
+    /// fewer than asked did within the timeout.
+    pub(crate) fn check(&self, acked: i64) -> RedisResult<()> {
         if acked >= i64::from(self.replicas) {
             return Ok(());
         }
@@ -71,8 +76,9 @@ impl ReplicaAck {
             ErrorKind::Server(ServerErrorKind::TryAgain),
             "too few replicas acknowledged the write (wait_replicas)",
             format!(
-                "{acked} of {} within {timeout_ms} ms (wait_timeout_ms)",
-                self.replicas
+                "{acked} of {} within {} ms (wait_timeout_ms)",
+                self.replicas,
+                self.timeout_ms()
             ),
         )))
     }

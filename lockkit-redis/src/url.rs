@@ -123,11 +123,6 @@ impl RedisOptions {
         let wake = take_wake(query)?;
         let fence_seed = take_fence_seed(query)?;
         let replica_ack = take_replica_ack(query)?;
-        if replica_ack.is_some() && topology == Topology::Cluster {
-            return Err(query.invalid(
-                "wait_replicas is for a single master or a Sentinel group, not a Cluster",
-            ));
-        }
         let timeouts = query.take_timeouts(DEFAULT_TIMEOUTS)?;
         let tls_paths = TlsPaths::from_query(query)?;
         let passthrough = parsed.query.finish_passing(CLIENT_OPTIONS)?;

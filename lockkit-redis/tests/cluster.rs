@@ -308,3 +308,52 @@ async fn the_driver_follows_a_failover_to_the_promoted_replica() {
     assert!(handed.token() > token, "{} after {token}", handed.token());
     handed.release().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wait_replicas_waits_on_the_master_of_the_locks_slot() {
+    let cluster = RedisCluster::start_replicated(3, 1).await.unwrap();
+    let url = cluster.url();
+    // Each master has one replica: one acknowledges every grant and renewal, in
+    // whichever slot the lock lives.
+    let one = Locker::new(driver(&format!("{url}?wait_replicas=1")).await);
+    for i in 0..6 {
+        let held = one.try_lock(format!("spread/{i}")).await.unwrap();
+        held.extend(Duration::from_secs(5)).await.unwrap();
+        held.release().await.unwrap();
+    }
+    // Two never do: the grant is refused, and given back.
+    let two = Locker::new(driver(&format!("{url}?wait_replicas=2&wait_timeout_ms=100")).await);
+    match two.try_lock("spread/0").await {
+        Err(e) => assert!(e.to_string().contains("wait_replicas"), "{e}"),
+        Ok(g) => panic!("granted with 1 of 2 replicas: token {}", g.token()),
+    }
+    one.try_lock("spread/0")
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+
+    // With the replica of one master cut off, the locks in its slots are refused,
+    // and those another master serves are not.
+    let mut cluster = cluster;
+    let cut = cluster.cut_replicas_of("lockkit:{cut}:lock").await.unwrap();
+    let short = Locker::new(driver(&format!("{url}?wait_replicas=1&wait_timeout_ms=100")).await);
+    assert!(short.try_lock("cut").await.is_err(), "granted unreplicated");
+    let mut any = node(cluster.nodes[0].port()).await;
+    let mut elsewhere = None;
+    for i in 0..50 {
+        let key = format!("elsewhere/{i}");
+        let slot: u16 = cmd(
+            &mut any,
+            &["CLUSTER", "KEYSLOT", &format!("lockkit:{{{key}}}:lock")],
+        )
+        .await;
+        if owner_of(&mut any, slot).await != cut {
+            elsewhere = Some(key);
+            break;
+        }
+    }
+    let held = short.try_lock(elsewhere.unwrap()).await.unwrap();
+    held.release().await.unwrap();
+}

@@ -117,7 +117,6 @@ async fn wait_replicas_grants_only_what_enough_replicas_acknowledged() {
         .unwrap();
 
     for (bad, why) in [
-        ("redis-cluster://127.0.0.1:1?wait_replicas=1", "Cluster"),
         ("redis://127.0.0.1:1?wait_replicas=0", "1 to 16"),
         (
             "redis://127.0.0.1:1?wait_timeout_ms=5",
