@@ -1,10 +1,28 @@
-//! One inline command to a node on 127.0.0.1, for the setups that watch their
-//! nodes (sentinels, cluster failover) without a Redis client.
+//! One inline command to a node on 127.0.0.1, for the setups that watch and
+//! fault their nodes (sentinels, cluster failover) without a Redis client.
 
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
+
+use crate::TestkitError;
+
+/// Makes the master on `port` drop its links to its replicas (`CLIENT KILL TYPE
+/// replica`); they must number `expected`. Replicas that are paused cannot
+/// reconnect, so nothing it is written from now on reaches them.
+pub(crate) async fn drop_replicas(port: u16, expected: usize) -> Result<(), TestkitError> {
+    let dropped: Option<usize> = ask(port, "CLIENT KILL TYPE replica")
+        .await
+        .and_then(|reply| reply.first()?.parse().ok());
+    match dropped {
+        Some(n) if n == expected => Ok(()),
+        other => Err(TestkitError::Setup {
+            step: "cutting replicas off".into(),
+            detail: format!("the master on {port} dropped {other:?} replicas, not {expected}"),
+        }),
+    }
+}
 
 /// The role (`master`, `slave`) the node on `port` reports.
 pub(crate) async fn role(port: u16) -> Option<String> {

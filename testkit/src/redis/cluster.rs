@@ -18,6 +18,8 @@ pub struct RedisCluster {
     pub nodes: Vec<Redis>,
     /// For a TLS cluster: the certificates, shared by all nodes, and their dir.
     tls: Option<(TlsFiles, TempDir)>,
+    /// Whether some replicas were cut off their master and await its failover.
+    pub(super) cut: bool,
 }
 
 /// Arguments of a cluster node (its ports are chosen by [`Redis::launch`]).
@@ -134,7 +136,11 @@ impl RedisCluster {
                 })
                 .await?;
         }
-        Ok(Self { nodes, tls })
+        Ok(Self {
+            nodes,
+            tls,
+            cut: false,
+        })
     }
 
     /// `redis-cluster://127.0.0.1:P1,127.0.0.1:P2,…` (seed nodes); for a TLS

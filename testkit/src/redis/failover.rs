@@ -6,7 +6,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::RedisCluster;
-use super::ask::{ask, role};
+use super::ask::{ask, drop_replicas, role};
 use crate::TestkitError;
 
 /// One line of `CLUSTER NODES`: a node's port, id, roles and slots.
@@ -124,11 +124,62 @@ impl RedisCluster {
         }
     }
 
+    /// The hash slot of `key` (a key without whitespace; a `{tag}` counts as Redis
+    /// counts it), the master that serves it, and that master's replicas, as the
+    /// first node sees them.
+    async fn slot_master(&self, key: &str) -> Result<(u16, NodeLine, Vec<u16>), TestkitError> {
+        let seed = self.nodes[0].port();
+        let slot: u16 = ask(seed, &format!("CLUSTER KEYSLOT {key}"))
+            .await
+            .and_then(|reply| reply.first()?.parse().ok())
+            .ok_or_else(|| setup(format!("no slot for {key:?}")))?;
+        let mut seen = nodes_seen_by(seed)
+            .await
+            .ok_or_else(|| setup("CLUSTER NODES did not answer".into()))?;
+        let at = seen
+            .iter()
+            .position(|n| n.master && n.serves(slot))
+            .ok_or_else(|| setup(format!("no master serves slot {slot}")))?;
+        let master = seen.swap_remove(at);
+        let replicas: Vec<u16> = seen
+            .iter()
+            .filter(|n| n.follows == master.id)
+            .map(|n| n.port)
+            .collect();
+        if replicas.is_empty() {
+            return Err(setup(format!("the master of slot {slot} has no replica")));
+        }
+        Ok((slot, master, replicas))
+    }
+
+    /// Cuts the replicas of the master that serves `key`'s slot off it, once they
+    /// are in sync: each is paused (SIGSTOP) and the master drops its links to
+    /// them (`CLIENT KILL TYPE replica`), so nothing written to that master from
+    /// now on reaches a replica, as when replication lags. The next
+    /// [`fail_over_master_of`](Self::fail_over_master_of) resumes them once the
+    /// master is dead. Returns the master's port.
+    ///
+    /// # Errors
+    ///
+    /// `Setup` if the master has no replica, or does not drop them.
+    pub async fn cut_replicas_of(&mut self, key: &str) -> Result<u16, TestkitError> {
+        self.wait_until_replicas_sync().await?;
+        let (_, master, replicas) = self.slot_master(key).await?;
+        for node in self.nodes.iter().filter(|n| replicas.contains(&n.port())) {
+            node.pause();
+        }
+        self.cut = true;
+        drop_replicas(master.port, replicas.len()).await?;
+        Ok(master.port)
+    }
+
     /// Kills (SIGKILL) the master that serves `key`'s hash slot (a key without
     /// whitespace; a `{tag}` counts as Redis counts it) once its replicas are in
-    /// sync, and waits until the cluster has promoted one of them: it serves the
-    /// slot, answers `ROLE` as a master, and says `cluster_state:ok`. Returns the
-    /// new master's port. The old master stays down.
+    /// sync (or at once, and resuming them, after
+    /// [`cut_replicas_of`](Self::cut_replicas_of)), and waits until the cluster has
+    /// promoted one of them: it serves the slot, answers `ROLE` as a master, and
+    /// says `cluster_state:ok`. Returns the new master's port. The old master stays
+    /// down.
     ///
     /// # Errors
     ///
@@ -139,28 +190,21 @@ impl RedisCluster {
         key: &str,
         within: Duration,
     ) -> Result<u16, TestkitError> {
-        let seed = self.nodes[0].port();
-        let slot: u16 = ask(seed, &format!("CLUSTER KEYSLOT {key}"))
-            .await
-            .and_then(|reply| reply.first()?.parse().ok())
-            .ok_or_else(|| setup(format!("no slot for {key:?}")))?;
-        let seen = nodes_seen_by(seed)
-            .await
-            .ok_or_else(|| setup("CLUSTER NODES did not answer".into()))?;
-        let old = seen
-            .iter()
-            .find(|n| n.master && n.serves(slot))
-            .ok_or_else(|| setup(format!("no master serves slot {slot}")))?;
-        if !seen.iter().any(|n| n.follows == old.id) {
-            return Err(setup(format!("the master of slot {slot} has no replica")));
+        if !self.cut {
+            self.wait_until_replicas_sync().await?;
         }
-        self.wait_until_replicas_sync().await?;
+        let (slot, old, _) = self.slot_master(key).await?;
         let old_port = old.port;
         self.nodes
             .iter_mut()
             .find(|n| n.port() == old_port)
             .ok_or_else(|| setup(format!("no node on the master's port {old_port}")))?
             .kill();
+        if std::mem::take(&mut self.cut) {
+            for node in &self.nodes {
+                node.resume();
+            }
+        }
         let survivor = self
             .nodes
             .iter()

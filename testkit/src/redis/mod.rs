@@ -104,6 +104,18 @@ impl Redis {
         }
     }
 
+    /// Sends one inline command (words separated by spaces) and returns the
+    /// reply's strings, flattened: each bulk string, status or integer of an
+    /// array, or the lines of a bulk string. `None` on an error reply, no answer
+    /// within 1 s, or a TLS server. For a test that reads a server's state
+    /// without a client library.
+    pub async fn ask(&self, command: &str) -> Option<Vec<String>> {
+        if self.tls.is_some() {
+            return None;
+        }
+        ask::ask(self.server.port(), command).await
+    }
+
     /// The certificate files of a TLS server; `None` for a plain one.
     pub fn tls_files(&self) -> Option<&TlsFiles> {
         self.tls.as_ref()

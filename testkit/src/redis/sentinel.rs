@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::ask::{ask, role};
+use super::ask::{ask, drop_replicas, role};
 use super::{ClusterBus, Redis};
 use crate::TestkitError;
 use crate::process::temp_dir;
@@ -25,6 +25,8 @@ pub struct RedisSentinels {
     pub nodes: Vec<Redis>,
     /// The sentinels.
     pub sentinels: Vec<Redis>,
+    /// Whether the replicas were cut off the master and await its failover.
+    cut: bool,
 }
 
 impl RedisSentinels {
@@ -60,6 +62,7 @@ impl RedisSentinels {
         Ok(Self {
             nodes,
             sentinels: watching,
+            cut: false,
         })
     }
 
@@ -93,9 +96,37 @@ impl RedisSentinels {
         self.nodes.iter_mut().find(|n| n.port() == port)
     }
 
-    /// Waits until the sentinels watch every node and each other, kills the current
-    /// master (SIGKILL) and waits until the sentinels have promoted another node, which answers as a master. Returns the new master's
-    /// port. The old master stays down.
+    /// Cuts the replicas off the master, once the sentinels watch them: each is
+    /// paused (SIGSTOP) and the master drops its links to them (`CLIENT KILL TYPE
+    /// replica`), so nothing written to the master from now on reaches a replica,
+    /// as when replication lags. The next [`fail_over`](Self::fail_over) resumes
+    /// them once the master is dead. Returns the master's port.
+    ///
+    /// # Errors
+    ///
+    /// `Setup` if no sentinel names a master, or it does not drop its replicas.
+    pub async fn cut_replicas(&mut self) -> Result<u16, TestkitError> {
+        self.wait_until_watched().await?;
+        let master = self
+            .master_port()
+            .await
+            .ok_or_else(|| TestkitError::Setup {
+                step: "cutting replicas off".into(),
+                detail: "no sentinel names a master".into(),
+            })?;
+        for node in self.nodes.iter().filter(|n| n.port() != master) {
+            node.pause();
+        }
+        self.cut = true;
+        drop_replicas(master, self.nodes.len() - 1).await?;
+        Ok(master)
+    }
+
+    /// Waits until the sentinels watch every node and each other (unless the
+    /// replicas were [cut off](Self::cut_replicas)), kills the current master
+    /// (SIGKILL), resumes replicas that were cut off, and waits until the
+    /// sentinels have promoted another node, which answers as a master. Returns
+    /// the new master's port. The old master stays down.
     ///
     /// # Errors
     ///
@@ -106,7 +137,9 @@ impl RedisSentinels {
             step: "sentinel failover".into(),
             detail,
         };
-        self.wait_until_watched().await?;
+        if !self.cut {
+            self.wait_until_watched().await?;
+        }
         let old = self
             .master_port()
             .await
@@ -114,6 +147,11 @@ impl RedisSentinels {
         self.node_on(old)
             .ok_or_else(|| setup(format!("no node on the master's port {old}")))?
             .kill();
+        if std::mem::take(&mut self.cut) {
+            for node in &self.nodes {
+                node.resume();
+            }
+        }
         let deadline = Instant::now() + within;
         loop {
             if let Some(new) = self.master_port().await
