@@ -187,35 +187,6 @@ pub(crate) async fn redis_restarted_during_a_hold(
         .await
 }
 
-/// The workers run on `url`; while one of them holds the lock, `fail_over` (given
-/// the trial's key) kills the master and returns once a replica is promoted. What
-/// asynchronous replication lost shows in the history; recovery counts from the
-/// promotion.
-pub(crate) async fn failover_during_a_hold<F, Fut>(
-    backend: &'static str,
-    url: &str,
-    promise: Promise,
-    fail_over: F,
-) -> Verdict
-where
-    F: FnOnce(String) -> Fut,
-    Fut: Future<Output = Result<u16, lockkit_testkit::TestkitError>>,
-{
-    let mut trial = Trial::new(backend, "master failed over while a lock is held");
-    trial.hold = HOLD_ACROSS_RESTART;
-    let running = trial.start_workers(url).await;
-    trial
-        .wait_until("a worker holding the lock", |h| {
-            h.grants.iter().any(|g| g.held_until.is_none())
-        })
-        .await;
-    let started = Instant::now();
-    fail_over(trial.key.clone()).await.unwrap();
-    trial
-        .finish(running, started, Instant::now(), promise)
-        .await
-}
-
 /// The workers take `$primitive` (a lock, a semaphore's permits, a read-write
 /// lock) on `$url`; `$server` is killed, stays down for [`DOWNTIME`], and is
 /// restarted (`restart()` awaits the server).

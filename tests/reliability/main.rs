@@ -36,8 +36,10 @@ mod report;
 mod trial;
 
 mod elections;
+mod failover;
 mod redis_data;
 
+use failover::failover_during_a_hold;
 use faults::*;
 use trial::*;
 

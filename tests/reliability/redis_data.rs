@@ -1,7 +1,9 @@
 //! Rows where Redis can lose what it was told: a restart with and without
 //! persistence, and a failover to an asynchronously replicated replica, under
-//! Sentinel or in a Cluster. What each row may lose is what the README says.
+//! Sentinel or in a Cluster, with the replicas in sync or lagging. What each row
+//! may lose is what the README says.
 
+use super::failover::{Replicated, Unreplicated, failover_before_replication};
 use super::*;
 
 /// Sentinel failover during a hold, as deployed by default: the promoted replica
@@ -9,37 +11,72 @@ use super::*;
 /// fast, so the history usually shows nothing lost; the row records what it shows.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_sentinel_failover_during_a_hold() {
-    let group = RedisSentinels::start(2, 3).await.unwrap();
+    let mut group = sentinels().await;
     let url = group.url();
-    sentinel_failover("redis sentinel", &url, group).await;
+    failover_during_a_hold("redis sentinel", &url, FAILOVER_PROMISE, &mut group).await;
 }
 
 /// The same with `wait_replicas=1`: every grant and renewal was acknowledged by a
 /// replica before it counted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_sentinel_failover_with_wait_replicas() {
-    let group = RedisSentinels::start(2, 3).await.unwrap();
+    let mut group = sentinels().await;
     let url = format!("{}?wait_replicas=1", group.url());
-    sentinel_failover("redis sentinel (wait_replicas=1)", &url, group).await;
+    let backend = "redis sentinel (wait_replicas=1)";
+    failover_during_a_hold(backend, &url, FAILOVER_PROMISE, &mut group).await;
 }
 
-/// The same with `fence_seed=clock`: a counter the promoted replica lacks starts
-/// from the server's clock.
+/// The same with `fence_seed=clock`: tokens never fall below the server's clock.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_sentinel_failover_with_clock_seeded_tokens() {
-    let group = RedisSentinels::start(2, 3).await.unwrap();
+    let mut group = sentinels().await;
     let url = format!("{}?fence_seed=clock", group.url());
-    sentinel_failover("redis sentinel (fence_seed=clock)", &url, group).await;
+    let backend = "redis sentinel (fence_seed=clock)";
+    failover_during_a_hold(backend, &url, FAILOVER_PROMISE, &mut group).await;
 }
 
-/// Once the sentinels watch every node, the Sentinel failover of
-/// [`failover_during_a_hold`].
-async fn sentinel_failover(backend: &'static str, url: &str, mut group: RedisSentinels) {
+/// The danger itself: the replicas lag (cut off), the master grants the lock and
+/// dies, and the promoted replica has neither the grant nor its counter bump. It
+/// grants the lock again with the same token, while the first holder still
+/// believes it holds (until its next renewal finds nothing), and the resource,
+/// which accepts a token equal to the highest it saw, takes both holders' writes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_sentinel_failover_before_replicating_repeats_a_token() {
+    let mut group = sentinels().await;
+    let url = group.url();
+    let v = lagging("redis sentinel", &url, Unreplicated::Granted, &mut group).await;
+    assert!(!v.token_regressions.is_empty(), "{v:?}");
+}
+
+/// With `wait_replicas=1` the grant no replica acknowledged is given back, and no
+/// worker is told it holds it: nothing is lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_sentinel_failover_before_replicating_with_wait_replicas_loses_nothing() {
+    let mut group = sentinels().await;
+    let url = format!("{}?wait_replicas=1", group.url());
+    let backend = "redis sentinel (wait_replicas=1)";
+    let v = lagging(backend, &url, Unreplicated::Refused, &mut group).await;
+    assert!(v.is_safe(), "{v:?}");
+}
+
+/// With `fence_seed=clock` the promoted replica's counter is behind, but tokens
+/// stay above the clock: the second holder's token is higher, and the resource
+/// refuses the first holder's writes. The lock itself was still granted twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_sentinel_failover_before_replicating_with_clock_tokens_keeps_fencing() {
+    let mut group = sentinels().await;
+    let url = format!("{}?fence_seed=clock", group.url());
+    let backend = "redis sentinel (fence_seed=clock)";
+    let v = lagging(backend, &url, Unreplicated::Granted, &mut group).await;
+    assert!(v.token_regressions.is_empty(), "{v:?}");
+    assert_eq!(v.stale_accepted, 0, "{v:?}");
+}
+
+/// A master, 2 replicas and 3 sentinels.
+async fn sentinels() -> RedisSentinels {
+    let group = RedisSentinels::start(2, 3).await.unwrap();
     group.wait_until_watched().await.unwrap();
-    failover_during_a_hold(backend, url, FAILOVER_PROMISE, |_| {
-        group.fail_over(RECOVERY_LIMIT)
-    })
-    .await;
+    group
 }
 
 /// A Cluster of 3 masters with a replica each: the master that serves the lock's
@@ -50,19 +87,58 @@ async fn sentinel_failover(backend: &'static str, url: &str, mut group: RedisSen
 async fn redis_cluster_failover_during_a_hold() {
     let mut cluster = RedisCluster::start_replicated(3, 1).await.unwrap();
     let url = cluster.url();
-    // Borrowed, not moved: the cluster must outlive the fault.
-    let nodes = &mut cluster;
-    failover_during_a_hold("redis cluster", &url, FAILOVER_PROMISE, |key| async move {
-        nodes.fail_over_master_of(&key, RECOVERY_LIMIT).await
-    })
-    .await;
+    failover_during_a_hold("redis cluster", &url, FAILOVER_PROMISE, &mut cluster).await;
+}
+
+/// The Cluster with the replica of the lock's master lagging: as under Sentinel,
+/// the promoted replica grants the lock again with the same token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_cluster_failover_before_replicating_repeats_a_token() {
+    let mut cluster = RedisCluster::start_replicated(3, 1).await.unwrap();
+    let url = cluster.url();
+    let v = lagging("redis cluster", &url, Unreplicated::Granted, &mut cluster).await;
+    assert!(!v.token_regressions.is_empty(), "{v:?}");
+}
+
+/// And with `wait_replicas=1`, which waits on the master of the lock's slot. Each
+/// master has 2 replicas here: with one, the promoted replica would have none
+/// left to acknowledge, and every grant in its slots would be refused until one
+/// joined.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_cluster_failover_before_replicating_with_wait_replicas_loses_nothing() {
+    let mut cluster = RedisCluster::start_replicated(3, 2).await.unwrap();
+    let url = format!("{}?wait_replicas=1", cluster.url());
+    let backend = "redis cluster (wait_replicas=1)";
+    let v = lagging(backend, &url, Unreplicated::Refused, &mut cluster).await;
+    assert!(v.is_safe(), "{v:?}");
+}
+
+/// And with `fence_seed=clock`, whose tokens keep rising there too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_cluster_failover_before_replicating_with_clock_tokens_keeps_fencing() {
+    let mut cluster = RedisCluster::start_replicated(3, 1).await.unwrap();
+    let url = format!("{}?fence_seed=clock", cluster.url());
+    let backend = "redis cluster (fence_seed=clock)";
+    let v = lagging(backend, &url, Unreplicated::Granted, &mut cluster).await;
+    assert!(v.token_regressions.is_empty(), "{v:?}");
+    assert_eq!(v.stale_accepted, 0, "{v:?}");
+}
+
+/// [`failover_before_replication`] with the README's promise for a failover.
+async fn lagging(
+    backend: &'static str,
+    url: &str,
+    unreplicated: Unreplicated,
+    group: &mut impl Replicated,
+) -> Verdict {
+    failover_before_replication(backend, url, FAILOVER_PROMISE, unreplicated, group).await
 }
 
 /// What the README says of a failover, under Sentinel or in a Cluster.
 const FAILOVER_PROMISE: Promise = Promise::Documented(
     "a failover to an asynchronously replicated replica can lose the last grants and \
-     counter bumps: two holders, or a token that repeats, are possible; the resource's \
-     fencing refuses the older holder's writes",
+     counter bumps: two holders, and a repeated token unless fence_seed=clock, are \
+     possible; wait_replicas narrows the window",
 );
 
 /// Redis with `appendfsync always`: a restart keeps locks and counters.

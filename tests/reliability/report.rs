@@ -132,9 +132,17 @@ black-holed for 2.5 s); *server killed and restarted* (SIGKILL, 1 s down); *lead
 killed* (etcd and ZooKeeper with 3 members); *2 of 5 masters killed* (Redlock); \
 *restarted while a lock is held* (Redis without persistence: SIGKILL while a worker \
 holds the lock, restarted at once; holds last 1.5 s in these rows); *master failed \
-over while a lock is held* (Redis Sentinel: a master, 2 replicas and 3 sentinels; \
-SIGKILL to the master while a worker holds the lock, the sentinels promote a \
-replica; the time to recover counts from the promotion). \
+over while a lock is held* (Redis Sentinel: a master, 2 replicas and 3 sentinels, \
+which promote a replica; Redis Cluster: 3 masters with a replica each, the master \
+serving the lock's slot, whose replica the other masters elect; SIGKILL to the \
+master while a worker holds the lock, with the replicas in sync; the time to recover \
+counts from the promotion); *master failed over before replicating a grant* (the \
+same groups, with the replicas of the lock's master lagging: they are SIGSTOPped and \
+the master drops their links; once the master has made a grant no replica will see, \
+and a worker holds it (or, with `wait_replicas`, as soon as the master made it), \
+the master is SIGKILLed, the replicas are thawed and one of them promoted; holds last \
+3 s and leases 4 s in these rows, so that, as in production, they outlast the \
+failover). \
 Every server is real and on 127.0.0.1, except Consul: those rows ran against the \
 testkit's Consul stand-in, which follows Consul's documented HTTP semantics but is \
 not Consul.\n\n";
@@ -147,18 +155,26 @@ at the restart still believes it does while another is granted it (until its nex
 renewal fails), so the resource, which remembers the higher token, refuses the new \
 holder and accepts the old one. Mitigations lockkit offers: run the lock's Redis with \
 `appendonly yes` and `appendfsync always` (the *appendfsync always* row: the same \
-restart, nothing lost), and/or connect with `?fence_seed=clock`, which starts a \
-missing counter from the server's clock in microseconds, so tokens keep rising across \
+restart, nothing lost), and/or connect with `?fence_seed=clock`, which keeps \
+tokens at or above the server's clock in microseconds, so they keep rising across \
 the restart and fencing refuses the old holder (the *fence_seed=clock* row); the lock \
 itself is still lost. See the README's Redis section.\n\n\
-**Redis Sentinel failover.** The sentinels promoted a replica about 2.2 s after the \
-master was killed (1 s to call it down, then their election), and the workers were \
-granted on the new master within the time to recover shown. Replication on one \
-machine is quick, so these rows lost nothing: that is what they measured, not what \
-Sentinel guarantees. Replication is asynchronous, so a failover can lose the last \
-grants (two holders) and the last bumps of the fencing counter (a repeated token). \
-`?wait_replicas=N` makes each grant and renewal count only once N replicas \
-acknowledged it, which narrows that window but does not close it (the sentinels may \
-promote a replica that did not acknowledge); `?fence_seed=clock` restarts a counter \
-the new master lacks from its clock, but not one it has stale. Fencing at the \
-resource is what refuses the older holder's writes.\n";
+**Redis failover (Sentinel, Cluster).** The sentinels promoted a replica about \
+2.2 s after the master was killed (1 s to call it down, then their election), the \
+Cluster about 4 s after (its 2 s node timeout, then the vote), and the workers were \
+granted on the new master within the time to recover shown. With the replicas in \
+sync (*while a lock is held*), nothing was lost: replication on one machine is quick. \
+With them lagging (*before replicating a grant*), the promoted replica lacks the last \
+grant and its counter bump, which is what asynchronous replication allows: by \
+default it grants the lock again with the same token (the token regression), the \
+first holder believes it holds until its next renewal finds nothing (an exclusion \
+violation when that renewal comes after the new grant), and the resource, which \
+accepts a token equal to the highest it saw, may take the older holder's write (a \
+stale write accepted). `?fence_seed=clock` keeps tokens above the server's clock, so \
+the new grant's token is higher and the resource refuses the older holder; the lock \
+is still granted twice. `?wait_replicas=N` (Sentinel or a single server) makes a \
+grant count only once N replicas acknowledged it: the lagging master's grant is \
+refused and given back, and nothing is lost. It narrows the window without closing \
+it: a replica can acknowledge and still not be the one promoted, and `WAIT` does not \
+make replication synchronous. Fencing at the resource is what refuses the older \
+holder's writes.\n";

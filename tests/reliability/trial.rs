@@ -21,6 +21,8 @@ pub(crate) struct Trial {
     pub(crate) primitive: Primitive,
     /// How many workers contend ([`CLIENTS`], more for a semaphore).
     pub(crate) workers: usize,
+    /// The workers' lease ([`TTL`] unless a row needs a longer one).
+    pub(crate) ttl: Duration,
     pub(crate) hold: Duration,
     pub(crate) recorder: Recorder,
     pub(crate) resource: FencedResource,
@@ -37,6 +39,7 @@ impl Trial {
             key: format!("reliability/{}", fault.replace(' ', "-")),
             primitive: Primitive::Lock,
             workers: CLIENTS,
+            ttl: TTL,
             hold: history::DEFAULT_HOLD,
             resource: FencedResource::new(recorder.clone()),
             recorder,
@@ -71,7 +74,7 @@ impl Trial {
             lockers.push(Locker::new(driver));
         }
         let mut workload = Workload::new(self.key.clone(), RUN_LIMIT);
-        workload.ttl = TTL;
+        workload.ttl = self.ttl;
         workload.hold = self.hold;
         workload.primitive = self.primitive;
         let running = workload.start(lockers, &self.recorder, &self.resource);
