@@ -17,7 +17,7 @@ pub struct RedisCluster {
     /// (which master each follows is the cluster's choice; a failover changes roles).
     pub nodes: Vec<Redis>,
     /// For a TLS cluster: the certificates, shared by all nodes, and their dir.
-    tls: Option<(TlsFiles, TempDir)>,
+    pub(super) tls: Option<(TlsFiles, TempDir)>,
     /// Whether some replicas were cut off their master and await its failover.
     pub(super) cut: bool,
 }

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::RedisCluster;
 use super::ask::{ask, drop_replicas, role};
+use super::{RedisCluster, TlsFiles};
 use crate::TestkitError;
 
 /// One line of `CLUSTER NODES`: a node's port, id, roles and slots.
@@ -56,14 +56,14 @@ impl NodeLine {
 }
 
 /// The cluster as the node on `port` sees it.
-async fn nodes_seen_by(port: u16) -> Option<Vec<NodeLine>> {
-    let lines = ask(port, "CLUSTER NODES").await?;
+async fn nodes_seen_by(port: u16, tls: Option<&TlsFiles>) -> Option<Vec<NodeLine>> {
+    let lines = ask(port, tls, "CLUSTER NODES").await?;
     Some(lines.iter().filter_map(|l| NodeLine::parse(l)).collect())
 }
 
 /// Whether the node on `port` says `cluster_state:ok`.
-async fn cluster_ok(port: u16) -> bool {
-    ask(port, "CLUSTER INFO")
+async fn cluster_ok(port: u16, tls: Option<&TlsFiles>) -> bool {
+    ask(port, tls, "CLUSTER INFO")
         .await
         .is_some_and(|lines| lines.iter().any(|l| l == "cluster_state:ok"))
 }
@@ -71,8 +71,8 @@ async fn cluster_ok(port: u16) -> bool {
 /// Whether the node on `port` sees every master that serves slots followed by a
 /// replica that is not failed: right after `--cluster create`, a node can still
 /// see a replica as a master of nothing until gossip tells it otherwise.
-async fn sees_every_master_replicated(port: u16) -> bool {
-    let Some(seen) = nodes_seen_by(port).await else {
+async fn sees_every_master_replicated(port: u16, tls: Option<&TlsFiles>) -> bool {
+    let Some(seen) = nodes_seen_by(port, tls).await else {
         return false;
     };
     seen.iter()
@@ -81,8 +81,8 @@ async fn sees_every_master_replicated(port: u16) -> bool {
 }
 
 /// Whether the replica on `port` is linked to its master and in sync.
-async fn in_sync(port: u16) -> bool {
-    ask(port, "INFO replication")
+async fn in_sync(port: u16, tls: Option<&TlsFiles>) -> bool {
+    ask(port, tls, "INFO replication")
         .await
         .is_some_and(|lines| lines.iter().any(|l| l == "master_link_status:up"))
 }
@@ -95,6 +95,10 @@ fn setup(detail: String) -> TestkitError {
 }
 
 impl RedisCluster {
+    fn tls_files(&self) -> Option<&TlsFiles> {
+        self.tls.as_ref().map(|(files, _)| files)
+    }
+
     /// Waits until every replica that answers is linked to its master and in sync,
     /// and every node that answers sees every master's replica (30 s at most).
     ///
@@ -107,12 +111,13 @@ impl RedisCluster {
             let mut ready = true;
             for node in &self.nodes {
                 // A node that does not answer was killed: it sees nothing.
-                match role(node.port()).await.as_deref() {
+                let (port, tls) = (node.port(), self.tls_files());
+                match role(port, tls).await.as_deref() {
                     None => continue,
-                    Some("slave") => ready &= in_sync(node.port()).await,
+                    Some("slave") => ready &= in_sync(port, tls).await,
                     Some(_) => {}
                 }
-                ready &= sees_every_master_replicated(node.port()).await;
+                ready &= sees_every_master_replicated(port, tls).await;
             }
             if ready {
                 return Ok(());
@@ -129,11 +134,11 @@ impl RedisCluster {
     /// first node sees them.
     async fn slot_master(&self, key: &str) -> Result<(u16, NodeLine, Vec<u16>), TestkitError> {
         let seed = self.nodes[0].port();
-        let slot: u16 = ask(seed, &format!("CLUSTER KEYSLOT {key}"))
+        let slot: u16 = ask(seed, self.tls_files(), &format!("CLUSTER KEYSLOT {key}"))
             .await
             .and_then(|reply| reply.first()?.parse().ok())
             .ok_or_else(|| setup(format!("no slot for {key:?}")))?;
-        let mut seen = nodes_seen_by(seed)
+        let mut seen = nodes_seen_by(seed, self.tls_files())
             .await
             .ok_or_else(|| setup("CLUSTER NODES did not answer".into()))?;
         let at = seen
@@ -169,7 +174,7 @@ impl RedisCluster {
             node.pause();
         }
         self.cut = true;
-        drop_replicas(master.port, replicas.len()).await?;
+        drop_replicas(master.port, self.tls_files(), replicas.len()).await?;
         Ok(master.port)
     }
 
@@ -213,13 +218,14 @@ impl RedisCluster {
             .ok_or_else(|| setup("no node survives".into()))?;
         let deadline = Instant::now() + within;
         loop {
-            let promoted = nodes_seen_by(survivor).await.and_then(|seen| {
+            let tls = self.tls_files();
+            let promoted = nodes_seen_by(survivor, tls).await.and_then(|seen| {
                 seen.into_iter()
                     .find(|n| n.master && !n.failed && n.port != old_port && n.serves(slot))
             });
             if let Some(new) = promoted
-                && role(new.port).await.as_deref() == Some("master")
-                && cluster_ok(new.port).await
+                && role(new.port, tls).await.as_deref() == Some("master")
+                && cluster_ok(new.port, tls).await
             {
                 return Ok(new.port);
             }

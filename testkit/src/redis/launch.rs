@@ -140,11 +140,13 @@ impl Redis {
 impl Redis {
     /// Runs a sentinel (`redis-server CONF --sentinel`) in `dir` on a free port,
     /// with `config` (its `sentinel …` lines) in a config file of its own, which
-    /// the sentinel rewrites as it learns. Started again on a new port if the
-    /// port was taken meanwhile.
+    /// the sentinel rewrites as it learns; with `tls`, on TLS only, reaching the
+    /// master over TLS too. Started again on a new port if the port was taken
+    /// meanwhile.
     pub(super) async fn launch_sentinel(
         mut dir: TempDir,
         config: &str,
+        tls: Option<TlsFiles>,
     ) -> Result<Self, TestkitError> {
         const ATTEMPTS: usize = 5;
         let binary = find_binary("redis-server", "LOCKKIT_REDIS_BIN")?;
@@ -152,8 +154,21 @@ impl Redis {
         let conf = dir.path().join("sentinel.conf");
         for _ in 0..ATTEMPTS {
             let port = free_port()?;
+            let listen = match &tls {
+                None => format!("port {port}\n"),
+                Some(files) => {
+                    // The server's arguments, as config lines: `--tls-port P` is
+                    // `tls-port P`.
+                    let args = files.server_args(port);
+                    let lines: Vec<String> = args
+                        .chunks(2)
+                        .map(|pair| format!("{} {}", pair[0].trim_start_matches("--"), pair[1]))
+                        .collect();
+                    format!("{}\ntls-replication yes\n", lines.join("\n"))
+                }
+            };
             let text = format!(
-                "port {port}\nbind 127.0.0.1\ndir {}\nlogfile {}\n{config}",
+                "{listen}bind 127.0.0.1\ndir {}\nlogfile {}\n{config}",
                 dir.path().display(),
                 log.display()
             );
@@ -171,7 +186,7 @@ impl Redis {
             })?;
             let mut sentinel = Self {
                 server,
-                tls: None,
+                tls: tls.clone(),
                 _dir: dir,
             };
             match sentinel.wait_ready().await {

@@ -104,16 +104,13 @@ impl Redis {
         }
     }
 
-    /// Sends one inline command (words separated by spaces) and returns the
-    /// reply's strings, flattened: each bulk string, status or integer of an
-    /// array, or the lines of a bulk string. `None` on an error reply, no answer
-    /// within 1 s, or a TLS server. For a test that reads a server's state
+    /// Sends one inline command (words separated by spaces), over TLS to a TLS
+    /// server, and returns the reply's strings, flattened: each bulk string,
+    /// status or integer of an array, or the lines of a bulk string. `None` on an
+    /// error reply or no answer within 1 s. For a test that reads a server's state
     /// without a client library.
     pub async fn ask(&self, command: &str) -> Option<Vec<String>> {
-        if self.tls.is_some() {
-            return None;
-        }
-        ask::ask(self.server.port(), command).await
+        ask::ask(self.server.port(), self.tls.as_ref(), command).await
     }
 
     /// The certificate files of a TLS server; `None` for a plain one.

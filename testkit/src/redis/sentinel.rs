@@ -3,12 +3,14 @@
 
 use std::time::Duration;
 
+use tempfile::TempDir;
 use tokio::time::Instant;
 
 use super::ask::{ask, drop_replicas, role};
-use super::{ClusterBus, Redis};
+use super::{ClusterBus, Redis, TlsFiles};
 use crate::TestkitError;
 use crate::process::temp_dir;
+use crate::tls::query_path;
 
 /// The name the sentinels monitor the master under.
 const MASTER_NAME: &str = "lockkit";
@@ -16,8 +18,10 @@ const MASTER_NAME: &str = "lockkit";
 /// How long a sentinel waits for an unanswering master before it calls it down.
 const DOWN_AFTER: Duration = Duration::from_millis(1000);
 
-/// A master, its replicas and the sentinels that watch them. The master is the
-/// first of [`nodes`](Self::nodes) at the start; after a failover, ask
+/// A master, its replicas and the sentinels that watch them; plain, or TLS only
+/// with one CA for every node and sentinel
+/// ([`start_tls`](RedisSentinels::start_tls)). The master is the first of
+/// [`nodes`](Self::nodes) at the start; after a failover, ask
 /// [`master_port`](Self::master_port).
 #[derive(Debug)]
 pub struct RedisSentinels {
@@ -27,6 +31,8 @@ pub struct RedisSentinels {
     pub sentinels: Vec<Redis>,
     /// Whether the replicas were cut off the master and await its failover.
     cut: bool,
+    /// For a TLS group: the certificates, shared by all, and their dir.
+    tls: Option<(TlsFiles, TempDir)>,
 }
 
 impl RedisSentinels {
@@ -40,12 +46,42 @@ impl RedisSentinels {
     ///
     /// As [`Redis::start`].
     pub async fn start(replicas: usize, sentinels: usize) -> Result<Self, TestkitError> {
-        let master = Redis::start().await?;
+        Self::launch(replicas, sentinels, None).await
+    }
+
+    /// As [`start`](Self::start), but every node and sentinel listens on TLS only
+    /// (`--port 0`), replicas and sentinels reach the master over TLS
+    /// (`tls-replication yes`), and all certificates come from one throwaway CA.
+    /// [`url`](Self::url) is `rediss-sentinel://…/lockkit?tls_ca=<the CA file>`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Redis::start_tls`].
+    pub async fn start_tls(replicas: usize, sentinels: usize) -> Result<Self, TestkitError> {
+        let certs = temp_dir()?;
+        let files = TlsFiles::generate(certs.path(), false)?;
+        Self::launch(replicas, sentinels, Some((files, certs))).await
+    }
+
+    async fn launch(
+        replicas: usize,
+        sentinels: usize,
+        tls: Option<(TlsFiles, TempDir)>,
+    ) -> Result<Self, TestkitError> {
+        let files = tls.as_ref().map(|(files, _)| files.clone());
+        let over_tls: &[String] = match files {
+            Some(_) => &["--tls-replication".to_owned(), "yes".to_owned()],
+            None => &[],
+        };
+        let master =
+            Redis::launch(temp_dir()?, files.clone(), over_tls, ClusterBus::Default).await?;
         let master_port = master.port();
         let mut nodes = vec![master];
         for _ in 0..replicas {
-            let of = ["--replicaof".to_owned(), format!("127.0.0.1 {master_port}")];
-            nodes.push(Redis::start_with(&of, ClusterBus::Default).await?);
+            let mut args = over_tls.to_vec();
+            args.extend(["--replicaof".to_owned(), format!("127.0.0.1 {master_port}")]);
+            nodes
+                .push(Redis::launch(temp_dir()?, files.clone(), &args, ClusterBus::Default).await?);
         }
         let quorum = sentinels / 2 + 1;
         let config = format!(
@@ -57,23 +93,36 @@ impl RedisSentinels {
         );
         let mut watching = Vec::with_capacity(sentinels);
         for _ in 0..sentinels {
-            watching.push(Redis::launch_sentinel(temp_dir()?, &config).await?);
+            watching.push(Redis::launch_sentinel(temp_dir()?, &config, files.clone()).await?);
         }
         Ok(Self {
             nodes,
             sentinels: watching,
             cut: false,
+            tls,
         })
     }
 
-    /// `redis-sentinel://127.0.0.1:S1,127.0.0.1:S2,…/lockkit`.
+    fn tls_files(&self) -> Option<&TlsFiles> {
+        self.tls.as_ref().map(|(files, _)| files)
+    }
+
+    /// `redis-sentinel://127.0.0.1:S1,127.0.0.1:S2,…/lockkit`; for a TLS group
+    /// `rediss-sentinel://…/lockkit?tls_ca=<the CA file>`.
     pub fn url(&self) -> String {
         let hosts: Vec<String> = self
             .sentinels
             .iter()
             .map(|s| format!("127.0.0.1:{}", s.port()))
             .collect();
-        format!("redis-sentinel://{}/{MASTER_NAME}", hosts.join(","))
+        match self.tls_files() {
+            None => format!("redis-sentinel://{}/{MASTER_NAME}", hosts.join(",")),
+            Some(f) => format!(
+                "rediss-sentinel://{}/{MASTER_NAME}?tls_ca={}",
+                hosts.join(","),
+                query_path(&f.ca)
+            ),
+        }
     }
 
     /// The master's port as the first sentinel that answers tells it.
@@ -81,6 +130,7 @@ impl RedisSentinels {
         for sentinel in &self.sentinels {
             let reply = ask(
                 sentinel.port(),
+                self.tls_files(),
                 &format!("SENTINEL get-master-addr-by-name {MASTER_NAME}"),
             )
             .await;
@@ -118,7 +168,7 @@ impl RedisSentinels {
             node.pause();
         }
         self.cut = true;
-        drop_replicas(master, self.nodes.len() - 1).await?;
+        drop_replicas(master, self.tls_files(), self.nodes.len() - 1).await?;
         Ok(master)
     }
 
@@ -156,7 +206,7 @@ impl RedisSentinels {
         loop {
             if let Some(new) = self.master_port().await
                 && new != old
-                && role(new).await.as_deref() == Some("master")
+                && role(new, self.tls_files()).await.as_deref() == Some("master")
             {
                 return Ok(new);
             }
@@ -180,7 +230,8 @@ impl RedisSentinels {
         loop {
             let mut ready = true;
             for sentinel in &self.sentinels {
-                let seen = ask(sentinel.port(), &format!("SENTINEL master {MASTER_NAME}")).await;
+                let asked = format!("SENTINEL master {MASTER_NAME}");
+                let seen = ask(sentinel.port(), self.tls_files(), &asked).await;
                 let field = |name: &str| -> usize {
                     seen.as_ref()
                         .and_then(|f| f.iter().position(|x| x == name))
@@ -190,7 +241,7 @@ impl RedisSentinels {
                 ready &= field("num-slaves") >= replicas && field("num-other-sentinels") >= others;
             }
             for node in &self.nodes[1..] {
-                ready &= ask(node.port(), "INFO replication")
+                ready &= ask(node.port(), self.tls_files(), "INFO replication")
                     .await
                     .is_some_and(|lines| lines.iter().any(|l| l == "master_link_status:up"));
             }
