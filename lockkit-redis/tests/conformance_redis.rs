@@ -1,9 +1,9 @@
 //! The conformance suite against real Redis servers from the testkit: a single
 //! server (woken by pub/sub, polling only, and with `keys=plain`), a master with
 //! a replica behind a sentinel, a Redis Cluster of 3 masters with a replica each,
-//! and over TLS a single server and a 3-master Cluster (`rediss://`, the URL
-//! carrying the throwaway CA, so the killed-holder child process connects with it
-//! too).
+//! and over TLS a single server, a 3-master Cluster and a Sentinel group
+//! (`rediss://`, the URL carrying the throwaway CA, so the killed-holder child
+//! process connects with it too).
 
 use std::sync::Arc;
 
@@ -45,6 +45,11 @@ url_backend!(
 url_backend!(
     /// A TLS-only server (`rediss://…?tls_ca=`).
     Tls: Redis = Redis::start_tls(), |s| s.url(), connect
+);
+url_backend!(
+    /// A TLS-only master, replica and sentinel with one CA
+    /// (`rediss-sentinel://…/lockkit?tls_ca=`).
+    TlsSentinel: RedisSentinels = RedisSentinels::start_tls(1, 1), |s| s.url(), connect
 );
 url_backend!(
     /// Three TLS-only masters with one CA (`rediss-cluster://…?tls_ca=`).
@@ -93,3 +98,8 @@ redis_suite!(redis_plain, SinglePlain);
 redis_suite!(redis_sentinel, Sentinel, held_locks_are_listed_by_prefix);
 redis_suite!(redis_tls, Tls, held_locks_are_listed_by_prefix);
 redis_suite!(redis_tls_cluster, TlsCluster);
+redis_suite!(
+    redis_tls_sentinel,
+    TlsSentinel,
+    held_locks_are_listed_by_prefix
+);

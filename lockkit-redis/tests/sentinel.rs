@@ -1,6 +1,7 @@
 //! Redis Sentinel on a real group from the testkit (a master, 2 replicas, 3
-//! sentinels): the driver finds the master through the sentinels, follows a
-//! failover to the promoted replica, and its waiters are woken there.
+//! sentinels, plain and TLS only): the driver finds the master through the
+//! sentinels, follows a failover to the promoted replica, and its waiters are
+//! woken there.
 #![cfg(test)] // Test code throughout: clippy.toml allows unwrap, expect and panic here.
 
 use std::time::Duration;
@@ -35,7 +36,21 @@ where
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_driver_follows_a_failover_to_the_promoted_replica() {
-    let mut group = RedisSentinels::start(2, 3).await.unwrap();
+    follows_a_failover(RedisSentinels::start(2, 3).await.unwrap()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_driver_follows_a_failover_over_tls() {
+    // Sentinels and data nodes on TLS only: the URL is `rediss-sentinel://`.
+    let group = RedisSentinels::start_tls(2, 3).await.unwrap();
+    assert!(group.url().starts_with("rediss-sentinel://"));
+    follows_a_failover(group).await;
+}
+
+/// The lockers on `group`'s URL are granted on the master, then, after a
+/// failover, on the promoted replica with a higher token, where a waiter on the
+/// other locker is woken.
+async fn follows_a_failover(mut group: RedisSentinels) {
     let url = group.url();
     let (a, b) = (locker(&url).await, locker(&url).await);
     let before = a.lock("orders").await.unwrap();
@@ -50,13 +65,8 @@ async fn the_driver_follows_a_failover_to_the_promoted_replica() {
     // replicated counter keeps the tokens rising.
     let after = until_ok(|| a.try_lock("orders")).await;
     assert!(after.token() > first, "{} after {first}", after.token());
-    let promoted = redis::Client::open(format!("redis://127.0.0.1:{new}")).unwrap();
-    let mut promoted = promoted.get_multiplexed_async_connection().await.unwrap();
-    let keys: Vec<String> = redis::cmd("KEYS")
-        .arg("lockkit:{orders}:*")
-        .query_async(&mut promoted)
-        .await
-        .unwrap();
+    let promoted = group.nodes.iter().find(|n| n.port() == new).unwrap();
+    let keys = promoted.ask("KEYS lockkit:{orders}:*").await.unwrap();
     assert!(
         keys.iter().any(|k| k.ends_with(":lock")),
         "the lock is not on the new master: {keys:?}"
