@@ -6,15 +6,17 @@
 //! | `rediss://…` | the same over TLS |
 //! | `redis-cluster://[user:password@]host:port,host:port…` | Redis Cluster through these seeds |
 //! | `redis-sentinel://[user:password@]s1:p1,s2:p2…/MASTER_NAME` | the master of a group watched by these sentinels, followed across failovers (the credentials are the data nodes'; sentinels are asked without them) |
+//! | `rediss-sentinel://…` | the same over TLS, to the sentinels and the data nodes |
 //! | `redlock://[user:password@]h1:p1,h2:p2,…[?drift_ms=N&retry_ms=N&request_timeout_ms=N]` | Redlock over N independent masters ([`RedlockDriver`]) |
 //! | `redlocks://…` | the same over TLS to every master |
 //!
 //! Options: `?prefix=NAME` (default `lockkit`), `?wake=notify|poll` (see
-//! [`WakeMode`]).
+//! [`WakeMode`]), `?fence_seed=counter|clock` (see [`FenceSeed`]),
+//! `?wait_replicas=N&wait_timeout_ms=T` (see [`ReplicaAck`]).
 //!
 //! # TLS
 //!
-//! `rediss://` and `rediss-cluster://` connect over TLS (rustls with the *ring*
+//! `rediss://`, `rediss-cluster://` and `rediss-sentinel://` connect over TLS (rustls with the *ring*
 //! crypto provider, installed as the process default unless the application
 //! installed one). Options, each a file path read when the URL is parsed:
 //!
