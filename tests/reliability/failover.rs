@@ -43,7 +43,7 @@ impl Replicated for RedisCluster {
 
 /// The workers run on `url`; while one of them holds the lock, the master that
 /// serves it is killed and a replica promoted. What asynchronous replication lost
-/// shows in the history; recovery counts from the promotion.
+/// shows in the history; recovery counts from the kill, the failover included.
 pub(crate) async fn failover_during_a_hold(
     backend: &'static str,
     url: &str,
@@ -51,18 +51,10 @@ pub(crate) async fn failover_during_a_hold(
     group: &mut impl Replicated,
 ) -> Verdict {
     let mut trial = Trial::new(backend, "master failed over while a lock is held");
-    trial.hold = HOLD_ACROSS_RESTART;
-    let running = trial.start_workers(url).await;
-    trial
-        .wait_until("a worker holding the lock", |h| {
-            h.grants.iter().any(|g| g.held_until.is_none())
-        })
-        .await;
-    let started = Instant::now();
+    let running = workers_holding(&mut trial, url).await;
+    let killed = Instant::now();
     group.fail_over(&trial.key).await;
-    trial
-        .finish(running, started, Instant::now(), promise)
-        .await
+    trial.finish(running, killed, killed, promise).await
 }
 
 /// What the workers hear of the grant the master makes after its replicas are
@@ -117,8 +109,7 @@ pub(crate) async fn failover_before_replication(
             })
             .await;
     }
+    let killed = Instant::now();
     group.fail_over(&trial.key).await;
-    trial
-        .finish(running, started, Instant::now(), promise)
-        .await
+    trial.finish(running, started, killed, promise).await
 }

@@ -163,6 +163,20 @@ pub(crate) async fn partitioned_on(trial: Trial, server_port: u16, url: &str) {
 /// than the restart, so the holder writes again after it.
 pub(crate) const HOLD_ACROSS_RESTART: Duration = Duration::from_millis(1500);
 
+/// Starts `trial`'s workers on `url`, each holding the lock for
+/// [`HOLD_ACROSS_RESTART`], and returns once one of them holds it: the moment for a
+/// fault during a hold.
+pub(crate) async fn workers_holding(trial: &mut Trial, url: &str) -> Running {
+    trial.hold = HOLD_ACROSS_RESTART;
+    let running = trial.start_workers(url).await;
+    trial
+        .wait_until("a worker holding the lock", |h| {
+            h.grants.iter().any(|g| g.held_until.is_none())
+        })
+        .await;
+    running
+}
+
 /// Redis (no persistence) is killed while a worker holds the lock (holds last
 /// [`HOLD_ACROSS_RESTART`] here) and restarted at once, without its data.
 pub(crate) async fn redis_restarted_during_a_hold(
@@ -172,13 +186,7 @@ pub(crate) async fn redis_restarted_during_a_hold(
     promise: Promise,
 ) -> Verdict {
     let mut trial = Trial::new(backend, "restarted while a lock is held");
-    trial.hold = HOLD_ACROSS_RESTART;
-    let running = trial.start_workers(url).await;
-    trial
-        .wait_until("a worker holding the lock", |h| {
-            h.grants.iter().any(|g| g.held_until.is_none())
-        })
-        .await;
+    let running = workers_holding(&mut trial, url).await;
     let started = Instant::now();
     server.kill();
     server.restart().await.unwrap();

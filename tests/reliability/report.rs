@@ -54,8 +54,15 @@ pub(crate) fn render() {
             backend.push_str(" (stand-in)");
         }
         if let Some(why) = r["documented"].as_str() {
-            notes.push(why.to_owned());
-            backend.push_str(&format!(" [{}]", notes.len()));
+            // One note for each text, however many rows it explains.
+            let n = match notes.iter().position(|n| n == why) {
+                Some(i) => i + 1,
+                None => {
+                    notes.push(why.to_owned());
+                    notes.len()
+                }
+            };
+            backend.push_str(&format!(" [{n}]"));
         }
         md.push_str(&format!(
             "| {backend} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} ms |\n",
@@ -122,7 +129,8 @@ first write reached the resource — fencing cannot see those (the resource does
 know the newer token yet); the workers write without checking `is_lost()` first, so \
 a holder that lost its lock during a fault still tries.\n\
 - **time to recover**: from the end of the fault (the thaw, heal or restart; for a \
-holder fault or a killed member, the fault itself) to the next grant.\n\n\
+holder fault, a killed member or a killed master, the fault itself) to the next \
+grant.\n\n\
 Faults: *holder paused past its lease* (an outside holder process is SIGSTOPped once \
 it holds the lock, or a permit, or the write lock; after a worker has been granted \
 and written after the holder's lease ended, it is thawed and makes its write, which must be refused, and it must report the loss); \
@@ -136,7 +144,7 @@ over while a lock is held* (Redis Sentinel: a master, 2 replicas and 3 sentinels
 which promote a replica; Redis Cluster: 3 masters with a replica each, the master \
 serving the lock's slot, whose replica the other masters elect; SIGKILL to the \
 master while a worker holds the lock, with the replicas in sync; the time to recover \
-counts from the promotion); *master failed over before replicating a grant* (the \
+counts from the kill, so it includes the failover); *master failed over before replicating a grant* (the \
 same groups, with the replicas of the lock's master lagging: they are SIGSTOPped and \
 the master drops their links; once the master has made a grant no replica will see, \
 and a worker holds it (or, with `wait_replicas`, as soon as the master made it), \
@@ -159,10 +167,10 @@ restart, nothing lost), and/or connect with `?fence_seed=clock`, which keeps \
 tokens at or above the server's clock in microseconds, so they keep rising across \
 the restart and fencing refuses the old holder (the *fence_seed=clock* row); the lock \
 itself is still lost. See the README's Redis section.\n\n\
-**Redis failover (Sentinel, Cluster).** The sentinels promoted a replica about \
-2.2 s after the master was killed (1 s to call it down, then their election), the \
-Cluster about 4 s after (its 2 s node timeout, then the vote), and the workers were \
-granted on the new master within the time to recover shown. With the replicas in \
+**Redis failover (Sentinel, Cluster).** The sentinels promote a replica about \
+2.2 s after the master is killed (1 s to call it down, then their election), the \
+Cluster about 4 s after (its 2 s node timeout, then the vote); the time to recover \
+counts from the kill, and after the promotion the workers were granted at once. With the replicas in \
 sync (*while a lock is held*), nothing was lost: replication on one machine is quick. \
 With them lagging (*before replicating a grant*), the promoted replica lacks the last \
 grant and its counter bump, which is what asynchronous replication allows: by \
