@@ -125,6 +125,22 @@ impl HolderProcess {
         Self::start_with(command, url, key, ttl, Some(limit), false).await
     }
 
+    /// As [`HolderProcess::start_permit`], but with a fixed `lease` and no
+    /// watchdog, as [`HolderProcess::start_fixed`].
+    ///
+    /// # Errors
+    ///
+    /// As [`HolderProcess::start`].
+    pub async fn start_permit_fixed(
+        command: std::process::Command,
+        url: &str,
+        key: &str,
+        lease: Duration,
+        limit: u32,
+    ) -> Result<(Self, u64), String> {
+        Self::start_with(command, url, key, lease, Some(limit), true).await
+    }
+
     async fn start_with(
         command: std::process::Command,
         url: &str,

@@ -18,7 +18,8 @@ holder_faults_on!(
     Primitive::Election,
     "sqlite (election)",
     async { tempfile::tempdir() },
-    sqlite_url
+    sqlite_url,
+    fixed_holder_lease
 );
 holder_faults_on!(
     etcd_election,

@@ -27,9 +27,13 @@ pub(crate) fn holder_command() -> std::process::Command {
 async fn start_holder(trial: &Trial, url: &str) -> (HolderProcess, u64, LockMode) {
     let started = match trial.primitive {
         Primitive::Semaphore { limit } => {
-            HolderProcess::start_permit(holder_command(), url, &trial.key, TTL, limit)
-                .await
-                .map(|(h, t)| (h, t, LockMode::Permit { limit }))
+            let (cmd, key) = (holder_command(), &trial.key);
+            let permit = if trial.holder_fixed {
+                HolderProcess::start_permit_fixed(cmd, url, key, TTL, limit).await
+            } else {
+                HolderProcess::start_permit(cmd, url, key, TTL, limit).await
+            };
+            permit.map(|(h, t)| (h, t, LockMode::Permit { limit }))
         }
         _ if trial.holder_fixed => {
             HolderProcess::start_fixed(holder_command(), url, &trial.key, TTL)
@@ -214,9 +218,10 @@ macro_rules! server_restarted {
 
 /// The holder faults on a semaphore or a read-write lock (the outside holder takes
 /// a permit, or the write lock), as tests named `<module>::holder_<fault>`, in rows
-/// named `$backend`.
+/// named `$backend`; `$paused` (e.g. `fixed_holder_lease`) shapes the paused
+/// holder's trial.
 macro_rules! holder_faults_on {
-    ($module:ident, $primitive:expr, $backend:literal, $start:expr, $url:expr) => {
+    ($module:ident, $primitive:expr, $backend:literal, $start:expr, $url:expr $(, $paused:ident)?) => {
         mod $module {
             use super::*;
 
@@ -224,7 +229,7 @@ macro_rules! holder_faults_on {
             async fn holder_paused_past_its_lease() {
                 let server = $start.await.unwrap();
                 let trial = Trial::new($backend, "holder paused past its lease");
-                holder_paused_on(trial.on($primitive), &$url(&server)).await;
+                holder_paused_on(trial.on($primitive)$(.$paused())?, &$url(&server)).await;
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

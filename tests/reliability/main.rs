@@ -114,12 +114,15 @@ holder_faults_on!(
     Redis::start(),
     |s: &Redis| s.url()
 );
+// SQLite's paused holders hold a fixed lease, as its lock's does (see
+// `sqlite_holder_paused_past_its_lease`).
 holder_faults_on!(
     sqlite_semaphore,
     SEMAPHORE,
     "sqlite (semaphore of 3)",
     async { tempfile::tempdir() },
-    sqlite_url
+    sqlite_url,
+    fixed_holder_lease
 );
 holder_faults_on!(
     etcd_semaphore,
@@ -208,7 +211,8 @@ holder_faults_on!(
     Primitive::ReadWrite,
     "sqlite (read-write)",
     async { tempfile::tempdir() },
-    sqlite_url
+    sqlite_url,
+    fixed_holder_lease
 );
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
