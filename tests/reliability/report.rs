@@ -169,7 +169,7 @@ the restart and fencing refuses the old holder (the *fence_seed=clock* row); the
 itself is still lost. See the README's Redis section.\n\n\
 **Redis failover (Sentinel, Cluster).** The sentinels promote a replica about \
 2.2 s after the master is killed (1 s to call it down, then their election), the \
-Cluster about 4 s after (its 2 s node timeout, then the vote); the time to recover \
+Cluster 3.5 to 5.5 s after (its 2 s node timeout, then the vote); the time to recover \
 counts from the kill, and after the promotion the workers were granted at once. With the replicas in \
 sync (*while a lock is held*), nothing was lost: replication on one machine is quick. \
 With them lagging (*before replicating a grant*), the promoted replica lacks the last \
@@ -180,9 +180,10 @@ violation when that renewal comes after the new grant), and the resource, which 
 accepts a token equal to the highest it saw, may take the older holder's write (a \
 stale write accepted). `?fence_seed=clock` keeps tokens above the server's clock, so \
 the new grant's token is higher and the resource refuses the older holder; the lock \
-is still granted twice. `?wait_replicas=N` (Sentinel or a single server) makes a \
-grant count only once N replicas acknowledged it: the lagging master's grant is \
-refused and given back, and nothing is lost. It narrows the window without closing \
+is still granted twice. `?wait_replicas=N` makes a grant count only once N \
+replicas acknowledged it: the lagging master's grant is refused and given back, and \
+nothing is lost (the Cluster row runs 2 replicas per master, so that the promoted \
+one still has a replica to acknowledge). It narrows the window without closing \
 it: a replica can acknowledge and still not be the one promoted, and `WAIT` does not \
 make replication synchronous. Fencing at the resource is what refuses the older \
 holder's writes.\n";
