@@ -276,11 +276,11 @@ async fn the_driver_follows_a_failover_to_the_promoted_replica() {
         Locker::new(driver(&url).await),
     );
     // Held under the watchdog, with a waiter queued, while the master dies; the
-    // lease outlasts the failover (the 2 s node timeout, then the vote), during
-    // which the slot is served by no one.
+    // lease outlasts the failover (the 2 s node timeout, then the vote, slower on
+    // a loaded machine), during which the slot is served by no one.
     let held = a
         .lock("orders")
-        .ttl(Duration::from_secs(10))
+        .ttl(Duration::from_secs(30))
         .no_wait()
         .await
         .unwrap();

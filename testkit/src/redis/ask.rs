@@ -35,6 +35,48 @@ pub(crate) async fn drop_replicas(
     }
 }
 
+/// The replication offset `field` of the node on `port`: `master_repl_offset` on
+/// a master, `slave_repl_offset` on a replica.
+async fn repl_offset(port: u16, tls: Option<&TlsFiles>, field: &str) -> Option<u64> {
+    let lines = ask(port, tls, "INFO replication").await?;
+    let prefix = format!("{field}:");
+    lines
+        .iter()
+        .find_map(|l| l.strip_prefix(&prefix)?.parse().ok())
+}
+
+/// Waits (30 s at most) until every replica on `replicas` has applied the
+/// replication stream of the master on `master` as far as it stands now: a link
+/// that is up can still lag behind what the master wrote.
+pub(crate) async fn wait_caught_up(
+    master: u16,
+    replicas: &[u16],
+    tls: Option<&TlsFiles>,
+) -> Result<(), TestkitError> {
+    let setup = |detail: String| TestkitError::Setup {
+        step: "replicas catching up".into(),
+        detail,
+    };
+    let target = repl_offset(master, tls, "master_repl_offset")
+        .await
+        .ok_or_else(|| setup(format!("the master on {master} did not say its offset")))?;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    for &replica in replicas {
+        while repl_offset(replica, tls, "slave_repl_offset")
+            .await
+            .is_none_or(|at| at < target)
+        {
+            if tokio::time::Instant::now() >= deadline {
+                return Err(setup(format!(
+                    "the replica on {replica} lags behind {target}"
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+    Ok(())
+}
+
 /// The role (`master`, `slave`) the node on `port` reports.
 pub(crate) async fn role(port: u16, tls: Option<&TlsFiles>) -> Option<String> {
     ask(port, tls, "ROLE").await?.into_iter().next()

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::ask::{ask, drop_replicas, role};
+use super::ask::{ask, drop_replicas, role, wait_caught_up};
 use super::{RedisCluster, TlsFiles};
 use crate::TestkitError;
 
@@ -179,8 +179,8 @@ impl RedisCluster {
     }
 
     /// Kills (SIGKILL) the master that serves `key`'s hash slot (a key without
-    /// whitespace; a `{tag}` counts as Redis counts it) once its replicas are in
-    /// sync (or at once, and resuming them, after
+    /// whitespace; a `{tag}` counts as Redis counts it) once its replicas have
+    /// applied everything it wrote (or at once, and resuming them, after
     /// [`cut_replicas_of`](Self::cut_replicas_of)), and waits until the cluster has
     /// promoted one of them: it serves the slot, answers `ROLE` as a master, and
     /// says `cluster_state:ok`. Returns the new master's port. The old master stays
@@ -195,10 +195,14 @@ impl RedisCluster {
         key: &str,
         within: Duration,
     ) -> Result<u16, TestkitError> {
-        if !self.cut {
+        let cut = self.cut;
+        if !cut {
             self.wait_until_replicas_sync().await?;
         }
-        let (slot, old, _) = self.slot_master(key).await?;
+        let (slot, old, replicas) = self.slot_master(key).await?;
+        if !cut {
+            wait_caught_up(old.port, &replicas, self.tls_files()).await?;
+        }
         let old_port = old.port;
         self.nodes
             .iter_mut()

@@ -6,7 +6,7 @@ use std::time::Duration;
 use tempfile::TempDir;
 use tokio::time::Instant;
 
-use super::ask::{ask, drop_replicas, role};
+use super::ask::{ask, drop_replicas, role, wait_caught_up};
 use super::{ClusterBus, Redis, TlsFiles};
 use crate::TestkitError;
 use crate::process::temp_dir;
@@ -172,8 +172,9 @@ impl RedisSentinels {
         Ok(master)
     }
 
-    /// Waits until the sentinels watch every node and each other (unless the
-    /// replicas were [cut off](Self::cut_replicas)), kills the current master
+    /// Waits until the sentinels watch every node and each other and the replicas
+    /// have applied everything the master wrote (unless the replicas were
+    /// [cut off](Self::cut_replicas)), kills the current master
     /// (SIGKILL), resumes replicas that were cut off, and waits until the
     /// sentinels have promoted another node, which answers as a master. Returns
     /// the new master's port. The old master stays down.
@@ -194,6 +195,15 @@ impl RedisSentinels {
             .master_port()
             .await
             .ok_or_else(|| setup("no sentinel names a master".into()))?;
+        if !self.cut {
+            let replicas: Vec<u16> = self
+                .nodes
+                .iter()
+                .map(|n| n.port())
+                .filter(|&p| p != old)
+                .collect();
+            wait_caught_up(old, &replicas, self.tls_files()).await?;
+        }
         self.node_on(old)
             .ok_or_else(|| setup(format!("no node on the master's port {old}")))?
             .kill();
