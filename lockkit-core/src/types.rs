@@ -274,7 +274,14 @@ impl OwnerId {
 
     /// The identity as 32 lowercase hex digits: what drivers store.
     pub fn to_hex(&self) -> String {
-        format!("{:032x}", self.id)
+        // Every acquire and release sends it: written digit by digit, not through
+        // the formatting machinery.
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let hex: Vec<u8> = (0..32)
+            .rev()
+            .map(|i| DIGITS[((self.id >> (4 * i)) & 0xf) as usize])
+            .collect();
+        String::from_utf8(hex).unwrap_or_default()
     }
 }
 

@@ -15,11 +15,18 @@ use std::sync::OnceLock;
 /// assert!(label.contains(&format!("/{}", std::process::id())));
 /// ```
 pub fn default_label() -> String {
-    let host = host();
-    let pid = std::process::id();
+    // Asked on every acquire of a Locker without a label: `host/pid` is made once.
+    static HOST_PID: OnceLock<String> = OnceLock::new();
+    let host_pid = HOST_PID.get_or_init(|| format!("{}/{}", host(), std::process::id()));
     match tokio::task::try_id() {
-        Some(task) => format!("{host}/{pid}/task-{task}"),
-        None => format!("{host}/{pid}"),
+        Some(task) => {
+            use std::fmt::Write;
+            let mut label = String::with_capacity(host_pid.len() + 16);
+            label.push_str(host_pid);
+            let _ = write!(label, "/task-{task}");
+            label
+        }
+        None => host_pid.clone(),
     }
 }
 

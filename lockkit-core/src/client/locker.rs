@@ -66,7 +66,7 @@ pub struct Locker {
 
 pub(crate) struct Inner {
     pub(crate) driver: Arc<dyn LockDriver>,
-    pub(super) holds: Mutex<Registry>,
+    pub(super) holds: Registry,
     watchdog_wake: Arc<Notify>,
     watchdog_started: OnceLock<()>,
     pub(super) default_ttl: Duration,
@@ -114,7 +114,7 @@ impl Locker {
         Self {
             inner: Arc::new(Inner {
                 driver,
-                holds: Mutex::default(),
+                holds: Registry::default(),
                 watchdog_wake: Arc::new(Notify::new()),
                 watchdog_started: OnceLock::new(),
                 default_ttl: ttl,
