@@ -36,7 +36,7 @@ if current and held > 0 and held_code(current) ~= limit then
 end
 if not holds_live(owner) and held >= limit then
   local first = redis.call('ZRANGE', k.holders, 0, 0, 'WITHSCORES')
-  return wait(tonumber(first[2]) - now)
+  return wait(tonumber(first[2]) - now())
 end
 local token = grant_hold(owner, '~P' .. limit, tonumber(ARGV[2]), ARGV[5], ARGV[6])
 if member ~= '' then

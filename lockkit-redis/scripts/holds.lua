@@ -12,6 +12,7 @@ local function next_token(seed)
   if seed ~= 'clock' then
     return redis.call('INCR', k.fence)
   end
+  now()
   local clock = tonumber(t[1]) * 1000000 + tonumber(t[2])
   local token = math.max(tonumber(redis.call('GET', k.fence) or 0) + 1, clock)
   redis.call('SET', k.fence, string.format('%d', token))
@@ -23,9 +24,9 @@ end
 -- once `now` has passed its end (as Redis's own PX expiry does), never up to a
 -- millisecond before the holder's own deadline.
 local function drop_expired_holds()
-  local expired = redis.call('ZRANGEBYSCORE', k.holders, '-inf', '(' .. now)
+  local expired = redis.call('ZRANGEBYSCORE', k.holders, '-inf', '(' .. now())
   if #expired > 0 then
-    redis.call('ZREMRANGEBYSCORE', k.holders, '-inf', '(' .. now)
+    redis.call('ZREMRANGEBYSCORE', k.holders, '-inf', '(' .. now())
     -- In chunks: unpack() is bounded by Lua's stack.
     for i = 1, #expired, 1000 do
       redis.call('HDEL', k.holds, unpack(expired, i, math.min(i + 999, #expired)))
@@ -56,7 +57,7 @@ local function grant_hold(owner, sentinel, ttl, seed, label)
     end
     redis.call('HSET', k.holds, owner, value)
   end
-  redis.call('ZADD', k.holders, now + ttl, owner)
+  redis.call('ZADD', k.holders, now() + ttl, owner)
   local last = tonumber(redis.call('ZRANGE', k.holders, -1, -1, 'WITHSCORES')[2])
   redis.call('SET', k.lock, sentinel, 'PXAT', last)
   redis.call('PEXPIREAT', k.holders, last)

@@ -7,13 +7,13 @@
 -- 'token[:label]' for each live one.
 local value = redis.call('GET', k.lock) or ''
 local pttl = redis.call('PTTL', k.lock)
-local waiting = redis.call('ZCOUNT', k.waiters, '(' .. now, '+inf')
-  + redis.call('ZCOUNT', k.woken, '(' .. now, '+inf')
+local waiting = redis.call('ZCOUNT', k.waiters, '(' .. now(), '+inf')
+  + redis.call('ZCOUNT', k.woken, '(' .. now(), '+inf')
 local holds = {}
 if string.sub(value, 1, 1) == '~' then
-  local held = redis.call('ZRANGEBYSCORE', k.holders, '(' .. now, '+inf', 'WITHSCORES')
+  local held = redis.call('ZRANGEBYSCORE', k.holders, '(' .. now(), '+inf', 'WITHSCORES')
   for i = 1, #held, 2 do
-    holds[#holds + 1] = tostring(tonumber(held[i + 1]) - now)
+    holds[#holds + 1] = tostring(tonumber(held[i + 1]) - now())
     holds[#holds + 1] = redis.call('HGET', k.holds, held[i]) or ''
   end
 end

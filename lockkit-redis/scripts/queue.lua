@@ -18,8 +18,16 @@
 -- dead. A driver id starting with '-' polls: it is never published to.
 local k = { lock = KEYS[1], fence = KEYS[2], waiters = KEYS[3], queue = KEYS[4],
   woken = KEYS[5], holders = KEYS[6], holds = KEYS[7] }
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- The server's clock, read at most once per call, and only by the paths that
+-- need it: an uncontended exclusive acquire or release never asks.
+local t, now_ms
+local function now()
+  if not now_ms then
+    t = redis.call('TIME')
+    now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  return now_ms
+end
 
 -- Most queue entries one call looks at, so the script stays short; waiters further
 -- back retry on their own timer.
@@ -31,7 +39,7 @@ end
 
 -- Whether a score read with ZSCORE is still in the future.
 local function live(score)
-  return score and tonumber(score) > now
+  return score and tonumber(score) > now()
 end
 
 -- Whether a queued waiter is alive: waiting, or woken and due back.
@@ -47,7 +55,7 @@ local function enqueue(member, lifetime)
     local last = redis.call('ZRANGE', k.queue, -1, -1, 'WITHSCORES')[2]
     redis.call('ZADD', k.queue, (tonumber(last) or 0) + 1, member)
   end
-  redis.call('ZADD', k.waiters, now + lifetime, member)
+  redis.call('ZADD', k.waiters, now() + lifetime, member)
   redis.call('ZREM', k.woken, member)
   redis.call('PEXPIRE', k.queue, lifetime)
   redis.call('PEXPIRE', k.waiters, lifetime)
@@ -87,7 +95,7 @@ local function wake_admitted(prefix, lifetime, cluster)
     family, room = 'S', math.huge
   elseif value and string.sub(value, 1, 2) == '~P' then
     family = 'P'
-    room = held_code(value) - redis.call('ZCOUNT', k.holders, '(' .. now, '+inf')
+    room = held_code(value) - redis.call('ZCOUNT', k.holders, '(' .. now(), '+inf')
   elseif value then
     return 0
   end
@@ -112,7 +120,7 @@ local function wake_admitted(prefix, lifetime, cluster)
       if waiting and driver and string.sub(driver, 1, 1) ~= '-' then
         if redis.call('PUBLISH', prefix .. driver, id) > 0 or cluster == '1' then
           redis.call('ZREM', k.waiters, m)
-          redis.call('ZADD', k.woken, now + lifetime, m)
+          redis.call('ZADD', k.woken, now() + lifetime, m)
           woke = woke + 1
         else
           dequeue(m)

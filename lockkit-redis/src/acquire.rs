@@ -55,12 +55,14 @@ impl RedisDriver {
     ) -> redis::RedisResult<Outcome> {
         let sent = Instant::now();
         let mut conn = self.conn.clone();
-        let mut call = Call::new(match req.mode {
+        let script = match req.mode {
             LockMode::Shared => &self.scripts.acquire_shared,
             LockMode::Permit { .. } => &self.scripts.acquire_permit,
             _ => &self.scripts.acquire_exclusive,
-        });
-        for key in n.all() {
+        };
+        let keys = n.all();
+        let mut call = Call::new(script, keys.len());
+        for key in keys {
             call.key(key);
         }
         call.arg(req.owner.to_hex())

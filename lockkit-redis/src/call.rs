@@ -13,41 +13,43 @@ use redis::{Cmd, FromRedisValue, RedisResult, Script, ToRedisArgs};
 use crate::connection::Conn;
 use crate::replicas::ReplicaAck;
 
-/// A script with its keys and arguments, ready to send.
+/// A script with its keys and arguments, ready to send: the `EVALSHA` command is
+/// built as they are added, with no copy in between.
 pub(crate) struct Call<'a> {
     script: &'a Script,
-    keys: Vec<String>,
-    args: Vec<Vec<u8>>,
+    evalsha: Cmd,
+    /// Keys still to add before the first argument.
+    keys_left: usize,
 }
 
 impl<'a> Call<'a> {
-    pub(crate) fn new(script: &'a Script) -> Self {
+    /// A call of `script` with `keys` keys, to be added with [`key`](Self::key)
+    /// before any argument.
+    pub(crate) fn new(script: &'a Script, keys: usize) -> Self {
+        // Room for the keys and about as many arguments, so that adding them
+        // does not grow the command again and again.
+        let mut evalsha = Cmd::with_capacity(3 + 2 * keys, 64 + 96 * keys);
+        evalsha.arg("EVALSHA").arg(script.get_hash()).arg(keys);
         Self {
             script,
-            keys: Vec::new(),
-            args: Vec::new(),
+            evalsha,
+            keys_left: keys,
         }
     }
 
     /// Adds a key (`KEYS[i]`).
-    pub(crate) fn key(&mut self, key: impl Into<String>) -> &mut Self {
-        self.keys.push(key.into());
+    pub(crate) fn key(&mut self, key: &str) -> &mut Self {
+        debug_assert!(self.keys_left > 0, "more keys than announced");
+        self.keys_left = self.keys_left.saturating_sub(1);
+        self.evalsha.arg(key);
         self
     }
 
-    /// Adds an argument (`ARGV[i]`).
+    /// Adds an argument (`ARGV[i]`), after every key.
     pub(crate) fn arg(&mut self, arg: impl ToRedisArgs) -> &mut Self {
-        self.args.extend(arg.to_redis_args());
+        debug_assert_eq!(self.keys_left, 0, "an argument before the last key");
+        self.evalsha.arg(arg);
         self
-    }
-
-    fn evalsha(&self) -> Cmd {
-        let mut cmd = redis::cmd("EVALSHA");
-        cmd.arg(self.script.get_hash())
-            .arg(self.keys.len())
-            .arg(&self.keys)
-            .arg(&self.args);
-        cmd
     }
 
     /// Runs the script on `conn`; with `ack`, followed by `WAIT` in the same
@@ -78,10 +80,11 @@ impl<'a> Call<'a> {
         ack: Option<ReplicaAck>,
     ) -> RedisResult<(T, Option<i64>)> {
         let Some(ack) = ack else {
-            return Ok((self.evalsha().query_async(conn).await?, None));
+            return Ok((self.evalsha.query_async(conn).await?, None));
         };
         let mut pipe = redis::pipe();
-        pipe.add_command(self.evalsha()).add_command(ack.command());
+        pipe.add_command(self.evalsha.clone())
+            .add_command(ack.command());
         let (answer, acked): (T, i64) = pipe.query_async(conn).await?;
         Ok((answer, Some(acked)))
     }

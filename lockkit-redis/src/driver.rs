@@ -11,6 +11,7 @@ use lockkit_core::{
 };
 use tokio::time::Instant;
 
+use crate::call::Call;
 use crate::connection::Conn;
 use crate::contender::Contending;
 use crate::error::{connect_error, redis_error};
@@ -160,19 +161,17 @@ impl LockDriver for RedisDriver {
 
     async fn release(&self, key: &LockKey, owner: &OwnerId) -> Result<bool> {
         let n = self.names(key);
-        let mut invocation = self.scripts.release_hold.prepare_invoke();
-        for key in n.all() {
-            invocation.key(key);
+        let keys = n.all();
+        let mut call = Call::new(&self.scripts.release_hold, keys.len());
+        for key in keys {
+            call.key(key);
         }
-        let mut conn = self.conn.clone();
-        let released: i64 = invocation
-            .arg(owner.to_hex())
+        call.arg(owner.to_hex())
             .arg(&*self.wake_prefix)
             .arg(ttl_ms(ENTRY_LIFETIME))
-            .arg(self.cluster_flag())
-            .invoke_async(&mut conn)
-            .await
-            .map_err(redis_error)?;
+            .arg(self.cluster_flag());
+        let mut conn = self.conn.clone();
+        let (released, _): (i64, _) = call.invoke(&mut conn, None).await.map_err(redis_error)?;
         Ok(released == 1)
     }
 

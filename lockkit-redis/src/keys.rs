@@ -34,52 +34,80 @@ impl KeyLayout {
 /// The Redis names of one lock, sharing the hash tag `{K}` so that in a cluster
 /// they live in one slot and one script can touch them all (with
 /// [`KeyLayout::Plain`] the lock itself is `K`, whose slot is `{K}`'s).
-/// `scripts/queue.lua` describes what each holds.
+/// `scripts/queue.lua` describes what each holds. All seven live in one buffer,
+/// built without the formatting machinery: every acquire and release names them.
 #[derive(Debug, Clone)]
 pub(crate) struct Names {
-    /// `<prefix>:{K}:lock`: an exclusive hold's `<owner>:<token>[:<label>]` with a
-    /// `PX` lease, or the sentinel of shared holds or permits.
-    pub(crate) lock: String,
-    /// `<prefix>:{K}:fence`: the fencing counter, never expired.
-    pub(crate) fence: String,
-    /// `<prefix>:{K}:waiters`: who waits, scored by entry expiry.
-    pub(crate) waiters: String,
-    /// `<prefix>:{K}:queue`: the waiters in order of arrival.
-    pub(crate) queue: String,
-    /// `<prefix>:{K}:woken`: waiters woken and not back yet.
-    pub(crate) woken: String,
-    /// `<prefix>:{K}:holders`: shared holds and permits, scored by lease end.
-    pub(crate) holders: String,
-    /// `<prefix>:{K}:holds`: each of those holders' `token[:label]`.
-    pub(crate) holds: String,
+    buf: String,
+    /// Where each name ends in `buf`, in [`SUFFIXES`] order.
+    ends: [usize; 7],
 }
 
+/// The side keys' suffixes after `<prefix>:{K}`, in the scripts' order; the lock
+/// comes first.
+const SUFFIXES: [&str; 7] = [
+    ":lock", ":fence", ":waiters", ":queue", ":woken", ":holders", ":holds",
+];
+
 impl Names {
-    /// The seven keys, in the order the single-server scripts take them.
+    fn name(&self, i: usize) -> &str {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.buf[start..self.ends[i]]
+    }
+
+    /// `<prefix>:{K}:lock` (`K` with [`KeyLayout::Plain`]): an exclusive hold's
+    /// `<owner>:<token>[:<label>]` with a `PX` lease, or the sentinel of shared
+    /// holds or permits.
+    pub(crate) fn lock(&self) -> &str {
+        self.name(0)
+    }
+
+    /// `<prefix>:{K}:fence`: the fencing counter, never expired.
+    pub(crate) fn fence(&self) -> &str {
+        self.name(1)
+    }
+
+    /// `<prefix>:{K}:waiters`: who waits, scored by entry expiry.
+    pub(crate) fn waiters(&self) -> &str {
+        self.name(2)
+    }
+
+    /// `<prefix>:{K}:holders`: shared holds and permits, scored by lease end.
+    pub(crate) fn holders(&self) -> &str {
+        self.name(5)
+    }
+
+    /// `<prefix>:{K}:holds`: each of those holders' `token[:label]`.
+    pub(crate) fn holds(&self) -> &str {
+        self.name(6)
+    }
+
+    /// The seven keys, in the order the single-server scripts take them: lock,
+    /// fence, waiters, queue (in order of arrival), woken (waiters woken and not
+    /// back yet), holders, holds.
     pub(crate) fn all(&self) -> [&str; 7] {
-        [
-            &self.lock,
-            &self.fence,
-            &self.waiters,
-            &self.queue,
-            &self.woken,
-            &self.holders,
-            &self.holds,
-        ]
+        std::array::from_fn(|i| self.name(i))
     }
 }
 
 pub(crate) fn names(prefix: &str, layout: KeyLayout, key: &LockKey) -> Names {
-    let base = format!("{prefix}:{{{}}}", key.as_str());
-    Names {
-        lock: lock_name(prefix, layout, key),
-        fence: format!("{base}:fence"),
-        waiters: format!("{base}:waiters"),
-        queue: format!("{base}:queue"),
-        woken: format!("{base}:woken"),
-        holders: format!("{base}:holders"),
-        holds: format!("{base}:holds"),
+    let key = key.as_str();
+    let base_len = prefix.len() + key.len() + 3;
+    let mut buf = String::with_capacity(7 * base_len + 48);
+    let mut ends = [0; 7];
+    for (i, suffix) in SUFFIXES.iter().enumerate() {
+        if i == 0 && layout == KeyLayout::Plain {
+            buf.push_str(key);
+        } else {
+            buf.push_str(prefix);
+            buf.push_str(":{");
+            buf.push_str(key);
+            buf.push('}');
+            buf.push_str(suffix);
+        }
+        ends[i] = buf.len();
     }
+    Names { buf, ends }
 }
 
 /// Just the lock's name (what extend and the watchdog's renewals touch), without
@@ -116,7 +144,7 @@ mod tests {
             s[open + 1..close].to_string()
         };
         for name in n.all() {
-            assert_eq!(tag(name), tag(&n.lock), "{name}");
+            assert_eq!(tag(name), tag(n.lock()), "{name}");
         }
         assert_eq!(
             lock_name(
@@ -124,7 +152,7 @@ mod tests {
                 KeyLayout::Tagged,
                 &LockKey::new("orders:{eu}:7").unwrap()
             ),
-            n.lock
+            n.lock()
         );
     }
 
@@ -133,7 +161,8 @@ mod tests {
         use redis::cluster_routing::Slot;
         let key = LockKey::new("orders:eu").unwrap();
         let n = names("lockkit", KeyLayout::Plain, &key);
-        assert_eq!(n.lock, "orders:eu");
+        assert_eq!(n.lock(), "orders:eu");
+        assert_eq!(n.fence(), "lockkit:{orders:eu}:fence");
         for name in n.all() {
             assert_eq!(Slot::for_key(name), Slot::for_key("orders:eu"), "{name}");
         }

@@ -19,7 +19,7 @@ impl RedisDriver {
         let stored: i64 = self
             .scripts
             .proclaim
-            .key(&n.lock)
+            .key(n.lock())
             .arg(owner.to_hex())
             .arg(text)
             .invoke_async(&mut conn)

@@ -72,11 +72,13 @@ impl RedisDriver {
     /// Renews holds of any mode that all live in one hash slot, with one call of
     /// `renew_holds.lua`.
     async fn renew_slot(&self, ttl: Duration, batch: &[Renewal]) -> Result<Vec<bool>> {
-        let mut call = Call::new(&self.scripts.renew_holds);
-        call.arg(ttl_ms(ttl));
+        let mut call = Call::new(&self.scripts.renew_holds, 3 * batch.len());
         for r in batch {
             let n = names(&self.prefix, self.keys, &r.key);
-            call.key(n.lock).key(n.holders).key(n.holds);
+            call.key(n.lock()).key(n.holders()).key(n.holds());
+        }
+        call.arg(ttl_ms(ttl));
+        for r in batch {
             call.arg(r.owner.to_hex());
         }
         let mut conn = self.conn.clone();

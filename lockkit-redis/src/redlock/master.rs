@@ -196,9 +196,9 @@ pub(crate) async fn acquire(
     entry: Option<Entry<'_>>,
 ) -> RedisResult<(i64, i64)> {
     s.acquire
-        .key(&n.lock)
-        .key(&n.fence)
-        .key(&n.waiters)
+        .key(n.lock())
+        .key(n.fence())
+        .key(n.waiters())
         .arg(owner)
         .arg(ttl_ms)
         .arg(entry.map_or("", |e| e.id))
@@ -217,8 +217,8 @@ pub(crate) async fn leave(
     wake_prefix: &str,
 ) -> RedisResult<i64> {
     s.leave
-        .key(&n.lock)
-        .key(&n.waiters)
+        .key(n.lock())
+        .key(n.waiters())
         .arg(entry)
         .arg(wake_prefix)
         .invoke_async(&mut conn)
@@ -234,8 +234,8 @@ pub(crate) async fn raise_fence(
     token: u64,
 ) -> RedisResult<i64> {
     s.raise_fence
-        .key(&n.lock)
-        .key(&n.fence)
+        .key(n.lock())
+        .key(n.fence())
         .arg(owner)
         .arg(token)
         .invoke_async(&mut conn)
@@ -251,7 +251,7 @@ pub(crate) async fn extend(
     ttl_ms: u64,
 ) -> RedisResult<i64> {
     s.extend
-        .key(&n.lock)
+        .key(n.lock())
         .arg(owner)
         .arg(ttl_ms)
         .invoke_async(&mut conn)
@@ -283,8 +283,8 @@ pub(crate) async fn release(
     wake_prefix: &str,
 ) -> RedisResult<i64> {
     s.release
-        .key(&n.lock)
-        .key(&n.waiters)
+        .key(n.lock())
+        .key(n.waiters())
         .arg(owner)
         .arg(wake_prefix)
         .invoke_async(&mut conn)
@@ -299,8 +299,8 @@ pub(crate) async fn force_release(
     wake_prefix: &str,
 ) -> RedisResult<i64> {
     s.force_release
-        .key(&n.lock)
-        .key(&n.waiters)
+        .key(n.lock())
+        .key(n.waiters())
         .arg(wake_prefix)
         .invoke_async(&mut conn)
         .await
@@ -309,9 +309,9 @@ pub(crate) async fn force_release(
 /// Deletes the lock, its counter and its waiters on this master (`purge`).
 pub(crate) async fn purge(mut conn: ConnectionManager, n: &Names) -> RedisResult<i64> {
     redis::cmd("DEL")
-        .arg(&n.lock)
-        .arg(&n.fence)
-        .arg(&n.waiters)
+        .arg(n.lock())
+        .arg(n.fence())
+        .arg(n.waiters())
         .query_async(&mut conn)
         .await
 }
