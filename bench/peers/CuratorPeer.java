@@ -3,7 +3,7 @@
 // (60 s session timeout, 15 s connection timeout), one CuratorFramework (one ZooKeeper
 // session) per client.
 //
-// Usage: java CuratorPeer CONNECT uncontended ITERATIONS
+// Usage: java CuratorPeer CONNECT pairs
 //        java CuratorPeer CONNECT handoff WAITERS ROUNDS
 // It speaks the peer protocol of bench/peers/README.md; run it with
 // ci/bench-peers, which compiles it into a throwaway directory.
@@ -28,36 +28,45 @@ public final class CuratorPeer {
     private static final long SETTLE_MILLIS = 300;
 
     public static void main(String[] args) throws Exception {
-        boolean un = args.length == 3 && args[1].equals("uncontended");
+        boolean un = args.length == 2 && args[1].equals("pairs");
         boolean ho = args.length == 4 && args[1].equals("handoff");
         if (!un && !ho) {
-            System.err.println("usage: CuratorPeer CONNECT uncontended ITERATIONS | CONNECT handoff WAITERS ROUNDS");
+            System.err.println("usage: CuratorPeer CONNECT pairs | CONNECT handoff WAITERS ROUNDS");
             System.exit(2);
         }
         String root = "/lockkit-peers/curator-" + ProcessHandle.current().pid();
         if (un) {
-            uncontended(args[0], root + "/u", Integer.parseInt(args[2]));
+            pairs(args[0], root + "/u");
         } else {
             handoff(args[0], root + "/h", Integer.parseInt(args[2]), Integer.parseInt(args[3]));
         }
     }
 
-    /** One client, one lock path: acquire + release timed as a pair. */
-    private static void uncontended(String connect, String path, int iterations) throws Exception {
+    /** One client, one lock path, kept for the whole session: 200 warm-up pairs,
+     *  "ready", then for each line N on stdin, N acquire + release pairs, each timed,
+     *  printed as one measurement; it ends at the end of stdin. */
+    private static void pairs(String connect, String path) throws Exception {
         try (CuratorFramework c = client(connect)) {
             InterProcessMutex m = new InterProcessMutex(c, path);
             for (int i = 0; i < WARMUP; i++) {
                 must(m.acquire(WAIT_SECONDS, TimeUnit.SECONDS), "warm-up acquire");
                 m.release();
             }
-            long[] ns = new long[iterations];
-            for (int i = 0; i < iterations; i++) {
-                long t = System.nanoTime();
-                must(m.acquire(WAIT_SECONDS, TimeUnit.SECONDS), "uncontended acquire");
-                m.release();
-                ns[i] = System.nanoTime() - t;
+            System.out.println("ready");
+            System.out.flush();
+            BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+            String line;
+            while ((line = in.readLine()) != null) {
+                int n = Integer.parseInt(line.trim());
+                long[] ns = new long[n];
+                for (int i = 0; i < n; i++) {
+                    long t = System.nanoTime();
+                    must(m.acquire(WAIT_SECONDS, TimeUnit.SECONDS), "uncontended acquire");
+                    m.release();
+                    ns[i] = System.nanoTime() - t;
+                }
+                emit(ns);
             }
-            emit(ns);
         }
     }
 

@@ -2,7 +2,7 @@
 """The Python peers of `ci/bench-peers`, each used as its documentation shows.
 
 Usage:
-  python_peers.py PEER ADDRESSES uncontended ITERATIONS
+  python_peers.py PEER ADDRESSES pairs
   python_peers.py PEER ADDRESSES handoff WAITERS ROUNDS
 
 PEER is one of the names in PEERS below; ADDRESSES is HOST:PORT, or a comma-separated
@@ -156,22 +156,26 @@ def must(acquired, what):
         raise RuntimeError(f"{what} timed out")
 
 
-def uncontended(peer, addresses, iterations):
-    """One client, one key: acquire + release timed as a pair."""
+def pairs(peer, addresses):
+    """One client, one key, kept for the whole session: 200 warm-up pairs, `ready`,
+    then for each line N on stdin, N acquire + release pairs, each timed, printed as
+    one measurement; it ends at the end of stdin."""
     conn = peer.connect(addresses)
     for _ in range(WARMUP):
         lock = peer.lock(conn, "u")
         must(peer.acquire(lock), "warm-up acquire")
         peer.release(lock)
-    times = []
-    for _ in range(iterations):
-        t = time.perf_counter_ns()
-        lock = peer.lock(conn, "u")
-        must(peer.acquire(lock), "uncontended acquire")
-        peer.release(lock)
-        times.append(time.perf_counter_ns() - t)
+    print("ready", flush=True)
+    for line in sys.stdin:
+        times = []
+        for _ in range(int(line)):
+            t = time.perf_counter_ns()
+            lock = peer.lock(conn, "u")
+            must(peer.acquire(lock), "uncontended acquire")
+            peer.release(lock)
+            times.append(time.perf_counter_ns() - t)
+        emit(times)
     peer.close(conn)
-    emit(times)
 
 
 def handoff(peer, addresses, waiters, rounds):
@@ -222,9 +226,9 @@ def handoff(peer, addresses, waiters, rounds):
 
 
 def main(argv):
-    usage_ok = len(argv) >= 5 and argv[1] in PEERS
-    if usage_ok and argv[3] == "uncontended" and len(argv) == 5:
-        uncontended(PEERS[argv[1]](), argv[2].split(","), int(argv[4]))
+    usage_ok = len(argv) >= 4 and argv[1] in PEERS
+    if usage_ok and argv[3] == "pairs" and len(argv) == 4:
+        pairs(PEERS[argv[1]](), argv[2].split(","))
         return 0
     if usage_ok and argv[3] == "handoff" and len(argv) == 6:
         return handoff(PEERS[argv[1]](), argv[2].split(","), int(argv[4]), int(argv[5]))

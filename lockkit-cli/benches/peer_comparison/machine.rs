@@ -42,3 +42,34 @@ impl Machine {
         }
     }
 }
+
+/// The CPUs the run splits between servers and clients: the servers on the first,
+/// every client (the runner, each library's process, `lockkit bench`) on the
+/// second, so that no library shares its core with the server by chance. Left
+/// unpinned on a machine with one CPU.
+///
+/// Without it, two processes of the same library measured in the same rounds
+/// differed by up to 7% (the control row), depending on where the scheduler put
+/// them.
+pub(crate) const SERVER_CPU: &str = "0";
+pub(crate) const CLIENT_CPU: &str = "1";
+
+/// Whether there are two CPUs to split.
+pub(crate) fn pinning() -> bool {
+    std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2)
+}
+
+/// Pins every thread of process `pid` to `cpu` (`taskset -a -p`), where
+/// [`pinning`] applies; says so on stderr if it cannot.
+pub(crate) fn pin(pid: u32, cpu: &str) {
+    if !pinning() {
+        return;
+    }
+    let done = std::process::Command::new("taskset")
+        .args(["-a", "-p", "-c", cpu, &pid.to_string()])
+        .stdout(std::process::Stdio::null())
+        .status();
+    if !matches!(done, Ok(s) if s.success()) {
+        eprintln!("warning: could not pin process {pid} to CPU {cpu} ({done:?})");
+    }
+}

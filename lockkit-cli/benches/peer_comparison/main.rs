@@ -11,11 +11,13 @@
 mod backend;
 mod machine;
 mod measure;
+mod paired;
 mod participant;
 mod program;
 mod programs;
 mod report;
 mod results;
+mod rounds;
 mod suite;
 mod targets;
 
@@ -91,6 +93,9 @@ fn main() -> ExitCode {
         };
     }
     let args = Args::parse();
+    // The runner, and every client it starts, on the clients' CPU; the servers move
+    // to theirs as they start (see `machine::SERVER_CPU`).
+    machine::pin(std::process::id(), machine::CLIENT_CPU);
     let result = runtime.block_on(async {
         let groups = suite::run(&args).await?;
         let consul = if args.wants("consul") {

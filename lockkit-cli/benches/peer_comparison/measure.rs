@@ -3,11 +3,13 @@
 
 use crate::Args;
 use crate::backend::Failure;
+use crate::paired::{self, Noise};
 use crate::program::Program;
 use crate::results::{Floor, Group, Measured, Row, Stats};
+use crate::rounds;
 
-/// Each library's uncontended pairs are taken in this many turns, interleaved.
-pub(crate) const UNCONTENDED_CHUNKS: u64 = 4;
+/// What the control row is called: lockkit measured a second time.
+pub(crate) const CONTROL: &str = "lockkit, again (control)";
 
 /// `lockkit bench URL --json` for lockkit's uncontended figures and the floor's,
 /// measured alternating in one process.
@@ -77,27 +79,29 @@ pub(crate) async fn run_group(
             Err(reason) => group.skipped.push(reason),
         }
     }
-    // Uncontended: every library in turn, UNCONTENDED_CHUNKS times over, so drift in
-    // the machine's load hits them all alike.
-    let mut samples: Vec<Result<Vec<u64>, String>> = vec![Ok(Vec::new()); runnable.len()];
-    for _ in 0..UNCONTENDED_CHUNKS {
-        for (program, samples) in runnable.iter().zip(&mut samples) {
-            if let Ok(so_far) = samples {
-                eprintln!("   {}: uncontended", program.library);
-                match program
-                    .uncontended(args.iterations.div_ceil(UNCONTENDED_CHUNKS))
-                    .await
-                {
-                    Ok(ns) => so_far.extend(ns),
-                    Err(e) => *samples = Err(e.to_string()),
-                }
-            }
-        }
+    // The control: lockkit again, in a process of its own, taking its turns like
+    // any library; its ratio to lockkit is the run's noise.
+    let control = runnable
+        .iter()
+        .find(|p| p.library == "lockkit")
+        .map(|p| Program {
+            library: CONTROL.to_owned(),
+            ..p.clone()
+        });
+    let mut measured = runnable.clone();
+    measured.extend(control);
+    let mut uncontended = rounds::run(&measured, args.iterations).await;
+    group.control = uncontended
+        .pop()
+        .filter(|_| measured.len() > runnable.len());
+    if let (Some(Ok(control)), Some(Ok(lockkit))) = (&group.control, uncontended.first()) {
+        group.noise = paired::paired(&lockkit.rounds, &control.rounds).map(Noise::from_control);
     }
+    let samples = uncontended;
     for (program, samples) in runnable.iter().zip(samples) {
         eprintln!("   {}: hand-offs", program.library);
         let mut row = Row::new(&program.library);
-        row.uncontended = samples.map(|ns| Stats::from_ns(&ns));
+        row.uncontended = samples;
         for &waiters in &args.waiters {
             let rounds = args.handoffs.div_ceil(waiters).max(1);
             let measured = program

@@ -79,19 +79,28 @@ fn emit(ns: &[u128]) -> Result<(), Failure> {
     Ok(out.flush()?)
 }
 
-/// One client, one key: acquire + release timed as a pair.
-async fn uncontended(client: &Client, iterations: usize) -> Result<(), Failure> {
+/// One client, one key, kept for the whole session: 200 warm-up pairs, `ready`,
+/// then for each line `N` on stdin, `N` acquire + release pairs, each timed,
+/// printed as one measurement; it ends at the end of stdin. Long-lived, so that
+/// the runner can interleave libraries batch by batch.
+async fn pairs(client: &Client) -> Result<(), Failure> {
     let key = "peers/rust/u";
     for _ in 0..WARMUP {
         client.acquire(key).await?.release().await?;
     }
-    let mut ns = Vec::with_capacity(iterations);
-    for _ in 0..iterations {
-        let t = Instant::now();
-        client.acquire(key).await?.release().await?;
-        ns.push(t.elapsed().as_nanos());
+    println!("ready");
+    std::io::stdout().flush()?;
+    for line in std::io::stdin().lock().lines() {
+        let n: usize = line?.trim().parse()?;
+        let mut ns = Vec::with_capacity(n);
+        for _ in 0..n {
+            let t = Instant::now();
+            client.acquire(key).await?.release().await?;
+            ns.push(t.elapsed().as_nanos());
+        }
+        emit(&ns)?;
     }
-    emit(&ns)
+    Ok(())
 }
 
 /// Rounds of: a holder holds; on `go` the waiters queue; the holder releases and each
@@ -153,19 +162,19 @@ async fn handoff(
     Ok(())
 }
 
-/// `participant LIBRARY TARGET uncontended N` or `… handoff WAITERS ROUNDS`.
+/// `participant LIBRARY TARGET pairs` or `… handoff WAITERS ROUNDS`.
 pub(crate) async fn run(args: &[String]) -> Result<(), Failure> {
     let number = |i: usize| -> Result<usize, Failure> {
         Ok(args.get(i).ok_or("missing argument")?.parse::<usize>()?)
     };
     match args {
-        [library, target, mode, ..] if mode == "uncontended" => {
+        [library, target, mode] if mode == "pairs" => {
             let client = Client::connect(library, target).await?;
-            uncontended(&client, number(3)?).await
+            pairs(&client).await
         }
         [library, target, mode, ..] if mode == "handoff" => {
             handoff(library, target, number(3)?, number(4)?).await
         }
-        _ => Err("usage: participant LIBRARY TARGET uncontended N | handoff WAITERS ROUNDS".into()),
+        _ => Err("usage: participant LIBRARY TARGET pairs | handoff WAITERS ROUNDS".into()),
     }
 }

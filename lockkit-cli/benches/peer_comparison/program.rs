@@ -121,13 +121,36 @@ impl Running {
     }
 }
 
+/// A library's long-lived `pairs` session: one client, warmed up, asked for one
+/// batch of timed uncontended pairs at a time.
+pub(crate) struct Session {
+    running: Running,
+}
+
+impl Session {
+    /// `n` acquire+release pairs, each timed.
+    pub(crate) async fn batch(&mut self, n: u64) -> Result<Vec<u64>, Failure> {
+        let stdin = self.running.child.stdin.as_mut().ok_or("no stdin")?;
+        stdin.write_all(format!("{n}\n").as_bytes()).await?;
+        stdin.flush().await?;
+        self.running.samples().await
+    }
+
+    /// Ends the session: its stdin closes and it exits.
+    pub(crate) async fn finish(self) -> Result<(), Failure> {
+        self.running.finish().await
+    }
+}
+
 impl Program {
-    /// `iterations` uncontended acquire+release pairs, each timed.
-    pub(crate) async fn uncontended(&self, iterations: u64) -> Result<Vec<u64>, Failure> {
-        let mut running = Running::start(self, &["uncontended".into(), iterations.to_string()])?;
-        let ns = running.samples().await?;
-        running.finish().await?;
-        Ok(ns)
+    /// Starts the library's `pairs` session and waits until it is warmed up.
+    pub(crate) async fn pairs(&self) -> Result<Session, Failure> {
+        let mut running = Running::start(self, &["pairs".into()])?;
+        let line = running.line().await?;
+        if line != "ready" {
+            return Err(format!("expected ready, read {line:.200}").into());
+        }
+        Ok(Session { running })
     }
 
     /// `rounds` rounds of a holder and `waiters` queued waiters; the backend's request

@@ -4,6 +4,8 @@ use std::fmt::Write;
 
 use crate::Args;
 use crate::machine::Machine;
+use crate::measure::CONTROL;
+use crate::paired::Paired;
 use crate::results::{Group, Stats};
 use crate::targets::targets;
 
@@ -21,10 +23,7 @@ pub(crate) fn ratio(a: f64, b: f64) -> String {
     format!("{:.2}", a / b.max(1e-9))
 }
 
-fn uncontended_line(md: &mut String, name: &str, s: &Stats, lockkit: Option<&Stats>) {
-    let (r50, rate) = lockkit.map_or(("–".into(), "–".into()), |l| {
-        (ratio(l.p50_us, s.p50_us), ratio(l.per_second, s.per_second))
-    });
+fn uncontended_line(md: &mut String, name: &str, s: &Stats, r50: String, rate: String) {
     let _ = writeln!(
         md,
         "| {name} | {} | {} | {:.0} | {r50} | {rate} |",
@@ -34,29 +33,63 @@ fn uncontended_line(md: &mut String, name: &str, s: &Stats, lockkit: Option<&Sta
     );
 }
 
+/// A paired ratio with its 95% interval.
+fn paired_cell(p: Option<Paired>) -> String {
+    p.map_or("–".into(), |p| {
+        format!("{:.2} ({:.2}–{:.2})", p.median, p.low, p.high)
+    })
+}
+
 fn uncontended_table(md: &mut String, g: &Group) {
-    let lk = g.lockkit().and_then(|r| r.uncontended.as_ref().ok());
+    let lk = g
+        .lockkit()
+        .and_then(|r| r.uncontended.as_ref().ok())
+        .map(|u| &u.stats);
     let _ = writeln!(
         md,
-        "| uncontended | p50 | p99 | pairs/s | lockkit p50 ÷ this | lockkit pairs/s ÷ this |\n|---|---|---|---|---|---|"
+        "| uncontended | p50 | p99 | pairs/s | lockkit p50 ÷ this | lockkit pairs/s ÷ this, paired by round (95% interval) |\n|---|---|---|---|---|---|"
     );
     if let Some(f) = &g.floor {
-        let with = Some(&f.lockkit);
-        uncontended_line(md, "raw floor *", &f.stats, with);
+        let r =
+            |a: &Stats, b: &Stats| (ratio(a.p50_us, b.p50_us), ratio(a.per_second, b.per_second));
+        let (r50, rate) = r(&f.lockkit, &f.stats);
+        uncontended_line(md, "raw floor *", &f.stats, r50, rate);
         uncontended_line(
             md,
             "lockkit, alternating with the floor *",
             &f.lockkit,
-            with,
+            "1.00".into(),
+            "1.00".into(),
         );
     }
+    let p50 = |s: &Stats| lk.map_or("–".into(), |l| ratio(l.p50_us, s.p50_us));
     for row in &g.rows {
         match &row.uncontended {
-            Ok(s) => uncontended_line(md, &row.library, s, lk),
+            Ok(u) => {
+                let rate = if row.library == "lockkit" {
+                    "1.00".into()
+                } else {
+                    paired_cell(g.paired_with(row))
+                };
+                uncontended_line(md, &row.library, &u.stats, p50(&u.stats), rate);
+            }
             Err(e) => {
                 let _ = writeln!(md, "| {} | failed: {e} | | | | |", row.library);
             }
         }
+    }
+    match &g.control {
+        Some(Ok(u)) => uncontended_line(
+            md,
+            CONTROL,
+            &u.stats,
+            p50(&u.stats),
+            paired_cell(g.noise.map(|n| n.control)),
+        ),
+        Some(Err(e)) => {
+            let _ = writeln!(md, "| {CONTROL} | failed: {e} | | | | |");
+        }
+        None => {}
     }
 }
 
@@ -117,9 +150,16 @@ pub(crate) fn render(m: &Machine, args: &Args, groups: &[Group], consul: Option<
         "How it measures (details in bench/peers/README.md):\n\n\
          - **uncontended**: one client, one key, {} acquire+release pairs each timed, after \
          200 warm-up pairs. pairs/s = pairs ÷ their summed time. Every library (lockkit \
-         too) runs as a process of its own, in {} turns taken in rotation, so drift in \
-         the machine's load hits them alike. The raw floor is compared with lockkit \
-         inside one `lockkit bench` process, alternating pair by pair.\n\
+         too) runs in one long-lived process of its own, and they take turns in rounds of \
+         {} pairs each, the order rotating from round to round. *lockkit pairs/s ÷ this* \
+         is paired: the median over rounds of the two batches' time ratio, with its 95% \
+         bootstrap interval, so drift in the machine's speed, which lasts seconds, hits \
+         both sides of each ratio alike. The raw floor is compared with lockkit inside \
+         one `lockkit bench` process, alternating pair by pair.\n\
+         - **control and noise band**: lockkit runs twice, in two processes, in the same \
+         rounds (*{}*). Their paired ratio would be 1.00 on a quiet machine; the band \
+         is the wider of its 95% interval and its distance from 1. A target met or \
+         missed by less than the band is *tied*.\n\
          - **hand-off**: rounds of one holder and N waiters, each on its own connection. \
          The waiters queue, the holder releases, each waiter releases as soon as it \
          holds. A hand-off is the time from one release returning to the next acquire \
@@ -129,9 +169,14 @@ pub(crate) fn render(m: &Machine, args: &Args, groups: &[Group], consul: Option<
          grant and release, and the holder's release.\n\
          - **ratios**: lockkit ÷ the other, so below 1 means lockkit takes less time (p50, \
          p99) and above 1 means lockkit completes more pairs per second.\n\
+         - **placement**: every server runs on CPU 0 and every client (the runner, each \
+         library's process, `lockkit bench`) on CPU 1 (`taskset`), so that no library \
+         shares a core with the server by chance: unpinned, two processes of the same \
+         library in the same rounds differed by up to 7%.\n\
          - Each library is used as its documentation shows, with its defaults.\n",
         args.iterations,
-        crate::measure::UNCONTENDED_CHUNKS,
+        crate::rounds::BATCH,
+        CONTROL,
         args.handoffs
     );
     for g in groups {
@@ -155,6 +200,17 @@ pub(crate) fn render(m: &Machine, args: &Args, groups: &[Group], consul: Option<
             );
         } else {
             let _ = writeln!(md, "Raw floor: none for this backend.");
+        }
+        if let Some(n) = g.noise {
+            let _ = writeln!(
+                md,
+                "Noise band of this run: ±{:.1}% (the control's paired ratio {:.3}, 95% \
+                 interval {:.3}–{:.3}).",
+                n.band * 100.0,
+                n.control.median,
+                n.control.low,
+                n.control.high
+            );
         }
         let _ = writeln!(md, "\n**Targets**\n");
         for t in targets(g, &args.waiters) {

@@ -4,6 +4,8 @@
 use std::time::Duration;
 
 use crate::backend::Backend;
+use crate::paired::{Noise, Paired, paired};
+use crate::rounds::Uncontended;
 
 /// Percentiles (nearest rank) and rate of a set of timings.
 #[derive(Debug, Clone)]
@@ -47,7 +49,7 @@ pub(crate) struct Measured {
 #[derive(Debug)]
 pub(crate) struct Row {
     pub(crate) library: String,
-    pub(crate) uncontended: Result<Stats, String>,
+    pub(crate) uncontended: Result<Uncontended, String>,
     pub(crate) handoffs: Vec<(u64, Result<Measured, String>)>,
 }
 
@@ -102,6 +104,10 @@ pub(crate) struct Group {
     pub(crate) round_trip: Option<Duration>,
     pub(crate) floor: Option<Floor>,
     pub(crate) rows: Vec<Row>,
+    /// lockkit measured a second time, in its own process, in the same rounds.
+    pub(crate) control: Option<Result<Uncontended, String>>,
+    /// The run's noise, from the control.
+    pub(crate) noise: Option<Noise>,
     /// Libraries that could not run here, and why.
     pub(crate) skipped: Vec<String>,
     pub(crate) failures: Vec<String>,
@@ -116,6 +122,8 @@ impl Group {
             round_trip: None,
             floor: None,
             rows: Vec::new(),
+            control: None,
+            noise: None,
             skipped: Vec::new(),
             failures: Vec::new(),
         }
@@ -123,5 +131,16 @@ impl Group {
 
     pub(crate) fn lockkit(&self) -> Option<&Row> {
         self.rows.iter().find(|r| r.library == "lockkit")
+    }
+
+    /// lockkit's uncontended rate ÷ `row`'s, paired round by round.
+    pub(crate) fn paired_with(&self, row: &Row) -> Option<Paired> {
+        let lockkit = self.lockkit()?.uncontended.as_ref().ok()?;
+        paired(&lockkit.rounds, &row.uncontended.as_ref().ok()?.rounds)
+    }
+
+    /// The noise band's half-width (0 when the control did not run).
+    pub(crate) fn band(&self) -> f64 {
+        self.noise.map_or(0.0, |n| n.band)
     }
 }

@@ -5,6 +5,7 @@ use lockkit_testkit::{ConsulStandIn, Etcd, Redis, RedisMasters, ZooKeeper};
 
 use crate::Args;
 use crate::backend::{self, Backend, Failure, RedisServer};
+use crate::machine;
 use crate::measure::{lockkit_bench, run_group};
 use crate::programs::Programs;
 use crate::results::Group;
@@ -15,6 +16,7 @@ pub(crate) async fn run(args: &Args) -> Result<Vec<Group>, Failure> {
     let mut groups = Vec::new();
     if args.wants("redis") {
         let redis = Redis::start().await?;
+        pin_server(redis.pid());
         let address = format!("127.0.0.1:{}", redis.port());
         let py = |peer, label| {
             programs.python(
@@ -48,6 +50,9 @@ pub(crate) async fn run(args: &Args) -> Result<Vec<Group>, Failure> {
     }
     if args.wants("redlock") {
         let masters = RedisMasters::start(5).await?;
+        for node in &masters.nodes {
+            pin_server(node.pid());
+        }
         let addresses: Vec<String> = masters
             .nodes
             .iter()
@@ -81,6 +86,7 @@ pub(crate) async fn run(args: &Args) -> Result<Vec<Group>, Failure> {
     }
     if args.wants("etcd") {
         let etcd = Etcd::start().await?;
+        pin_server(etcd.pid());
         let address = format!("127.0.0.1:{}", etcd.port());
         let group = Group::new(
             "etcd, one member",
@@ -108,6 +114,7 @@ pub(crate) async fn run(args: &Args) -> Result<Vec<Group>, Failure> {
     }
     if args.wants("zk") {
         let zk = ZooKeeper::start().await?;
+        pin_server(zk.pid());
         let address = zk.address();
         let backend = Backend::ZooKeeper(address.clone());
         let server = zk_version(&backend).await;
@@ -144,6 +151,13 @@ pub(crate) async fn consul_smoke() -> Result<String, Failure> {
         "ran: {} uncontended pairs and a queue of 8 waiters ({} hand-offs) completed",
         report["lockkit"]["samples"], queue["samples"]
     ))
+}
+
+/// Puts a server on the servers' CPU (see [`machine::SERVER_CPU`]).
+fn pin_server(pid: Option<u32>) {
+    if let Some(pid) = pid {
+        machine::pin(pid, machine::SERVER_CPU);
+    }
 }
 
 /// The first line `program ARGS` prints, or why not.

@@ -1,6 +1,7 @@
 //! The targets lockkit is held to on each backend, and whether one run met them.
 
-use crate::report::{ratio, us};
+use crate::paired::verdict;
+use crate::report::us;
 use crate::results::Group;
 
 /// Target: lockkit's uncontended p50 at most this many times the floor's.
@@ -9,21 +10,18 @@ const FLOOR_TARGET: f64 = 1.2;
 /// notified.
 const ROUND_TRIP_TARGET: f64 = 3.0;
 
-fn verdict(ok: bool) -> &'static str {
-    if ok { "met" } else { "**missed**" }
-}
-
 /// The targets of one group, one line each.
 pub(crate) fn targets(g: &Group, waiters: &[u64]) -> Vec<String> {
     let mut out = Vec::new();
     let Some(lk) = g.lockkit() else {
         return out;
     };
+    let band = g.band();
     if let Some(f) = &g.floor {
         let r = f.lockkit.p50_us / f.stats.p50_us;
         out.push(format!(
             "uncontended p50 ≤ {FLOOR_TARGET}× the floor: {r:.2}× — {}",
-            verdict(r <= FLOOR_TARGET)
+            verdict(r, FLOOR_TARGET, false, band)
         ));
     }
     // Every backend here notifies lockkit's waiters (Redis and Redlock by pub/sub,
@@ -37,51 +35,58 @@ pub(crate) fn targets(g: &Group, waiters: &[u64]) -> Vec<String> {
                     "hand-off p50 ≤ {ROUND_TRIP_TARGET}× one round trip ({}), {w} waiters: \
                      {r:.1}× — {}",
                     us(rtt_us),
-                    verdict(r <= ROUND_TRIP_TARGET)
+                    verdict(r, ROUND_TRIP_TARGET, false, band)
                 ));
             }
         }
     }
     for peer in g.rows.iter().filter(|r| r.library != "lockkit") {
-        let (mut misses, mut compared) = (Vec::new(), 0);
-        if let (Ok(l), Ok(p)) = (&lk.uncontended, &peer.uncontended) {
-            compared += 1;
-            if l.per_second < p.per_second {
-                misses.push(format!(
-                    "uncontended rate {}",
-                    ratio(l.per_second, p.per_second)
-                ));
-            }
+        let mut checks = Vec::new();
+        if let Some(p) = g.paired_with(peer) {
+            checks.push((
+                "uncontended rate".to_owned(),
+                p.median,
+                verdict(p.median, 1.0, true, band),
+            ));
         }
         for &w in waiters {
             if let (Some(l), Some(p)) = (lk.handoff(w), peer.handoff(w)) {
-                compared += 1;
-                if l.stats.p50_us > p.stats.p50_us {
-                    misses.push(format!(
-                        "{w}-waiter p50 {}",
-                        ratio(l.stats.p50_us, p.stats.p50_us)
-                    ));
-                }
-                if l.stats.p99_us > p.stats.p99_us {
-                    misses.push(format!(
-                        "{w}-waiter p99 {}",
-                        ratio(l.stats.p99_us, p.stats.p99_us)
+                for (what, l, p) in [
+                    ("p50", l.stats.p50_us, p.stats.p50_us),
+                    ("p99", l.stats.p99_us, p.stats.p99_us),
+                ] {
+                    let r = l / p.max(1e-9);
+                    checks.push((
+                        format!("{w}-waiter {what}"),
+                        r,
+                        verdict(r, 1.0, false, band),
                     ));
                 }
             }
         }
-        out.push(if compared == 0 {
+        let not_met: Vec<String> = checks
+            .iter()
+            .filter(|(_, _, v)| *v != "met")
+            .map(|(what, r, v)| format!("{what} {r:.2} {}", v.trim_matches('*')))
+            .collect();
+        out.push(if checks.is_empty() {
             format!("{}: no figures to compare with", peer.library)
-        } else if misses.is_empty() {
+        } else if not_met.is_empty() {
             format!(
                 "at least as fast as {} on every row where both have figures — met",
                 peer.library
             )
+        } else if checks.iter().all(|(_, _, v)| !v.contains("missed")) {
+            format!(
+                "at least as fast as {} — tied: {}",
+                peer.library,
+                not_met.join(", ")
+            )
         } else {
             format!(
-                "at least as fast as {}: **missed** on {}",
+                "at least as fast as {}: **missed**: {}",
                 peer.library,
-                misses.join(", ")
+                not_met.join(", ")
             )
         });
     }
