@@ -30,6 +30,17 @@ macro_rules! with_queue {
     };
 }
 
+/// Prepends a fast path (its own file, run before any helper is made) and the
+/// queue and holds preludes to a single-server script file.
+macro_rules! with_fast_path {
+    ($fast:literal, $file:literal) => {
+        concat!(
+            include_str!(concat!("../scripts/", $fast)),
+            with_queue!($file)
+        )
+    };
+}
+
 /// Prepends the shared `wake_next` function to a Redlock script file.
 macro_rules! with_wake_next {
     ($file:literal) => {
@@ -103,11 +114,14 @@ impl Scripts {
 
     pub(crate) fn new() -> Self {
         Self {
-            acquire_exclusive: Script::new(with_queue!("acquire_exclusive.lua")),
+            acquire_exclusive: Script::new(with_fast_path!(
+                "acquire_exclusive_fast.lua",
+                "acquire_exclusive.lua"
+            )),
             acquire_shared: Script::new(with_queue!("acquire_shared.lua")),
             acquire_permit: Script::new(with_queue!("acquire_permit.lua")),
             renew_holds: Script::new(include_str!("../scripts/renew_holds.lua")),
-            release_hold: Script::new(with_queue!("release_hold.lua")),
+            release_hold: Script::new(with_fast_path!("release_hold_fast.lua", "release_hold.lua")),
             force_release_all: Script::new(with_queue!("force_release_all.lua")),
             leave_queue: Script::new(with_queue!("leave_queue.lua")),
             inspect: Script::new(with_queue!("inspect.lua")),
