@@ -59,6 +59,12 @@ pub trait LeaseBackend: Send + Sync + fmt::Debug + 'static {
         self.try_acquire(req).await
     }
 
+    /// Acquires for `req`, waiting as it allows: by default [`poll_for`] it.
+    /// MySQL overrides it to wait on a bell.
+    async fn acquire_waiting(&self, req: &AcquireRequest) -> Result<Grant> {
+        poll_for(self, req).await
+    }
+
     /// Whether a read without locks shows that `req` must wait (a shared hold or
     /// permit only; the real attempt decides).
     async fn looks_full(&self, req: &AcquireRequest) -> Result<bool> {
@@ -108,6 +114,27 @@ pub trait LeaseBackend: Send + Sync + fmt::Debug + 'static {
         let (row, many) = self.read_holds(key).await?;
         Ok(holds::inspection(key, row.as_ref(), &many))
     }
+}
+
+/// Acquires for `req` with `backend`'s attempts, woken by its
+/// [`wake`](LeaseBackend::wake) (its own releases; PostgreSQL's NOTIFY) and
+/// polling otherwise.
+pub(crate) async fn poll_for<B: LeaseBackend + ?Sized>(
+    backend: &B,
+    req: &AcquireRequest,
+) -> Result<Grant> {
+    let mut first = true;
+    acquire_polling(req, backend.wake(), B::POLL_CAP, || {
+        let again = !std::mem::replace(&mut first, false);
+        async move {
+            if again {
+                backend.try_acquire_again(req).await
+            } else {
+                backend.try_acquire(req).await
+            }
+        }
+    })
+    .await
 }
 
 /// A lease-table [`LockDriver`]: the one driver behind
@@ -168,18 +195,7 @@ impl<B: LeaseBackend> LockDriver for LeaseDriver<B> {
 
     async fn acquire(&self, req: &AcquireRequest) -> Result<Grant> {
         req.require_mode(B::NAME, self.capabilities())?;
-        let mut first = true;
-        acquire_polling(req, self.backend.wake(), B::POLL_CAP, || {
-            let again = !std::mem::replace(&mut first, false);
-            async move {
-                if again {
-                    self.backend.try_acquire_again(req).await
-                } else {
-                    self.backend.try_acquire(req).await
-                }
-            }
-        })
-        .await
+        self.backend.acquire_waiting(req).await
     }
 
     async fn extend(&self, key: &LockKey, owner: &OwnerId, ttl: Duration) -> Result<Instant> {

@@ -31,9 +31,14 @@ where
     F: FnMut() -> Fut + Send,
     Fut: Future<Output = Result<Option<Grant>>> + Send,
 {
-    let policy = WaitPolicy::DEFAULT.with_poll(Backoff::new(FIRST, poll_cap, Jitter::Spread));
+    let policy = policy(poll_cap);
     let mut contender = Statement { wake, attempt };
     wait_for_grant(req, &policy, &mut contender).await
+}
+
+/// Pauses of 2 ms doubling to `poll_cap`, jittered, when no wake-up comes.
+pub(crate) fn policy(poll_cap: Duration) -> WaitPolicy {
+    WaitPolicy::DEFAULT.with_poll(Backoff::new(FIRST, poll_cap, Jitter::Spread))
 }
 
 /// One run of the acquiring statement.

@@ -5,17 +5,19 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use lockkit_core::Wait;
 use lockkit_core::driver::{Inspect, LockMode};
 use lockkit_core::{
     AcquireRequest, Capabilities, FencingToken, Grant, LockError, LockKey, OwnerId, Result,
     async_trait,
 };
 use sqlx::AssertSqlSafe;
-use sqlx::mysql::MySqlPool;
+use sqlx::mysql::{MySqlConnection, MySqlPool};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use super::{holder_sql, sql};
+use super::doorbell::Doorbells;
+use super::{holder_sql, sql, waiting};
 use crate::connect::Within;
 use crate::holds::{HolderRow, KeyRow};
 use crate::lease::LeaseBackend;
@@ -39,6 +41,8 @@ pub struct MySqlLeases {
     wake: Arc<Notify>,
     /// Each statement (`request_timeout_ms`).
     pub(super) timeout: Duration,
+    /// How releases wake waiters in other processes.
+    pub(super) doorbells: Doorbells,
 }
 
 /// Every statement, built once per driver.
@@ -69,7 +73,6 @@ impl MySqlLeases {
     /// Statements on `table`, each bounded by `timeout`.
     pub(super) fn new(pool: MySqlPool, table: &str, timeout: Duration) -> Self {
         Self {
-            pool,
             statements: Statements {
                 acquire: sql::acquire(table).into(),
                 create_held: sql::create_held(table).into(),
@@ -92,6 +95,8 @@ impl MySqlLeases {
                 inspect: holder_sql::inspect(table).into(),
             },
             wake: Arc::new(Notify::new()),
+            doorbells: Doorbells::new(&pool, table, timeout),
+            pool,
             timeout,
         }
     }
@@ -117,35 +122,19 @@ impl MySqlLeases {
     }
 }
 
-#[async_trait]
-impl LeaseBackend for MySqlLeases {
-    const NAME: &'static str = NAME;
-    /// MySQL has no release notification.
-    const POLL_CAP: Duration = Duration::from_millis(100);
-
-    fn capabilities(&self) -> Capabilities {
-        Capabilities::baseline()
-            .with_shared(true)
-            .with_permits(true)
-            .with_inspect(Inspect::Holders)
-            .with_proclaim(true)
-            .with_list(true)
-    }
-
-    fn wake(&self) -> &Arc<Notify> {
-        &self.wake
-    }
-
-    async fn try_acquire(&self, req: &AcquireRequest) -> Result<Option<Grant>> {
-        if req.mode != LockMode::Exclusive {
-            return self.try_acquire_many(req).await;
-        }
+impl MySqlLeases {
+    /// One exclusive attempt on `conn` (both statements on one connection:
+    /// `LAST_INSERT_ID` is per connection). A waiter woken by its bell attempts on
+    /// the bell's connection, which just answered: no pool, no ping.
+    pub(super) async fn acquire_exclusive_on(
+        &self,
+        conn: &mut MySqlConnection,
+        req: &AcquireRequest,
+    ) -> Result<Option<Grant>> {
         let sent = Instant::now();
         let owner = req.owner.to_hex();
         let ttl = ttl_us(req.ttl);
         let grant = |fence: u64| Grant::of(req, FencingToken(fence), sent + req.ttl);
-        // One connection for both statements: LAST_INSERT_ID is per connection.
-        let mut conn = self.pool.acquire().await.map_err(db_error)?;
         let taken = sqlx::query(AssertSqlSafe(self.statements.acquire.clone()))
             .bind(&owner)
             .bind(ttl)
@@ -171,6 +160,43 @@ impl LeaseBackend for MySqlLeases {
             .map_err(db_error)?;
         Ok((created.rows_affected() == 1).then(|| grant(1)))
     }
+}
+
+#[async_trait]
+impl LeaseBackend for MySqlLeases {
+    const NAME: &'static str = NAME;
+    /// MySQL has no release notification.
+    const POLL_CAP: Duration = Duration::from_millis(100);
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::baseline()
+            .with_shared(true)
+            .with_permits(true)
+            .with_inspect(Inspect::Holders)
+            .with_proclaim(true)
+            .with_list(true)
+    }
+
+    fn wake(&self) -> &Arc<Notify> {
+        &self.wake
+    }
+
+    /// An exclusive acquire that may wait waits on the key's bell; the others
+    /// poll.
+    async fn acquire_waiting(&self, req: &AcquireRequest) -> Result<Grant> {
+        if req.mode == LockMode::Exclusive && !matches!(req.wait, Wait::NoWait) {
+            return waiting::acquire(self, req).await;
+        }
+        crate::lease::poll_for(self, req).await
+    }
+
+    async fn try_acquire(&self, req: &AcquireRequest) -> Result<Option<Grant>> {
+        if req.mode != LockMode::Exclusive {
+            return self.try_acquire_many(req).await;
+        }
+        let mut conn = self.pool.acquire().await.map_err(db_error)?;
+        self.acquire_exclusive_on(&mut conn, req).await
+    }
 
     async fn read_holds(&self, key: &LockKey) -> Result<(Option<KeyRow>, Vec<HolderRow>)> {
         self.read_rows(key).await
@@ -185,7 +211,12 @@ impl LeaseBackend for MySqlLeases {
             .within(self.timeout)
             .await
             .map_err(db_error)?;
-        Ok(done.rows_affected() > 0 || self.extend_holder(key, owner, ttl_us(ttl)).await?)
+        let ours = done.rows_affected() > 0 || self.extend_holder(key, owner, ttl_us(ttl)).await?;
+        if !ours {
+            // Lost: the next waiter need not wait for the release.
+            self.doorbells.ring(key, owner).await;
+        }
+        Ok(ours)
     }
 
     async fn proclaim(&self, key: &LockKey, owner: &OwnerId, text: &str) -> Result<bool> {
@@ -211,11 +242,16 @@ impl LeaseBackend for MySqlLeases {
             .map_err(db_error)
     }
 
+    /// Releases, then rings the hold's bell (if it waited for the lock): the next
+    /// waiter in another process attempts at once.
     async fn release(&self, key: &LockKey, owner: &OwnerId) -> Result<bool> {
-        Ok(
-            self.run(&self.statements.release, key, Some(owner)).await? > 0
-                || self.release_holder(key, owner).await?,
-        )
+        let released = self.run(&self.statements.release, key, Some(owner)).await;
+        let released = match released {
+            Ok(0) => self.release_holder(key, owner).await,
+            other => other.map(|n| n > 0),
+        };
+        self.doorbells.ring(key, owner).await;
+        released
     }
 
     async fn force_release(&self, key: &LockKey) -> Result<bool> {

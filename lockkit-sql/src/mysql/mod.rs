@@ -44,8 +44,18 @@
 //!   queued: a stream of readers can keep a waiting writer out.
 //! - Lease expiry is judged on the **server's wall clock** (`NOW(6)`): a jump of the
 //!   database server's clock moves every expiry. Client deadlines stay monotonic.
-//! - There is no `LISTEN/NOTIFY` in MySQL: waiters in other processes poll (2 ms
-//!   doubling to 100 ms, jittered); waiters of the same driver are woken at once.
+//! - There is no `LISTEN/NOTIFY` in MySQL: an exclusive waiter in another process
+//!   waits in `GET_LOCK` on the key's *bell*, which a holder that waited for its
+//!   lock keeps and rings (`RELEASE_LOCK`) at its release: one waiter wakes, the
+//!   first to ask, and attempts at once. A holder that got its lock without
+//!   waiting has no bell: the first waiter behind it polls (every 10 ms on
+//!   average), the others wait in `GET_LOCK` behind that one. A waiter
+//!   also looks again when the holder's lease runs out, and every 2 s. Bells
+//!   take connections of their own, outside the pool, at most 8 per driver: one
+//!   per waiter while it waits, and one per held lock that was waited for, until
+//!   its release; with all 8 in use, further waiters poll. Shared and permit
+//!   waiters poll. Waiters of the same driver are also woken at once by its
+//!   releases. See `doorbell.rs`.
 //! - Renewals are one statement per exclusive hold, two per shared hold or permit
 //!   (the first finds no exclusive hold).
 //!
@@ -86,6 +96,7 @@
 //! # Ok::<(), lockkit::LockError>(())
 //! ```
 
+mod doorbell;
 mod driver;
 mod get_lock;
 mod get_lock_sql;
@@ -94,6 +105,7 @@ mod leases;
 mod many;
 mod options;
 mod sql;
+mod waiting;
 
 pub use driver::MySqlDriver;
 pub use leases::MySqlLeases;

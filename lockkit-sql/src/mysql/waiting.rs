@@ -1,0 +1,145 @@
+//! An exclusive acquire that waits on the key's bell (see [`super::doorbell`])
+//! between attempts, instead of polling.
+
+use std::sync::{Arc, Mutex};
+
+use lockkit_core::driver::{Attempt, Busy, Contender, wait_for_grant};
+use lockkit_core::{AcquireRequest, Grant, LockError, Result, Wait, async_trait};
+use tokio::time::Instant;
+
+use super::doorbell::{self, BELL_CAP, Bell, Rung};
+use super::leases::MySqlLeases;
+use crate::lease::LeaseBackend;
+
+/// How often, on average, the waiter first in line polls a holder that has no
+/// bell to ring (it took its lock without waiting): one such poller per key.
+const FIRST_IN_LINE_POLL_MS: u64 = 10;
+
+/// Waits for `req` (exclusive, willing to wait) on the key's bell.
+pub(super) async fn acquire(leases: &MySqlLeases, req: &AcquireRequest) -> Result<Grant> {
+    let policy = crate::wait::policy(<MySqlLeases as LeaseBackend>::POLL_CAP);
+    let mut waiter = Waiter {
+        leases,
+        req,
+        state: Arc::default(),
+    };
+    wait_for_grant(req, &policy, &mut waiter).await
+}
+
+struct Waiter<'a> {
+    leases: &'a MySqlLeases,
+    req: &'a AcquireRequest,
+    /// What the waits on the bell learnt, for the next attempt.
+    state: Arc<Mutex<State>>,
+}
+
+#[derive(Default)]
+struct State {
+    /// The bell, once a wait on it got it: we are first in line.
+    bell: Option<Bell>,
+    /// The server cannot carry the bell: poll from now on.
+    polling: bool,
+    /// The last wait ended at once: poll before the next.
+    poll_once: bool,
+}
+
+impl Waiter<'_> {
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        lock(&self.state)
+    }
+
+    /// How long a wait on the bell may last: the cap, within the request's wait.
+    fn cap(&self) -> std::time::Duration {
+        match self.req.wait {
+            Wait::Until(deadline) => deadline.saturating_duration_since(Instant::now()),
+            _ => BELL_CAP,
+        }
+        .min(BELL_CAP)
+    }
+}
+
+fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
+    state
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[async_trait]
+impl Contender for Waiter<'_> {
+    async fn attempt(&mut self) -> Result<Attempt> {
+        let leases = self.leases;
+        let mut woken = Box::pin(leases.wake().clone().notified_owned());
+        woken.as_mut().enable();
+        let bell = self.state().bell.take();
+        let granted = match bell {
+            // Woken by the bell (or first in line): on its connection.
+            Some(mut bell) => {
+                let granted = match bell.connection() {
+                    Some(conn) => leases.acquire_exclusive_on(conn, self.req).await,
+                    None => leases.try_acquire(self.req).await,
+                };
+                match granted {
+                    Ok(Some(grant)) => {
+                        leases.doorbells.keep(&self.req.key, &self.req.owner, bell);
+                        return Ok(Attempt::Granted(grant));
+                    }
+                    other => {
+                        self.state().bell = Some(bell);
+                        other?
+                    }
+                }
+            }
+            None => leases.try_acquire(self.req).await?,
+        };
+        if let Some(grant) = granted {
+            return Ok(Attempt::Granted(grant));
+        }
+        let poll = Busy::woken_by(async move {
+            woken.await;
+            Ok(())
+        });
+        // First in line (we have the bell) behind a holder without one: nothing
+        // will ring, so poll, briskly (one poller per key), and take this
+        // driver's own releases.
+        let (first_in_line, must_poll) = {
+            let mut state = self.state();
+            let first = state.bell.is_some();
+            (
+                first,
+                first || state.polling || std::mem::take(&mut state.poll_once),
+            )
+        };
+        if first_in_line {
+            let pause = fastrand::u64(FIRST_IN_LINE_POLL_MS / 2..=FIRST_IN_LINE_POLL_MS * 3 / 2);
+            let at = Instant::now() + std::time::Duration::from_millis(pause);
+            return Ok(Attempt::Busy(poll.or_at(at)));
+        }
+        // The bell cannot be used now: poll as every SQL waiter does.
+        if must_poll {
+            return Ok(Attempt::Busy(poll));
+        }
+        let Some(bell) = leases.doorbells.connection(&self.req.key).await else {
+            return Ok(Attempt::Busy(poll));
+        };
+        let (state, statement) = (self.state.clone(), leases.doorbells.wait_statement());
+        let (key, cap) = (self.req.key.clone(), self.cap());
+        Ok(Attempt::Busy(Busy::trusting(async move {
+            let rung = doorbell::wait(bell, statement, key, cap).await;
+            let mut state = lock(&state);
+            match rung {
+                Rung::Ours(bell) => state.bell = Some(bell),
+                Rung::TimedOut { at_once } => state.poll_once = at_once,
+                Rung::Unusable => state.polling = true,
+            }
+            Ok(())
+        })))
+    }
+
+    /// A bell we got but leave without a grant goes to the next waiter.
+    async fn give_up(&mut self, _: &LockError) {
+        let bell = self.state().bell.take();
+        if let Some(bell) = bell {
+            self.leases.doorbells.ring_unkept(bell).await;
+        }
+    }
+}

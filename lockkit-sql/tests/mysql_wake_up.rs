@@ -1,0 +1,203 @@
+//! MySQL/MariaDB waiters in other processes are woken, not polled: each waits in
+//! `GET_LOCK` on the key's bell, which the holder rings at its release (a real
+//! MariaDB; each `Locker` its own driver and pools, as another process's would be).
+#![cfg(test)] // Test code throughout: clippy.toml allows unwrap, expect and panic here.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use lockkit_core::{LockError, LockGuard, Locker};
+use lockkit_sql::mysql::{MySqlDriver, MySqlOptions};
+use lockkit_testkit::MariaDb;
+use sqlx::{MySqlPool, Row};
+use tokio::task::JoinHandle;
+use tokio::time::{Instant, timeout};
+
+const KEY: &str = "stock/42";
+/// Long enough that no renewal runs during a test.
+const TTL: Duration = Duration::from_secs(60);
+const LONG: Duration = Duration::from_secs(30);
+
+async fn locker(url: &str) -> Locker {
+    let driver = MySqlDriver::connect(MySqlOptions::from_url(url).unwrap())
+        .await
+        .unwrap();
+    Locker::new(Arc::new(driver))
+}
+
+/// How many sessions wait in `GET_LOCK`.
+async fn blocked_on_bells(admin: &MySqlPool) -> i64 {
+    sqlx::query_scalar(
+        "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE STATE = 'User lock'",
+    )
+    .fetch_one(admin)
+    .await
+    .unwrap()
+}
+
+/// Whether some session holds the bell of `KEY`.
+async fn bell_taken(admin: &MySqlPool) -> bool {
+    let holder: Option<i64> = sqlx::query_scalar(
+        "SELECT IS_USED_LOCK(SHA1(CONCAT('lockkit-wake:', DATABASE(), '.', ?)))",
+    )
+    .bind(format!("lockkit_locks:{KEY}"))
+    .fetch_one(admin)
+    .await
+    .unwrap();
+    holder.is_some()
+}
+
+/// UPDATE statements the server has run: every acquire attempt is one.
+async fn updates(admin: &MySqlPool) -> i64 {
+    let row = sqlx::query("SHOW GLOBAL STATUS LIKE 'Com_update'")
+        .fetch_one(admin)
+        .await
+        .unwrap();
+    row.get::<String, _>(1).parse().unwrap()
+}
+
+/// Waits (bounded) until `check` holds.
+async fn until<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let end = Instant::now() + Duration::from_secs(10);
+    while !check().await {
+        assert!(Instant::now() < end, "never saw: {what}");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+fn waiting(locker: &Locker, wait: Duration) -> JoinHandle<Result<LockGuard, LockError>> {
+    let locker = locker.clone();
+    tokio::spawn(async move { locker.lock(KEY).ttl(TTL).wait(wait).await })
+}
+
+/// A holder that got its lock by waiting keeps the bell: while it holds, the
+/// waiters behind it block in `GET_LOCK` and send no statement at all; its
+/// release wakes the first of them, whose release wakes the next, in order.
+#[tokio::test]
+async fn waiters_block_on_the_bell_and_are_woken_in_order() {
+    let db = MariaDb::start().await.unwrap();
+    let url = db.url();
+    let admin = MySqlPool::connect(&url).await.unwrap();
+    let (first, second, third, fourth) = (
+        locker(&url).await,
+        locker(&url).await,
+        locker(&url).await,
+        locker(&url).await,
+    );
+
+    // The first holder took the lock without waiting: it has no bell, so the
+    // first waiter takes the free bell and polls.
+    let held = first.lock(KEY).ttl(TTL).no_wait().await.unwrap();
+    let a = waiting(&second, LONG);
+    until("the first waiter takes the bell", || bell_taken(&admin)).await;
+    held.release().await.unwrap();
+    let a = timeout(LONG, a).await.unwrap().unwrap().unwrap();
+
+    // `a` waited: it holds the bell. The next waiters block behind it, in order.
+    let b = waiting(&third, LONG);
+    until("one waiter blocks", || async {
+        blocked_on_bells(&admin).await == 1
+    })
+    .await;
+    let c = waiting(&fourth, LONG);
+    until("two waiters block", || async {
+        blocked_on_bells(&admin).await == 2
+    })
+    .await;
+
+    // Blocked waiters attempt nothing (a polling waiter attempts every 2 to
+    // 100 ms: at least four times each in this window).
+    let before = updates(&admin).await;
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(blocked_on_bells(&admin).await, 2);
+    assert_eq!(updates(&admin).await - before, 0, "blocked waiters polled");
+
+    let a_token = a.token();
+    a.release().await.unwrap();
+    let b = timeout(LONG, b).await.unwrap().unwrap().unwrap();
+    assert!(
+        !c.is_finished(),
+        "the second waiter was granted before the first"
+    );
+    let b_token = b.token();
+    b.release().await.unwrap();
+    let c = timeout(LONG, c).await.unwrap().unwrap().unwrap();
+    assert!(a_token < b_token && b_token < c.token());
+    c.release().await.unwrap();
+    assert!(
+        !bell_taken(&admin).await,
+        "a released lock left its bell rung-less"
+    );
+}
+
+/// A waiter that gives up with the bell passes it on: the next waiter takes it
+/// and gets the lock as soon as the holder releases.
+#[tokio::test]
+async fn a_waiter_that_gives_up_passes_the_bell_on() {
+    let db = MariaDb::start().await.unwrap();
+    let url = db.url();
+    let admin = MySqlPool::connect(&url).await.unwrap();
+    let (holder, quitter, patient) = (locker(&url).await, locker(&url).await, locker(&url).await);
+
+    let held = holder.lock(KEY).ttl(TTL).no_wait().await.unwrap();
+    let quits = waiting(&quitter, Duration::from_millis(600));
+    until("the quitter takes the bell", || bell_taken(&admin)).await;
+    let stays = waiting(&patient, LONG);
+    until("the patient waiter blocks", || async {
+        blocked_on_bells(&admin).await == 1
+    })
+    .await;
+
+    let quit = timeout(LONG, quits).await.unwrap().unwrap();
+    assert!(matches!(quit, Err(LockError::Timeout { .. })), "{quit:?}");
+    until("the patient waiter takes the bell", || async {
+        blocked_on_bells(&admin).await == 0 && bell_taken(&admin).await
+    })
+    .await;
+    held.release().await.unwrap();
+    let got = timeout(LONG, stays).await.unwrap().unwrap().unwrap();
+    got.release().await.unwrap();
+}
+
+/// A waiter cancelled while it blocks in `GET_LOCK` leaves the queue: its
+/// connection is closed, and the waiter behind it is woken by the next release.
+#[tokio::test]
+async fn a_cancelled_waiter_does_not_keep_the_bell() {
+    let db = MariaDb::start().await.unwrap();
+    let url = db.url();
+    let admin = MySqlPool::connect(&url).await.unwrap();
+    let (first, second, third, fourth) = (
+        locker(&url).await,
+        locker(&url).await,
+        locker(&url).await,
+        locker(&url).await,
+    );
+    let held = first.lock(KEY).ttl(TTL).no_wait().await.unwrap();
+    let a = waiting(&second, LONG);
+    until("the first waiter takes the bell", || bell_taken(&admin)).await;
+    held.release().await.unwrap();
+    let a = timeout(LONG, a).await.unwrap().unwrap().unwrap();
+
+    let cancelled = waiting(&third, LONG);
+    until("one waiter blocks", || async {
+        blocked_on_bells(&admin).await == 1
+    })
+    .await;
+    let behind = waiting(&fourth, Duration::from_millis(1500));
+    until("two waiters block", || async {
+        blocked_on_bells(&admin).await == 2
+    })
+    .await;
+    cancelled.abort();
+    assert!(cancelled.await.unwrap_err().is_cancelled());
+
+    // Within the second waiter's 1.5 s: a bell kept by the cancelled waiter's
+    // session would make it time out.
+    a.release().await.unwrap();
+    let got = timeout(LONG, behind).await.unwrap().unwrap().unwrap();
+    got.release().await.unwrap();
+}
