@@ -3,6 +3,7 @@
 
 use std::time::{Duration, Instant};
 
+use sqlx::Connection;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -17,6 +18,8 @@ pub(crate) enum Backend {
     Etcd(String),
     /// One ZooKeeper server.
     ZooKeeper(String),
+    /// One MySQL or MariaDB server, by URL.
+    MySql(String),
 }
 
 /// One Redis server and the runner's connection to it, opened on first use and
@@ -86,6 +89,20 @@ impl Backend {
                  each watch or keep-alive stream message)"
             }
             Self::ZooKeeper(_) => "packets received (mntr zk_packets_received)",
+            Self::MySql(_) => "statements received (global status Questions)",
+        }
+    }
+
+    /// What [`round_trip`](Self::round_trip) times.
+    pub(crate) fn cheapest_request(&self) -> &'static str {
+        match self {
+            Self::Redis(_) => "PING",
+            Self::Etcd(_) => "a linearizable get of a missing key",
+            Self::ZooKeeper(_) => "an exists of `/`",
+            Self::MySql(_) => {
+                "a one-row autocommit UPDATE: every grant is a committed write, which no \
+                 wake-up can skip"
+            }
         }
     }
 
@@ -127,11 +144,25 @@ impl Backend {
                     .lines()
                     .find_map(|l| l.strip_prefix("zk_packets_received")?.trim().parse().ok()))
             }
+            Self::MySql(url) => {
+                let mut conn = sqlx::MySqlConnection::connect(url).await?;
+                // Less this connection's own statements (its set-up at connect).
+                let questions: f64 = sqlx::query_scalar(
+                    "SELECT CAST((SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS \
+                     WHERE VARIABLE_NAME = 'QUESTIONS') - (SELECT VARIABLE_VALUE \
+                     FROM information_schema.SESSION_STATUS WHERE VARIABLE_NAME = 'QUESTIONS') \
+                     AS DOUBLE)",
+                )
+                .fetch_one(&mut conn)
+                .await?;
+                Ok(Some(questions as u64))
+            }
         }
     }
 
     /// The p50 of `n` of the backend's cheapest requests on one connection: Redis
-    /// PING, an etcd linearizable get of a missing key, a ZooKeeper exists of `/`.
+    /// PING, an etcd linearizable get of a missing key, a ZooKeeper exists of `/`,
+    /// a MySQL one-row UPDATE (see [`cheapest_request`](Self::cheapest_request)).
     pub(crate) async fn round_trip(&self, n: usize) -> Result<Option<Duration>, Failure> {
         let mut samples = Vec::with_capacity(n);
         match self {
@@ -160,6 +191,23 @@ impl Backend {
                 for _ in 0..n + n / 10 {
                     let t = Instant::now();
                     client.check_stat("/").await?;
+                    samples.push(t.elapsed());
+                }
+            }
+            Self::MySql(url) => {
+                let mut conn = sqlx::MySqlConnection::connect(url).await?;
+                for setup in [
+                    "CREATE TABLE IF NOT EXISTS lockkit_bench_round_trip \
+                     (id INT PRIMARY KEY, n BIGINT NOT NULL) ENGINE=InnoDB",
+                    "INSERT IGNORE INTO lockkit_bench_round_trip VALUES (1, 0)",
+                ] {
+                    sqlx::query(setup).execute(&mut conn).await?;
+                }
+                for _ in 0..n + n / 10 {
+                    let t = Instant::now();
+                    sqlx::query("UPDATE lockkit_bench_round_trip SET n = n + 1 WHERE id = 1")
+                        .execute(&mut conn)
+                        .await?;
                     samples.push(t.elapsed());
                 }
             }

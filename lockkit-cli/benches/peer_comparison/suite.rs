@@ -1,7 +1,7 @@
 //! The run's backend groups: each backend's throwaway servers, started here and
 //! stopped on return, and the programs measured on them; and the Consul smoke test.
 
-use lockkit_testkit::{ConsulStandIn, Etcd, Redis, RedisMasters, ZooKeeper};
+use lockkit_testkit::{ConsulStandIn, Etcd, MariaDb, Redis, RedisMasters, ZooKeeper};
 
 use crate::Args;
 use crate::backend::{self, Backend, Failure, RedisServer};
@@ -138,6 +138,18 @@ pub(crate) async fn run(args: &Args) -> Result<Vec<Group>, Failure> {
             )
             .await,
         );
+    }
+    if args.wants("mariadb") {
+        let db = MariaDb::start().await?;
+        pin_server(db.pid());
+        let url = db.url();
+        let group = Group::new(
+            "MariaDB, one server",
+            Backend::MySql(url.clone()),
+            version("mariadbd", &["--version"]).await,
+        );
+        let lockkit = vec![programs.rust("lockkit", "lockkit", url.clone())];
+        groups.push(run_group(args, group, &url, lockkit).await);
     }
     Ok(groups)
 }
