@@ -10,6 +10,10 @@ use crate::rounds;
 
 /// What the control row is called: lockkit measured a second time.
 pub(crate) const CONTROL: &str = "lockkit, again (control)";
+/// lockkit with a fixed lease and no watchdog: the watchdog's cost on the hot
+/// path is lockkit's uncontended ratio to it (no hand-offs: the watchdog is not
+/// on their path).
+pub(crate) const LEASE: &str = "lockkit, fixed lease (no watchdog)";
 
 /// `lockkit bench URL --json` for lockkit's uncontended figures and the floor's,
 /// measured alternating in one process.
@@ -99,9 +103,13 @@ pub(crate) async fn run_group(
     }
     let samples = uncontended;
     for (program, samples) in runnable.iter().zip(samples) {
-        eprintln!("   {}: hand-offs", program.library);
         let mut row = Row::new(&program.library);
         row.uncontended = samples;
+        if program.library == LEASE {
+            group.rows.push(row);
+            continue;
+        }
+        eprintln!("   {}: hand-offs", program.library);
         for &waiters in &args.waiters {
             let rounds = args.handoffs.div_ceil(waiters).max(1);
             let measured = program

@@ -13,7 +13,7 @@ const WARMUP: usize = 200;
 /// After the go: time for every waiter to make its first attempt and block (a
 /// benchmark settle: a late waiter only makes its own hand-off look faster).
 const SETTLE: Duration = Duration::from_millis(300);
-/// rslock's lease, as in its README.
+/// rslock's lease, as in its README; lockkit's fixed lease is the same.
 const RSLOCK_TTL: Duration = Duration::from_secs(10);
 
 type Failure = Box<dyn std::error::Error + Send + Sync>;
@@ -22,6 +22,9 @@ type Failure = Box<dyn std::error::Error + Send + Sync>;
 #[derive(Clone)]
 enum Client {
     Lockkit(lockkit::Locker),
+    /// lockkit with a fixed lease, no watchdog: the reference that shows what
+    /// the watchdog costs.
+    LockkitLease(lockkit::Locker),
     Rslock(rslock::LockManager),
 }
 
@@ -32,10 +35,12 @@ enum Held {
 }
 
 impl Client {
-    /// `lockkit URL` or `rslock HOST:PORT[,HOST:PORT…]` (one master, or Redlock's N).
+    /// `lockkit URL`, `lockkit-lease URL` or `rslock HOST:PORT[,HOST:PORT…]` (one
+    /// master, or Redlock's N).
     async fn connect(library: &str, target: &str) -> Result<Self, Failure> {
         match library {
             "lockkit" => Ok(Self::Lockkit(lockkit::connect(target).await?)),
+            "lockkit-lease" => Ok(Self::LockkitLease(lockkit::connect(target).await?)),
             "rslock" => {
                 let uris: Vec<String> = target.split(',').map(|a| format!("redis://{a}")).collect();
                 let clients = uris
@@ -51,6 +56,9 @@ impl Client {
     async fn acquire(&self, key: &str) -> Result<Held, Failure> {
         match self {
             Self::Lockkit(locker) => Ok(Held::Lockkit(locker.lock(key).wait(WAIT).await?)),
+            Self::LockkitLease(locker) => Ok(Held::Lockkit(
+                locker.lock(key).lease(RSLOCK_TTL).wait(WAIT).await?,
+            )),
             // rslock's blocking acquire: retries until it holds (its default retry
             // count and delay).
             Self::Rslock(manager) => Ok(Held::Rslock(

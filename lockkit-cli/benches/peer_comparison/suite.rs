@@ -6,7 +6,7 @@ use lockkit_testkit::{ConsulStandIn, Etcd, MariaDb, Redis, RedisMasters, ZooKeep
 use crate::Args;
 use crate::backend::{self, Backend, Failure, RedisServer};
 use crate::machine;
-use crate::measure::{lockkit_bench, run_group};
+use crate::measure::{LEASE, lockkit_bench, run_group};
 use crate::programs::Programs;
 use crate::results::Group;
 
@@ -39,6 +39,7 @@ pub(crate) async fn run(args: &Args) -> Result<Vec<Group>, Failure> {
                 &redis.url(),
                 vec![
                     programs.rust("lockkit", "lockkit", redis.url()),
+                    programs.rust("lockkit-lease", LEASE, redis.url()),
                     programs.rust("rslock", "rslock (Rust)", address.clone()),
                     py("redis-py", "redis-py Lock"),
                     py("python-redis-lock", "python-redis-lock"),
@@ -71,6 +72,7 @@ pub(crate) async fn run(args: &Args) -> Result<Vec<Group>, Failure> {
                 &masters.url(),
                 vec![
                     programs.rust("lockkit", "lockkit", masters.url()),
+                    programs.rust("lockkit-lease", LEASE, masters.url()),
                     programs.rust("rslock", "rslock (Rust)", target.clone()),
                     programs.python(
                         args.python.as_deref(),
