@@ -56,8 +56,8 @@ impl RedisServer {
         Ok(conn.clone())
     }
 
-    /// Calls of every command the server has run.
-    async fn calls(&self) -> Result<u64, Failure> {
+    /// Calls of every command the server has run, or of `only` that one.
+    async fn calls_of(&self, only: Option<&str>) -> Result<u64, Failure> {
         let info: String = redis::cmd("INFO")
             .arg("commandstats")
             .query_async(&mut self.connection().await?)
@@ -65,6 +65,7 @@ impl RedisServer {
         Ok(info
             .lines()
             .filter(|l| l.starts_with("cmdstat_"))
+            .filter(|l| only.is_none_or(|c| l.starts_with(&format!("cmdstat_{c}:"))))
             .filter_map(|l| {
                 l.split([':', ','])
                     .find_map(|kv| kv.strip_prefix("calls="))?
@@ -118,13 +119,25 @@ impl Backend {
         after.saturating_sub(before + own)
     }
 
+    /// Scripts (EVALSHA) run so far, on Redis.
+    pub(crate) async fn script_calls(&self) -> Result<Option<u64>, Failure> {
+        let Self::Redis(masters) = self else {
+            return Ok(None);
+        };
+        let mut total = 0;
+        for master in masters {
+            total += master.calls_of(Some("evalsha")).await?;
+        }
+        Ok(Some(total))
+    }
+
     /// Requests served so far (see [`commands_between`](Self::commands_between)).
     pub(crate) async fn commands(&self) -> Result<Option<u64>, Failure> {
         match self {
             Self::Redis(masters) => {
                 let mut total = 0;
                 for master in masters {
-                    total += master.calls().await?;
+                    total += master.calls_of(None).await?;
                 }
                 Ok(Some(total))
             }

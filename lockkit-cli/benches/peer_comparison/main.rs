@@ -13,11 +13,14 @@ mod machine;
 mod measure;
 mod paired;
 mod participant;
+mod plot;
 mod program;
 mod programs;
 mod report;
 mod results;
 mod rounds;
+mod scale;
+mod scale_report;
 mod suite;
 mod targets;
 
@@ -57,7 +60,8 @@ struct Args {
     /// The command line to print in the report as the one that produced it.
     #[arg(long, default_value = "ci/bench-peers")]
     command: String,
-    /// Backends to run: redis, redlock, etcd, zk, consul (default: all).
+    /// Groups to run: redis, redlock, etcd, zk, mariadb, consul, scale (default:
+    /// all).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// Passed by `cargo bench`; ignored.
@@ -92,6 +96,15 @@ fn main() -> ExitCode {
             }
         };
     }
+    if argv.get(1).map(String::as_str) == Some("holds") {
+        return match runtime.block_on(scale::holds_child(&argv[2..])) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("holds {}: {e}", argv[2..].join(" "));
+                ExitCode::FAILURE
+            }
+        };
+    }
     let args = Args::parse();
     // The runner, and every client it starts, on the clients' CPU; the servers move
     // to theirs as they start (see `machine::SERVER_CPU`).
@@ -107,9 +120,15 @@ fn main() -> ExitCode {
         } else {
             None
         };
-        Ok::<_, Failure>((groups, consul))
+        let scale = if args.wants("scale") {
+            eprintln!("== scale");
+            Some(scale::run().await?)
+        } else {
+            None
+        };
+        Ok::<_, Failure>((groups, consul, scale))
     });
-    let (groups, consul) = match result {
+    let (groups, consul, scale) = match result {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: {e}");
@@ -117,13 +136,33 @@ fn main() -> ExitCode {
         }
     };
     let machine = machine::Machine::describe(&args.command);
-    let markdown = report::render(&machine, &args, &groups, consul.as_deref());
+    let mut markdown = report::render(&machine, &args, &groups, consul.as_deref());
+    if let Some(scale) = &scale {
+        markdown.push('\n');
+        markdown.push_str(&scale_report::section(scale));
+        let dir = args.out.parent().unwrap_or(std::path::Path::new("."));
+        for (path, svg) in scale_report::charts(scale) {
+            let path = dir.join(path);
+            let written = path
+                .parent()
+                .map_or(Ok(()), std::fs::create_dir_all)
+                .and_then(|()| std::fs::write(&path, svg));
+            if let Err(e) = written {
+                eprintln!("error: cannot write {}: {e}", path.display());
+                return ExitCode::FAILURE;
+            }
+        }
+    }
     if let Err(e) = std::fs::write(&args.out, markdown) {
         eprintln!("error: cannot write {}: {e}", args.out.display());
         return ExitCode::FAILURE;
     }
     eprintln!("wrote {}", args.out.display());
-    let failures: Vec<&String> = groups.iter().flat_map(|g| &g.failures).collect();
+    let failures: Vec<&String> = groups
+        .iter()
+        .flat_map(|g| &g.failures)
+        .chain(scale.iter().flat_map(|s| &s.failures))
+        .collect();
     if failures.is_empty() && !consul.as_deref().unwrap_or_default().starts_with("FAILED") {
         ExitCode::SUCCESS
     } else {
