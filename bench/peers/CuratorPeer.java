@@ -1,10 +1,13 @@
 // The Apache Curator peer of `ci/bench-peers`: InterProcessMutex (Debian's
 // libcurator-recipes-java), used as its documentation shows, with Curator's defaults
 // (60 s session timeout, 15 s connection timeout), one CuratorFramework (one ZooKeeper
-// session) per client.
+// session) per client. With -Dlockkit.recipe=semaphore, read, write or leader, it
+// takes a lease of an InterProcessSemaphoreV2 of 4 leases, the read or the write lock
+// of an InterProcessReadWriteLock, or leadership by a LeaderLatch (released by closing
+// it), instead of the mutex.
 //
-// Usage: java CuratorPeer CONNECT pairs
-//        java CuratorPeer CONNECT handoff WAITERS ROUNDS
+// Usage: java [-Dlockkit.recipe=RECIPE] CuratorPeer CONNECT pairs
+//        java [-Dlockkit.recipe=RECIPE] CuratorPeer CONNECT handoff WAITERS ROUNDS
 // It speaks the peer protocol of bench/peers/README.md; run it with
 // ci/bench-peers, which compiles it into a throwaway directory.
 
@@ -18,7 +21,12 @@ import java.util.concurrent.TimeUnit;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.leader.LeaderLatch;
+import org.apache.curator.framework.recipes.locks.InterProcessLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
+import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 
 public final class CuratorPeer {
@@ -26,6 +34,51 @@ public final class CuratorPeer {
     private static final long WAIT_SECONDS = 30;
     /** After the go: time for every waiter to queue (a benchmark settle). */
     private static final long SETTLE_MILLIS = 300;
+
+    /** A release, once acquired. */
+    private interface Release {
+        void run() throws Exception;
+    }
+
+    /** One acquire of the recipe: its release. */
+    private interface Recipe {
+        Release take(String what) throws Exception;
+    }
+
+    private static Recipe recipe(CuratorFramework c, String path, String name) {
+        switch (name) {
+            case "semaphore": {
+                InterProcessSemaphoreV2 s = new InterProcessSemaphoreV2(c, path, 4);
+                return what -> {
+                    Lease lease = s.acquire(WAIT_SECONDS, TimeUnit.SECONDS);
+                    must(lease != null, what);
+                    return () -> s.returnLease(lease);
+                };
+            }
+            case "read":
+                return lockRecipe(new InterProcessReadWriteLock(c, path).readLock());
+            case "write":
+                return lockRecipe(new InterProcessReadWriteLock(c, path).writeLock());
+            case "mutex":
+                return lockRecipe(new InterProcessMutex(c, path));
+            case "leader":
+                return what -> {
+                    LeaderLatch latch = new LeaderLatch(c, path);
+                    latch.start();
+                    must(latch.await(WAIT_SECONDS, TimeUnit.SECONDS), what);
+                    return latch::close;
+                };
+            default:
+                throw new IllegalArgumentException("no recipe " + name);
+        }
+    }
+
+    private static Recipe lockRecipe(InterProcessLock m) {
+        return what -> {
+            must(m.acquire(WAIT_SECONDS, TimeUnit.SECONDS), what);
+            return m::release;
+        };
+    }
 
     public static void main(String[] args) throws Exception {
         boolean un = args.length == 2 && args[1].equals("pairs");
@@ -47,10 +100,9 @@ public final class CuratorPeer {
      *  printed as one measurement; it ends at the end of stdin. */
     private static void pairs(String connect, String path) throws Exception {
         try (CuratorFramework c = client(connect)) {
-            InterProcessMutex m = new InterProcessMutex(c, path);
+            Recipe r = recipe(c, path, System.getProperty("lockkit.recipe", "mutex"));
             for (int i = 0; i < WARMUP; i++) {
-                must(m.acquire(WAIT_SECONDS, TimeUnit.SECONDS), "warm-up acquire");
-                m.release();
+                r.take("warm-up acquire").run();
             }
             System.out.println("ready");
             System.out.flush();
@@ -61,8 +113,7 @@ public final class CuratorPeer {
                 long[] ns = new long[n];
                 for (int i = 0; i < n; i++) {
                     long t = System.nanoTime();
-                    must(m.acquire(WAIT_SECONDS, TimeUnit.SECONDS), "uncontended acquire");
-                    m.release();
+                    r.take("uncontended acquire").run();
                     ns[i] = System.nanoTime() - t;
                 }
                 emit(ns);
@@ -80,15 +131,16 @@ public final class CuratorPeer {
         try {
             CuratorFramework holderClient = client(connect);
             clients.add(holderClient);
-            List<InterProcessMutex> mutexes = new ArrayList<>();
+            String name = System.getProperty("lockkit.recipe", "mutex");
+            List<Recipe> recipes = new ArrayList<>();
             for (int i = 0; i < waiters; i++) {
                 CuratorFramework c = client(connect);
                 clients.add(c);
-                mutexes.add(new InterProcessMutex(c, path));
+                recipes.add(recipe(c, path, name));
             }
-            InterProcessMutex holder = new InterProcessMutex(holderClient, path);
+            Recipe holder = recipe(holderClient, path, name);
             for (int r = 0; r < rounds; r++) {
-                must(holder.acquire(WAIT_SECONDS, TimeUnit.SECONDS), "holder acquire");
+                Release held = holder.take("holder acquire");
                 System.out.println("ready");
                 System.out.flush();
                 if (!"go".equals(in.readLine())) {
@@ -101,10 +153,9 @@ public final class CuratorPeer {
                     final int w = i;
                     Thread t = new Thread(() -> {
                         try {
-                            InterProcessMutex m = mutexes.get(w);
-                            must(m.acquire(WAIT_SECONDS, TimeUnit.SECONDS), "waiter acquire");
+                            Release mine = recipes.get(w).take("waiter acquire");
                             long granted = System.nanoTime();
-                            m.release();
+                            mine.run();
                             events[w] = new long[] {granted, System.nanoTime()};
                         } catch (Throwable e) {
                             synchronized (errors) {
@@ -118,7 +169,7 @@ public final class CuratorPeer {
                     t.start();
                 }
                 Thread.sleep(SETTLE_MILLIS);
-                holder.release();
+                held.run();
                 long previous = System.nanoTime();
                 must(done.await(WAIT_SECONDS * 2, TimeUnit.SECONDS), "the round");
                 if (!errors.isEmpty()) {

@@ -115,6 +115,30 @@ class Kazoo:
         client.close()
 
 
+class KazooSemaphore(Kazoo):
+    """kazoo's Semaphore recipe, 4 leases: a lease node under the semaphore's path,
+    taken under a lock node; a waiter watches the lease children."""
+
+    def lock(self, client, key):
+        return client.Semaphore("/lockkit-peers/kazoo-semaphore/" + key, max_leases=4)
+
+
+class KazooRead(Kazoo):
+    """kazoo's ReadLock: a "__rlock__" sequential node; waits only for write nodes
+    before it."""
+
+    def lock(self, client, key):
+        return client.ReadLock("/lockkit-peers/kazoo-rw/" + key)
+
+
+class KazooWrite(Kazoo):
+    """kazoo's WriteLock: a "__lock__" sequential node; waits for every node before
+    it."""
+
+    def lock(self, client, key):
+        return client.WriteLock("/lockkit-peers/kazoo-rw/" + key)
+
+
 class Etcd3:
     """python-etcd3's Lock: a lease and a create-if-absent transaction; a waiter
     watches the key and retries when it is deleted."""
@@ -138,12 +162,58 @@ class Etcd3:
         client.close()
 
 
+class EtcdctlElect:
+    """etcd's Election (concurrency package) through `etcdctl elect NAME PROPOSAL`:
+    each candidate is an etcdctl process, which prints the proposal once it leads and
+    resigns when interrupted. A waiting candidate watches the key before it."""
+
+    def connect(self, addresses):
+        return addresses[0]
+
+    def lock(self, endpoint, key):
+        return {"endpoint": endpoint, "name": "lockkit-peers-elect-" + key}
+
+    def acquire(self, candidate):
+        import subprocess
+
+        p = subprocess.Popen(
+            ["etcdctl", "--endpoints=" + candidate["endpoint"], "elect",
+             candidate["name"], "proposal"],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        candidate["process"] = p
+        # Bounded: a candidate not elected in time is killed, and its read ends.
+        timer = threading.Timer(WAIT_SECONDS, p.kill)
+        timer.start()
+        try:
+            # It prints the election key, then the proposal, once elected.
+            return all(p.stdout.readline() for _ in range(2))
+        finally:
+            timer.cancel()
+
+    def release(self, candidate):
+        """Returns once the interrupt is sent, before the resignation reaches etcd
+        (the process exits in the background): its failovers are timed from then,
+        which favours it by up to one round trip."""
+        import signal
+
+        p = candidate.pop("process")
+        p.send_signal(signal.SIGINT)
+        threading.Thread(target=p.wait, args=(WAIT_SECONDS,), daemon=True).start()
+
+    def close(self, endpoint):
+        pass
+
+
 PEERS = {
     "redis-py": RedisPy,
     "python-redis-lock": PythonRedisLock,
     "pottery": Pottery,
     "kazoo": Kazoo,
+    "kazoo-semaphore": KazooSemaphore,
+    "kazoo-read": KazooRead,
+    "kazoo-write": KazooWrite,
     "etcd3": Etcd3,
+    "etcdctl-elect": EtcdctlElect,
 }
 
 

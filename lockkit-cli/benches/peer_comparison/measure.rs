@@ -56,7 +56,96 @@ pub(crate) async fn run_group(
 ) -> Group {
     eprintln!("== {}", group.title);
     let before = round_trip(&mut group).await;
-    group.floor = match lockkit_bench(lockkit_url, args.iterations, &["--handoffs", "0"]).await {
+    group.floor = if group.uncontended_only || group.handoffs_only.is_some() {
+        None
+    } else {
+        floor(args, &mut group, lockkit_url).await
+    };
+    let mut runnable = Vec::new();
+    for program in programs {
+        match program {
+            Ok(p) => runnable.push(p),
+            Err(reason) => group.skipped.push(reason),
+        }
+    }
+    let samples = if group.handoffs_only.is_some() {
+        runnable
+            .iter()
+            .map(|_| Err("not measured".to_owned()))
+            .collect()
+    } else {
+        uncontended(args, &mut group, &runnable).await
+    };
+    for (program, samples) in runnable.iter().zip(samples) {
+        let mut row = Row::new(&program.library);
+        row.uncontended = samples;
+        if program.library == LEASE || group.uncontended_only {
+            group.rows.push(row);
+            continue;
+        }
+        eprintln!("   {}: hand-offs", program.library);
+        for &waiters in group.waiters(&args.waiters) {
+            let rounds = args.handoffs.div_ceil(waiters).max(1);
+            let measured = program
+                .handoffs(&group.backend, waiters, rounds)
+                .await
+                .map(|h| Measured {
+                    commands_per_handoff: h
+                        .commands
+                        .map(|c| c as f64 / h.gaps_ns.len().max(1) as f64),
+                    stats: Stats::from_ns(&h.gaps_ns),
+                })
+                .map_err(|e| e.to_string());
+            row.handoffs.push((waiters, measured));
+        }
+        // A peer that cannot finish (say, a Redlock that livelocks under contention)
+        // is a result, shown in its table; lockkit failing fails the run.
+        if row.library == "lockkit" {
+            let handoffs_only = group.handoffs_only.is_some();
+            let measured = |f: &String| !handoffs_only || f != "not measured";
+            for failure in row.failures().into_iter().filter(measured) {
+                group.failures.push(format!("lockkit: {failure}"));
+            }
+        }
+        group.rows.push(row);
+    }
+    // A server just started may still be warming up (ZooKeeper's JIT): the lower of
+    // the round trips measured first and last.
+    let after = round_trip(&mut group).await;
+    group.round_trip = before.into_iter().chain(after).min();
+    group
+}
+
+/// Every program's uncontended pairs in rotating rounds, with lockkit's control.
+async fn uncontended(
+    args: &Args,
+    group: &mut Group,
+    runnable: &[Program],
+) -> Vec<Result<crate::rounds::Uncontended, String>> {
+    // The control: lockkit again, in a process of its own, taking its turns like
+    // any library; its ratio to lockkit is the run's noise.
+    let control = runnable
+        .iter()
+        .find(|p| p.library == "lockkit")
+        .map(|p| Program {
+            library: CONTROL.to_owned(),
+            ..p.clone()
+        });
+    let mut measured = runnable.to_vec();
+    measured.extend(control);
+    let mut uncontended = rounds::run(&measured, args.iterations).await;
+    group.control = uncontended
+        .pop()
+        .filter(|_| measured.len() > runnable.len());
+    if let (Some(Ok(control)), Some(Ok(lockkit))) = (&group.control, uncontended.first()) {
+        group.noise = paired::paired(&lockkit.rounds, &control.rounds).map(Noise::from_control);
+    }
+    uncontended
+}
+
+/// The floor and lockkit's uncontended figures from `lockkit bench`, alternating.
+async fn floor(args: &Args, group: &mut Group, lockkit_url: &str) -> Option<Floor> {
+    match lockkit_bench(lockkit_url, args.iterations, &["--handoffs", "0"]).await {
         Ok(report) => match (
             bench_stats(&report["floor"]),
             bench_stats(&report["lockkit"]),
@@ -75,69 +164,7 @@ pub(crate) async fn run_group(
             group.failures.push(format!("lockkit bench: {e}"));
             None
         }
-    };
-    let mut runnable = Vec::new();
-    for program in programs {
-        match program {
-            Ok(p) => runnable.push(p),
-            Err(reason) => group.skipped.push(reason),
-        }
     }
-    // The control: lockkit again, in a process of its own, taking its turns like
-    // any library; its ratio to lockkit is the run's noise.
-    let control = runnable
-        .iter()
-        .find(|p| p.library == "lockkit")
-        .map(|p| Program {
-            library: CONTROL.to_owned(),
-            ..p.clone()
-        });
-    let mut measured = runnable.clone();
-    measured.extend(control);
-    let mut uncontended = rounds::run(&measured, args.iterations).await;
-    group.control = uncontended
-        .pop()
-        .filter(|_| measured.len() > runnable.len());
-    if let (Some(Ok(control)), Some(Ok(lockkit))) = (&group.control, uncontended.first()) {
-        group.noise = paired::paired(&lockkit.rounds, &control.rounds).map(Noise::from_control);
-    }
-    let samples = uncontended;
-    for (program, samples) in runnable.iter().zip(samples) {
-        let mut row = Row::new(&program.library);
-        row.uncontended = samples;
-        if program.library == LEASE {
-            group.rows.push(row);
-            continue;
-        }
-        eprintln!("   {}: hand-offs", program.library);
-        for &waiters in &args.waiters {
-            let rounds = args.handoffs.div_ceil(waiters).max(1);
-            let measured = program
-                .handoffs(&group.backend, waiters, rounds)
-                .await
-                .map(|h| Measured {
-                    commands_per_handoff: h
-                        .commands
-                        .map(|c| c as f64 / h.gaps_ns.len().max(1) as f64),
-                    stats: Stats::from_ns(&h.gaps_ns),
-                })
-                .map_err(|e| e.to_string());
-            row.handoffs.push((waiters, measured));
-        }
-        // A peer that cannot finish (say, a Redlock that livelocks under contention)
-        // is a result, shown in its table; lockkit failing fails the run.
-        if row.library == "lockkit" {
-            for failure in row.failures() {
-                group.failures.push(format!("lockkit: {failure}"));
-            }
-        }
-        group.rows.push(row);
-    }
-    // A server just started may still be warming up (ZooKeeper's JIT): the lower of
-    // the round trips measured first and last.
-    let after = round_trip(&mut group).await;
-    group.round_trip = before.into_iter().chain(after).min();
-    group
 }
 
 /// The backend's round trip now, or `None` (noted as a failure).

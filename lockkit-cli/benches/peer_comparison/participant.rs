@@ -25,22 +25,52 @@ enum Client {
     /// lockkit with a fixed lease, no watchdog: the reference that shows what
     /// the watchdog costs.
     LockkitLease(lockkit::Locker),
+    /// lockkit's other primitives.
+    LockkitPrimitive(lockkit::Locker, Primitive),
+    /// lockkit's election: a candidate campaigns; leading is holding.
+    LockkitElection(lockkit::Locker),
     Rslock(rslock::LockManager),
 }
+
+/// A primitive other than the mutex.
+#[derive(Clone, Copy)]
+enum Primitive {
+    /// A permit of a semaphore of [`PERMITS`].
+    Semaphore,
+    Read,
+    Write,
+}
+
+/// Permits of the measured semaphores (every library's).
+const PERMITS: u32 = 4;
 
 /// A held lock.
 enum Held {
     Lockkit(lockkit::LockGuard),
+    Leading(lockkit::Leadership),
     Rslock(rslock::Lock),
 }
 
 impl Client {
-    /// `lockkit URL`, `lockkit-lease URL` or `rslock HOST:PORT[,HOST:PORT…]` (one
-    /// master, or Redlock's N).
+    /// `lockkit URL`, `lockkit-lease URL`, `lockkit-semaphore URL`, `lockkit-read
+    /// URL`, `lockkit-write URL`, `lockkit-election URL` or `rslock
+    /// HOST:PORT[,HOST:PORT…]` (one master, or Redlock's N).
     async fn connect(library: &str, target: &str) -> Result<Self, Failure> {
         match library {
             "lockkit" => Ok(Self::Lockkit(lockkit::connect(target).await?)),
             "lockkit-lease" => Ok(Self::LockkitLease(lockkit::connect(target).await?)),
+            "lockkit-election" => Ok(Self::LockkitElection(lockkit::connect(target).await?)),
+            "lockkit-semaphore" | "lockkit-read" | "lockkit-write" => {
+                let primitive = match library {
+                    "lockkit-semaphore" => Primitive::Semaphore,
+                    "lockkit-read" => Primitive::Read,
+                    _ => Primitive::Write,
+                };
+                Ok(Self::LockkitPrimitive(
+                    lockkit::connect(target).await?,
+                    primitive,
+                ))
+            }
             "rslock" => {
                 let uris: Vec<String> = target.split(',').map(|a| format!("redis://{a}")).collect();
                 let clients = uris
@@ -59,6 +89,19 @@ impl Client {
             Self::LockkitLease(locker) => Ok(Held::Lockkit(
                 locker.lock(key).lease(RSLOCK_TTL).wait(WAIT).await?,
             )),
+            Self::LockkitPrimitive(locker, primitive) => Ok(Held::Lockkit(match primitive {
+                Primitive::Semaphore => {
+                    let semaphore = locker.semaphore(key, PERMITS);
+                    semaphore.acquire().wait(WAIT).await?
+                }
+                Primitive::Read => locker.read_lock(key).wait(WAIT).await?,
+                Primitive::Write => locker.write_lock(key).wait(WAIT).await?,
+            })),
+            Self::LockkitElection(locker) => {
+                let election = locker.election(key);
+                let leading = tokio::time::timeout(WAIT, election.campaign("proposal")).await??;
+                Ok(Held::Leading(leading))
+            }
             // rslock's blocking acquire: retries until it holds (its default retry
             // count and delay).
             Self::Rslock(manager) => Ok(Held::Rslock(
@@ -72,6 +115,7 @@ impl Held {
     async fn release(self) -> Result<(), Failure> {
         match self {
             Self::Lockkit(guard) => Ok(guard.release().await?),
+            Self::Leading(leading) => Ok(leading.resign().await?),
             Self::Rslock(lock) => {
                 lock.release().await;
                 Ok(())

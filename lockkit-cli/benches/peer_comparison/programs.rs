@@ -58,6 +58,16 @@ impl Programs<'_> {
     }
 
     pub(crate) fn curator(&self, label: &str, target: String) -> Result<Program, String> {
+        self.curator_recipe("mutex", label, target)
+    }
+
+    /// Curator's `recipe` (mutex, semaphore, read or write: see CuratorPeer.java).
+    pub(crate) fn curator_recipe(
+        &self,
+        recipe: &str,
+        label: &str,
+        target: String,
+    ) -> Result<Program, String> {
         let cp = self.args.curator_classpath.as_ref().ok_or_else(|| {
             "not run: no --curator-classpath given (ci/bench-peers builds it)".to_owned()
         })?;
@@ -67,6 +77,7 @@ impl Programs<'_> {
                 "java",
                 "-Xmx256m",
                 "-XX:+UseSerialGC",
+                &format!("-Dlockkit.recipe={recipe}"),
                 "-cp",
                 cp,
                 "CuratorPeer",

@@ -19,8 +19,12 @@ pub(crate) fn us(v: f64) -> String {
     }
 }
 
+/// `a ÷ b`, or "—" when `b` is under 1 (µs: nothing to divide by).
 pub(crate) fn ratio(a: f64, b: f64) -> String {
-    format!("{:.2}", a / b.max(1e-9))
+    if b < 1.0 {
+        return "—".to_owned();
+    }
+    format!("{:.2}", a / b)
 }
 
 fn uncontended_line(md: &mut String, name: &str, s: &Stats, r50: String, rate: String) {
@@ -173,11 +177,21 @@ pub(crate) fn render(m: &Machine, args: &Args, groups: &[Group], consul: Option<
          library's process, `lockkit bench`) on CPU 1 (`taskset`), so that no library \
          shares a core with the server by chance: unpinned, two processes of the same \
          library in the same rounds differed by up to 7%.\n\
+         - **other primitives** (ZooKeeper: a semaphore of 4 permits, a read lock, a \
+         write lock): uncontended pairs only, against the peers that have the primitive \
+         (python-redis-lock, redis-py, rslock, pottery and python-etcd3 have no semaphore \
+         and no read-write lock).\n\
+         - **election failover**: the hand-off rounds again, where holding is leading and \
+         releasing is resigning, behind 1 and 8 followers: from a leader's resignation \
+         returning to the next candidate leading.\n\
+         - **the watchdog's cost**: on Redis and Redlock, lockkit also runs with a fixed \
+         lease and no watchdog (*{}*), uncontended, in the same rounds.\n\
          - Each library is used as its documentation shows, with its defaults.\n",
         args.iterations,
         crate::rounds::BATCH,
         CONTROL,
-        args.handoffs
+        args.handoffs,
+        crate::measure::LEASE
     );
     for g in groups {
         let _ = writeln!(md, "## {}\n\nServer: {}.", g.title, g.server);
@@ -214,12 +228,16 @@ pub(crate) fn render(m: &Machine, args: &Args, groups: &[Group], consul: Option<
             );
         }
         let _ = writeln!(md, "\n**Targets**\n");
-        for t in targets(g, &args.waiters) {
+        for t in targets(g, g.waiters(&args.waiters)) {
             let _ = writeln!(md, "- {t}");
         }
         md.push('\n');
-        uncontended_table(&mut md, g);
-        handoff_table(&mut md, g, &args.waiters);
+        if g.handoffs_only.is_none() {
+            uncontended_table(&mut md, g);
+        }
+        if !g.uncontended_only {
+            handoff_table(&mut md, g, g.waiters(&args.waiters));
+        }
         for reason in &g.skipped {
             let _ = writeln!(md, "\n- {reason}");
         }

@@ -111,6 +111,12 @@ pub(crate) struct Group {
     /// Libraries that could not run here, and why.
     pub(crate) skipped: Vec<String>,
     pub(crate) failures: Vec<String>,
+    /// Uncontended pairs only: no floor, no hand-offs (a primitive other than
+    /// the mutex).
+    pub(crate) uncontended_only: bool,
+    /// Hand-offs only, with these waiter counts: an election's failover, from
+    /// the leader's resignation to the next candidate leading.
+    pub(crate) handoffs_only: Option<Vec<u64>>,
 }
 
 impl Group {
@@ -126,6 +132,8 @@ impl Group {
             noise: None,
             skipped: Vec::new(),
             failures: Vec::new(),
+            uncontended_only: false,
+            handoffs_only: None,
         }
     }
 
@@ -137,6 +145,11 @@ impl Group {
     pub(crate) fn paired_with(&self, row: &Row) -> Option<Paired> {
         let lockkit = self.lockkit()?.uncontended.as_ref().ok()?;
         paired(&lockkit.rounds, &row.uncontended.as_ref().ok()?.rounds)
+    }
+
+    /// The waiter counts of its hand-offs.
+    pub(crate) fn waiters<'a>(&'a self, default: &'a [u64]) -> &'a [u64] {
+        self.handoffs_only.as_deref().unwrap_or(default)
     }
 
     /// The noise band's half-width (0 when the control did not run).

@@ -10,6 +10,34 @@ use crate::measure::{LEASE, lockkit_bench, run_group};
 use crate::programs::Programs;
 use crate::results::Group;
 
+/// ZooKeeper's other primitives, uncontended, against the peers that have them:
+/// (title, lockkit's and kazoo's suffix and Curator's recipe, kazoo's label,
+/// Curator's label).
+const ZK_PRIMITIVES: [(&str, &str, &str, &str); 3] = [
+    (
+        "ZooKeeper, a semaphore of 4 permits",
+        "semaphore",
+        "kazoo Semaphore",
+        "Curator InterProcessSemaphoreV2",
+    ),
+    (
+        "ZooKeeper, a read lock",
+        "read",
+        "kazoo ReadLock",
+        "Curator InterProcessReadWriteLock (read)",
+    ),
+    (
+        "ZooKeeper, a write lock",
+        "write",
+        "kazoo WriteLock",
+        "Curator InterProcessReadWriteLock (write)",
+    ),
+];
+
+/// Followers behind the leader in the election failover rows: each resignation
+/// hands the lead to the next.
+const FAILOVER_FOLLOWERS: [u64; 2] = [1, 8];
+
 /// Everything, on servers started here and stopped on return.
 pub(crate) async fn run(args: &Args) -> Result<Vec<Group>, Failure> {
     let programs = Programs { args };
@@ -107,12 +135,29 @@ pub(crate) async fn run(args: &Args) -> Result<Vec<Group>, Failure> {
                         "etcd3-python",
                         "etcd3",
                         "python-etcd3 Lock",
-                        address,
+                        address.clone(),
                     ),
                 ],
             )
             .await,
         );
+        let mut group = Group::new(
+            "etcd, election failover",
+            Backend::Etcd(address.clone()),
+            version("etcd", &["--version"]).await,
+        );
+        group.handoffs_only = Some(FAILOVER_FOLLOWERS.to_vec());
+        let programs = vec![
+            programs.rust("lockkit-election", "lockkit", etcd.url()),
+            programs.python(
+                args.python.as_deref(),
+                "python",
+                "etcdctl-elect",
+                "etcd Election (etcdctl elect)",
+                address,
+            ),
+        ];
+        groups.push(run_group(args, group, &etcd.url(), programs).await);
     }
     if args.wants("zk") {
         let zk = ZooKeeper::start().await?;
@@ -135,11 +180,38 @@ pub(crate) async fn run(args: &Args) -> Result<Vec<Group>, Failure> {
                         "kazoo Lock",
                         address.clone(),
                     ),
-                    programs.curator("Curator InterProcessMutex", address),
+                    programs.curator("Curator InterProcessMutex", address.clone()),
                 ],
             )
             .await,
         );
+        for (title, primitive, kazoo, curator) in ZK_PRIMITIVES {
+            let backend = Backend::ZooKeeper(address.clone());
+            let server = zk_version(&backend).await;
+            let mut group = Group::new(title, backend, server);
+            group.uncontended_only = true;
+            let programs = vec![
+                programs.rust(&format!("lockkit-{primitive}"), "lockkit", zk.url()),
+                programs.python(
+                    args.python.as_deref(),
+                    "python",
+                    &format!("kazoo-{primitive}"),
+                    kazoo,
+                    address.clone(),
+                ),
+                programs.curator_recipe(primitive, curator, address.clone()),
+            ];
+            groups.push(run_group(args, group, &zk.url(), programs).await);
+        }
+        let backend = Backend::ZooKeeper(address.clone());
+        let server = zk_version(&backend).await;
+        let mut group = Group::new("ZooKeeper, election failover", backend, server);
+        group.handoffs_only = Some(FAILOVER_FOLLOWERS.to_vec());
+        let programs = vec![
+            programs.rust("lockkit-election", "lockkit", zk.url()),
+            programs.curator_recipe("leader", "Curator LeaderLatch", address.clone()),
+        ];
+        groups.push(run_group(args, group, &zk.url(), programs).await);
     }
     if args.wants("mariadb") {
         let db = MariaDb::start().await?;
