@@ -74,28 +74,29 @@ fn waiting(locker: &Locker, wait: Duration) -> JoinHandle<Result<LockGuard, Lock
     tokio::spawn(async move { locker.lock(KEY).ttl(TTL).wait(wait).await })
 }
 
-/// A holder that got its lock by waiting keeps the bell: while it holds, the
-/// waiters behind it block in `GET_LOCK` and send no statement at all; its
-/// release wakes the first of them, whose release wakes the next, in order.
-#[tokio::test]
-async fn waiters_block_on_the_bell_and_are_woken_in_order() {
+/// A server, an admin pool, a holder that waited for its lock (so holds the
+/// bell), and two more lockers. The first holder took the lock without waiting:
+/// it has no bell, so the first waiter takes the free bell and polls.
+async fn holder_with_a_bell() -> (MariaDb, MySqlPool, LockGuard, Locker, Locker) {
     let db = MariaDb::start().await.unwrap();
     let url = db.url();
     let admin = MySqlPool::connect(&url).await.unwrap();
-    let (first, second, third, fourth) = (
-        locker(&url).await,
-        locker(&url).await,
-        locker(&url).await,
-        locker(&url).await,
-    );
-
-    // The first holder took the lock without waiting: it has no bell, so the
-    // first waiter takes the free bell and polls.
+    let (first, second) = (locker(&url).await, locker(&url).await);
     let held = first.lock(KEY).ttl(TTL).no_wait().await.unwrap();
     let a = waiting(&second, LONG);
     until("the first waiter takes the bell", || bell_taken(&admin)).await;
     held.release().await.unwrap();
     let a = timeout(LONG, a).await.unwrap().unwrap().unwrap();
+    let (third, fourth) = (locker(&url).await, locker(&url).await);
+    (db, admin, a, third, fourth)
+}
+
+/// A holder that got its lock by waiting keeps the bell: while it holds, the
+/// waiters behind it block in `GET_LOCK` and send no statement at all; its
+/// release wakes the first of them, whose release wakes the next, in order.
+#[tokio::test]
+async fn waiters_block_on_the_bell_and_are_woken_in_order() {
+    let (_db, admin, a, third, fourth) = holder_with_a_bell().await;
 
     // `a` waited: it holds the bell. The next waiters block behind it, in order.
     let b = waiting(&third, LONG);
@@ -167,21 +168,7 @@ async fn a_waiter_that_gives_up_passes_the_bell_on() {
 /// connection is closed, and the waiter behind it is woken by the next release.
 #[tokio::test]
 async fn a_cancelled_waiter_does_not_keep_the_bell() {
-    let db = MariaDb::start().await.unwrap();
-    let url = db.url();
-    let admin = MySqlPool::connect(&url).await.unwrap();
-    let (first, second, third, fourth) = (
-        locker(&url).await,
-        locker(&url).await,
-        locker(&url).await,
-        locker(&url).await,
-    );
-    let held = first.lock(KEY).ttl(TTL).no_wait().await.unwrap();
-    let a = waiting(&second, LONG);
-    until("the first waiter takes the bell", || bell_taken(&admin)).await;
-    held.release().await.unwrap();
-    let a = timeout(LONG, a).await.unwrap().unwrap().unwrap();
-
+    let (_db, admin, a, third, fourth) = holder_with_a_bell().await;
     let cancelled = waiting(&third, LONG);
     until("one waiter blocks", || async {
         blocked_on_bells(&admin).await == 1

@@ -165,7 +165,8 @@ impl MySqlLeases {
 #[async_trait]
 impl LeaseBackend for MySqlLeases {
     const NAME: &'static str = NAME;
-    /// MySQL has no release notification.
+    /// For the waiters that do not wait on a bell (shared, permits, and all when
+    /// the bells' connections are used up): MySQL has no release notification.
     const POLL_CAP: Duration = Duration::from_millis(100);
 
     fn capabilities(&self) -> Capabilities {
