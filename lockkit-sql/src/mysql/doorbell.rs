@@ -28,6 +28,8 @@ use sqlx::pool::PoolConnection;
 use sqlx::{AssertSqlSafe, Row};
 use tokio::time::Instant;
 
+use crate::connect::Within;
+
 /// The longest a waiter blocks on a bell before it looks at the lock again.
 pub(super) const BELL_CAP: Duration = Duration::from_secs(2);
 
@@ -42,6 +44,9 @@ pub(super) struct Doorbells {
     wait: Arc<str>,
     ring: Arc<str>,
     table: String,
+    /// Each statement's limit (`request_timeout_ms`); a wait's is this past its
+    /// own timeout.
+    timeout: Duration,
     /// The bells this driver's holds keep, by key and owner.
     kept: Mutex<HashMap<(LockKey, OwnerId), Bell>>,
 }
@@ -97,6 +102,7 @@ impl Doorbells {
             wait: wait_statement(table).into(),
             ring: format!("DO RELEASE_LOCK({BELL})").into(),
             table: table.to_owned(),
+            timeout,
             kept: Mutex::default(),
         }
     }
@@ -113,9 +119,10 @@ impl Doorbells {
         })
     }
 
-    /// The statement [`wait`] runs.
-    pub(super) fn wait_statement(&self) -> Arc<str> {
-        self.wait.clone()
+    /// The statement [`wait`] runs, and the time it may take past its own
+    /// timeout before the connection is given up for dead.
+    pub(super) fn wait_statement(&self) -> (Arc<str>, Duration) {
+        (self.wait.clone(), self.timeout)
     }
 
     /// Keeps `bell` with `owner`'s new hold of `key`, to ring at its release.
@@ -130,12 +137,12 @@ impl Doorbells {
         let Some(bell) = lock(&self.kept).remove(&(key.clone(), owner.clone())) else {
             return;
         };
-        ring(bell, &self.ring).await;
+        ring(bell, &self.ring, self.timeout).await;
     }
 
     /// Rings a bell no hold kept (a waiter giving up).
     pub(super) async fn ring_unkept(&self, bell: Bell) {
-        ring(bell, &self.ring).await;
+        ring(bell, &self.ring, self.timeout).await;
     }
 }
 
@@ -158,13 +165,14 @@ fn wait_statement(table: &str) -> String {
     )
 }
 
-async fn ring(mut bell: Bell, statement: &Arc<str>) {
+async fn ring(mut bell: Bell, statement: &Arc<str>, limit: Duration) {
     let Some(conn) = bell.conn.as_mut() else {
         return;
     };
     let rung = sqlx::query(AssertSqlSafe(statement.clone()))
         .bind(&bell.name)
         .execute(&mut **conn)
+        .within(limit)
         .await;
     match rung {
         // Rung: the connection holds no bell now, and goes back to the pool.
@@ -173,8 +181,14 @@ async fn ring(mut bell: Bell, statement: &Arc<str>) {
     }
 }
 
-/// Waits on `bell`'s bell for at most `cap` (and the holder's lease left).
-pub(super) async fn wait(mut bell: Bell, statement: Arc<str>, key: LockKey, cap: Duration) -> Rung {
+/// Waits on `bell`'s bell for at most `cap` (and the holder's lease left); a
+/// server that has not answered `slack` after that is taken for gone.
+pub(super) async fn wait(
+    mut bell: Bell,
+    (statement, slack): (Arc<str>, Duration),
+    key: LockKey,
+    cap: Duration,
+) -> Rung {
     let Some(conn) = bell.conn.as_mut() else {
         return Rung::Unusable;
     };
@@ -184,6 +198,7 @@ pub(super) async fn wait(mut bell: Bell, statement: Arc<str>, key: LockKey, cap:
         .bind(cap.as_secs_f64())
         .bind(key.as_str())
         .fetch_one(&mut **conn)
+        .within(cap + slack)
         .await
         .and_then(|row| Ok((row.try_get::<Option<i64>, _>(0)?, row.try_get::<f64, _>(1)?)));
     let waited = started.elapsed();
