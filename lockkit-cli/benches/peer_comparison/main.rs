@@ -87,20 +87,17 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    if argv.get(1).map(String::as_str) == Some("participant") {
-        return match runtime.block_on(participant::run(&argv[2..])) {
+    // A child of the runner: a library's participant, or the held-locks probe.
+    let child = match argv.get(1).map(String::as_str) {
+        Some("participant") => Some(runtime.block_on(participant::run(&argv[2..]))),
+        Some("holds") => Some(runtime.block_on(scale::holds_child(&argv[2..]))),
+        _ => None,
+    };
+    if let Some(done) = child {
+        return match done {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
-                eprintln!("participant {}: {e}", argv[2..].join(" "));
-                ExitCode::FAILURE
-            }
-        };
-    }
-    if argv.get(1).map(String::as_str) == Some("holds") {
-        return match runtime.block_on(scale::holds_child(&argv[2..])) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("holds {}: {e}", argv[2..].join(" "));
+                eprintln!("{}: {e}", argv[1..].join(" "));
                 ExitCode::FAILURE
             }
         };
