@@ -5,7 +5,9 @@
 -- other way round.
 -- KEYS: see queue.lua. ARGV[1] owner, ARGV[2] ttl ms, ARGV[3] the waiter's member
 -- ('' when not waiting), ARGV[4] entry lifetime ms, ARGV[5] 'clock' to keep tokens
--- at or above the server's clock (fence_seed=clock), ARGV[6] label ('' for none).
+-- at or above the server's clock (fence_seed=clock), ARGV[6] label ('' for none),
+-- ARGV[7] '1' if the caller may be queued already (an earlier attempt found the
+-- lock taken), '' if not.
 -- Returns {1, token}; {0, ms to wait at most}; {-1, code} when the owner holds the
 -- key in another mode (code -1 shared, n a permit of n).
 local owner, member = ARGV[1], ARGV[3]

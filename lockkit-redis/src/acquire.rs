@@ -46,12 +46,14 @@ fn held_mode(code: i64) -> LockMode {
 
 impl RedisDriver {
     /// One run of the mode's acquire script: the grant, or how long to wait (with
-    /// `member`, now queued).
+    /// `member`, now queued). `queued`: an earlier attempt queued `member`, so the
+    /// exclusive script's fast path must look for it.
     pub(crate) async fn attempt(
         &self,
         req: &AcquireRequest,
         n: &Names,
         member: Option<&str>,
+        queued: bool,
     ) -> redis::RedisResult<Outcome> {
         let sent = Instant::now();
         let mut conn = self.conn.clone();
@@ -71,9 +73,11 @@ impl RedisDriver {
             .arg(ttl_ms(ENTRY_LIFETIME))
             .arg(self.fence_seed.script_arg())
             .arg(req.stored_label().unwrap_or_default());
-        if let Some(limit) = req.mode.limit() {
-            call.arg(limit);
-        }
+        match req.mode {
+            LockMode::Permit { limit } => call.arg(limit),
+            LockMode::Shared => &mut call,
+            _ => call.arg(if queued { "1" } else { "" }),
+        };
         let ((status, value), acked): ((i64, i64), _) =
             call.invoke(&mut conn, self.replica_ack).await?;
         Ok(match status {

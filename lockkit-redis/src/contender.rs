@@ -46,6 +46,8 @@ pub(crate) struct Contending<'a> {
     /// Our member in the key's queue (`None` for a `try_lock`). A polling waiter
     /// queues too, under a driver id starting with `-`, which nobody publishes to.
     member: Option<String>,
+    /// An attempt found the lock taken and queued `member`.
+    queued: bool,
 }
 
 #[async_trait]
@@ -53,7 +55,7 @@ impl Contender for Contending<'_> {
     async fn attempt(&mut self) -> Result<Attempt> {
         let outcome = self
             .driver
-            .attempt(self.req, &self.names, self.member.as_deref())
+            .attempt(self.req, &self.names, self.member.as_deref(), self.queued)
             .await;
         let retry_ms = match outcome {
             Ok(Outcome::Granted(g)) => {
@@ -61,7 +63,10 @@ impl Contender for Contending<'_> {
                 self.member = None;
                 return Ok(Attempt::Granted(g));
             }
-            Ok(Outcome::Busy { retry_ms }) => retry_ms,
+            Ok(Outcome::Busy { retry_ms }) => {
+                self.queued = self.member.is_some();
+                retry_ms
+            }
             Ok(Outcome::Refused(e)) => return Err(e),
             Err(e) if is_transient(&e) => return Ok(Attempt::Transient(redis_error(e))),
             Err(e) if self.driver.is_cluster() && is_transient_on_cluster(&e) => {
@@ -141,6 +146,7 @@ impl<'a> Contending<'a> {
             names: driver.names(&req.key),
             waiter,
             member: entry.map(|e| member(&e, req.mode)),
+            queued: false,
         }
     }
 

@@ -26,12 +26,14 @@ pub(super) enum Outcome {
 
 impl RedlockDriver {
     /// One round; `waiters` (one per master, `None` where it cannot wake us) join
-    /// the lock's waiters set on the masters that refuse.
+    /// the lock's waiters set on the masters that refuse; `queued`: an earlier
+    /// round was refused, so they may be there already.
     pub(super) async fn attempt(
         &self,
         req: &AcquireRequest,
         n: &Names,
         waiters: &[Option<Waiter>],
+        queued: bool,
     ) -> Outcome {
         let (q, s) = (self.inner.quorum, &self.inner.scripts);
         let seed = self.inner.fence_seed;
@@ -45,6 +47,7 @@ impl RedlockDriver {
                 let entry = w.as_ref().map(|w| Entry {
                     id: w.entry.as_str(),
                     lifetime_ms: ttl_ms(ENTRY_LIFETIME),
+                    queued,
                 });
                 m.timed(limit, move |c| {
                     master::acquire(s, c, n, owner, ms, seed, entry)

@@ -31,6 +31,8 @@ pub(super) struct Contending<'a> {
     names: Names,
     /// Our entry on each master that can wake us.
     waiters: Vec<Option<Waiter>>,
+    /// A round was refused (or cut short): our entries may be in the waiters sets.
+    queued: bool,
 }
 
 impl<'a> Contending<'a> {
@@ -52,6 +54,7 @@ impl<'a> Contending<'a> {
             req,
             names: driver.names(&req.key),
             waiters,
+            queued: false,
         }
     }
 
@@ -125,12 +128,19 @@ impl Contender for Contending<'_> {
         }
         let expiry = match self
             .driver
-            .attempt(self.req, &self.names, &self.waiters)
+            .attempt(self.req, &self.names, &self.waiters, self.queued)
             .await
         {
             Outcome::Granted(grant) => return Ok(Attempt::Granted(grant)),
-            Outcome::Unreachable(e) => return Ok(Attempt::Transient(e)),
-            Outcome::Busy(expiry) => expiry,
+            // Some masters may have queued us before the others failed.
+            Outcome::Unreachable(e) => {
+                self.queued = true;
+                return Ok(Attempt::Transient(e));
+            }
+            Outcome::Busy(expiry) => {
+                self.queued = true;
+                expiry
+            }
         };
         let now = Instant::now();
         Ok(Attempt::Busy(match self.woken() {

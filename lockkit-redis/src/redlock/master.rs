@@ -182,6 +182,8 @@ pub(crate) async fn prime(scripts: Arc<Scripts>, mut conn: ConnectionManager) ->
 pub(crate) struct Entry<'a> {
     pub(crate) id: &'a str,
     pub(crate) lifetime_ms: u64,
+    /// An earlier attempt was refused: the entry may be in the set already.
+    pub(crate) queued: bool,
 }
 
 /// `acquire.lua`: `(1, token)` if now held by `owner`, `(0, pttl)` if by another;
@@ -204,6 +206,11 @@ pub(crate) async fn acquire(
         .arg(entry.map_or("", |e| e.id))
         .arg(entry.map_or(0, |e| e.lifetime_ms))
         .arg(seed.script_arg())
+        .arg(if entry.is_some_and(|e| e.queued) {
+            "1"
+        } else {
+            ""
+        })
         .invoke_async(&mut conn)
         .await
 }

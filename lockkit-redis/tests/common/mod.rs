@@ -18,7 +18,9 @@ pub(crate) async fn publishes(nodes: &mut [redis::aio::MultiplexedConnection]) -
     total
 }
 
-async fn calls(conn: &mut redis::aio::MultiplexedConnection, command: &str) -> u64 {
+/// Calls of `command` (lower case, as `INFO commandstats` names it) the server at
+/// `conn` has run so far, from scripts too.
+pub(crate) async fn calls(conn: &mut redis::aio::MultiplexedConnection, command: &str) -> u64 {
     let info: String = redis::cmd("INFO")
         .arg("commandstats")
         .query_async(conn)
