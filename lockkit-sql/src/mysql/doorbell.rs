@@ -19,6 +19,7 @@
 //! until its release. With the pool used up, further waiters poll.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -49,6 +50,8 @@ pub(super) struct Doorbells {
     timeout: Duration,
     /// The bells this driver's holds keep, by key and owner.
     kept: Mutex<HashMap<(LockKey, OwnerId), Bell>>,
+    /// How many: a release with none to ring takes no lock.
+    kept_count: AtomicUsize,
 }
 
 /// A connection that holds, or waits for, one bell. Dropped without being rung
@@ -104,6 +107,7 @@ impl Doorbells {
             table: table.to_owned(),
             timeout,
             kept: Mutex::default(),
+            kept_count: AtomicUsize::new(0),
         }
     }
 
@@ -128,15 +132,21 @@ impl Doorbells {
     /// Keeps `bell` with `owner`'s new hold of `key`, to ring at its release.
     pub(super) fn keep(&self, key: &LockKey, owner: &OwnerId, bell: Bell) {
         let old = lock(&self.kept).insert((key.clone(), owner.clone()), bell);
-        drop(old);
+        if old.is_none() {
+            self.kept_count.fetch_add(1, Ordering::AcqRel);
+        }
     }
 
     /// Rings the bell kept with `owner`'s hold of `key`, if it has one: the first
     /// waiter gets it. A bell that cannot be rung is closed, which rings it too.
     pub(super) async fn ring(&self, key: &LockKey, owner: &OwnerId) {
+        if self.kept_count.load(Ordering::Acquire) == 0 {
+            return;
+        }
         let Some(bell) = lock(&self.kept).remove(&(key.clone(), owner.clone())) else {
             return;
         };
+        self.kept_count.fetch_sub(1, Ordering::AcqRel);
         ring(bell, &self.ring, self.timeout).await;
     }
 

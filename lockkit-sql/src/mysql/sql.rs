@@ -49,7 +49,6 @@ pub(super) fn create_held(t: &str) -> String {
     )
 }
 
-/// Pushes out our live lease. Binds: TTL µs, name, owner.
 /// Stores a new label and election value on our live exclusive lease. Binds:
 /// text, name, owner.
 pub(super) fn proclaim(t: &str) -> String {
@@ -69,6 +68,7 @@ pub(super) fn list(t: &str) -> String {
     )
 }
 
+/// Pushes out our live lease. Binds: TTL µs, name, owner.
 pub(super) fn extend(t: &str) -> String {
     format!(
         "UPDATE {t} SET expires_at = NOW(6) + INTERVAL ? MICROSECOND
