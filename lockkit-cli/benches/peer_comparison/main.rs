@@ -16,6 +16,7 @@ mod participant;
 mod plot;
 mod program;
 mod programs;
+mod raw_mysql;
 mod report;
 mod results;
 mod rounds;

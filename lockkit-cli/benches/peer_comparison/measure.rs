@@ -14,6 +14,9 @@ pub(crate) const CONTROL: &str = "lockkit, again (control)";
 /// path is lockkit's uncontended ratio to it (no hand-offs: the watchdog is not
 /// on their path).
 pub(crate) const LEASE: &str = "lockkit, fixed lease (no watchdog)";
+/// MariaDB's hand-off floor (see [`crate::raw_mysql`]): context for the
+/// round-trip target, not a peer.
+pub(crate) const HANDOFF_FLOOR: &str = "raw GET_LOCK wake + one write (hand-off floor)";
 
 /// `lockkit bench URL --json` for lockkit's uncontended figures and the floor's,
 /// measured alternating in one process.

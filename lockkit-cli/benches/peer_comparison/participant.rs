@@ -16,6 +16,8 @@ const SETTLE: Duration = Duration::from_millis(300);
 /// rslock's lease, as in its README; lockkit's fixed lease is the same.
 const RSLOCK_TTL: Duration = Duration::from_secs(10);
 
+use crate::raw_mysql::RawMySql;
+
 type Failure = Box<dyn std::error::Error + Send + Sync>;
 
 /// One client of a library: its own connection(s).
@@ -30,6 +32,8 @@ enum Client {
     /// lockkit's election: a candidate campaigns; leading is holding.
     LockkitElection(lockkit::Locker),
     Rslock(rslock::LockManager),
+    /// The MariaDB hand-off floor (see [`crate::raw_mysql`]).
+    RawMySql(RawMySql),
 }
 
 /// A primitive other than the mutex.
@@ -49,12 +53,14 @@ enum Held {
     Lockkit(lockkit::LockGuard),
     Leading(lockkit::Leadership),
     Rslock(rslock::Lock),
+    RawMySql(RawMySql, String),
 }
 
 impl Client {
     /// `lockkit URL`, `lockkit-lease URL`, `lockkit-semaphore URL`, `lockkit-read
-    /// URL`, `lockkit-write URL`, `lockkit-election URL` or `rslock
-    /// HOST:PORT[,HOST:PORT…]` (one master, or Redlock's N).
+    /// URL`, `lockkit-write URL`, `lockkit-election URL`, `rslock
+    /// HOST:PORT[,HOST:PORT…]` (one master, or Redlock's N) or `raw-mysql-bell
+    /// URL`.
     async fn connect(library: &str, target: &str) -> Result<Self, Failure> {
         match library {
             "lockkit" => Ok(Self::Lockkit(lockkit::connect(target).await?)),
@@ -79,6 +85,7 @@ impl Client {
                     .collect::<Result<Vec<_>, _>>()?;
                 Ok(Self::Rslock(rslock::LockManager::from_clients(clients)))
             }
+            "raw-mysql-bell" => Ok(Self::RawMySql(RawMySql::connect(target).await?)),
             other => Err(format!("no Rust participant named {other}").into()),
         }
     }
@@ -107,6 +114,10 @@ impl Client {
             Self::Rslock(manager) => Ok(Held::Rslock(
                 tokio::time::timeout(WAIT, manager.acquire_no_guard(key, RSLOCK_TTL)).await??,
             )),
+            Self::RawMySql(raw) => {
+                raw.acquire(key).await?;
+                Ok(Held::RawMySql(raw.clone(), key.to_owned()))
+            }
         }
     }
 }
@@ -120,6 +131,7 @@ impl Held {
                 lock.release().await;
                 Ok(())
             }
+            Self::RawMySql(raw, key) => raw.release(&key).await,
         }
     }
 }

@@ -6,7 +6,7 @@ use lockkit_testkit::{ConsulStandIn, Etcd, MariaDb, Redis, RedisMasters, ZooKeep
 use crate::Args;
 use crate::backend::{self, Backend, Failure, RedisServer};
 use crate::machine;
-use crate::measure::{LEASE, lockkit_bench, run_group};
+use crate::measure::{HANDOFF_FLOOR, LEASE, lockkit_bench, run_group};
 use crate::programs::Programs;
 use crate::results::Group;
 
@@ -222,8 +222,11 @@ pub(crate) async fn run(args: &Args) -> Result<Vec<Group>, Failure> {
             Backend::MySql(url.clone()),
             version("mariadbd", &["--version"]).await,
         );
-        let lockkit = vec![programs.rust("lockkit", "lockkit", url.clone())];
-        groups.push(run_group(args, group, &url, lockkit).await);
+        let programs = vec![
+            programs.rust("lockkit", "lockkit", url.clone()),
+            programs.rust("raw-mysql-bell", HANDOFF_FLOOR, url.clone()),
+        ];
+        groups.push(run_group(args, group, &url, programs).await);
     }
     Ok(groups)
 }

@@ -1,9 +1,9 @@
 //! The targets lockkit is held to on each backend, and whether one run met them.
 
-use crate::measure::LEASE;
+use crate::measure::{HANDOFF_FLOOR, LEASE};
 use crate::paired::verdict;
 use crate::report::us;
-use crate::results::Group;
+use crate::results::{Group, Row};
 
 /// Target: lockkit's uncontended p50 at most this many times the floor's.
 const FLOOR_TARGET: f64 = 1.2;
@@ -42,6 +42,10 @@ pub(crate) fn targets(g: &Group, waiters: &[u64]) -> Vec<String> {
         }
     }
     for peer in g.rows.iter().filter(|r| r.library != "lockkit") {
+        if peer.library == HANDOFF_FLOOR {
+            out.extend(floor_context(g, lk, peer, waiters));
+            continue;
+        }
         if peer.library == LEASE {
             if let Some(p) = g.paired_with(peer) {
                 out.push(format!(
@@ -106,6 +110,28 @@ pub(crate) fn targets(g: &Group, waiters: &[u64]) -> Vec<String> {
                 not_met.join(", ")
             )
         });
+    }
+    out
+}
+
+/// Where the server's own hand-off floor stands, against the round trip and
+/// lockkit: context for the round-trip target, not a target of its own.
+fn floor_context(g: &Group, lk: &Row, floor: &Row, waiters: &[u64]) -> Vec<String> {
+    let mut out = Vec::new();
+    for &w in waiters {
+        let (Some(l), Some(f)) = (lk.handoff(w), floor.handoff(w)) else {
+            continue;
+        };
+        let rtt = g.round_trip.map_or_else(String::new, |rtt| {
+            let r = f.stats.p50_us / (rtt.as_secs_f64() * 1e6);
+            format!(" = {r:.1}× one round trip")
+        });
+        out.push(format!(
+            "context, not a target: the server's own hand-off ({HANDOFF_FLOOR}), {w} waiters: \
+             p50 {}{rtt}; lockkit's p50 is {:.2}× it",
+            us(f.stats.p50_us),
+            l.stats.p50_us / f.stats.p50_us
+        ));
     }
     out
 }
