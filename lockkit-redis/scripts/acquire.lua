@@ -7,19 +7,9 @@
 -- ARGV[4] waiter entry lifetime ms, ARGV[5] 'clock' to keep tokens at or above the
 -- server's clock in microseconds (fence_seed=clock), '' for the counter alone,
 -- ARGV[6] '1' if the caller may be in the waiters set already (an earlier attempt
--- was refused somewhere), '' if not.
+-- was refused somewhere), '' if not: a grant takes its entry out only then.
 -- The lock's value is owner:token.
 -- Returns {1, token} when held by us, {0, pttl} when held by another owner.
--- First the uncontended grant, for a caller not in the waiters set: the counter,
--- then SET NX, two commands where a GET first would make three. A lock that turns
--- out taken costs a token, which is harmless (tokens must only increase), and
--- goes on to the whole script.
-if ARGV[5] ~= 'clock' and ARGV[6] ~= '1' then
-  local token = redis.call('INCR', KEYS[2])
-  if redis.call('SET', KEYS[1], ARGV[1] .. ':' .. string.format('%d', token), 'PX', ARGV[2], 'NX') then
-    return {1, token}
-  end
-end
 local current = redis.call('GET', KEYS[1])
 if current then
   local sep = string.find(current, ':', 1, true)

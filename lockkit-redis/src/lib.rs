@@ -45,8 +45,7 @@
 //!   exclusive acquire sees the key held, and every permit request is checked
 //!   against that limit;
 //! - `<prefix>:{K}:fence` is the fencing counter (`INCR`ed by every grant of every
-//!   mode, and by an exclusive acquire's first attempt that finds the lock taken:
-//!   tokens rise, with gaps; never expired);
+//!   mode, never expired);
 //! - `<prefix>:{K}:holders`, a sorted set of readers or permit holders scored by
 //!   when their own lease ends (expired ones are dropped by the next acquire), and
 //!   `<prefix>:{K}:holds`, each one's `token[:label]`;
