@@ -292,6 +292,38 @@ async fn refused_try_locks_leave_no_node_behind() {
     assert!(a.release(&key, &holder).await.unwrap());
 }
 
+/// A `try_lock` whose request meets a server that stalls for 500 ms (past the
+/// client's 400 ms without a reply, well within the 1 s session) does not fail
+/// with a connection error: it tries again within its patience, finds the lock
+/// held and says so, and leaves no node behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_try_lock_rides_out_a_server_that_answers_late() {
+    let zk = ZooKeeper::start().await.unwrap();
+    let holder = locker(&zk.url()).await.unwrap();
+    let other = locker(&zk.url()).await.unwrap();
+    let held = holder
+        .lock("late")
+        .ttl(Duration::from_secs(5))
+        .no_wait()
+        .await
+        .unwrap();
+    zk.pause();
+    let attempt = tokio::spawn(async move { other.try_lock("late").await });
+    // The stall itself (a fault of known length), not a wait for a state.
+    sleep(Duration::from_millis(500)).await;
+    zk.resume();
+    let got = timeout(Duration::from_secs(10), attempt)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(matches!(got, Err(LockError::Contended { .. })), "{got:?}");
+    let raw = Client::connect(&format!("127.0.0.1:{}", zk.port()))
+        .await
+        .unwrap();
+    assert_eq!(raw.list_children("/lockkit/late").await.unwrap().len(), 1);
+    held.release().await.unwrap();
+}
+
 /// 1,000 distinct keys, each locked and released once, leave no key node behind:
 /// each is a container node, which the server deletes once it is empty (the
 /// testkit's servers sweep every 500 ms; the default is 60 s).
