@@ -46,7 +46,7 @@ pub(crate) struct Contending<'a> {
     /// Our member in the key's queue (`None` for a `try_lock`). A polling waiter
     /// queues too, under a driver id starting with `-`, which nobody publishes to.
     member: Option<String>,
-    /// An attempt found the lock taken and queued `member`.
+    /// An attempt ran with `member`: it may be in the queue.
     queued: bool,
 }
 
@@ -57,16 +57,15 @@ impl Contender for Contending<'_> {
             .driver
             .attempt(self.req, &self.names, self.member.as_deref(), self.queued)
             .await;
+        // Whatever came back, a lost reply included, the script may have queued us.
+        self.queued = self.member.is_some();
         let retry_ms = match outcome {
             Ok(Outcome::Granted(g)) => {
                 // The grant took our place out of the queue.
                 self.member = None;
                 return Ok(Attempt::Granted(g));
             }
-            Ok(Outcome::Busy { retry_ms }) => {
-                self.queued = self.member.is_some();
-                retry_ms
-            }
+            Ok(Outcome::Busy { retry_ms }) => retry_ms,
             Ok(Outcome::Refused(e)) => return Err(e),
             Err(e) if is_transient(&e) => return Ok(Attempt::Transient(redis_error(e))),
             Err(e) if self.driver.is_cluster() && is_transient_on_cluster(&e) => {
