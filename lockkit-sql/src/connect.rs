@@ -9,8 +9,16 @@ use lockkit_core::LockError;
 use sqlx::pool::PoolOptions;
 use sqlx::{ConnectOptions, Connection, Database, Pool};
 
+/// A pooled connection idle at least this long is pinged before it is handed out
+/// (and replaced if the ping fails); one used more recently is not. sqlx pings
+/// every connection it takes back, so a connection in steady use was tested a
+/// moment ago; pinging it again before each statement would add a round trip to
+/// every acquire and release.
+pub(crate) const PING_IF_IDLE: Duration = Duration::from_secs(1);
+
 /// Opens a pool of at most `size` connections to `server` (a name for messages:
 /// "PostgreSQL"), waiting at most `timeouts.connect` for a pooled connection.
+/// Connections idle for [`PING_IF_IDLE`] are pinged before use.
 ///
 /// One connection is made first, by itself, within the connect timeout: sqlx's
 /// pool would retry a refused connection until its deadline and then say only
@@ -55,6 +63,15 @@ pub(crate) async fn open_pool<DB: Database>(
     Ok(PoolOptions::<DB>::new()
         .max_connections(settings.pool_size())
         .acquire_timeout(timeouts.connect)
+        .test_before_acquire(false)
+        .before_acquire(|conn, idle| {
+            Box::pin(async move {
+                if idle.idle_for >= PING_IF_IDLE {
+                    conn.ping().await?;
+                }
+                Ok(true)
+            })
+        })
         .connect_lazy_with(options))
 }
 

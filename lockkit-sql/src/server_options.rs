@@ -83,7 +83,9 @@ impl<K: ServerKind> ServerOptions<K> {
 
     /// The connection pool size (default 8; 32 in a session-bound mode, advisory
     /// or `GET_LOCK`, where every held lock keeps a connection). PostgreSQL opens
-    /// one listener connection besides.
+    /// one listener connection besides. A pooled connection is pinged before use
+    /// only after it sat idle for a second or more (sqlx pings each connection it
+    /// takes back), so a statement in steady use costs one round trip, not two.
     pub fn max_connections(mut self, n: u32) -> Self {
         self.settings.pool_size = Some(n.max(1));
         self

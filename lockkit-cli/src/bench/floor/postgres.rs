@@ -20,6 +20,9 @@ impl PostgresFloor {
         let (url, _) = url.split_once('?').unwrap_or((url, ""));
         let pool = sqlx::postgres::PgPoolOptions::new()
             .max_connections(2)
+            // No ping before each statement, as lockkit's pools (a raw client
+            // would not send one either).
+            .test_before_acquire(false)
             .connect(url)
             .await
             .map_err(|e| LockError::connection("postgres", e))?;
