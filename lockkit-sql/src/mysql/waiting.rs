@@ -121,10 +121,10 @@ impl Contender for Waiter<'_> {
         let Some(bell) = leases.doorbells.connection(&self.req.key).await else {
             return Ok(Attempt::Busy(poll));
         };
-        let (state, statement) = (self.state.clone(), leases.doorbells.wait_statement());
+        let (state, statements) = (self.state.clone(), leases.doorbells.wait_statements());
         let (key, cap) = (self.req.key.clone(), self.cap());
         Ok(Attempt::Busy(Busy::trusting(async move {
-            let rung = doorbell::wait(bell, statement, key, cap).await;
+            let rung = doorbell::wait(bell, statements, key, cap).await;
             let mut state = lock(&state);
             match rung {
                 Rung::Ours(bell) => state.bell = Some(bell),
