@@ -31,6 +31,18 @@ pub(crate) fn targets(g: &Group, waiters: &[u64]) -> Vec<String> {
         let rtt_us = rtt.as_secs_f64() * 1e6;
         for &w in waiters {
             if let Some(h) = lk.handoff(w) {
+                if h.stats.p50_us <= 0.0 {
+                    // A gap is clamped at 0 when the next grant lands before the
+                    // release returns (Redlock: a grant needs a majority of masters
+                    // released, the release waits for all of them).
+                    out.push(format!(
+                        "hand-off p50 ≤ {ROUND_TRIP_TARGET}× one round trip ({}), {w} waiters: \
+                         not measured — the next waiter was granted before the release \
+                         returned in over half the hand-offs, which this measure reads as 0",
+                        us(rtt_us)
+                    ));
+                    continue;
+                }
                 let r = h.stats.p50_us / rtt_us;
                 out.push(format!(
                     "hand-off p50 ≤ {ROUND_TRIP_TARGET}× one round trip ({}), {w} waiters: \
