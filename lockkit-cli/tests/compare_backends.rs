@@ -129,6 +129,9 @@ fn pixel_counts(png: &Path) -> (Vec<usize>, f64) {
     (counts, inked as f64 / total as f64)
 }
 
+/// The Consul driver's session TTL in this test, ms: its locks' lease.
+const CONSUL_SESSION_TTL_MS: u64 = 600;
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn compare_runs_check_bench_and_probes_on_sqlite_and_every_networked_backend() {
     let (pg, my, redis, etcd, zk, consul) = tokio::try_join!(
@@ -160,7 +163,7 @@ async fn compare_runs_check_bench_and_probes_on_sqlite_and_every_networked_backe
         etcd.url(),
         // Sessions as the drivers' own conformance tests use them: 1 s, 600 ms.
         format!("{}?session_timeout_ms=1000", zk.url()),
-        format!("{consul_url}?session_ttl_ms=600&lock_delay_ms=0"),
+        format!("{consul_url}?session_ttl_ms={CONSUL_SESSION_TTL_MS}&lock_delay_ms=0"),
     ];
     let drivers = [
         "sqlite",
@@ -257,10 +260,13 @@ async fn compare_runs_check_bench_and_probes_on_sqlite_and_every_networked_backe
         // Probes: both passed; the waiter came after the stalled holder's lease could
         // have run out (the watchdog renews every third of the lease), never before,
         // with a greater token; the stale write was refused; the holder was told.
-        // Consul's lease is its session's TTL (600 ms here), not `--lease`: a
-        // stalled holder's session lapses, and frees the lock, that long after
-        // its last renewal.
-        let lease_ms = if driver == "consul" { 600 } else { 1000 };
+        // Consul's lease is its session's TTL, not `--lease`: a stalled holder's
+        // session lapses, and frees the lock, that long after its last renewal.
+        let lease_ms = if driver == "consul" {
+            CONSUL_SESSION_TTL_MS
+        } else {
+            1000
+        };
         let probes = b["probes"].as_array().unwrap();
         assert_eq!(probes.len(), 2, "{ctx}");
         for p in probes {

@@ -10,7 +10,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lockkit_core::{AcquireRequest, LockDriver, LockError, LockKey, Locker, OwnerId, Wait};
+use lockkit_core::{
+    AcquireRequest, LockDriver, LockError, LockGuard, LockKey, Locker, OwnerId, Wait,
+};
 use lockkit_testkit::{ZooKeeper, ZooKeeperEnsemble};
 use lockkit_zk::{ZkDriver, ZkOptions};
 use tokio::task::JoinHandle;
@@ -30,11 +32,26 @@ async fn locker(url: &str) -> Result<Locker, LockError> {
     Ok(Locker::new(driver(url).await?))
 }
 
+/// Two clients of `zk`, the first holding `key` (lease 5 s): the holder's
+/// locker, the other's, and the hold.
+async fn one_holds_of_two(
+    zk: &ZooKeeper,
+    key: &str,
+) -> Result<(Locker, Locker, LockGuard), LockError> {
+    let (holder, other) = (locker(&zk.url()).await?, locker(&zk.url()).await?);
+    let held = holder
+        .lock(key)
+        .ttl(Duration::from_secs(5))
+        .no_wait()
+        .await?;
+    Ok((holder, other, held))
+}
+
 /// A waiter on its own client: resolves with its guard and when it was granted.
 fn waiter(
     locker: Locker,
     key: &'static str,
-) -> JoinHandle<Result<(lockkit_core::LockGuard, Instant), LockError>> {
+) -> JoinHandle<Result<(LockGuard, Instant), LockError>> {
     tokio::spawn(async move {
         let g = locker
             .lock(key)
@@ -68,16 +85,7 @@ async fn waiter_queued(hosts: &str, key: &str) -> Result<bool, zookeeper_client:
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn paused_server_past_the_session_timeout_signals_lost_before_another_client_acquires() {
     let zk = ZooKeeper::start().await.unwrap();
-    let (holder, other) = (
-        locker(&zk.url()).await.unwrap(),
-        locker(&zk.url()).await.unwrap(),
-    );
-    let g = holder
-        .lock("paused")
-        .ttl(Duration::from_secs(5))
-        .no_wait()
-        .await
-        .unwrap();
+    let (holder, other, g) = one_holds_of_two(&zk, "paused").await.unwrap();
     let lost = g.lost();
     let queued = waiter(other, "paused");
     let hosts = format!("127.0.0.1:{}", zk.port());
@@ -299,14 +307,7 @@ async fn refused_try_locks_leave_no_node_behind() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_try_lock_rides_out_a_server_that_answers_late() {
     let zk = ZooKeeper::start().await.unwrap();
-    let holder = locker(&zk.url()).await.unwrap();
-    let other = locker(&zk.url()).await.unwrap();
-    let held = holder
-        .lock("late")
-        .ttl(Duration::from_secs(5))
-        .no_wait()
-        .await
-        .unwrap();
+    let (_holder, other, held) = one_holds_of_two(&zk, "late").await.unwrap();
     zk.pause();
     let attempt = tokio::spawn(async move { other.try_lock("late").await });
     // The stall itself (a fault of known length), not a wait for a state.
