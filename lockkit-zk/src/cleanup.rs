@@ -18,18 +18,23 @@ use crate::session::Session;
 
 impl ZkDriver {
     /// Deletes a released hold's node. Returns whether it existed.
+    ///
+    /// A delete whose reply is late is sent again (the path is ours alone), and a
+    /// node found gone after one went unanswered was deleted by it. If the outcome
+    /// stays unknown, the delete goes on in the background and the release
+    /// reports the connection error.
     pub(crate) async fn delete_held(&self, held: Held) -> Result<bool> {
-        match held
-            .session
-            .within(held.session.client.delete(&held.path, None))
-            .await
-        {
+        let session = &held.session;
+        let answer = session
+            .answered(|| session.client.delete(&held.path, None))
+            .await;
+        match answer.reply {
             Ok(()) => Ok(true),
-            Err(ZkError::NoNode) => Ok(false),
+            Err(ZkError::NoNode) => Ok(answer.resent),
             Err(e) if session_over(&e) => Ok(false),
             Err(e) => {
                 if outcome_unknown(&e) {
-                    delete_in_background(held.session.clone(), held.path.clone());
+                    delete_in_background(session.clone(), held.path.clone());
                 }
                 Err(zk_error("deleting the lock node", e))
             }
@@ -79,7 +84,11 @@ impl ZkDriver {
     ) -> Result<bool> {
         let session = self.sessions.get().await?;
         let dir = self.dir(key);
-        let children = match session.within(session.client.list_children(&dir)).await {
+        let children = match session
+            .answered(|| session.client.list_children(&dir))
+            .await
+            .reply
+        {
             Ok(c) => c,
             Err(ZkError::NoNode) => return Ok(false),
             Err(e) => return Err(zk_error("listing the lock queue", e)),
@@ -87,9 +96,12 @@ impl ZkDriver {
         let mut any = false;
         for node in pick(&queue(&children)) {
             let path = format!("{dir}/{}", node.name);
-            match session.within(session.client.delete(&path, None)).await {
+            let answer = session
+                .answered(|| session.client.delete(&path, None))
+                .await;
+            match answer.reply {
                 Ok(()) => any = true,
-                Err(ZkError::NoNode) => {}
+                Err(ZkError::NoNode) => any |= answer.resent,
                 Err(e) => return Err(zk_error("deleting a lock node", e)),
             }
         }

@@ -13,6 +13,7 @@ use tokio::time::Instant;
 use crate::cleanup::delete_queued;
 use crate::driver::ZkDriver;
 use crate::error::zk_error;
+use crate::late_reply::late_reply_patience;
 use crate::nodes::{Ahead, blocker, queue};
 use crate::queue::{Mine, Position};
 use crate::session::Session;
@@ -40,14 +41,15 @@ impl<'a> Contending<'a> {
         }
     }
 
-    /// A `try_lock` retries connection errors for [`try_patience`] from its start
+    /// A `try_lock` retries connection errors for
+    /// [`late_reply_patience`] of the session timeout from its start
     /// (a reply late past the client's connection timeout, with the session
     /// alive, is not a failure); a waiting acquire retries them for twice the
     /// session timeout (at least 10 s) in a row. Pauses: 20 ms doubling to 1 s.
     pub(crate) async fn wait(mut self) -> Result<Grant> {
         let policy = WaitPolicy::DEFAULT.with_transient(
             Patience::DEFAULT
-                .with_no_wait(try_patience(self.driver))
+                .with_no_wait(late_reply_patience(self.driver.options().session_timeout()))
                 .with_longest_run(retry_budget(self.driver))
                 .with_backoff(Backoff::new(
                     Duration::from_millis(20),
@@ -133,13 +135,6 @@ impl Contending<'_> {
             watcher.changed().await;
         }))
     }
-}
-
-/// How long a `try_lock` retries connection errors: the client gives a
-/// connection up after 2/5 of the session timeout without a reply, and then has
-/// 1 s more to reconnect and try again.
-fn try_patience(driver: &ZkDriver) -> Duration {
-    driver.options().session_timeout() * 2 / 5 + Duration::from_secs(1)
 }
 
 /// How long connection errors are retried in a row before an acquire gives up.

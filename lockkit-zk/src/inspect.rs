@@ -15,7 +15,11 @@ impl ZkDriver {
     pub(crate) async fn inspect_queue(&self, key: &LockKey) -> Result<Inspection> {
         let session = self.sessions.get().await?;
         let dir = self.dir(key);
-        let children = match session.within(session.client.list_children(&dir)).await {
+        let children = match session
+            .answered(|| session.client.list_children(&dir))
+            .await
+            .reply
+        {
             Ok(c) => c,
             Err(ZkError::NoNode) => return Ok(Inspection::free(key.clone()).with_waiters(0)),
             Err(e) => return Err(zk_error("listing the lock queue", e)),
@@ -25,7 +29,11 @@ impl ZkDriver {
         let mut shown = Vec::with_capacity(holding.len());
         for node in holding {
             let path = format!("{dir}/{}", node.name);
-            match session.within(session.client.get_data(&path)).await {
+            match session
+                .answered(|| session.client.get_data(&path))
+                .await
+                .reply
+            {
                 Ok((data, stat)) => {
                     let label = String::from_utf8(data).ok().filter(|l| !l.is_empty());
                     shown.push(

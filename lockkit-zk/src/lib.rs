@@ -101,6 +101,11 @@
 //! to its `minSessionTimeout`..`maxSessionTimeout`) bounds how long a crashed or
 //! partitioned holder keeps its locks; the client declares the connection lost
 //! after 2/5 of it without a reply, before the server can expire the session.
+//! A reply that late is not a failure of a one-shot request: a `try_lock`, a
+//! release, an inspection or a listing tries again for 2/5 of the session timeout
+//! plus 1 s, on the reconnected session (a release's delete and the reads are
+//! safe to send twice; a `try_lock` finds by owner the node a lost create left).
+//! Holds are still signalled lost at the disconnect.
 //!
 //! # Guarantees and limits
 //!
@@ -124,6 +129,7 @@ mod driver;
 mod error;
 mod holds;
 mod inspect;
+mod late_reply;
 mod list;
 mod nodes;
 mod observe;

@@ -14,7 +14,11 @@ impl ZkDriver {
     pub(crate) async fn list_keys(&self, prefix: &str, limit: usize) -> Result<Vec<LockKey>> {
         let session = self.sessions.get().await?;
         let root = self.options().root();
-        let children = match session.within(session.client.list_children(root)).await {
+        let children = match session
+            .answered(|| session.client.list_children(root))
+            .await
+            .reply
+        {
             Ok(c) => c,
             Err(ZkError::NoNode) => return Ok(Vec::new()),
             Err(e) => return Err(zk_error("listing the locks", e)),

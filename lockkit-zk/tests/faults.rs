@@ -7,7 +7,8 @@
 //! client declares the connection lost after 400 ms without a reply (2/5 of the
 //! session timeout) and the server expires a silent session after 1 to 1.2 s.
 
-use std::sync::Arc;
+mod common;
+
 use std::time::Duration;
 
 use lockkit_core::{
@@ -16,36 +17,10 @@ use lockkit_core::{
 use lockkit_testkit::{ZooKeeper, ZooKeeperEnsemble};
 use lockkit_zk::{ZkDriver, ZkOptions};
 use tokio::task::JoinHandle;
+
+use common::{SESSION_MS, driver, locker, one_holds_of_two};
 use tokio::time::{Instant, sleep, timeout};
 use zookeeper_client::{Acls, Client, CreateMode};
-
-const SESSION_MS: u64 = 1000;
-
-async fn driver(url: &str) -> Result<Arc<ZkDriver>, LockError> {
-    let url = format!("{url}?session_timeout_ms={SESSION_MS}");
-    Ok(Arc::new(
-        ZkDriver::connect(ZkOptions::from_url(&url)?).await?,
-    ))
-}
-
-async fn locker(url: &str) -> Result<Locker, LockError> {
-    Ok(Locker::new(driver(url).await?))
-}
-
-/// Two clients of `zk`, the first holding `key` (lease 5 s): the holder's
-/// locker, the other's, and the hold.
-async fn one_holds_of_two(
-    zk: &ZooKeeper,
-    key: &str,
-) -> Result<(Locker, Locker, LockGuard), LockError> {
-    let (holder, other) = (locker(&zk.url()).await?, locker(&zk.url()).await?);
-    let held = holder
-        .lock(key)
-        .ttl(Duration::from_secs(5))
-        .no_wait()
-        .await?;
-    Ok((holder, other, held))
-}
 
 /// A waiter on its own client: resolves with its guard and when it was granted.
 fn waiter(
@@ -298,31 +273,6 @@ async fn refused_try_locks_leave_no_node_behind() {
     );
     assert_eq!(a.acquire(&req(&holder)).await.unwrap().token, g.token);
     assert!(a.release(&key, &holder).await.unwrap());
-}
-
-/// A `try_lock` whose request meets a server that stalls for 500 ms (past the
-/// client's 400 ms without a reply, well within the 1 s session) does not fail
-/// with a connection error: it tries again within its patience, finds the lock
-/// held and says so, and leaves no node behind.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_try_lock_rides_out_a_server_that_answers_late() {
-    let zk = ZooKeeper::start().await.unwrap();
-    let (_holder, other, held) = one_holds_of_two(&zk, "late").await.unwrap();
-    zk.pause();
-    let attempt = tokio::spawn(async move { other.try_lock("late").await });
-    // The stall itself (a fault of known length), not a wait for a state.
-    sleep(Duration::from_millis(500)).await;
-    zk.resume();
-    let got = timeout(Duration::from_secs(10), attempt)
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(matches!(got, Err(LockError::Contended { .. })), "{got:?}");
-    let raw = Client::connect(&format!("127.0.0.1:{}", zk.port()))
-        .await
-        .unwrap();
-    assert_eq!(raw.list_children("/lockkit/late").await.unwrap().len(), 1);
-    held.release().await.unwrap();
 }
 
 /// 1,000 distinct keys, each locked and released once, leave no key node behind:

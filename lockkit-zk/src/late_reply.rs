@@ -1,0 +1,54 @@
+//! Replies that come late. The client gives a connection up after 2/5 of the
+//! session timeout without a reply, and reconnects within the session: a request
+//! caught in that gap has an unknown outcome, though nothing is wrong with the
+//! session. One-shot requests ride it out: a `try_lock` (in `contender.rs`, which
+//! knows what a create left behind), and the idempotent requests here (reads, and
+//! the delete of one path), sent again until they are answered.
+
+use std::future::Future;
+use std::time::Duration;
+
+use tokio::time::{Instant, sleep};
+use zookeeper_client::Error as ZkError;
+
+use crate::error::outcome_unknown;
+use crate::session::Session;
+
+/// How long a one-shot request retries unknown outcomes: the 2/5 of the session
+/// timeout after which the client gives a connection up, and 1 s more to
+/// reconnect and try again.
+pub(crate) fn late_reply_patience(session_timeout: Duration) -> Duration {
+    session_timeout * 2 / 5 + Duration::from_secs(1)
+}
+
+/// The reply to a request that may have been sent more than once.
+pub(crate) struct Answer<T> {
+    /// The last reply.
+    pub(crate) reply: Result<T, ZkError>,
+    /// Whether an earlier sending went unanswered (and so may have been applied).
+    pub(crate) resent: bool,
+}
+
+impl Session {
+    /// Sends `request`, which must be idempotent, again while its outcome is
+    /// unknown and the session lives, for at most [`late_reply_patience`] of the
+    /// session's timeout. Pauses: 20 ms doubling to 200 ms.
+    pub(crate) async fn answered<T, F>(&self, mut request: impl FnMut() -> F) -> Answer<T>
+    where
+        F: Future<Output = Result<T, ZkError>>,
+    {
+        let give_up = Instant::now() + late_reply_patience(self.client.session_timeout());
+        let mut backoff = Duration::from_millis(20);
+        let mut resent = false;
+        loop {
+            let reply = self.within(request()).await;
+            let late = matches!(&reply, Err(e) if outcome_unknown(e));
+            if !late || Instant::now() + backoff >= give_up || self.is_over() {
+                return Answer { reply, resent };
+            }
+            resent = true;
+            sleep(backoff).await;
+            backoff = (backoff * 2).min(Duration::from_millis(200));
+        }
+    }
+}
