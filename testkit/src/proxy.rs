@@ -1,4 +1,5 @@
-//! A TCP fault proxy on 127.0.0.1: forward, delay, black-hole, reset.
+//! A TCP fault proxy on 127.0.0.1: forward, delay, black-hole, hold replies,
+//! reset.
 //!
 //! Point a client at [`FaultProxy::port`] instead of the server's; then
 //! [`set`](FaultProxy::set) a [`Fault`] to simulate a slow link or a partition, or
@@ -28,6 +29,17 @@ pub enum Fault {
     Delay(Duration),
     /// Hold them (connections stay open, nothing arrives): a partition.
     BlackHole,
+    /// Pass requests on to the server but hold its replies: the server acts on
+    /// what it is sent and the client hears nothing back (a reply lost after
+    /// the request ran). A [`reset`](FaultProxy::reset) then drops what was held.
+    HoldReplies,
+}
+
+/// Which way a pump carries bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Way {
+    ToServer,
+    ToClient,
 }
 
 /// A running proxy. Stops, and closes every connection, on drop.
@@ -73,7 +85,10 @@ impl FaultProxy {
                 let (sr, sw) = server.into_split();
                 let (rx1, rx2) = (rx.clone(), rx.clone());
                 let task = tokio::spawn(async move {
-                    tokio::join!(pump(cr, sw, rx1), pump(sr, cw, rx2));
+                    tokio::join!(
+                        pump(cr, sw, rx1, Way::ToServer),
+                        pump(sr, cw, rx2, Way::ToClient)
+                    );
                 });
                 conns
                     .lock()
@@ -125,7 +140,12 @@ impl Drop for FaultProxy {
     }
 }
 
-async fn pump(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, mut fault: watch::Receiver<Fault>) {
+async fn pump(
+    mut from: OwnedReadHalf,
+    mut to: OwnedWriteHalf,
+    mut fault: watch::Receiver<Fault>,
+    way: Way,
+) {
     let mut buf = vec![0u8; 16 * 1024];
     loop {
         let n = match from.read(&mut buf).await {
@@ -136,11 +156,12 @@ async fn pump(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, mut fault: watch:
             let now = *fault.borrow_and_update();
             match now {
                 Fault::Forward => break,
+                Fault::HoldReplies if way == Way::ToServer => break,
                 Fault::Delay(d) => {
                     tokio::time::sleep(d).await;
                     break;
                 }
-                Fault::BlackHole => {
+                Fault::BlackHole | Fault::HoldReplies => {
                     if fault.changed().await.is_err() {
                         return;
                     }

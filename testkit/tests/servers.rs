@@ -1,5 +1,5 @@
 //! Each server starts, pauses, resumes, dies and restarts as promised; the fault
-//! proxy forwards, black-holes and resets.
+//! proxy forwards, black-holes, holds replies and resets.
 
 #![cfg(test)] // Test code throughout: clippy.toml allows unwrap, expect and panic here.
 
@@ -143,6 +143,30 @@ async fn proxy_forwards_black_holes_and_resets() {
         matches!(cut, Ok(0) | Err(_)),
         "connection survived reset: {cut:?}"
     );
+}
+
+/// With `HoldReplies`, a request through the proxy runs on the server (another
+/// client reads what it wrote) but its reply does not come back.
+#[tokio::test]
+async fn proxy_holding_replies_lets_requests_run_unanswered() {
+    let r = Redis::start().await.unwrap();
+    let proxy = FaultProxy::start(r.port()).await.unwrap();
+    assert!(responds(proxy.port(), REDIS_PING).await);
+    proxy.set(Fault::HoldReplies);
+    assert!(
+        !responds(proxy.port(), b"SET held 1\r\n").await,
+        "a reply came back"
+    );
+    let mut direct = TcpStream::connect(("127.0.0.1", r.port())).await.unwrap();
+    direct.write_all(b"GET held\r\n").await.unwrap();
+    let mut got = [0u8; 7];
+    tokio::time::timeout(Duration::from_secs(2), direct.read_exact(&mut got))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(&got, b"$1\r\n1\r\n");
+    proxy.set(Fault::Forward);
+    assert!(responds(proxy.port(), REDIS_PING).await);
 }
 
 const ZK_SRVR: &[u8] = b"srvr";
