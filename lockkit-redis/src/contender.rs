@@ -13,7 +13,7 @@ use tokio::time::Instant;
 
 use crate::acquire::{Outcome, member};
 use crate::driver::RedisDriver;
-use crate::error::{is_transient, is_transient_on_cluster, redis_error};
+use crate::error::{is_transient, redis_error};
 use crate::keys::Names;
 use crate::wait::{NOTIFY_FALLBACK, Waiter};
 
@@ -21,13 +21,14 @@ use crate::wait::{NOTIFY_FALLBACK, Waiter};
 const POLL_FIRST: Duration = Duration::from_millis(2);
 const POLL_MAX: Duration = Duration::from_millis(50);
 
-/// How long a `try_lock` keeps retrying through transient cluster errors
-/// (a slot migrating, a failover) before it reports them.
+/// How long a `try_lock` keeps retrying through transient errors (a dropped
+/// connection, a late reply, a slot migrating, a failover) before it reports them.
 const TRANSIENT_PATIENCE: Duration = Duration::from_millis(250);
 
 /// Polls (no wake-ups, or the subscriber reconnecting) from 2 ms doubling to 50 ms;
-/// a `try_lock` retries transient cluster errors (a slot migrating, a failover)
-/// for 250 ms, a waiting acquire for as long as it waits.
+/// a `try_lock` retries transient errors (a dropped connection, a late reply, a
+/// slot migrating, a failover) for 250 ms, a waiting acquire for as long as it
+/// waits.
 const POLICY: WaitPolicy = WaitPolicy::DEFAULT
     .with_poll(Backoff::new(POLL_FIRST, POLL_MAX, Jitter::Spread))
     .with_transient(
@@ -68,9 +69,6 @@ impl Contender for Contending<'_> {
             Ok(Outcome::Busy { retry_ms }) => retry_ms,
             Ok(Outcome::Refused(e)) => return Err(e),
             Err(e) if is_transient(&e) => return Ok(Attempt::Transient(redis_error(e))),
-            Err(e) if self.driver.is_cluster() && is_transient_on_cluster(&e) => {
-                return Ok(Attempt::Transient(redis_error(e)));
-            }
             Err(e) => return Err(redis_error(e)),
         };
         // Try again at the holder's expiry at the latest (nobody publishes when a

@@ -65,30 +65,31 @@ pub(crate) fn connect_error(e: redis::RedisError, options: &RedisOptions) -> Loc
     }
 }
 
-/// Errors a cluster answers while it changes shape: a slot migrating with only
-/// some of a script's keys moved (TRYAGAIN), or a failover in progress (the
-/// slot served by no one, a redirect the client could not yet follow within its
-/// retries, or no connection to the slot's new master yet).
+/// Errors that may pass with the next attempt:
+/// - a connection dropped, refused or answering late: the client reconnects,
+///   and on a Cluster, once the other masters agree a node failed, its replica
+///   takes over its slots;
+/// - what a cluster answers while it changes shape: a slot migrating with only
+///   some of a script's keys moved (TRYAGAIN), or a failover in progress (the
+///   slot served by no one, a redirect the client could not yet follow within
+///   its retries, or no connection to the slot's new master yet).
+///
+/// An acquire sent again after a reply it never had is safe: the scripts grant
+/// an owner that already holds the same hold and token again.
 pub(crate) fn is_transient(e: &redis::RedisError) -> bool {
     use redis::{ErrorKind, ServerErrorKind};
-    matches!(
-        e.kind(),
-        ErrorKind::Server(
-            ServerErrorKind::TryAgain
-                | ServerErrorKind::ClusterDown
-                | ServerErrorKind::MasterDown
-                | ServerErrorKind::Moved
-                | ServerErrorKind::Ask
-        ) | ErrorKind::ClusterConnectionNotFound
-    )
-}
-
-/// On a Cluster, as [`is_transient`], and also a node that cannot be reached:
-/// once the other masters agree it failed, its replica takes over its slots.
-pub(crate) fn is_transient_on_cluster(e: &redis::RedisError) -> bool {
-    is_transient(e)
-        || e.is_io_error()
+    e.is_io_error()
         || e.is_connection_dropped()
         || e.is_connection_refusal()
         || e.is_timeout()
+        || matches!(
+            e.kind(),
+            ErrorKind::Server(
+                ServerErrorKind::TryAgain
+                    | ServerErrorKind::ClusterDown
+                    | ServerErrorKind::MasterDown
+                    | ServerErrorKind::Moved
+                    | ServerErrorKind::Ask
+            ) | ErrorKind::ClusterConnectionNotFound
+        )
 }
