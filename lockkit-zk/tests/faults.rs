@@ -18,7 +18,7 @@ use lockkit_testkit::{ZooKeeper, ZooKeeperEnsemble};
 use lockkit_zk::{ZkDriver, ZkOptions};
 use tokio::task::JoinHandle;
 
-use common::{SESSION_MS, driver, locker, one_holds_of_two};
+use common::{SESSION_MS, driver, locker, one_holds_of_two, takes_and_releases};
 use tokio::time::{Instant, sleep, timeout};
 use zookeeper_client::{Acls, Client, CreateMode};
 
@@ -234,13 +234,7 @@ async fn a_node_from_a_lost_create_reply_is_found_by_owner_and_removed() {
             .unwrap()
             .is_empty()
     );
-    other
-        .try_lock("lost-reply")
-        .await
-        .unwrap()
-        .release()
-        .await
-        .unwrap();
+    takes_and_releases(&other, "lost-reply").await.unwrap();
 }
 
 /// A repeated acquire by the same owner through the driver returns the same node

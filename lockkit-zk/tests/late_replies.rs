@@ -12,7 +12,7 @@ use lockkit_testkit::ZooKeeper;
 use tokio::time::{sleep, timeout};
 use zookeeper_client::Client;
 
-use common::one_holds_of_two;
+use common::{one_holds_of_two, takes_and_releases};
 
 /// How long the server is paused: past the client's 400 ms, within the session.
 const STALL: Duration = Duration::from_millis(500);
@@ -27,6 +27,21 @@ async fn queue_len(zk: &ZooKeeper, key: &str) -> Result<usize, zookeeper_client:
     }
 }
 
+/// Runs `request` on its own task while the server is paused for [`STALL`]:
+/// its outcome, or `None` if it has none within 10 s of the resume (or its
+/// task panicked).
+async fn through_a_stall<T: Send + 'static>(
+    zk: &ZooKeeper,
+    request: impl std::future::Future<Output = T> + Send + 'static,
+) -> Option<T> {
+    zk.pause();
+    let running = tokio::spawn(request);
+    // The stall itself (a fault of known length), not a wait for a state.
+    sleep(STALL).await;
+    zk.resume();
+    timeout(Duration::from_secs(10), running).await.ok()?.ok()
+}
+
 /// A `try_lock` whose request meets the stalled server does not fail with a
 /// connection error: it tries again within its patience, finds the lock held
 /// and says so, and leaves no node behind.
@@ -34,14 +49,8 @@ async fn queue_len(zk: &ZooKeeper, key: &str) -> Result<usize, zookeeper_client:
 async fn a_try_lock_rides_out_a_server_that_answers_late() {
     let zk = ZooKeeper::start().await.unwrap();
     let (_holder, other, held) = one_holds_of_two(&zk, "late").await.unwrap();
-    zk.pause();
-    let attempt = tokio::spawn(async move { other.try_lock("late").await });
-    // The stall itself (a fault of known length), not a wait for a state.
-    sleep(STALL).await;
-    zk.resume();
-    let got = timeout(Duration::from_secs(10), attempt)
+    let got = through_a_stall(&zk, async move { other.try_lock("late").await })
         .await
-        .unwrap()
         .unwrap();
     assert!(matches!(got, Err(LockError::Contended { .. })), "{got:?}");
     assert_eq!(queue_len(&zk, "late").await.unwrap(), 1);
@@ -55,24 +64,10 @@ async fn a_try_lock_rides_out_a_server_that_answers_late() {
 async fn a_release_rides_out_a_server_that_answers_late() {
     let zk = ZooKeeper::start().await.unwrap();
     let (_holder, other, held) = one_holds_of_two(&zk, "late-release").await.unwrap();
-    zk.pause();
-    let release = tokio::spawn(held.release());
-    // The stall itself (a fault of known length), not a wait for a state.
-    sleep(STALL).await;
-    zk.resume();
-    let released = timeout(Duration::from_secs(10), release)
-        .await
-        .unwrap()
-        .unwrap();
+    let released = through_a_stall(&zk, held.release()).await.unwrap();
     assert!(released.is_ok(), "{released:?}");
     assert_eq!(queue_len(&zk, "late-release").await.unwrap(), 0);
-    other
-        .try_lock("late-release")
-        .await
-        .unwrap()
-        .release()
-        .await
-        .unwrap();
+    takes_and_releases(&other, "late-release").await.unwrap();
 }
 
 /// An inspection (reads only) whose requests meet the stalled server reads
@@ -81,14 +76,8 @@ async fn a_release_rides_out_a_server_that_answers_late() {
 async fn an_inspection_rides_out_a_server_that_answers_late() {
     let zk = ZooKeeper::start().await.unwrap();
     let (_holder, other, held) = one_holds_of_two(&zk, "late-inspect").await.unwrap();
-    zk.pause();
-    let inspection = tokio::spawn(async move { other.inspect("late-inspect").await });
-    // The stall itself (a fault of known length), not a wait for a state.
-    sleep(STALL).await;
-    zk.resume();
-    let seen = timeout(Duration::from_secs(10), inspection)
+    let seen = through_a_stall(&zk, async move { other.inspect("late-inspect").await })
         .await
-        .unwrap()
         .unwrap()
         .unwrap();
     assert_eq!(seen.holders.len(), 1, "{seen:?}");

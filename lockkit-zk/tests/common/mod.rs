@@ -39,3 +39,8 @@ pub(crate) async fn one_holds_of_two(
         .await?;
     Ok((holder, other, held))
 }
+
+/// Takes `key` with a `try_lock` (it must be free) and releases it.
+pub(crate) async fn takes_and_releases(locker: &Locker, key: &str) -> Result<(), LockError> {
+    locker.try_lock(key).await?.release().await
+}
