@@ -15,6 +15,19 @@ pub(crate) fn db_error(driver: &'static str, e: sqlx::Error) -> LockError {
     }
 }
 
+/// Whether an attempt's error may pass with the next one: the connection failed,
+/// answered late or could not be had (the pool opens a new one, after a server
+/// restart too). Not a closed pool: that is the driver shutting down.
+pub(crate) fn is_transient(e: &LockError) -> bool {
+    match e {
+        LockError::Connection { source, .. } => !source
+            .as_deref()
+            .and_then(|s| s.downcast_ref::<sqlx::Error>())
+            .is_some_and(|s| matches!(s, sqlx::Error::PoolClosed)),
+        _ => false,
+    }
+}
+
 /// Whether the database aborted the statement because it collided with another
 /// transaction (a deadlock, a serialization failure): SQLSTATE class 40, on
 /// PostgreSQL and MySQL alike. Nothing took effect; the attempt may simply be

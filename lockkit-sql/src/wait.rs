@@ -1,6 +1,11 @@
 //! How a SQL driver waits: the one wait engine of `lockkit_core`, over an attempt
 //! that runs the acquiring statement, woken by an in-process release or a
-//! PostgreSQL NOTIFY, polling with jittered backoff when no wake-up comes.
+//! PostgreSQL NOTIFY, polling with jittered backoff when no wake-up comes. A
+//! connection that fails under an attempt (a server restarting, a reply later
+//! than `request_timeout_ms`) is transient: a waiting acquire tries again within
+//! its wait, as on every other backend; a `try_lock` reports it. Attempting
+//! again is safe: a lease statement grants an owner that holds the lease again,
+//! with its token, and a session lock dies with the session that failed.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -12,6 +17,8 @@ use lockkit_core::driver::{
     wait_for_grant,
 };
 use tokio::sync::Notify;
+
+use crate::error::is_transient;
 
 /// The first pause between attempts.
 const FIRST: Duration = Duration::from_millis(2);
@@ -56,12 +63,14 @@ where
     async fn attempt(&mut self) -> Result<Attempt> {
         let mut woken = Box::pin(self.wake.clone().notified_owned());
         woken.as_mut().enable();
-        Ok(match (self.attempt)().await? {
-            Some(grant) => Attempt::Granted(grant),
-            None => Attempt::Busy(Busy::woken_by(async move {
+        Ok(match (self.attempt)().await {
+            Ok(Some(grant)) => Attempt::Granted(grant),
+            Ok(None) => Attempt::Busy(Busy::woken_by(async move {
                 woken.await;
                 Ok(())
             })),
+            Err(e) if is_transient(&e) => Attempt::Transient(e),
+            Err(e) => return Err(e),
         })
     }
 }

@@ -1,5 +1,6 @@
 //! An exclusive acquire that waits on the key's bell (see [`super::doorbell`])
-//! between attempts, instead of polling.
+//! between attempts, instead of polling. A failed connection is transient, as
+//! for every SQL waiter (see `crate::wait`).
 
 use std::sync::{Arc, Mutex};
 
@@ -9,6 +10,7 @@ use tokio::time::Instant;
 
 use super::doorbell::{self, BELL_CAP, Bell, Rung};
 use super::leases::MySqlLeases;
+use crate::error::is_transient;
 use crate::lease::LeaseBackend;
 
 /// How often, on average, the waiter first in line polls a holder that has no
@@ -83,13 +85,19 @@ impl Contender for Waiter<'_> {
                         leases.doorbells.keep(&self.req.key, &self.req.owner, bell);
                         return Ok(Attempt::Granted(grant));
                     }
+                    // Its connection may be the one that failed: closing it
+                    // frees the bell for the next waiter.
+                    Err(e) if is_transient(&e) => return Ok(Attempt::Transient(e)),
                     other => {
                         self.state().bell = Some(bell);
                         other?
                     }
                 }
             }
-            None => leases.try_acquire(self.req).await?,
+            None => match leases.try_acquire(self.req).await {
+                Err(e) if is_transient(&e) => return Ok(Attempt::Transient(e)),
+                other => other?,
+            },
         };
         if let Some(grant) = granted {
             return Ok(Attempt::Granted(grant));
