@@ -1,6 +1,7 @@
 //! MySQL/MariaDB waiters in other processes are woken, not polled: each waits in
 //! `GET_LOCK` on the key's bell, which the holder rings at its release (a real
-//! MariaDB; each `Locker` its own driver and pools, as another process's would be).
+//! MariaDB; each `Locker` its own driver and pools, as another process's would be),
+//! and a waiter on the bell keeps waiting through a server restart.
 #![cfg(test)] // Test code throughout: clippy.toml allows unwrap, expect and panic here.
 
 use std::sync::Arc;
@@ -187,4 +188,40 @@ async fn a_cancelled_waiter_does_not_keep_the_bell() {
     a.release().await.unwrap();
     let got = timeout(LONG, behind).await.unwrap().unwrap().unwrap();
     got.release().await.unwrap();
+}
+
+/// A waiter first in line, on the bell's connection, when MariaDB is killed: that
+/// connection fails under its next attempt, which is transient. It keeps waiting
+/// through the restart and is granted once the holder's hold has ended, with a
+/// higher token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_on_the_bell_is_granted_after_a_server_restart() {
+    let mut db = MariaDb::start().await.unwrap();
+    let url = db.url();
+    let admin = MySqlPool::connect(&url).await.unwrap();
+    let (holder, waiter) = (locker(&url).await, locker(&url).await);
+    // A short lease: once dropped, the holder's lock frees within it.
+    let held = holder
+        .lock(KEY)
+        .ttl(Duration::from_millis(800))
+        .no_wait()
+        .await
+        .unwrap();
+    let first = held.token();
+    let waited = waiting(&waiter, LONG);
+    until("the waiter takes the bell", || bell_taken(&admin)).await;
+    admin.close().await;
+
+    db.kill();
+    // The holder goes with the server (else its watchdog would renew the lease
+    // once the server is back): its lock frees at its release or lease's end.
+    drop((held, holder));
+    db.restart().await.unwrap();
+    let granted = timeout(LONG, waited).await.unwrap().unwrap().unwrap();
+    assert!(
+        granted.token() > first,
+        "token {} after the restart, {first} before",
+        granted.token()
+    );
+    granted.release().await.unwrap();
 }
