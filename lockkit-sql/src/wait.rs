@@ -11,11 +11,11 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use lockkit_core::Result;
 use lockkit_core::driver::{
     AcquireRequest, Attempt, Backoff, Busy, Contender, Grant, Jitter, WaitPolicy, async_trait,
     wait_for_grant,
 };
+use lockkit_core::{LockError, Result};
 use tokio::sync::Notify;
 
 use crate::error::is_transient;
@@ -69,8 +69,17 @@ where
                 woken.await;
                 Ok(())
             })),
-            Err(e) if is_transient(&e) => Attempt::Transient(e),
-            Err(e) => return Err(e),
+            Err(e) => return failed(e),
         })
+    }
+}
+
+/// An attempt that failed with `e`: transient if its connection failed
+/// ([`is_transient`]), else the acquire's error.
+pub(crate) fn failed(e: LockError) -> Result<Attempt> {
+    if is_transient(&e) {
+        Ok(Attempt::Transient(e))
+    } else {
+        Err(e)
     }
 }

@@ -6,8 +6,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use lockkit_core::driver::{Backoff, Jitter};
 use lockkit_core::{LockKey, OwnerId, Result};
-use tokio::time::{Instant, sleep};
 use zookeeper_client::Error as ZkError;
 
 use crate::driver::ZkDriver;
@@ -125,25 +125,29 @@ pub(crate) async fn delete_queued(session: Arc<Session>, path: String) {
 /// session a fresh timeout), and its nodes with it.
 const BACKGROUND_DELETE_PATIENCE: Duration = Duration::from_secs(60);
 
+/// The pauses between a background delete's tries: 20 ms doubling to 1 s.
+const BACKGROUND_PAUSES: Backoff = Backoff::new(
+    Duration::from_millis(20),
+    Duration::from_secs(1),
+    Jitter::None,
+);
+
 /// Deletes `path` on a background task, retrying while the outcome is unknown and
 /// the session lives (at most [`BACKGROUND_DELETE_PATIENCE`] or twice the session
 /// timeout, whichever is longer).
 pub(crate) fn delete_in_background(session: Arc<Session>, path: String) {
     tokio::spawn(async move {
         let patience = BACKGROUND_DELETE_PATIENCE.max(session.client.session_timeout() * 2);
-        let give_up = Instant::now() + patience;
-        let mut backoff = Duration::from_millis(20);
-        while Instant::now() < give_up && !session.is_over() {
-            match session.within(session.client.delete(&path, None)).await {
-                Ok(()) | Err(ZkError::NoNode) => return,
-                Err(e) if outcome_unknown(&e) => {}
-                Err(e) => {
-                    tracing::warn!(%path, error = %e, "could not delete a lock node");
-                    return;
-                }
+        let answer = session
+            .answered_within(patience, BACKGROUND_PAUSES, || {
+                session.client.delete(&path, None)
+            })
+            .await;
+        match answer.reply {
+            Err(e) if !matches!(e, ZkError::NoNode) && !outcome_unknown(&e) => {
+                tracing::warn!(%path, error = %e, "could not delete a lock node");
             }
-            sleep(backoff).await;
-            backoff = (backoff * 2).min(Duration::from_secs(1));
+            _ => {}
         }
     });
 }

@@ -8,6 +8,7 @@
 use std::future::Future;
 use std::time::Duration;
 
+use lockkit_core::driver::{Backoff, Jitter};
 use tokio::time::{Instant, sleep};
 use zookeeper_client::Error as ZkError;
 
@@ -21,6 +22,13 @@ pub(crate) fn late_reply_patience(session_timeout: Duration) -> Duration {
     session_timeout * 2 / 5 + Duration::from_secs(1)
 }
 
+/// The pauses between sendings of a one-shot request: 20 ms doubling to 200 ms.
+const PAUSES: Backoff = Backoff::new(
+    Duration::from_millis(20),
+    Duration::from_millis(200),
+    Jitter::None,
+);
+
 /// The reply to a request that may have been sent more than once.
 pub(crate) struct Answer<T> {
     /// The last reply.
@@ -33,22 +41,37 @@ impl Session {
     /// Sends `request`, which must be idempotent, again while its outcome is
     /// unknown and the session lives, for at most [`late_reply_patience`] of the
     /// session's timeout. Pauses: 20 ms doubling to 200 ms.
-    pub(crate) async fn answered<T, F>(&self, mut request: impl FnMut() -> F) -> Answer<T>
+    pub(crate) async fn answered<T, F>(&self, request: impl FnMut() -> F) -> Answer<T>
     where
         F: Future<Output = Result<T, ZkError>>,
     {
-        let give_up = Instant::now() + late_reply_patience(self.client.session_timeout());
-        let mut backoff = Duration::from_millis(20);
+        let patience = late_reply_patience(self.client.session_timeout());
+        self.answered_within(patience, PAUSES, request).await
+    }
+
+    /// As [`Session::answered`], for at most `patience`, pausing as `backoff`
+    /// says between sendings.
+    pub(crate) async fn answered_within<T, F>(
+        &self,
+        patience: Duration,
+        backoff: Backoff,
+        mut request: impl FnMut() -> F,
+    ) -> Answer<T>
+    where
+        F: Future<Output = Result<T, ZkError>>,
+    {
+        let give_up = Instant::now() + patience;
+        let mut pauses = backoff.pauses();
         let mut resent = false;
         loop {
             let reply = self.within(request()).await;
             let late = matches!(&reply, Err(e) if outcome_unknown(e));
-            if !late || Instant::now() + backoff >= give_up || self.is_over() {
+            let pause = pauses.next_pause();
+            if !late || Instant::now() + pause >= give_up || self.is_over() {
                 return Answer { reply, resent };
             }
             resent = true;
-            sleep(backoff).await;
-            backoff = (backoff * 2).min(Duration::from_millis(200));
+            sleep(pause).await;
         }
     }
 }

@@ -12,6 +12,7 @@ use super::doorbell::{self, BELL_CAP, Bell, Rung};
 use super::leases::MySqlLeases;
 use crate::error::is_transient;
 use crate::lease::LeaseBackend;
+use crate::wait::failed;
 
 /// How often, on average, the waiter first in line polls a holder that has no
 /// bell to ring (it took its lock without waiting): one such poller per key.
@@ -87,7 +88,7 @@ impl Contender for Waiter<'_> {
                     }
                     // Its connection may be the one that failed: closing it
                     // frees the bell for the next waiter.
-                    Err(e) if is_transient(&e) => return Ok(Attempt::Transient(e)),
+                    Err(e) if is_transient(&e) => return failed(e),
                     other => {
                         self.state().bell = Some(bell);
                         other?
@@ -95,8 +96,8 @@ impl Contender for Waiter<'_> {
                 }
             }
             None => match leases.try_acquire(self.req).await {
-                Err(e) if is_transient(&e) => return Ok(Attempt::Transient(e)),
-                other => other?,
+                Ok(granted) => granted,
+                Err(e) => return failed(e),
             },
         };
         if let Some(grant) = granted {
