@@ -2,7 +2,8 @@
 
 use lockkit_core::LockError;
 
-/// Maps a client error: transport trouble is `Connection`, the rest `Backend`.
+/// Maps a client error: transport trouble is `Connection`, and so is a server
+/// that ends the session ([`ends_the_session`]); the rest is `Backend`.
 pub(crate) fn db_error(driver: &'static str, e: sqlx::Error) -> LockError {
     match e {
         sqlx::Error::Io(_)
@@ -11,8 +12,21 @@ pub(crate) fn db_error(driver: &'static str, e: sqlx::Error) -> LockError {
         | sqlx::Error::PoolClosed
         | sqlx::Error::WorkerCrashed
         | sqlx::Error::Protocol(_) => LockError::connection(driver, e),
+        e if ends_the_session(&e) => LockError::connection(driver, e),
         other => LockError::backend(driver, other),
     }
+}
+
+/// Whether the server answered with the end of the connection rather than with
+/// a statement's failure: SQLSTATE class 08 (connection exception; MySQL's
+/// "server shutdown in progress" is 08S01), or PostgreSQL's 57P01-57P03 (the
+/// server shutting down, crashed or still starting: a restart or a managed
+/// failover). The statement may not have run, or its effect is unknown, as
+/// when the socket drops.
+fn ends_the_session(e: &sqlx::Error) -> bool {
+    e.as_database_error()
+        .and_then(|d| d.code())
+        .is_some_and(|code| code.starts_with("08") || matches!(&*code, "57P01" | "57P02" | "57P03"))
 }
 
 /// Whether an attempt's error may pass with the next one: the connection failed,

@@ -106,6 +106,60 @@ async fn mariadb_killed_during_a_hold_then_restarted() {
     g.release().await.unwrap();
 }
 
+/// How long the waiter's server stays dead: past the waiter's longest pause
+/// between attempts (PostgreSQL's 250 ms poll) and its connect timeout (300 ms
+/// below), so that at least one of its attempts fails on the dead server. This is
+/// the fault's length, not a wait for a state.
+const DOWN: Duration = Duration::from_millis(1500);
+
+/// A PostgreSQL waiter while the server is killed and stays down: its attempts in
+/// the meantime fail with connection errors, which are transient within the wait
+/// (the loop shared with MySQL). It is granted after the restart, once the
+/// holder's lease has ended, with a higher token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_postgres_waiter_is_granted_after_a_server_restart() {
+    let mut pg = Postgres::start().await.unwrap();
+    let url = pg.url();
+    let holder = Locker::new(Arc::new(
+        PgDriver::connect(PgOptions::from_url(&url).unwrap())
+            .await
+            .unwrap(),
+    ));
+    let waiter = Locker::new(Arc::new(
+        PgDriver::connect(PgOptions::from_url(&format!("{url}?connect_timeout_ms=300")).unwrap())
+            .await
+            .unwrap(),
+    ));
+    let held = holder.lock("orders/9").ttl(TTL).no_wait().await.unwrap();
+    let first = held.token();
+    let waited =
+        tokio::spawn(async move { waiter.lock("orders/9").wait(Duration::from_secs(20)).await });
+
+    pg.kill();
+    // The holder goes with the server (else its watchdog would renew the lease
+    // once the server is back): its lock frees at its lease's end.
+    drop((held, holder));
+    tokio::time::sleep(DOWN).await;
+    if waited.is_finished() {
+        panic!(
+            "the waiter gave up while the server was down: {:?}",
+            waited.await
+        );
+    }
+    pg.restart().await.unwrap();
+    let granted = timeout(Duration::from_secs(20), waited)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert!(
+        granted.token() > first,
+        "token {} after the restart, {first} before",
+        granted.token()
+    );
+    granted.release().await.unwrap();
+}
+
 #[test]
 fn database_urls_keep_passwords_out_of_errors_and_debug() {
     let opts = PgOptions::from_url("postgres://app:hunter2@127.0.0.1:5432/db?table=locks").unwrap();
