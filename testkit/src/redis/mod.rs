@@ -57,6 +57,60 @@ impl Redis {
         Self::start_with(&aof, ClusterBus::Default).await
     }
 
+    /// Starts `redis-server` that, started again after a [`save`](Self::save),
+    /// spends about 2.5 s loading its snapshot and answers every request with
+    /// `LOADING` meanwhile, as a restarted server with a large dataset does: a
+    /// ballast of 5,000 keys, each loaded with a 500 µs delay (Redis's hidden test
+    /// settings `key-load-delay` and `loading-process-events-interval-bytes`, the
+    /// latter so that it answers while it loads). See
+    /// [`start_loading`](Self::start_loading).
+    ///
+    /// # Errors
+    ///
+    /// As [`start`](Self::start); `Setup` if the ballast cannot be written.
+    pub async fn start_slow_to_load() -> Result<Self, TestkitError> {
+        let slow = [
+            "--key-load-delay",
+            "500",
+            "--loading-process-events-interval-bytes",
+            "1024",
+        ]
+        .map(String::from);
+        let server = Self::start_with(&slow, ClusterBus::Default).await?;
+        let ballast = "EVAL \"for i = 1, 5000 do redis.call('SET', 'ballast:' .. i, i) end\" 0";
+        if server.ask(ballast).await.is_none() {
+            return Err(TestkitError::Setup {
+                step: "writing the ballast keys".into(),
+                detail: "EVAL got no answer or an error".into(),
+            });
+        }
+        Ok(server)
+    }
+
+    /// Writes a snapshot (`SAVE`), which a server without persistence loads when it
+    /// starts again. Whether it was written.
+    pub async fn save(&self) -> bool {
+        self.ask("SAVE").await.is_some_and(|r| r == ["OK"])
+    }
+
+    /// Starts the server again on the same port (after [`Server::kill`]), and
+    /// returns as soon as it accepts connections, before it has loaded its
+    /// snapshot: until then it answers `LOADING`.
+    ///
+    /// # Errors
+    ///
+    /// As [`start`](Self::start).
+    pub async fn start_loading(&mut self) -> Result<(), TestkitError> {
+        self.server.respawn()?;
+        self.server
+            .wait_ready(|port| async move {
+                tokio::net::TcpStream::connect(("127.0.0.1", port))
+                    .await
+                    .is_ok()
+            })
+            .await
+    }
+
     /// Starts `redis-server` listening on TLS only (`--port 0 --tls-port P`), with
     /// a throwaway CA and a server certificate for `IP:127.0.0.1` generated in its
     /// temp dir by the `openssl` CLI; clients need not present a certificate.
