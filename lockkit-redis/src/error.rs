@@ -72,7 +72,9 @@ pub(crate) fn connect_error(e: redis::RedisError, options: &RedisOptions) -> Loc
 /// - what a cluster answers while it changes shape: a slot migrating with only
 ///   some of a script's keys moved (TRYAGAIN), or a failover in progress (the
 ///   slot served by no one, a redirect the client could not yet follow within
-///   its retries, or no connection to the slot's new master yet).
+///   its retries, or no connection to the slot's new master yet);
+/// - a server that has just restarted and is still loading its dataset
+///   (LOADING), which takes seconds for a large one.
 ///
 /// An acquire sent again after a reply it never had is safe: the scripts grant
 /// an owner that already holds the same hold and token again.
@@ -86,6 +88,7 @@ pub(crate) fn is_transient(e: &redis::RedisError) -> bool {
             e.kind(),
             ErrorKind::Server(
                 ServerErrorKind::TryAgain
+                    | ServerErrorKind::BusyLoading
                     | ServerErrorKind::ClusterDown
                     | ServerErrorKind::MasterDown
                     | ServerErrorKind::Moved
