@@ -6,22 +6,13 @@
 #![cfg(test)] // Test code throughout: clippy.toml allows unwrap, expect and panic here.
 
 mod common;
+use common::driver;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use lockkit_core::{LockError, Locker};
-use lockkit_redis::{RedisDriver, RedisOptions};
 use lockkit_testkit::RedisCluster;
 use tokio::time::Instant;
-
-async fn driver(url: &str) -> Arc<RedisDriver> {
-    Arc::new(
-        RedisDriver::connect(RedisOptions::from_url(url).unwrap())
-            .await
-            .unwrap(),
-    )
-}
 
 async fn node(port: u16) -> redis::aio::MultiplexedConnection {
     redis::Client::open(format!("redis://127.0.0.1:{port}"))

@@ -4,24 +4,13 @@
 
 #![cfg(test)] // Test code throughout: clippy.toml allows unwrap, expect and panic here.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use lockkit_core::Locker;
-use lockkit_redis::{RedisDriver, RedisOptions};
 use lockkit_testkit::Redis;
 use tokio::time::timeout;
 
 mod common;
-use common::{admin, until_queued};
-
-async fn locker(url: &str) -> Locker {
-    Locker::new(Arc::new(
-        RedisDriver::connect(RedisOptions::from_url(url).unwrap())
-            .await
-            .unwrap(),
-    ))
-}
+use common::{admin, locker, until_queued};
 
 /// The server is killed under a queued waiter and started again from its
 /// snapshot, which takes it about 2.5 s to load. The waiter's attempts meanwhile

@@ -4,24 +4,13 @@
 
 #![cfg(test)] // Test code throughout: clippy.toml allows unwrap, expect and panic here.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use lockkit_core::Locker;
-use lockkit_redis::{RedisDriver, RedisOptions};
 use lockkit_testkit::{Fault, FaultProxy, Redis};
 use tokio::time::timeout;
 
 mod common;
-use common::{admin, until_queued};
-
-async fn locker(url: &str) -> Locker {
-    Locker::new(Arc::new(
-        RedisDriver::connect(RedisOptions::from_url(url).unwrap())
-            .await
-            .unwrap(),
-    ))
-}
+use common::{admin, locker, until_queued};
 
 /// The waiter's first attempt finds the lock held and queues it, but its reply is
 /// lost (held by the proxy, then dropped with the connection). Once the lock is

@@ -5,7 +5,6 @@
 
 #![cfg(test)] // Test code throughout: clippy.toml allows unwrap, expect and panic here.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use lockkit_core::{
@@ -18,7 +17,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 mod common;
-use common::{admin, publishes, until_queued};
+use common::{admin, locker, publishes, until_queued};
 
 /// How long any wait in these tests may take before it counts as a failure.
 const LIMIT: Duration = Duration::from_secs(20);
@@ -59,13 +58,6 @@ impl Target {
 
 async fn node(server: &Redis) -> redis::aio::MultiplexedConnection {
     admin(&redis::Client::open(server.url()).unwrap()).await
-}
-
-async fn locker(url: &str) -> Locker {
-    let driver = RedisDriver::connect(RedisOptions::from_url(url).unwrap())
-        .await
-        .unwrap();
-    Locker::new(Arc::new(driver))
 }
 
 /// A read or write lock waited for on its own task (its own driver, as a separate

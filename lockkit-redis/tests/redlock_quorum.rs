@@ -3,27 +3,20 @@
 
 #![cfg(test)] // Test code throughout: clippy.toml allows unwrap, expect and panic here.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use lockkit_core::{LockError, Locker};
+use lockkit_core::LockError;
 use lockkit_redis::{RedlockDriver, RedlockOptions};
 use lockkit_testkit::RedisMasters;
 use tokio::time::Instant;
 
 mod common;
+use common::redlock_locker;
 
 /// The default cap on one request to one master (see `RedlockOptions`).
 const REQUEST_TIMEOUT: Duration = Duration::from_millis(250);
 /// Slack for a loaded 2-core machine on top of a bound the driver promises.
 const SLACK: Duration = Duration::from_millis(750);
-
-async fn locker(url: &str) -> Locker {
-    let driver = RedlockDriver::connect(RedlockOptions::from_url(url).unwrap())
-        .await
-        .unwrap();
-    Locker::new(Arc::new(driver))
-}
 
 fn expect_quorum_error<T>(r: Result<T, LockError>, answered: usize, what: &str) {
     let expected = format!("{answered} of 5 masters answered, 3 needed");
@@ -40,7 +33,7 @@ fn expect_quorum_error<T>(r: Result<T, LockError>, answered: usize, what: &str) 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_of_five_killed_try_lock_fails_fast_with_the_quorum_error() {
     let mut masters = RedisMasters::start(5).await.unwrap();
-    let locker = locker(&masters.url()).await;
+    let locker = redlock_locker(&masters.url()).await;
     for node in &mut masters.nodes[..3] {
         node.kill();
     }
@@ -57,7 +50,7 @@ async fn three_of_five_killed_try_lock_fails_fast_with_the_quorum_error() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_of_five_killed_waiting_lock_ends_with_the_quorum_error_at_its_deadline() {
     let mut masters = RedisMasters::start(5).await.unwrap();
-    let locker = locker(&masters.url()).await;
+    let locker = redlock_locker(&masters.url()).await;
     for node in &mut masters.nodes[..3] {
         node.kill();
     }
@@ -117,7 +110,11 @@ async fn connect_needs_only_a_quorum_and_names_the_count_when_it_has_none() {
         node.kill();
     }
     // 3 of 5 up: connects and locks.
-    let g = locker(&url).await.try_lock("orders:1").await.unwrap();
+    let g = redlock_locker(&url)
+        .await
+        .try_lock("orders:1")
+        .await
+        .unwrap();
     g.release().await.unwrap();
     masters.nodes[2].kill();
     let started = Instant::now();
@@ -140,7 +137,10 @@ async fn connect_needs_only_a_quorum_and_names_the_count_when_it_has_none() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn paused_minority_does_not_stall_acquire_beyond_the_request_timeout() {
     let masters = RedisMasters::start(5).await.unwrap();
-    let (a, b) = (locker(&masters.url()).await, locker(&masters.url()).await);
+    let (a, b) = (
+        redlock_locker(&masters.url()).await,
+        redlock_locker(&masters.url()).await,
+    );
     // Warm every connection first, so the pause hits established connections.
     a.try_lock("warm").await.unwrap().release().await.unwrap();
     b.try_lock("warm").await.unwrap().release().await.unwrap();
@@ -204,7 +204,7 @@ async fn tokens_strictly_increase_while_masters_die_down_to_the_quorum() {
     let mut tokens = Vec::new();
     for victim in [Some(0), Some(1), None] {
         // A holder whose fixed lease runs out while a master dies.
-        let a = locker(&url).await;
+        let a = redlock_locker(&url).await;
         let ga = a
             .lock(key)
             .lease(Duration::from_millis(300))
@@ -216,7 +216,7 @@ async fn tokens_strictly_increase_while_masters_die_down_to_the_quorum() {
             masters.nodes[v].kill();
         }
         // The next holder takes over after the expiry, and releases.
-        let b = locker(&url).await;
+        let b = redlock_locker(&url).await;
         let gb = b
             .lock(key)
             .lease(Duration::from_secs(10))
@@ -233,7 +233,7 @@ async fn tokens_strictly_increase_while_masters_die_down_to_the_quorum() {
         "tokens did not strictly increase: {tokens:?}"
     );
     // Below the quorum, locking stops with the clear error.
-    let last = locker(&url).await;
+    let last = redlock_locker(&url).await;
     masters.nodes[2].kill();
     expect_quorum_error(
         last.try_lock(key).await.map(|_| ()),
@@ -298,7 +298,7 @@ async fn script_calls(masters: &RedisMasters) -> Vec<u64> {
 async fn masters_that_agree_on_the_token_skip_the_raise_round() {
     let masters = RedisMasters::start(5).await.unwrap();
     let key = "orders:8";
-    let l = locker(&masters.url()).await;
+    let l = redlock_locker(&masters.url()).await;
     // Loads the scripts (a first EVALSHA answers NOSCRIPT).
     l.try_lock(key).await.unwrap().release().await.unwrap();
     // Counters in step: each lock+release is one acquire and one release script

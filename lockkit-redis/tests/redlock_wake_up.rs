@@ -5,25 +5,16 @@
 #![cfg(test)] // Test code throughout: clippy.toml allows unwrap, expect and panic here.
 
 mod common;
+use common::redlock_locker;
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use lockkit_core::Locker;
-use lockkit_redis::{RedlockDriver, RedlockOptions};
 use lockkit_testkit::RedisMasters;
 use tokio::time::Instant;
 
 /// With wake-ups from a quorum, a waiter retries on its own after 0.5–1.5 s (the
 /// fallback), never sooner: a hand-off faster than this came from a wake-up.
 const EARLIEST_OWN_RETRY: Duration = Duration::from_millis(500);
-
-async fn locker(url: &str) -> Locker {
-    let driver = RedlockDriver::connect(RedlockOptions::from_url(url).unwrap())
-        .await
-        .unwrap();
-    Locker::new(Arc::new(driver))
-}
 
 async fn admin(masters: &RedisMasters) -> Vec<redis::aio::MultiplexedConnection> {
     let mut conns = Vec::new();
@@ -71,7 +62,7 @@ async fn a_release_wakes_the_waiter_before_it_would_retry() {
     let masters = RedisMasters::start(5).await.unwrap();
     // A mean retry of 5 s: without a wake-up the waiter would sit out seconds.
     let url = format!("{}?retry_ms=5000", masters.url());
-    let (holder, waiter) = (locker(&url).await, locker(&url).await);
+    let (holder, waiter) = (redlock_locker(&url).await, redlock_locker(&url).await);
     let mut conns = admin(&masters).await;
     on_every_master(
         &mut conns,

@@ -4,28 +4,18 @@
 
 #![cfg(test)] // Test code throughout: clippy.toml allows unwrap, expect and panic here.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use lockkit_core::{AcquireRequest, LockDriver, LockKey, Locker, OwnerId, Wait};
-use lockkit_redis::{RedisDriver, RedisOptions};
 use lockkit_testkit::Redis;
 use tokio::time::Instant;
 
 mod common;
-use common::{script_calls, until_queued};
+use common::{driver, script_calls, until_queued};
 
 /// How long a waiter goes without a wake-up before retrying anyway (the driver's
 /// fallback poll). A hand-off much faster than this came from a wake-up.
 const FALLBACK: Duration = Duration::from_secs(1);
-
-async fn driver(url: &str) -> Arc<RedisDriver> {
-    Arc::new(
-        RedisDriver::connect(RedisOptions::from_url(url).unwrap())
-            .await
-            .unwrap(),
-    )
-}
 
 async fn admin(url: &str) -> redis::aio::MultiplexedConnection {
     redis::Client::open(url)

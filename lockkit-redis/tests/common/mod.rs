@@ -78,3 +78,23 @@ pub(crate) async fn until_queued(
         tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     }
 }
+
+/// The single-server (or Cluster) driver at `url`.
+pub(crate) async fn driver(url: &str) -> std::sync::Arc<lockkit_redis::RedisDriver> {
+    let options = lockkit_redis::RedisOptions::from_url(url).unwrap();
+    std::sync::Arc::new(lockkit_redis::RedisDriver::connect(options).await.unwrap())
+}
+
+/// A locker on the single-server (or Cluster) driver at `url`.
+pub(crate) async fn locker(url: &str) -> lockkit_core::Locker {
+    lockkit_core::Locker::new(driver(url).await)
+}
+
+/// A locker on the Redlock driver over the masters in `url`.
+pub(crate) async fn redlock_locker(url: &str) -> lockkit_core::Locker {
+    let options = lockkit_redis::RedlockOptions::from_url(url).unwrap();
+    let driver = lockkit_redis::RedlockDriver::connect(options)
+        .await
+        .unwrap();
+    lockkit_core::Locker::new(std::sync::Arc::new(driver))
+}
