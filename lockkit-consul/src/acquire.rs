@@ -190,16 +190,19 @@ impl<'a> Contending<'a> {
 impl Contender for Contending<'_> {
     async fn attempt(&mut self) -> Result<Attempt> {
         for _ in 0..SESSION_RETRIES {
-            let session = self.driver.sessions.get().await?;
+            let session = match self.driver.sessions.get().await {
+                Ok(session) => session,
+                Err(e) => return failed(e),
+            };
             // Listen for another owner of this driver letting go of the key before
             // looking at it, so that a release in between is not missed.
             let mut unclaimed = Box::pin(self.driver.holds.unclaimed.clone().notified_owned());
             unclaimed.as_mut().enable();
-            let watch = match self
-                .driver
-                .try_once(self.req, &self.kv_key, &session)
-                .await?
-            {
+            let tried = match self.driver.try_once(self.req, &self.kv_key, &session).await {
+                Ok(tried) => tried,
+                Err(e) => return failed(e),
+            };
+            let watch = match tried {
                 Ok(grant) => return Ok(Attempt::Granted(grant)),
                 Err(Refused::SessionGone) => continue,
                 Err(Refused::Delayed) => return Ok(Attempt::Busy(Busy::poll())),
@@ -227,5 +230,16 @@ impl Contender for Contending<'_> {
             ),
             source: None,
         }))
+    }
+}
+
+/// An attempt that failed with `e`: transient if the agent could not be reached
+/// or did not answer in time (a restart, a partition: the wait goes on, as on
+/// every backend), else the acquire's error. Attempting again is safe: the lock
+/// transaction grants an owner whose session already holds the key again.
+fn failed(e: LockError) -> Result<Attempt> {
+    match e {
+        LockError::Connection { .. } => Ok(Attempt::Transient(e)),
+        e => Err(e),
     }
 }

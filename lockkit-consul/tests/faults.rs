@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use lockkit_consul::{ConsulDriver, ConsulOptions};
 use lockkit_core::{LockError, Locker};
-use lockkit_testkit::{ConsulStandIn, StandInOptions};
+use lockkit_testkit::{ConsulStandIn, Fault, FaultProxy, StandInOptions};
 use tokio::time::{Instant, timeout};
 
 async fn driver(url: &str) -> Result<Arc<ConsulDriver>, LockError> {
@@ -285,4 +285,61 @@ async fn a_hundred_held_locks_cost_one_session_renewal_per_round() {
             .await
             .unwrap_or_else(|e| panic!("releasing {key}: {e}"));
     }
+}
+
+/// A waiter whose connections to the agent break, and which then cannot reach it
+/// for longer than its request timeout (a partition, through the testkit's
+/// proxy): its attempts meanwhile fail with connection errors, which are
+/// transient within the wait, as on every other backend. Once the agent is in
+/// reach again, the waiter is granted the lock its holder released meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_outlasts_an_agent_out_of_reach() {
+    // Past the waiter's request timeout (200 ms below) several times over: the
+    // fault's length, not a wait for a state.
+    const OUT_OF_REACH: Duration = Duration::from_millis(1500);
+    let consul = ConsulStandIn::start().await.unwrap();
+    let proxy = FaultProxy::start(consul.port()).await.unwrap();
+    let holder = Locker::new(driver(&consul.url()).await.unwrap());
+    let waiter = Locker::new(
+        driver(&format!(
+            "consul://127.0.0.1:{}?request_timeout_ms=200",
+            proxy.port()
+        ))
+        .await
+        .unwrap(),
+    );
+    let held = holder.lock("reach").no_wait().await.unwrap();
+    let first = held.token();
+    let txns = consul.requests("PUT", "/v1/txn");
+    let waiting =
+        tokio::spawn(async move { waiter.lock("reach").wait(Duration::from_secs(20)).await });
+    // The waiter's first attempt was refused: it waits on the key now.
+    let until = Instant::now() + Duration::from_secs(10);
+    while consul.requests("PUT", "/v1/txn") == txns {
+        assert!(Instant::now() < until, "the waiter never attempted");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+
+    proxy.set(Fault::BlackHole);
+    proxy.reset();
+    held.release().await.unwrap();
+    tokio::time::sleep(OUT_OF_REACH).await;
+    if waiting.is_finished() {
+        panic!(
+            "the waiter gave up while the agent was out of reach: {:?}",
+            waiting.await
+        );
+    }
+    proxy.set(Fault::Forward);
+    let granted = timeout(Duration::from_secs(20), waiting)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert!(
+        granted.token() > first,
+        "token {} after the partition, {first} before",
+        granted.token()
+    );
+    granted.release().await.unwrap();
 }
