@@ -23,7 +23,7 @@ use crate::semaphore::Snapshot;
 use crate::session::Session;
 use crate::txn_ops::{LOCK_FLAGS, TxnOp, TxnOutcome};
 use crate::values::HoldValue;
-use crate::wait::{Watch, block_until};
+use crate::wait::{Watch, block_until, failed};
 
 /// How many fresh sessions one attempt tries when Consul says ours is gone.
 const SESSION_RETRIES: usize = 3;
@@ -230,16 +230,5 @@ impl Contender for Contending<'_> {
             ),
             source: None,
         }))
-    }
-}
-
-/// An attempt that failed with `e`: transient if the agent could not be reached
-/// or did not answer in time (a restart, a partition: the wait goes on, as on
-/// every backend), else the acquire's error. Attempting again is safe: the lock
-/// transaction grants an owner whose session already holds the key again.
-fn failed(e: LockError) -> Result<Attempt> {
-    match e {
-        LockError::Connection { .. } => Ok(Attempt::Transient(e)),
-        e => Err(e),
     }
 }

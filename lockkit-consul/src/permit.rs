@@ -29,7 +29,7 @@ use crate::semaphore::Snapshot;
 use crate::session::Session;
 use crate::txn_ops::{SEMAPHORE_FLAGS, TxnOp, TxnOutcome};
 use crate::values::HoldValue;
-use crate::wait::{Watch, block_until};
+use crate::wait::{Watch, block_until, failed};
 
 /// How many reads and writes one attempt makes against a semaphore that keeps
 /// changing before it lets the wait engine call again.
@@ -211,11 +211,9 @@ impl<'a> PermitContending<'a> {
             .insert(self.req.key.clone(), self.req.owner.clone(), held.clone());
         held.grant(self.req)
     }
-}
 
-#[async_trait]
-impl Contender for PermitContending<'_> {
-    async fn attempt(&mut self) -> Result<Attempt> {
+    /// One attempt; its errors are sorted by [`failed`].
+    async fn attempt_once(&mut self) -> Result<Attempt> {
         for _ in 0..ROUNDS {
             let seen = Snapshot::read(self.driver.api(), &self.keys, None).await?;
             if seen.record_locked {
@@ -279,6 +277,13 @@ impl Contender for PermitContending<'_> {
             return Ok(self.busy(watch));
         }
         Ok(Attempt::Busy(Busy::until(Instant::now())))
+    }
+}
+
+#[async_trait]
+impl Contender for PermitContending<'_> {
+    async fn attempt(&mut self) -> Result<Attempt> {
+        self.attempt_once().await.or_else(failed)
     }
 
     async fn give_up(&mut self, why: &LockError) {

@@ -2,12 +2,13 @@
 //! why a stand-in): a session invalidated under its holder and the lock-delay that
 //! follows, owners sharing a session, ACL tokens and `consuls://`. (A key deleted
 //! behind its holder is a conformance case for every driver.)
+#![cfg(test)] // Test code throughout: clippy.toml allows unwrap, expect and panic here.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use lockkit_consul::{ConsulDriver, ConsulOptions};
-use lockkit_core::{LockError, Locker};
+use lockkit_core::{LockError, LockGuard, Locker};
 use lockkit_testkit::{ConsulStandIn, Fault, FaultProxy, StandInOptions};
 use tokio::time::{Instant, timeout};
 
@@ -287,13 +288,33 @@ async fn a_hundred_held_locks_cost_one_session_renewal_per_round() {
     }
 }
 
+/// The two kinds of waiter the partition test runs: a lock's and a permit's
+/// (a semaphore of one).
+#[derive(Clone, Copy, Debug)]
+enum Waits {
+    ForLock,
+    ForPermit,
+}
+
+impl Waits {
+    async fn take(self, locker: &Locker, wait: Option<Duration>) -> Result<LockGuard, LockError> {
+        const KEY: &str = "reach";
+        match (self, wait) {
+            (Waits::ForLock, Some(d)) => locker.lock(KEY).wait(d).await,
+            (Waits::ForLock, None) => locker.lock(KEY).no_wait().await,
+            (Waits::ForPermit, Some(d)) => locker.semaphore(KEY, 1).acquire().wait(d).await,
+            (Waits::ForPermit, None) => locker.semaphore(KEY, 1).acquire().no_wait().await,
+        }
+    }
+}
+
 /// A waiter whose connections to the agent break, and which then cannot reach it
 /// for longer than its request timeout (a partition, through the testkit's
 /// proxy): its attempts meanwhile fail with connection errors, which are
 /// transient within the wait, as on every other backend. Once the agent is in
-/// reach again, the waiter is granted the lock its holder released meanwhile.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_waiter_outlasts_an_agent_out_of_reach() {
+/// reach again, the waiter is granted what its holder released meanwhile, with a
+/// higher token.
+async fn a_waiter_outlasts_an_agent_out_of_reach(waits: Waits) {
     // Past the waiter's request timeout (200 ms below) several times over: the
     // fault's length, not a wait for a state.
     const OUT_OF_REACH: Duration = Duration::from_millis(1500);
@@ -308,12 +329,12 @@ async fn a_waiter_outlasts_an_agent_out_of_reach() {
         .await
         .unwrap(),
     );
-    let held = holder.lock("reach").no_wait().await.unwrap();
+    let held = waits.take(&holder, None).await.unwrap();
     let first = held.token();
     let txns = consul.requests("PUT", "/v1/txn");
     let waiting =
-        tokio::spawn(async move { waiter.lock("reach").wait(Duration::from_secs(20)).await });
-    // The waiter's first attempt was refused: it waits on the key now.
+        tokio::spawn(async move { waits.take(&waiter, Some(Duration::from_secs(20))).await });
+    // The waiter's first attempt was refused: it waits now.
     let until = Instant::now() + Duration::from_secs(10);
     while consul.requests("PUT", "/v1/txn") == txns {
         assert!(Instant::now() < until, "the waiter never attempted");
@@ -326,7 +347,7 @@ async fn a_waiter_outlasts_an_agent_out_of_reach() {
     tokio::time::sleep(OUT_OF_REACH).await;
     if waiting.is_finished() {
         panic!(
-            "the waiter gave up while the agent was out of reach: {:?}",
+            "{waits:?}: the waiter gave up while the agent was out of reach: {:?}",
             waiting.await
         );
     }
@@ -338,8 +359,18 @@ async fn a_waiter_outlasts_an_agent_out_of_reach() {
         .unwrap();
     assert!(
         granted.token() > first,
-        "token {} after the partition, {first} before",
+        "{waits:?}: token {} after the partition, {first} before",
         granted.token()
     );
     granted.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_waiter_outlasts_an_agent_out_of_reach() {
+    a_waiter_outlasts_an_agent_out_of_reach(Waits::ForLock).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_permit_waiter_outlasts_an_agent_out_of_reach() {
+    a_waiter_outlasts_an_agent_out_of_reach(Waits::ForPermit).await;
 }
