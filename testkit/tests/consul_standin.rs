@@ -1,6 +1,7 @@
 //! The Consul stand-in keeps Consul's documented HTTP semantics, over real HTTP:
 //! sessions, TTL invalidation, lock-delay, behaviors, acquire/release/cas, the
-//! transaction endpoint, blocking queries, indexes, ACLs, errors and pause.
+//! transaction endpoint, blocking queries, indexes, ACLs, errors, pause and a lost
+//! leader.
 
 #![cfg(test)] // Test code throughout: clippy.toml allows unwrap, expect and panic here.
 
@@ -811,6 +812,30 @@ async fn pause_holds_replies_until_resume_and_drop_closes() {
         .send()
         .await;
     assert!(after.is_err(), "answered after drop");
+}
+
+/// While its servers have no leader, Consul answers what needs them `500 No
+/// cluster leader` and writes nothing, and `/v1/status/leader` is `""`; once a
+/// leader is elected it serves again.
+#[tokio::test]
+async fn without_a_leader_requests_are_refused_and_nothing_is_written() {
+    let consul = ConsulStandIn::start().await.unwrap();
+    let c = Client::new(&consul);
+    consul.lose_leader();
+    let put = c.put("/v1/kv/election/k", "v").await;
+    assert_eq!((put.status, put.text.as_str()), (500, "No cluster leader"));
+    assert_eq!(c.get("/v1/kv/election/k").await.status, 500);
+    assert_eq!(c.get("/v1/status/leader").await.json(), json!(""));
+    assert_eq!(consul.requests("PUT", "/v1/kv/"), 1, "refusals are counted");
+
+    consul.elect_leader();
+    assert_eq!(
+        c.get("/v1/kv/election/k").await.status,
+        404,
+        "the refused write was not made"
+    );
+    assert_eq!(c.put("/v1/kv/election/k", "v").await.status, 200);
+    assert_eq!(c.get("/v1/kv/election/k").await.status, 200);
 }
 
 /// Polls `done` every 5 ms for at most 5 s.

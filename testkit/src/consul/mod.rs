@@ -311,6 +311,20 @@ impl ConsulStandIn {
     pub fn resume(&self) {
         self.shared.set_paused(false);
     }
+
+    /// Answers every request that needs Consul's servers `500 No cluster leader`,
+    /// as Consul does while they elect a leader, until
+    /// [`elect_leader`](Self::elect_leader); `/v1/status/leader` answers `""`.
+    /// [`requests`](Self::requests) counts the refused requests too. Nothing
+    /// changes meanwhile; session TTLs keep running.
+    pub fn lose_leader(&self) {
+        self.shared.set_leaderless(true);
+    }
+
+    /// Serves requests again after [`lose_leader`](Self::lose_leader).
+    pub fn elect_leader(&self) {
+        self.shared.set_leaderless(false);
+    }
 }
 
 impl Drop for ConsulStandIn {

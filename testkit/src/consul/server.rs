@@ -3,6 +3,7 @@
 //! the connections.
 
 use std::convert::Infallible;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
 
@@ -31,6 +32,9 @@ pub(crate) struct Shared {
     pub(crate) timers: Notify,
     /// True while the stand-in holds every reply.
     paused: watch::Sender<bool>,
+    /// True while Consul's servers have no leader: every request that needs one is
+    /// answered "No cluster leader".
+    leaderless: AtomicBool,
     pub(super) acl_token: Option<String>,
     /// The shortest session TTL accepted, in nanoseconds (Consul: 10 s).
     pub(super) min_ttl_ns: i64,
@@ -48,6 +52,7 @@ impl Shared {
             changes,
             timers: Notify::new(),
             paused,
+            leaderless: AtomicBool::new(false),
             acl_token,
             min_ttl_ns: super::session::TTL_MIN_NS,
             served: Mutex::default(),
@@ -94,6 +99,14 @@ impl Shared {
 
     pub(crate) fn set_paused(&self, paused: bool) {
         self.paused.send_replace(paused);
+    }
+
+    pub(crate) fn set_leaderless(&self, leaderless: bool) {
+        self.leaderless.store(leaderless, Ordering::SeqCst);
+    }
+
+    pub(super) fn leaderless(&self) -> bool {
+        self.leaderless.load(Ordering::SeqCst)
     }
 
     /// Returns once the stand-in is not paused.

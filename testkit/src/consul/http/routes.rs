@@ -102,6 +102,15 @@ pub(crate) async fn route(shared: &Shared, req: &Req) -> Reply {
             .entry(format!("{} {pattern}", req.method))
             .or_default() += 1;
     }
+    if shared.leaderless() {
+        match endpoint {
+            Endpoint::StatusLeader => return json(&""),
+            // The agent answers these itself.
+            Endpoint::StatusPeers | Endpoint::AgentSelf => {}
+            // Consul's answer while its servers elect a leader (structs.ErrNoLeader).
+            _ => return text(StatusCode::INTERNAL_SERVER_ERROR, "No cluster leader"),
+        }
+    }
     let rest = &path[pattern.len().min(path.len())..];
     let handled = match endpoint {
         Endpoint::Kv => match req.method {
