@@ -21,8 +21,18 @@ pub(crate) fn http_error(e: reqwest::Error, limit: Duration, https: bool) -> Str
     format!("{text}{hint}")
 }
 
-/// A reply Consul should not have given: `what` was being done.
+/// A reply Consul should not have given: `what` was being done. "No cluster
+/// leader" (a 500 while Consul's servers elect one, for seconds) is a
+/// `Connection` error: the agent cannot reach a server that decides, as when the
+/// agent itself is out of reach, and a waiting acquire waits it out.
 pub(crate) fn backend(what: &str, status: StatusCode, body: &str) -> LockError {
+    if status == StatusCode::INTERNAL_SERVER_ERROR && body.contains("No cluster leader") {
+        return LockError::Connection {
+            driver: NAME,
+            message: format!("{what}: Consul has no cluster leader (an election in progress)"),
+            source: None,
+        };
+    }
     LockError::Backend {
         driver: NAME,
         message: format!("{what}: Consul answered {status}: {}", body.trim()),

@@ -374,3 +374,61 @@ async fn a_lock_waiter_outlasts_an_agent_out_of_reach() {
 async fn a_permit_waiter_outlasts_an_agent_out_of_reach() {
     a_waiter_outlasts_an_agent_out_of_reach(Waits::ForPermit).await;
 }
+
+/// Consul's servers lose their leader under a waiter: every request is answered
+/// `500 No cluster leader` while they elect one (seconds, in a real cluster).
+/// The waiter's attempts meanwhile are transient: it keeps trying (the test
+/// waits for two refused lock transactions), and once a leader is back it is
+/// granted the lock its holder then releases, with a higher token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_outlasts_a_leader_election() {
+    let consul = ConsulStandIn::start().await.unwrap();
+    // The waiter reaches the agent through the proxy, so that resetting its
+    // connections ends its blocking query and it attempts during the election.
+    let proxy = FaultProxy::start(consul.port()).await.unwrap();
+    let holder = Locker::new(driver(&consul.url()).await.unwrap());
+    let waiter = Locker::new(
+        driver(&format!("consul://127.0.0.1:{}", proxy.port()))
+            .await
+            .unwrap(),
+    );
+    let held = holder.lock("elected").no_wait().await.unwrap();
+    let first = held.token();
+    let txns = consul.requests("PUT", "/v1/txn");
+    let waiting =
+        tokio::spawn(async move { waiter.lock("elected").wait(Duration::from_secs(20)).await });
+    let until = Instant::now() + Duration::from_secs(10);
+    while consul.requests("PUT", "/v1/txn") == txns {
+        assert!(Instant::now() < until, "the waiter never attempted");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+
+    consul.lose_leader();
+    proxy.reset();
+    // Two lock transactions refused: the first refusal did not end the wait.
+    let refused = consul.requests("PUT", "/v1/txn");
+    let until = Instant::now() + Duration::from_secs(10);
+    while consul.requests("PUT", "/v1/txn") < refused + 2 {
+        if waiting.is_finished() {
+            panic!(
+                "the waiter gave up during the election: {:?}",
+                waiting.await
+            );
+        }
+        assert!(Instant::now() < until, "the waiter stopped attempting");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    consul.elect_leader();
+    held.release().await.unwrap();
+    let granted = timeout(Duration::from_secs(20), waiting)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert!(
+        granted.token() > first,
+        "token {} after the election, {first} before",
+        granted.token()
+    );
+    granted.release().await.unwrap();
+}
