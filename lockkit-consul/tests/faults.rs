@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lockkit_consul::{ConsulDriver, ConsulOptions};
-use lockkit_core::{LockError, LockGuard, Locker};
+use lockkit_core::{FencingToken, LockError, LockGuard, Locker};
 use lockkit_testkit::{ConsulStandIn, Fault, FaultProxy, StandInOptions};
 use tokio::time::{Instant, timeout};
 
@@ -288,6 +288,26 @@ async fn a_hundred_held_locks_cost_one_session_renewal_per_round() {
     }
 }
 
+/// Waits (at most 20 s) for `waiting` to be granted, checks that its token is
+/// above `first` (the holder's, before the fault), and releases.
+async fn granted_above(
+    waiting: tokio::task::JoinHandle<Result<LockGuard, LockError>>,
+    first: FencingToken,
+    when: &str,
+) {
+    let granted = timeout(Duration::from_secs(20), waiting)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert!(
+        granted.token() > first,
+        "{when}: token {}, the holder's {first}",
+        granted.token()
+    );
+    granted.release().await.unwrap();
+}
+
 /// The two kinds of waiter the partition test runs: a lock's and a permit's
 /// (a semaphore of one).
 #[derive(Clone, Copy, Debug)]
@@ -352,17 +372,7 @@ async fn a_waiter_outlasts_an_agent_out_of_reach(waits: Waits) {
         );
     }
     proxy.set(Fault::Forward);
-    let granted = timeout(Duration::from_secs(20), waiting)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
-    assert!(
-        granted.token() > first,
-        "{waits:?}: token {} after the partition, {first} before",
-        granted.token()
-    );
-    granted.release().await.unwrap();
+    granted_above(waiting, first, &format!("{waits:?}, after the partition")).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -420,15 +430,5 @@ async fn a_waiter_outlasts_a_leader_election() {
     }
     consul.elect_leader();
     held.release().await.unwrap();
-    let granted = timeout(Duration::from_secs(20), waiting)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
-    assert!(
-        granted.token() > first,
-        "token {} after the election, {first} before",
-        granted.token()
-    );
-    granted.release().await.unwrap();
+    granted_above(waiting, first, "after the election").await;
 }
