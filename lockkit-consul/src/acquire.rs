@@ -23,7 +23,7 @@ use crate::semaphore::Snapshot;
 use crate::session::Session;
 use crate::txn_ops::{LOCK_FLAGS, TxnOp, TxnOutcome};
 use crate::values::HoldValue;
-use crate::wait::{Watch, block_until, failed};
+use crate::wait::{Watch, block_until};
 
 /// How many fresh sessions one attempt tries when Consul says ours is gone.
 const SESSION_RETRIES: usize = 3;
@@ -192,15 +192,18 @@ impl Contender for Contending<'_> {
         for _ in 0..SESSION_RETRIES {
             let session = match self.driver.sessions.get().await {
                 Ok(session) => session,
-                Err(e) => return failed(e),
+                Err(e) => return Attempt::failed(e),
             };
             // Listen for another owner of this driver letting go of the key before
             // looking at it, so that a release in between is not missed.
             let mut unclaimed = Box::pin(self.driver.holds.unclaimed.clone().notified_owned());
             unclaimed.as_mut().enable();
+            // A connection error is transient (`Attempt::failed`): the `lock` verb
+            // grants a session that already holds the key again, and the driver's
+            // claim keeps its owners apart.
             let tried = match self.driver.try_once(self.req, &self.kv_key, &session).await {
                 Ok(tried) => tried,
-                Err(e) => return failed(e),
+                Err(e) => return Attempt::failed(e),
             };
             let watch = match tried {
                 Ok(grant) => return Ok(Attempt::Granted(grant)),

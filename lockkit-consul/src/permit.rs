@@ -29,7 +29,7 @@ use crate::semaphore::Snapshot;
 use crate::session::Session;
 use crate::txn_ops::{SEMAPHORE_FLAGS, TxnOp, TxnOutcome};
 use crate::values::HoldValue;
-use crate::wait::{Watch, block_until, failed};
+use crate::wait::{Watch, block_until};
 
 /// How many reads and writes one attempt makes against a semaphore that keeps
 /// changing before it lets the wait engine call again.
@@ -212,7 +212,9 @@ impl<'a> PermitContending<'a> {
         held.grant(self.req)
     }
 
-    /// One attempt; its errors are sorted by [`failed`].
+    /// One attempt. A failed connection to the agent is transient
+    /// ([`Attempt::failed`]): attempting again is safe, since a permit found
+    /// already ours is taken as granted.
     async fn attempt_once(&mut self) -> Result<Attempt> {
         for _ in 0..ROUNDS {
             let seen = Snapshot::read(self.driver.api(), &self.keys, None).await?;
@@ -283,7 +285,7 @@ impl<'a> PermitContending<'a> {
 #[async_trait]
 impl Contender for PermitContending<'_> {
     async fn attempt(&mut self) -> Result<Attempt> {
-        self.attempt_once().await.or_else(failed)
+        self.attempt_once().await.or_else(Attempt::failed)
     }
 
     async fn give_up(&mut self, why: &LockError) {

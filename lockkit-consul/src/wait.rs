@@ -5,24 +5,10 @@
 
 use std::time::Duration;
 
-use lockkit_core::driver::Attempt;
-use lockkit_core::{AcquireRequest, LockError, Result};
+use lockkit_core::{AcquireRequest, Result};
 use tokio::time::Instant;
 
 use crate::api::Api;
-
-/// An attempt that failed with `e`: transient if the agent could not be reached
-/// or did not answer in time (a restart, a partition: the wait goes on, as on
-/// every backend), else the acquire's error. Attempting again is safe: a lock
-/// transaction grants a session that already holds the key again (the driver's
-/// claim keeps its owners apart), and a permit found already ours is taken as
-/// granted.
-pub(crate) fn failed(e: LockError) -> Result<Attempt> {
-    match e {
-        LockError::Connection { .. } => Ok(Attempt::Transient(e)),
-        e => Err(e),
-    }
-}
 
 /// The longest single blocking query.
 const MAX_BLOCK: Duration = Duration::from_secs(300);

@@ -142,15 +142,6 @@ fn retry_budget(driver: &ZkDriver) -> Duration {
     (driver.options().session_timeout() * 2).max(Duration::from_secs(10))
 }
 
-/// A connection problem (not a refusal): it may pass, with the session alive.
-fn transient(e: LockError) -> Result<Attempt> {
-    if e.is_retryable() && !matches!(e, LockError::Backend { .. }) {
-        Ok(Attempt::Transient(e))
-    } else {
-        Err(e)
-    }
-}
-
 #[async_trait]
 impl Contender for Contending<'_> {
     async fn attempt(&mut self) -> Result<Attempt> {
@@ -181,13 +172,13 @@ impl Contender for Contending<'_> {
             }
             Ok(Position::Behind(blocker)) => match self.behind(&blocker).await {
                 Ok(attempt) => Ok(attempt),
-                Err(e) => transient(e),
+                Err(e) => Attempt::failed(e),
             },
             Ok(Position::BehindHolders) => match self.behind_holders().await {
                 Ok(attempt) => Ok(attempt),
-                Err(e) => transient(e),
+                Err(e) => Attempt::failed(e),
             },
-            Err(e) => transient(e),
+            Err(e) => Attempt::failed(e),
         }
     }
 

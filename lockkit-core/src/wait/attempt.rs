@@ -30,6 +30,23 @@ pub enum Attempt {
     Transient(LockError),
 }
 
+impl Attempt {
+    /// An attempt that failed with `e`: [`Attempt::Transient`] if it is a
+    /// [`LockError::Connection`] (the server could not be reached, or did not
+    /// answer in time: the wait goes on), else the acquire's error. For drivers
+    /// whose attempt may simply be sent again.
+    ///
+    /// # Errors
+    ///
+    /// `e`, when it is not a connection error.
+    pub fn failed(e: LockError) -> Result<Attempt> {
+        match e {
+            LockError::Connection { .. } => Ok(Attempt::Transient(e)),
+            e => Err(e),
+        }
+    }
+}
+
 /// What to wait for before the next attempt: a wake-up, a time to try again
 /// anyway, or both; with neither, the policy's fallback poll decides.
 #[non_exhaustive]
