@@ -24,9 +24,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use lockkit_core::{LockKey, OwnerId};
-use sqlx::AssertSqlSafe;
 use sqlx::mysql::{MySql, MySqlPool, MySqlPoolOptions};
 use sqlx::pool::PoolConnection;
+use sqlx::{AssertSqlSafe, ConnectOptions};
 use tokio::time::Instant;
 
 use crate::connect::Within;
@@ -94,12 +94,17 @@ pub(super) enum Rung {
 impl Doorbells {
     /// Bells for the lease table `table`, on connections like `pool`'s.
     pub(super) fn new(pool: &MySqlPool, table: &str, timeout: Duration) -> Self {
+        // A wait on a bell lasts up to `BELL_CAP` by design: not a slow
+        // statement (sqlx's default threshold, 1 s, would warn of every wait).
+        let options = (*pool.connect_options())
+            .clone()
+            .log_slow_statements(log::LevelFilter::Warn, BELL_CAP + timeout);
         let bells = MySqlPoolOptions::new()
             .max_connections(BELL_CONNECTIONS)
             .min_connections(0)
             .acquire_timeout(timeout)
             .test_before_acquire(false)
-            .connect_lazy_with((*pool.connect_options()).clone());
+            .connect_lazy_with(options);
         Self {
             pool: bells,
             wait: WaitStatements {
