@@ -20,7 +20,7 @@ impl Machine {
             .unwrap_or("unknown CPU")
             .trim()
             .to_owned();
-        let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+        let cores = cpus();
         let memory = read("/proc/meminfo")
             .lines()
             .find_map(|l| l.strip_prefix("MemTotal:"))
@@ -56,7 +56,16 @@ pub(crate) const CLIENT_CPU: &str = "1";
 
 /// Whether there are two CPUs to split.
 pub(crate) fn pinning() -> bool {
-    std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2)
+    cpus() >= 2
+}
+
+/// The CPUs this process could use when it first asked: before the runner
+/// pinned itself to [`CLIENT_CPU`], after which its own affinity says 1. (Asked
+/// afresh, that 1 once turned every later pin off: every server ran on the
+/// clients' CPU, and the report said "1 cores".)
+fn cpus() -> usize {
+    static CPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CPUS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 /// Pins every thread of process `pid` to `cpu` (`taskset -a -p`), where
