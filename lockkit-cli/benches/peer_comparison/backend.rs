@@ -20,6 +20,9 @@ pub(crate) enum Backend {
     ZooKeeper(String),
     /// One MySQL or MariaDB server, by URL.
     MySql(String),
+    /// One PostgreSQL server, by URL, with `pg_stat_statements` loaded (see
+    /// [`count_statements`]).
+    Postgres(String),
 }
 
 /// One Redis server and the runner's connection to it, opened on first use and
@@ -91,6 +94,10 @@ impl Backend {
             }
             Self::ZooKeeper(_) => "packets received (mntr zk_packets_received)",
             Self::MySql(_) => "statements received (global status Questions)",
+            Self::Postgres(_) => {
+                "statements run (pg_stat_statements calls, loaded for this run; LISTEN \
+                 included)"
+            }
         }
     }
 
@@ -100,7 +107,7 @@ impl Backend {
             Self::Redis(_) => "PING",
             Self::Etcd(_) => "a linearizable get of a missing key",
             Self::ZooKeeper(_) => "an exists of `/`",
-            Self::MySql(_) => {
+            Self::MySql(_) | Self::Postgres(_) => {
                 "a one-row autocommit UPDATE: every grant is a committed write, which no \
                  wake-up can skip"
             }
@@ -110,10 +117,12 @@ impl Backend {
     /// Requests served between two [`commands`](Self::commands) snapshots, less
     /// those the first snapshot sent itself.
     pub(crate) fn commands_between(&self, before: u64, after: u64) -> u64 {
-        // Redis counts an INFO once it has run: the one per master that took `before`
-        // shows in `after`.
+        // Redis counts an INFO once it has run, and pg_stat_statements a statement
+        // once it has ended: the one (per master) that took `before` shows in
+        // `after`.
         let own = match self {
             Self::Redis(masters) => masters.len() as u64,
+            Self::Postgres(_) => 1,
             _ => 0,
         };
         after.saturating_sub(before + own)
@@ -170,12 +179,22 @@ impl Backend {
                 .await?;
                 Ok(Some(questions as u64))
             }
+            Self::Postgres(url) => {
+                let mut conn = sqlx::PgConnection::connect(url).await?;
+                let calls: i64 = sqlx::query_scalar(
+                    "SELECT COALESCE(sum(calls), 0)::int8 FROM pg_stat_statements",
+                )
+                .fetch_one(&mut conn)
+                .await?;
+                Ok(Some(calls as u64))
+            }
         }
     }
 
     /// The p50 of `n` of the backend's cheapest requests on one connection: Redis
     /// PING, an etcd linearizable get of a missing key, a ZooKeeper exists of `/`,
-    /// a MySQL one-row UPDATE (see [`cheapest_request`](Self::cheapest_request)).
+    /// a MySQL or PostgreSQL one-row UPDATE (see
+    /// [`cheapest_request`](Self::cheapest_request)).
     pub(crate) async fn round_trip(&self, n: usize) -> Result<Option<Duration>, Failure> {
         let mut samples = Vec::with_capacity(n);
         match self {
@@ -204,6 +223,23 @@ impl Backend {
                 for _ in 0..n + n / 10 {
                     let t = Instant::now();
                     client.check_stat("/").await?;
+                    samples.push(t.elapsed());
+                }
+            }
+            Self::Postgres(url) => {
+                let mut conn = sqlx::PgConnection::connect(url).await?;
+                for setup in [
+                    "CREATE TABLE IF NOT EXISTS lockkit_bench_round_trip \
+                     (id INT PRIMARY KEY, n BIGINT NOT NULL)",
+                    "INSERT INTO lockkit_bench_round_trip VALUES (1, 0) ON CONFLICT DO NOTHING",
+                ] {
+                    sqlx::query(setup).execute(&mut conn).await?;
+                }
+                for _ in 0..n + n / 10 {
+                    let t = Instant::now();
+                    sqlx::query("UPDATE lockkit_bench_round_trip SET n = n + 1 WHERE id = 1")
+                        .execute(&mut conn)
+                        .await?;
                     samples.push(t.elapsed());
                 }
             }
@@ -249,4 +285,19 @@ pub(crate) async fn four_letter_word(address: &str, word: &str) -> Result<String
     let mut reply = String::new();
     tokio::time::timeout(Duration::from_secs(10), s.read_to_string(&mut reply)).await??;
     Ok(reply)
+}
+
+/// Loads `pg_stat_statements` into the PostgreSQL server at `url`, which counts
+/// every statement the moment it ends: what [`Backend::commands`] reads. It
+/// must be preloaded, so the caller restarts the server between the two steps:
+/// `ALTER SYSTEM` first (`restarted` false), `CREATE EXTENSION` after.
+pub(crate) async fn count_statements(url: &str, restarted: bool) -> Result<(), Failure> {
+    let mut conn = sqlx::PgConnection::connect(url).await?;
+    let statement = if restarted {
+        "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"
+    } else {
+        "ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'"
+    };
+    sqlx::query(statement).execute(&mut conn).await?;
+    Ok(())
 }

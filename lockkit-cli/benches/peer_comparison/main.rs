@@ -61,8 +61,8 @@ struct Args {
     /// The command line to print in the report as the one that produced it.
     #[arg(long, default_value = "ci/bench-peers")]
     command: String,
-    /// Groups to run: redis, redlock, etcd, zk, mariadb, consul, scale (default:
-    /// all).
+    /// Groups to run: redis, redlock, etcd, zk, mariadb, postgres, consul, scale
+    /// (default: all).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// Passed by `cargo bench`; ignored.

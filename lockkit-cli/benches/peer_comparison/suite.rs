@@ -1,7 +1,7 @@
 //! The run's backend groups: each backend's throwaway servers, started here and
 //! stopped on return, and the programs measured on them; and the Consul smoke test.
 
-use lockkit_testkit::{ConsulStandIn, Etcd, MariaDb, Redis, RedisMasters, ZooKeeper};
+use lockkit_testkit::{ConsulStandIn, Etcd, MariaDb, Postgres, Redis, RedisMasters, ZooKeeper};
 
 use crate::Args;
 use crate::backend::{self, Backend, Failure, RedisServer};
@@ -228,6 +228,25 @@ pub(crate) async fn run(args: &Args) -> Result<Vec<Group>, Failure> {
         ];
         groups.push(run_group(args, group, &url, programs).await);
     }
+    if args.wants("postgres") {
+        let mut pg = Postgres::start().await?;
+        let url = pg.url();
+        backend::count_statements(&url, false).await?;
+        pg.restart().await?;
+        backend::count_statements(&url, true).await?;
+        // Its background processes too; each session's process forks from it
+        // later, pinned alike.
+        pin_server_and_children(pg.pid());
+        let postgres = pg.bin_dir().join("postgres").display().to_string();
+        let group = Group::new(
+            "PostgreSQL, one server",
+            Backend::Postgres(url.clone()),
+            version(&postgres, &["--version"]).await,
+        );
+        // No peer: none of the peer libraries has a PostgreSQL lock.
+        let programs = vec![programs.rust("lockkit", "lockkit", url.clone())];
+        groups.push(run_group(args, group, &url, programs).await);
+    }
     Ok(groups)
 }
 
@@ -246,6 +265,17 @@ pub(crate) async fn consul_smoke() -> Result<String, Failure> {
 fn pin_server(pid: Option<u32>) {
     if let Some(pid) = pid {
         machine::pin(pid, machine::SERVER_CPU);
+    }
+}
+
+/// [`pin_server`] for a server that forks processes of its own (PostgreSQL):
+/// the process and its children now.
+fn pin_server_and_children(pid: Option<u32>) {
+    let Some(pid) = pid else { return };
+    pin_server(Some(pid));
+    let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"));
+    for child in children.unwrap_or_default().split_whitespace() {
+        pin_server(child.parse().ok());
     }
 }
 
