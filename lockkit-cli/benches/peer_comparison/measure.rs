@@ -97,6 +97,7 @@ pub(crate) async fn run_group(
                         .commands
                         .map(|c| c as f64 / h.gaps_ns.len().max(1) as f64),
                     stats: Stats::from_ns(&h.gaps_ns),
+                    from_release_start: h.from_release_start_ns.as_deref().map(Stats::from_ns),
                 })
                 .map_err(|e| e.to_string());
             row.handoffs.push((waiters, measured));

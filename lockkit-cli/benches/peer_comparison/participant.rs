@@ -143,6 +143,14 @@ fn emit(ns: &[u128]) -> Result<(), Failure> {
     Ok(out.flush()?)
 }
 
+/// One round's hand-offs on stdout, timed from each release's return and start.
+fn emit_handoffs(ns: &[u128], from_release_start_ns: &[u128]) -> Result<(), Failure> {
+    let mut out = std::io::stdout().lock();
+    let line = serde_json::json!({ "ns": ns, "from_release_start_ns": from_release_start_ns });
+    writeln!(out, "{line}")?;
+    Ok(out.flush()?)
+}
+
 /// One client, one key, kept for the whole session: 200 warm-up pairs, `ready`,
 /// then for each line `N` on stdin, `N` acquire + release pairs, each timed,
 /// printed as one measurement; it ends at the end of stdin. Long-lived, so that
@@ -169,7 +177,8 @@ async fn pairs(client: &Client) -> Result<(), Failure> {
 
 /// Rounds of: a holder holds; on `go` the waiters queue; the holder releases and each
 /// waiter, granted in turn, releases at once. A hand-off is the time from one release
-/// returning to the next acquire returning in another task.
+/// returning to the next acquire returning in another task; it is also timed from
+/// the release's start (`from_release_start_ns`), which a grant cannot precede.
 async fn handoff(
     library: &str,
     target: &str,
@@ -209,6 +218,7 @@ async fn handoff(
             }));
         }
         tokio::time::sleep(SETTLE).await;
+        let mut started = Instant::now();
         held.release().await?;
         let mut previous = Instant::now();
         for task in tasks {
@@ -216,12 +226,14 @@ async fn handoff(
         }
         let mut events = std::mem::take(&mut *events.lock().map_err(|_| "a waiter panicked")?);
         events.sort();
-        let mut gaps = Vec::with_capacity(waiters);
+        let (mut gaps, mut from_start) = (Vec::new(), Vec::new());
+        // A waiter's release starts as it is granted.
         for (granted, released) in events {
             gaps.push(granted.saturating_duration_since(previous).as_nanos());
-            previous = released;
+            from_start.push(granted.saturating_duration_since(started).as_nanos());
+            (previous, started) = (released, granted);
         }
-        emit(&gaps)?;
+        emit_handoffs(&gaps, &from_start)?;
     }
     Ok(())
 }

@@ -27,6 +27,9 @@ pub(crate) struct Program {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Handoffs {
     pub(crate) gaps_ns: Vec<u64>,
+    /// The same hand-offs timed from the release's start, from participants that
+    /// send them (lockkit's, rslock's and the raw floors': this binary).
+    pub(crate) from_release_start_ns: Option<Vec<u64>>,
     /// Requests served during the rounds (from the go to the last release).
     pub(crate) commands: Option<u64>,
 }
@@ -100,14 +103,14 @@ impl Running {
 
     /// The next measurement line: `{"ns": [...]}`.
     async fn samples(&mut self) -> Result<Vec<u64>, Failure> {
+        Ok(self.measurement().await?.ns)
+    }
+
+    /// The next measurement line, with `"from_release_start_ns": [...]` if sent.
+    async fn measurement(&mut self) -> Result<Samples, Failure> {
         let line = self.line().await?;
-        #[derive(serde::Deserialize)]
-        struct Samples {
-            ns: Vec<u64>,
-        }
-        let s: Samples = serde_json::from_str(&line)
-            .map_err(|e| format!("not a measurement ({e}): {line:.200}"))?;
-        Ok(s.ns)
+        serde_json::from_str(&line)
+            .map_err(|e| format!("not a measurement ({e}): {line:.200}").into())
     }
 
     async fn finish(mut self) -> Result<(), Failure> {
@@ -119,6 +122,14 @@ impl Running {
             Err(format!("it exited with {status}").into())
         }
     }
+}
+
+/// One measurement line.
+#[derive(serde::Deserialize)]
+struct Samples {
+    ns: Vec<u64>,
+    #[serde(default)]
+    from_release_start_ns: Option<Vec<u64>>,
 }
 
 /// A library's long-lived `pairs` session: one client, warmed up, asked for one
@@ -167,6 +178,7 @@ impl Program {
         )?;
         let mut out = Handoffs {
             commands: Some(0),
+            from_release_start_ns: Some(Vec::new()),
             ..Handoffs::default()
         };
         for _ in 0..rounds {
@@ -178,7 +190,16 @@ impl Program {
             let stdin = running.child.stdin.as_mut().ok_or("no stdin")?;
             stdin.write_all(b"go\n").await?;
             stdin.flush().await?;
-            out.gaps_ns.extend(running.samples().await?);
+            let round = running.measurement().await?;
+            out.gaps_ns.extend(round.ns);
+            out.from_release_start_ns =
+                match (out.from_release_start_ns, round.from_release_start_ns) {
+                    (Some(mut all), Some(these)) => {
+                        all.extend(these);
+                        Some(all)
+                    }
+                    _ => None,
+                };
             let after = backend.commands().await?;
             out.commands = match (out.commands, before, after) {
                 (Some(sum), Some(b), Some(a)) => Some(sum + backend.commands_between(b, a)),

@@ -101,7 +101,7 @@ fn handoff_table(md: &mut String, g: &Group, waiters: &[u64]) {
     let lk = g.lockkit();
     let _ = writeln!(
         md,
-        "\n| hand-off | waiters | p50 | p99 | hand-offs | commands per hand-off | lockkit p50 ÷ this | lockkit p99 ÷ this |\n|---|---|---|---|---|---|---|---|"
+        "\n| hand-off | waiters | p50 | p99 | p50 from the release's start | hand-offs | commands per hand-off | lockkit p50 ÷ this | lockkit p99 ÷ this |\n|---|---|---|---|---|---|---|---|---|"
     );
     for row in &g.rows {
         for &w in waiters {
@@ -121,9 +121,13 @@ fn handoff_table(md: &mut String, g: &Group, waiters: &[u64]) {
                     let commands = h
                         .commands_per_handoff
                         .map_or("–".into(), |c| format!("{c:.1}"));
+                    let from_start = h
+                        .from_release_start
+                        .as_ref()
+                        .map_or("–".into(), |s| us(s.p50_us));
                     let _ = writeln!(
                         md,
-                        "| {} | {w} | {} | {} | {} | {commands} | {r50} | {r99} |",
+                        "| {} | {w} | {} | {} | {from_start} | {} | {commands} | {r50} | {r99} |",
                         row.library,
                         us(h.stats.p50_us),
                         us(h.stats.p99_us),
@@ -131,7 +135,7 @@ fn handoff_table(md: &mut String, g: &Group, waiters: &[u64]) {
                     );
                 }
                 Err(e) => {
-                    let _ = writeln!(md, "| {} | {w} | failed: {e} | | | | | |", row.library);
+                    let _ = writeln!(md, "| {} | {w} | failed: {e} | | | | | | |", row.library);
                 }
             }
         }
@@ -167,7 +171,10 @@ pub(crate) fn render(m: &Machine, args: &Args, groups: &[Group], consul: Option<
          - **hand-off**: rounds of one holder and N waiters, each on its own connection. \
          The waiters queue, the holder releases, each waiter releases as soon as it \
          holds. A hand-off is the time from one release returning to the next acquire \
-         returning: {} per queue length (rounds of N).\n\
+         returning: {} per queue length (rounds of N). A grant that lands before the \
+         release returns (a release that waits for more than the grant needs) reads as \
+         0, so lockkit's and rslock's participants also time it from the release's start \
+         (*p50 from the release's start*), which includes the release itself.\n\
          - **commands per hand-off**: the backend's own request counter, read before and \
          after each round; it includes each waiter's queuing, waiting (polls, watches), \
          grant and release, and the holder's release.\n\
@@ -176,7 +183,9 @@ pub(crate) fn render(m: &Machine, args: &Args, groups: &[Group], consul: Option<
          - **placement**: every server runs on CPU 0 and every client (the runner, each \
          library's process, `lockkit bench`) on CPU 1 (`taskset`), so that no library \
          shares a core with the server by chance: unpinned, two processes of the same \
-         library in the same rounds differed by up to 7%.\n\
+         library in the same rounds differed by up to 7%. Every message between client \
+         and server crosses CPUs, as it would cross machines: on this machine that \
+         makes a round trip 2–3× longer than with both on one CPU.\n\
          - **other primitives** (ZooKeeper: a semaphore of 4 permits, a read lock, a \
          write lock): uncontended pairs only, against the peers that have the primitive \
          (python-redis-lock, redis-py, rslock, pottery and python-etcd3 have no semaphore \

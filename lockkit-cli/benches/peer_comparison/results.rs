@@ -42,6 +42,9 @@ impl Stats {
 #[derive(Debug, Clone)]
 pub(crate) struct Measured {
     pub(crate) stats: Stats,
+    /// Timed from the release's start instead of its return (this binary's
+    /// participants only).
+    pub(crate) from_release_start: Option<Stats>,
     pub(crate) commands_per_handoff: Option<f64>,
 }
 

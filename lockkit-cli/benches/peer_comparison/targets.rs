@@ -34,12 +34,27 @@ pub(crate) fn targets(g: &Group, waiters: &[u64]) -> Vec<String> {
                 if h.stats.p50_us <= 0.0 {
                     // A gap is clamped at 0 when the next grant lands before the
                     // release returns (Redlock: a grant needs a majority of masters
-                    // released, the release waits for all of them).
+                    // released, the release waits for all of them; a herd: the
+                    // waiters' attempts hold up the release's return). Judged then
+                    // from the release's start instead: the release included, so
+                    // stricter.
+                    let verdict = match &h.from_release_start {
+                        Some(s) => {
+                            let r = s.p50_us / rtt_us;
+                            format!(
+                                "timed from the release's start instead (release \
+                                 included): p50 {} = {r:.1}× — {}",
+                                us(s.p50_us),
+                                verdict(r, ROUND_TRIP_TARGET, false, band)
+                            )
+                        }
+                        None => "not measured".to_owned(),
+                    };
                     out.push(format!(
                         "hand-off p50 ≤ {ROUND_TRIP_TARGET}× one round trip ({}), {w} waiters: \
-                         not measured — the next waiter was granted before the release \
-                         returned in over half the hand-offs, which this measure reads as 0",
-                        us(rtt_us)
+                         the next waiter was granted before the release returned in over half \
+                         the hand-offs, which reads as 0; {verdict}",
+                        us(rtt_us),
                     ));
                     continue;
                 }
