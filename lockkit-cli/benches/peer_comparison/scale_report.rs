@@ -117,13 +117,10 @@ fn growth(scale: &Scale) -> String {
     let mut out = String::from("**How cost grows.** ");
     let t = &scale.throughput;
     if let (Some(one), Some(most)) = (t.first(), t.last()) {
-        let spread: Vec<f64> = t
+        let best = t
             .iter()
-            .map(|r| r.distinct_keys / one.distinct_keys)
-            .collect();
-        let (lo, hi) = spread
-            .iter()
-            .fold((f64::MAX, f64::MIN), |(a, b), &r| (a.min(r), b.max(r)));
+            .max_by(|a, b| a.distinct_keys.total_cmp(&b.distinct_keys))
+            .unwrap_or(most);
         let of_floor: Vec<f64> = t
             .iter()
             .filter_map(|r| Some(r.distinct_keys / r.distinct_keys_floor?))
@@ -133,22 +130,36 @@ fn growth(scale: &Scale) -> String {
             .fold((f64::MAX, f64::MIN), |(a, b), &r| (a.min(r), b.max(r)));
         let _ = write!(
             out,
-            "On a key each, throughput stays between {lo:.1}× and {hi:.1}× one client's from 1 \
-             to {} clients: Redis's one core is the limit, not the number of clients or of \
-             locks held, and lockkit keeps {:.0}–{:.0}% of the raw floor's rate (whose lock is \
-             a bare SET NX, without a fencing token or a queue). ",
+            "On a key each, throughput goes from {:.0} grants/s with one client, which waits \
+             out its round trips, to at most {:.0} ({:.1}× it, at {} clients), and is {:.0} \
+             at {} clients: past a few clients the server's one core is the limit, not the \
+             number of clients or of locks held. lockkit keeps {:.0}–{:.0}% of the raw \
+             floor's rate (whose lock is a bare SET NX, without a fencing token or a \
+             queue). ",
+            one.distinct_keys,
+            best.distinct_keys,
+            best.distinct_keys / one.distinct_keys,
+            best.clients,
+            most.distinct_keys,
             most.clients,
             100.0 * flo,
             100.0 * fhi,
         );
         if let Some(eight) = t.iter().find(|r| r.clients == 8) {
+            let change = most.one_key / eight.one_key - 1.0;
+            let moves = if change.abs() < 0.05 {
+                "holds within 5%".to_owned()
+            } else if change < 0.0 {
+                format!("falls by {:.0}%", -100.0 * change)
+            } else {
+                format!("rises by {:.0}%", 100.0 * change)
+            };
             let _ = write!(
                 out,
-                "On one key every grant is a hand-off: from 8 to {} clients it falls by {:.0}% \
+                "On one key every grant is a hand-off: from 8 to {} clients it {moves} \
                  ({:.0} to {:.0} grants/s), as one release wakes one waiter however many wait, \
-                 where the floor's spinning clients fall from {} to {} grants/s. ",
+                 where the floor's spinning clients go from {} to {} grants/s. ",
                 most.clients,
-                100.0 * (1.0 - most.one_key / eight.one_key),
                 eight.one_key,
                 most.one_key,
                 eight
