@@ -79,6 +79,25 @@ impl RedisServer {
     }
 }
 
+/// `n` and a tenth more one-row UPDATEs on a fresh `$connection` to `$url`, after
+/// its `$setup` statements, each timed into `$samples`: MySQL's and PostgreSQL's
+/// round trip, one loop for both connection types.
+macro_rules! sql_round_trips {
+    ($connection:ty, $url:expr, $setup:expr, $n:expr, $samples:expr) => {{
+        let mut conn = <$connection>::connect($url).await?;
+        for setup in $setup {
+            sqlx::query(setup).execute(&mut conn).await?;
+        }
+        for _ in 0..$n + $n / 10 {
+            let t = Instant::now();
+            sqlx::query("UPDATE lockkit_bench_round_trip SET n = n + 1 WHERE id = 1")
+                .execute(&mut conn)
+                .await?;
+            $samples.push(t.elapsed());
+        }
+    }};
+}
+
 impl Backend {
     /// How the backend counts, for the table: what one unit of
     /// [`commands`](Self::commands) is.
@@ -226,40 +245,28 @@ impl Backend {
                     samples.push(t.elapsed());
                 }
             }
-            Self::Postgres(url) => {
-                let mut conn = sqlx::PgConnection::connect(url).await?;
-                for setup in [
+            Self::Postgres(url) => sql_round_trips!(
+                sqlx::PgConnection,
+                url,
+                [
                     "CREATE TABLE IF NOT EXISTS lockkit_bench_round_trip \
                      (id INT PRIMARY KEY, n BIGINT NOT NULL)",
                     "INSERT INTO lockkit_bench_round_trip VALUES (1, 0) ON CONFLICT DO NOTHING",
-                ] {
-                    sqlx::query(setup).execute(&mut conn).await?;
-                }
-                for _ in 0..n + n / 10 {
-                    let t = Instant::now();
-                    sqlx::query("UPDATE lockkit_bench_round_trip SET n = n + 1 WHERE id = 1")
-                        .execute(&mut conn)
-                        .await?;
-                    samples.push(t.elapsed());
-                }
-            }
-            Self::MySql(url) => {
-                let mut conn = sqlx::MySqlConnection::connect(url).await?;
-                for setup in [
+                ],
+                n,
+                samples
+            ),
+            Self::MySql(url) => sql_round_trips!(
+                sqlx::MySqlConnection,
+                url,
+                [
                     "CREATE TABLE IF NOT EXISTS lockkit_bench_round_trip \
                      (id INT PRIMARY KEY, n BIGINT NOT NULL) ENGINE=InnoDB",
                     "INSERT IGNORE INTO lockkit_bench_round_trip VALUES (1, 0)",
-                ] {
-                    sqlx::query(setup).execute(&mut conn).await?;
-                }
-                for _ in 0..n + n / 10 {
-                    let t = Instant::now();
-                    sqlx::query("UPDATE lockkit_bench_round_trip SET n = n + 1 WHERE id = 1")
-                        .execute(&mut conn)
-                        .await?;
-                    samples.push(t.elapsed());
-                }
-            }
+                ],
+                n,
+                samples
+            ),
         }
         // The first tenth warms the connection up.
         let mut samples = samples.split_off(n / 10);
