@@ -138,17 +138,19 @@ impl Held {
 
 /// One measurement on stdout: raw nanoseconds, as the runner reads them.
 fn emit(ns: &[u128]) -> Result<(), Failure> {
+    emit_line(&serde_json::json!({ "ns": ns }))
+}
+
+/// One line of JSON on stdout, flushed.
+fn emit_line(line: &serde_json::Value) -> Result<(), Failure> {
     let mut out = std::io::stdout().lock();
-    writeln!(out, "{}", serde_json::json!({ "ns": ns }))?;
+    writeln!(out, "{line}")?;
     Ok(out.flush()?)
 }
 
 /// One round's hand-offs on stdout, timed from each release's return and start.
 fn emit_handoffs(ns: &[u128], from_release_start_ns: &[u128]) -> Result<(), Failure> {
-    let mut out = std::io::stdout().lock();
-    let line = serde_json::json!({ "ns": ns, "from_release_start_ns": from_release_start_ns });
-    writeln!(out, "{line}")?;
-    Ok(out.flush()?)
+    emit_line(&serde_json::json!({ "ns": ns, "from_release_start_ns": from_release_start_ns }))
 }
 
 /// One client, one key, kept for the whole session: 200 warm-up pairs, `ready`,
