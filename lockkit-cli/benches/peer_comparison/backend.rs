@@ -21,7 +21,7 @@ pub(crate) enum Backend {
     /// One MySQL or MariaDB server, by URL.
     MySql(String),
     /// One PostgreSQL server, by URL, with `pg_stat_statements` loaded (see
-    /// [`count_statements`]).
+    /// `suite::counting_statements`).
     Postgres(String),
 }
 
@@ -292,19 +292,4 @@ pub(crate) async fn four_letter_word(address: &str, word: &str) -> Result<String
     let mut reply = String::new();
     tokio::time::timeout(Duration::from_secs(10), s.read_to_string(&mut reply)).await??;
     Ok(reply)
-}
-
-/// Loads `pg_stat_statements` into the PostgreSQL server at `url`, which counts
-/// every statement the moment it ends: what [`Backend::commands`] reads. It
-/// must be preloaded, so the caller restarts the server between the two steps:
-/// `ALTER SYSTEM` first (`restarted` false), `CREATE EXTENSION` after.
-pub(crate) async fn count_statements(url: &str, restarted: bool) -> Result<(), Failure> {
-    let mut conn = sqlx::PgConnection::connect(url).await?;
-    let statement = if restarted {
-        "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"
-    } else {
-        "ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'"
-    };
-    sqlx::query(statement).execute(&mut conn).await?;
-    Ok(())
 }

@@ -235,11 +235,8 @@ pub(crate) async fn run(args: &Args) -> Result<Vec<Group>, Failure> {
         groups.push(run_group(args, group, &url, programs).await);
     }
     if args.wants("postgres") {
-        let mut pg = Postgres::start().await?;
+        let pg = counting_statements(Postgres::start().await?).await?;
         let url = pg.url();
-        backend::count_statements(&url, false).await?;
-        pg.restart().await?;
-        backend::count_statements(&url, true).await?;
         // Its background processes too; each session's process forks from it
         // later, pinned alike.
         pin_server_and_children(pg.pid());
@@ -276,6 +273,29 @@ fn pin_server(pid: Option<u32>) {
     if let Some(pid) = pid {
         machine::pin(pid, machine::SERVER_CPU);
     }
+}
+
+/// `pg` with `pg_stat_statements` loaded, which counts every statement the
+/// moment it ends: what [`Backend::commands`] reads. It must be preloaded:
+/// `ALTER SYSTEM`, a restart, then `CREATE EXTENSION`.
+async fn counting_statements(mut pg: Postgres) -> Result<Postgres, Failure> {
+    let run = |statement: &'static str, url: String| async move {
+        let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(&url).await?;
+        sqlx::query(statement).execute(&mut conn).await?;
+        Ok::<_, Failure>(())
+    };
+    run(
+        "ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'",
+        pg.url(),
+    )
+    .await?;
+    pg.restart().await?;
+    run(
+        "CREATE EXTENSION IF NOT EXISTS pg_stat_statements",
+        pg.url(),
+    )
+    .await?;
+    Ok(pg)
 }
 
 /// [`pin_server`] for a server that forks processes of its own (PostgreSQL):
