@@ -51,6 +51,9 @@
 //!   once its last child is gone, so keys used once do not accumulate. ZooKeeper's
 //!   container manager runs every `znode.container.checkIntervalMs` (default 60 s)
 //!   and deletes at most `znode.container.maxPerMinute` (default 10,000) per minute.
+//!   With `recipe=kazoo` the key's node is persistent, as kazoo makes it: a kazoo
+//!   `Lock` remembers that its path exists, and fails with `NoNodeError` once the
+//!   server swept it.
 //!
 //! # Sharing locks with Curator and kazoo (`?recipe=`)
 //!

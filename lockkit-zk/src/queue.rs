@@ -129,7 +129,8 @@ impl ZkDriver {
     }
 
     /// Creates our ephemeral sequential node, holding the owner's `label`, creating
-    /// the key's container node first if it is missing.
+    /// the key's node first if it is missing (a container, or as the recipe makes
+    /// it: [`crate::recipe::Recipe::key_node_mode`]).
     async fn create_node(
         &self,
         session: &Arc<Session>,
@@ -139,9 +140,9 @@ impl ZkDriver {
     ) -> Result<Mine> {
         let acls = self.sessions.acls();
         let node = CreateMode::EphemeralSequential.with_acls(acls);
-        let container = CreateMode::Container.with_acls(acls);
+        let key_node = self.options().recipe.key_node_mode().with_acls(acls);
         let path = format!("{dir}/{prefix}");
-        // Twice at most: the container may be removed by the server between our
+        // Twice at most: a container may be removed by the server between our
         // creating it and our child's create.
         for _ in 0..3 {
             match session
@@ -158,7 +159,7 @@ impl ZkDriver {
                     });
                 }
                 Err(ZkError::NoNode) => match session
-                    .within(session.client.create(dir, &[], &container))
+                    .within(session.client.create(dir, &[], &key_node))
                     .await
                 {
                     Ok(_) | Err(ZkError::NodeExists) => continue,
@@ -179,7 +180,7 @@ impl ZkDriver {
                             }
                         }
                     }
-                    Err(e) => return Err(zk_error("creating the lock's container node", e)),
+                    Err(e) => return Err(zk_error("creating the lock's node", e)),
                 },
                 Err(e) => return Err(zk_error("creating the queue node", e)),
             }

@@ -14,6 +14,7 @@
 //! nodes as shared, any other as exclusive.
 
 use lockkit_core::{LockError, LockKey, LockMode, OwnerId};
+use zookeeper_client::CreateMode;
 
 /// Whose names a driver gives its queue nodes, and where a key's queue lives.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -97,6 +98,18 @@ impl Recipe {
             Self::CuratorRw => format!("_c_{}-__WRIT__", uuid_form(owner)),
             Self::Kazoo if shared => format!("{}__rlock__", owner.to_hex()),
             Self::Kazoo => format!("{}__lock__", owner.to_hex()),
+        }
+    }
+
+    /// How the key's own node is made. A container, which the server deletes
+    /// once its queue is empty, except with kazoo's recipe: kazoo makes the lock's
+    /// path persistent, and a kazoo `Lock` remembers that its path exists, so
+    /// once the server swept it, that `Lock`'s next acquire fails with
+    /// `NoNodeError`. With `recipe=kazoo` the path stays, as kazoo leaves it.
+    pub(crate) fn key_node_mode(self) -> CreateMode {
+        match self {
+            Self::Kazoo => CreateMode::Persistent,
+            _ => CreateMode::Container,
         }
     }
 

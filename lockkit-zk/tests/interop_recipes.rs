@@ -12,6 +12,7 @@ use std::time::Duration;
 use lockkit::{LockError, LockGuard, LockMode, Locker, Result};
 use lockkit_testkit::{ForeignClient, ZooKeeper, curator_holder, foreign_program, interop_python};
 use tokio::task::JoinHandle;
+use zookeeper_client::Client;
 
 const WITHIN: Duration = Duration::from_secs(20);
 const PATH: &str = "locks/orders";
@@ -195,6 +196,60 @@ async fn curator_read_write_lock_and_lockkit_share_readers_and_exclude_writers()
     let zk = ZooKeeper::start().await.unwrap();
     let lockkit = connect(&zk, "curator-rw").await;
     readers_share_and_writers_exclude(&zk, &lockkit, "curator").await;
+}
+
+/// Waits until the server's container sweep has run since now: a lockkit key
+/// used once, whose container node is then empty, is gone.
+async fn until_containers_swept(zk: &ZooKeeper, raw: &Client) {
+    let probe = connect(zk, "lockkit").await;
+    probe
+        .try_lock("sweep-probe")
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+    let swept = async {
+        while raw
+            .check_stat("/lockkit/sweep-probe")
+            .await
+            .unwrap()
+            .is_some()
+        {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    tokio::time::timeout(WITHIN, swept)
+        .await
+        .expect("the server never swept an empty container");
+}
+
+/// kazoo's `Lock` remembers that its path exists. The path lockkit makes for
+/// it is persistent, as kazoo's own: a `Lock` that queued once locks again
+/// after every holder left and the server swept its empty containers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kazoo_lock_locks_again_after_the_server_sweeps_empty_containers() {
+    let zk = ZooKeeper::start().await.unwrap();
+    let raw = Client::connect(&format!("127.0.0.1:{}", zk.port()))
+        .await
+        .unwrap();
+    let lockkit = connect(&zk, "kazoo").await;
+    let mut kazoo = foreign(&zk, "kazoo").await;
+    let ours = lockkit.try_lock(PATH).await.unwrap();
+    kazoo.send("try-lock").await.unwrap();
+    assert_eq!(kazoo.line_containing("", WITHIN).await.unwrap(), "busy");
+    ours.release().await.unwrap();
+
+    until_containers_swept(&zk, &raw).await;
+    let path = format!("/{PATH}");
+    assert!(
+        raw.check_stat(&path).await.unwrap().is_some(),
+        "{path} was swept"
+    );
+    queue(&mut kazoo, "lock").await;
+    held(&mut kazoo).await;
+    release(&mut kazoo).await;
+    quit(kazoo).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
