@@ -15,7 +15,7 @@ use sqlx::{AssertSqlSafe, Sqlite, Transaction};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use super::clock::monotonic_ms;
+use super::clock::{Reading, monotonic_ms};
 use super::sql::{self, Statements};
 use crate::holds::{HolderRow, KeyRow};
 use crate::lease::LeaseBackend;
@@ -34,10 +34,6 @@ pub struct SqliteLeases {
 
 pub(super) fn db_error(e: sqlx::Error) -> LockError {
     crate::error::db_error(NAME, e)
-}
-
-pub(super) fn ttl_ms(ttl: Duration) -> i64 {
-    i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX / 2)
 }
 
 impl SqliteLeases {
@@ -105,12 +101,12 @@ impl LeaseBackend for SqliteLeases {
             return self.try_acquire_many(req).await;
         }
         let sent = Instant::now();
-        let now = monotonic_ms();
+        let now = Reading::now();
         let fence: Option<i64> = sqlx::query_scalar(AssertSqlSafe(self.statements.acquire.clone()))
             .bind(req.key.as_str())
             .bind(req.owner.to_hex())
-            .bind(now + ttl_ms(req.ttl))
-            .bind(now)
+            .bind(now.expiry(req.ttl))
+            .bind(now.ms())
             .bind(req.stored_label())
             .fetch_optional(&self.pool)
             .await
@@ -123,12 +119,12 @@ impl LeaseBackend for SqliteLeases {
     }
 
     async fn extend(&self, key: &LockKey, owner: &OwnerId, ttl: Duration) -> Result<bool> {
-        let now = monotonic_ms();
+        let now = Reading::now();
         let done = sqlx::query(AssertSqlSafe(self.statements.extend.clone()))
             .bind(key.as_str())
             .bind(owner.to_hex())
-            .bind(now + ttl_ms(ttl))
-            .bind(now)
+            .bind(now.expiry(ttl))
+            .bind(now.ms())
             .execute(&self.pool)
             .await
             .map_err(db_error)?;
@@ -160,8 +156,8 @@ impl LeaseBackend for SqliteLeases {
 
     async fn extend_batch(&self, ttl: Duration, batch: &[Renewal]) -> Result<Vec<bool>> {
         let table = &self.statements.table;
-        let now = monotonic_ms();
-        let expires = now + ttl_ms(ttl);
+        let reading = Reading::now();
+        let (now, expires) = (reading.ms(), reading.expiry(ttl));
         let statement = sql::extend_many(table, batch.len());
         let mut renewed = self.renew_batch(statement, now, expires, batch).await?;
         // What the key table did not renew may be shared holds or permits.

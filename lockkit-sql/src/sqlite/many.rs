@@ -11,8 +11,8 @@ use lockkit_core::{FencingToken, LockKey, OwnerId, Result};
 use sqlx::AssertSqlSafe;
 use tokio::time::Instant;
 
-use super::clock::monotonic_ms;
-use super::leases::{SqliteLeases, db_error, ttl_ms};
+use super::clock::{Reading, monotonic_ms};
+use super::leases::{SqliteLeases, db_error};
 use crate::holds::{self, HolderRow, KeyRow};
 
 impl SqliteLeases {
@@ -21,8 +21,8 @@ impl SqliteLeases {
     pub(super) async fn try_acquire_many(&self, req: &AcquireRequest) -> Result<Option<Grant>> {
         let sent = Instant::now();
         let mut tx = self.begin_write().await?;
-        let now = monotonic_ms();
-        let expires = now + ttl_ms(req.ttl);
+        let reading = Reading::now();
+        let (now, expires) = (reading.ms(), reading.expiry(req.ttl));
         let st = &self.statements;
         let key = req.key.as_str();
         sqlx::query(AssertSqlSafe(st.drop_expired.clone()))
@@ -115,8 +115,8 @@ impl SqliteLeases {
         owner: &OwnerId,
         ttl: Duration,
     ) -> Result<bool> {
-        let now = monotonic_ms();
-        let expires = now + ttl_ms(ttl);
+        let reading = Reading::now();
+        let (now, expires) = (reading.ms(), reading.expiry(ttl));
         let done = sqlx::query(AssertSqlSafe(self.statements.extend_holder.clone()))
             .bind(key.as_str())
             .bind(owner.to_hex())
