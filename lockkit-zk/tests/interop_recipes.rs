@@ -230,9 +230,7 @@ async fn until_containers_swept(zk: &ZooKeeper, raw: &Client) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_kazoo_lock_locks_again_after_the_server_sweeps_empty_containers() {
     let zk = ZooKeeper::start().await.unwrap();
-    let raw = Client::connect(&format!("127.0.0.1:{}", zk.port()))
-        .await
-        .unwrap();
+    let raw = Client::connect(&zk.address()).await.unwrap();
     let lockkit = connect(&zk, "kazoo").await;
     let mut kazoo = foreign(&zk, "kazoo").await;
     let ours = lockkit.try_lock(PATH).await.unwrap();
