@@ -37,6 +37,12 @@ impl Reading {
         self.nanos.div_euclid(NANOS_PER_MS)
     }
 
+    /// "Now", for showing how much of a lease is left: rounded up, as expiries
+    /// are, so that no lease shows more left than its TTL.
+    pub(crate) fn ms_up(self) -> i64 {
+        self.expiry(Duration::ZERO)
+    }
+
     /// The expiry of a lease of `ttl` granted or renewed now: rounded up, so that
     /// it is never before the holder's own deadline.
     pub(crate) fn expiry(self, ttl: Duration) -> i64 {
@@ -76,6 +82,17 @@ mod tests {
         };
         assert_eq!(at.ms(), 1000);
         assert_eq!(at.expiry(600 * MS), 1600);
+    }
+
+    #[test]
+    fn a_lease_never_shows_more_left_than_its_ttl() {
+        let granted = Reading {
+            nanos: 1_000_700_000,
+        };
+        let shown = Reading {
+            nanos: 1_000_900_000,
+        };
+        assert!(granted.expiry(600 * MS) - shown.ms_up() <= 600);
     }
 
     #[test]

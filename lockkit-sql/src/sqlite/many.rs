@@ -160,7 +160,8 @@ impl SqliteLeases {
         key: &LockKey,
     ) -> Result<(Option<KeyRow>, Vec<HolderRow>)> {
         let mut tx = self.pool.begin().await.map_err(db_error)?;
-        let now = monotonic_ms();
+        // Rounded up: these rows are shown, with the lease they have left.
+        let now = Reading::now().ms_up();
         let row: Option<KeyRow> = sqlx::query_as(AssertSqlSafe(self.statements.key_row.clone()))
             .bind(key.as_str())
             .bind(now)
