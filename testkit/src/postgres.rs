@@ -143,8 +143,10 @@ impl Postgres {
             "synchronous_commit=on",
             "-c",
             "full_page_writes=off",
+            // Room for a queue of 64 waiters, each a driver of its own with its
+            // pool and its LISTEN connection (about three connections each).
             "-c",
-            "max_connections=200",
+            "max_connections=400",
         ]
         .map(String::from)
         .to_vec();

@@ -120,8 +120,6 @@ pub(crate) struct Group {
     /// Hand-offs only, with these waiter counts: an election's failover, from
     /// the leader's resignation to the next candidate leading.
     pub(crate) handoffs_only: Option<Vec<u64>>,
-    /// Queue lengths this group measures instead of the run's (`--waiters`).
-    pub(crate) waiters: Option<Vec<u64>>,
 }
 
 impl Group {
@@ -139,7 +137,6 @@ impl Group {
             failures: Vec::new(),
             uncontended_only: false,
             handoffs_only: None,
-            waiters: None,
         }
     }
 
@@ -155,10 +152,7 @@ impl Group {
 
     /// The waiter counts of its hand-offs.
     pub(crate) fn waiters<'a>(&'a self, default: &'a [u64]) -> &'a [u64] {
-        self.handoffs_only
-            .as_deref()
-            .or(self.waiters.as_deref())
-            .unwrap_or(default)
+        self.handoffs_only.as_deref().unwrap_or(default)
     }
 
     /// The noise band's half-width (0 when the control did not run).

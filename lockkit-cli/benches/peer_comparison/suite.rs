@@ -34,12 +34,6 @@ const ZK_PRIMITIVES: [(&str, &str, &str, &str); 3] = [
     ),
 ];
 
-/// Why the PostgreSQL group has no queue longer than 8.
-const POSTGRES_64: &str = "hand-offs behind 64 waiters, on PostgreSQL: not run. Each waiter \
-     is a driver of its own, with a pool and a LISTEN connection; after one round the 64 \
-     held about 200 connections, the testkit server's max_connections, and a waiter that \
-     could not connect timed out after 30 s";
-
 /// Followers behind the leader in the election failover rows: each resignation
 /// hands the lead to the next.
 const FAILOVER_FOLLOWERS: [u64; 2] = [1, 8];
@@ -241,15 +235,11 @@ pub(crate) async fn run(args: &Args) -> Result<Vec<Group>, Failure> {
         // later, pinned alike.
         pin_server_and_children(pg.pid());
         let postgres = pg.bin_dir().join("postgres").display().to_string();
-        let mut group = Group::new(
+        let group = Group::new(
             "PostgreSQL, one server",
             Backend::Postgres(url.clone()),
             version(&postgres, &["--version"]).await,
         );
-        group.waiters = Some(args.waiters.iter().copied().filter(|&w| w <= 8).collect());
-        if args.waiters.iter().any(|&w| w > 8) {
-            group.skipped.push(POSTGRES_64.to_owned());
-        }
         // No peer: none of the peer libraries has a PostgreSQL lock.
         let programs = vec![programs.rust("lockkit", "lockkit", url.clone())];
         groups.push(run_group(args, group, &url, programs).await);
