@@ -22,6 +22,7 @@ mod results;
 mod rounds;
 mod scale;
 mod scale_report;
+mod server_cpu;
 mod suite;
 mod targets;
 

@@ -137,7 +137,7 @@ async fn uncontended(
         });
     let mut measured = runnable.to_vec();
     measured.extend(control);
-    let mut uncontended = rounds::run(&measured, args.iterations).await;
+    let mut uncontended = rounds::run(&measured, args.iterations, &group.servers).await;
     group.control = uncontended
         .pop()
         .filter(|_| measured.len() > runnable.len());

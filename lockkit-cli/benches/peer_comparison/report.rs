@@ -1,6 +1,7 @@
 //! BENCHMARKS.md: the figures of one run, their ratios and the targets they meet.
 
 use std::fmt::Write;
+use std::time::Duration;
 
 use crate::Args;
 use crate::machine::Machine;
@@ -27,10 +28,19 @@ pub(crate) fn ratio(a: f64, b: f64) -> String {
     format!("{:.2}", a / b)
 }
 
-fn uncontended_line(md: &mut String, name: &str, s: &Stats, r50: String, rate: String) {
+/// One uncontended row; `cpu`: the servers' CPU time per pair, where measured.
+fn uncontended_line(
+    md: &mut String,
+    name: &str,
+    s: &Stats,
+    cpu: Option<Duration>,
+    r50: String,
+    rate: String,
+) {
+    let cpu = cpu.map_or("–".into(), |c| us(c.as_secs_f64() * 1e6));
     let _ = writeln!(
         md,
-        "| {name} | {} | {} | {:.0} | {r50} | {rate} |",
+        "| {name} | {} | {} | {:.0} | {cpu} | {r50} | {rate} |",
         us(s.p50_us),
         us(s.p99_us),
         s.per_second
@@ -51,17 +61,18 @@ fn uncontended_table(md: &mut String, g: &Group) {
         .map(|u| &u.stats);
     let _ = writeln!(
         md,
-        "| uncontended | p50 | p99 | pairs/s | lockkit p50 ÷ this | lockkit pairs/s ÷ this, paired by round (95% interval) |\n|---|---|---|---|---|---|"
+        "| uncontended | p50 | p99 | pairs/s | server CPU per pair | lockkit p50 ÷ this | lockkit pairs/s ÷ this, paired by round (95% interval) |\n|---|---|---|---|---|---|---|"
     );
     if let Some(f) = &g.floor {
         let r =
             |a: &Stats, b: &Stats| (ratio(a.p50_us, b.p50_us), ratio(a.per_second, b.per_second));
         let (r50, rate) = r(&f.lockkit, &f.stats);
-        uncontended_line(md, "raw floor *", &f.stats, r50, rate);
+        uncontended_line(md, "raw floor *", &f.stats, None, r50, rate);
         uncontended_line(
             md,
             "lockkit, alternating with the floor *",
             &f.lockkit,
+            None,
             "1.00".into(),
             "1.00".into(),
         );
@@ -75,10 +86,11 @@ fn uncontended_table(md: &mut String, g: &Group) {
                 } else {
                     paired_cell(g.paired_with(row))
                 };
-                uncontended_line(md, &row.library, &u.stats, p50(&u.stats), rate);
+                let cpu = u.server_cpu;
+                uncontended_line(md, &row.library, &u.stats, cpu, p50(&u.stats), rate);
             }
             Err(e) => {
-                let _ = writeln!(md, "| {} | failed: {e} | | | | |", row.library);
+                let _ = writeln!(md, "| {} | failed: {e} | | | | | |", row.library);
             }
         }
     }
@@ -87,11 +99,12 @@ fn uncontended_table(md: &mut String, g: &Group) {
             md,
             CONTROL,
             &u.stats,
+            u.server_cpu,
             p50(&u.stats),
             paired_cell(g.noise.map(|n| n.control)),
         ),
         Some(Err(e)) => {
-            let _ = writeln!(md, "| {CONTROL} | failed: {e} | | | | |");
+            let _ = writeln!(md, "| {CONTROL} | failed: {e} | | | | | |");
         }
         None => {}
     }
@@ -164,6 +177,11 @@ pub(crate) fn render(m: &Machine, args: &Args, groups: &[Group], consul: Option<
          bootstrap interval, so drift in the machine's speed, which lasts seconds, hits \
          both sides of each ratio alike. The raw floor is compared with lockkit inside \
          one `lockkit bench` process, alternating pair by pair.\n\
+         - **server CPU per pair**: the CPU time the server's processes (every thread, \
+         and PostgreSQL's backends) ran during a library's batches, from \
+         `/proc/<pid>/task/*/schedstat`, divided by its pairs: what one pair costs the \
+         server, which the round trips do not show. On Redlock it is the five masters' \
+         sum, all on one CPU. It includes the server's own background work in that time.\n\
          - **control and noise band**: lockkit runs twice, in two processes, in the same \
          rounds (*{}*). Their paired ratio would be 1.00 on a quiet machine; the band \
          is the wider of its 95% interval and its distance from 1. A target met or \

@@ -6,6 +6,7 @@ use std::time::Duration;
 use crate::backend::Backend;
 use crate::paired::{Noise, Paired, paired};
 use crate::rounds::Uncontended;
+use crate::server_cpu::ServerCpu;
 
 /// Percentiles (nearest rank) and rate of a set of timings.
 #[derive(Debug, Clone)]
@@ -104,6 +105,8 @@ pub(crate) struct Group {
     pub(crate) title: &'static str,
     pub(crate) backend: Backend,
     pub(crate) server: String,
+    /// The server processes, whose CPU time the uncontended rounds read.
+    pub(crate) servers: ServerCpu,
     pub(crate) round_trip: Option<Duration>,
     pub(crate) floor: Option<Floor>,
     pub(crate) rows: Vec<Row>,
@@ -128,6 +131,7 @@ impl Group {
             title,
             backend,
             server,
+            servers: ServerCpu::default(),
             round_trip: None,
             floor: None,
             rows: Vec::new(),
@@ -138,6 +142,12 @@ impl Group {
             uncontended_only: false,
             handoffs_only: None,
         }
+    }
+
+    /// Reads the CPU time of these server processes around each batch.
+    pub(crate) fn with_servers(mut self, pids: impl IntoIterator<Item = Option<u32>>) -> Self {
+        self.servers = ServerCpu::new(pids);
+        self
     }
 
     pub(crate) fn lockkit(&self) -> Option<&Row> {

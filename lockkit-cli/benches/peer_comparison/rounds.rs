@@ -4,8 +4,11 @@
 //! with lockkit is paired round by round (see [`crate::paired`]), so drift in the
 //! machine's speed, which lasts seconds, hits both sides of each ratio alike.
 
+use std::time::Duration;
+
 use crate::program::{Program, Session};
 use crate::results::Stats;
+use crate::server_cpu::ServerCpu;
 
 /// Pairs per batch: one library's turn in a round.
 pub(crate) const BATCH: u64 = 50;
@@ -16,11 +19,18 @@ pub(crate) struct Uncontended {
     pub(crate) stats: Stats,
     /// The summed time of its batch in each round, in nanoseconds.
     pub(crate) rounds: Vec<u64>,
+    /// The servers' CPU time per pair, over its batches (where `/proc` tells).
+    pub(crate) server_cpu: Option<Duration>,
 }
 
-/// `iterations` pairs of each of `programs`, in rounds of [`BATCH`]. A library
-/// that cannot start or fails midway is left out of the later rounds, with why.
-pub(crate) async fn run(programs: &[Program], iterations: u64) -> Vec<Result<Uncontended, String>> {
+/// `iterations` pairs of each of `programs`, in rounds of [`BATCH`], reading
+/// `servers`' CPU time around each batch. A library that cannot start or fails
+/// midway is left out of the later rounds, with why.
+pub(crate) async fn run(
+    programs: &[Program],
+    iterations: u64,
+    servers: &ServerCpu,
+) -> Vec<Result<Uncontended, String>> {
     let mut sessions: Vec<Result<Session, String>> = Vec::new();
     for program in programs {
         eprintln!("   {}: warming up", program.library);
@@ -28,6 +38,8 @@ pub(crate) async fn run(programs: &[Program], iterations: u64) -> Vec<Result<Unc
     }
     let mut samples: Vec<Vec<u64>> = vec![Vec::new(); programs.len()];
     let mut rounds: Vec<Vec<u64>> = vec![Vec::new(); programs.len()];
+    // Each library's servers' CPU time over its batches; `None` once unreadable.
+    let mut cpu: Vec<Option<Duration>> = vec![Some(Duration::ZERO); programs.len()];
     let count = iterations.div_ceil(BATCH).max(1);
     eprintln!("   uncontended: {count} rounds of {BATCH} pairs");
     for round in 0..count as usize {
@@ -36,7 +48,13 @@ pub(crate) async fn run(programs: &[Program], iterations: u64) -> Vec<Result<Unc
             let Ok(session) = &mut sessions[i] else {
                 continue;
             };
-            match session.batch(BATCH).await {
+            let before = servers.used();
+            let batch = session.batch(BATCH).await;
+            cpu[i] = match (cpu[i], before, servers.used()) {
+                (Some(sum), Some(before), Some(after)) => Some(sum + after.saturating_sub(before)),
+                _ => None,
+            };
+            match batch {
                 Ok(ns) => {
                     rounds[i].push(ns.iter().sum());
                     samples[i].extend(ns);
@@ -46,7 +64,8 @@ pub(crate) async fn run(programs: &[Program], iterations: u64) -> Vec<Result<Unc
         }
     }
     let mut out = Vec::new();
-    for ((session, ns), rounds) in sessions.into_iter().zip(samples).zip(rounds) {
+    for (((session, ns), rounds), cpu) in sessions.into_iter().zip(samples).zip(rounds).zip(cpu) {
+        let pairs = u32::try_from(ns.len()).unwrap_or(u32::MAX).max(1);
         out.push(match session {
             Ok(session) => session
                 .finish()
@@ -54,6 +73,7 @@ pub(crate) async fn run(programs: &[Program], iterations: u64) -> Vec<Result<Unc
                 .map(|()| Uncontended {
                     stats: Stats::from_ns(&ns),
                     rounds,
+                    server_cpu: cpu.map(|c| c / pairs),
                 })
                 .map_err(|e| e.to_string()),
             Err(e) => Err(e),

@@ -59,7 +59,8 @@ pub(crate) async fn run(args: &Args) -> Result<Vec<Group>, Failure> {
             "Redis, one server",
             Backend::Redis(vec![RedisServer::new(address.clone())]),
             version("redis-server", &["--version"]).await,
-        );
+        )
+        .with_servers([redis.pid()]);
         groups.push(
             run_group(
                 args,
@@ -92,7 +93,8 @@ pub(crate) async fn run(args: &Args) -> Result<Vec<Group>, Failure> {
             "Redlock, five Redis masters",
             Backend::Redis(addresses.into_iter().map(RedisServer::new).collect()),
             version("redis-server", &["--version"]).await,
-        );
+        )
+        .with_servers(masters.nodes.iter().map(|n| n.pid()));
         groups.push(
             run_group(
                 args,
@@ -122,7 +124,8 @@ pub(crate) async fn run(args: &Args) -> Result<Vec<Group>, Failure> {
             "etcd, one member",
             Backend::Etcd(address.clone()),
             version("etcd", &["--version"]).await,
-        );
+        )
+        .with_servers([etcd.pid()]);
         groups.push(
             run_group(
                 args,
@@ -165,7 +168,7 @@ pub(crate) async fn run(args: &Args) -> Result<Vec<Group>, Failure> {
         let address = zk.address();
         let backend = Backend::ZooKeeper(address.clone());
         let server = zk_version(&backend).await;
-        let group = Group::new("ZooKeeper, standalone", backend, server);
+        let group = Group::new("ZooKeeper, standalone", backend, server).with_servers([zk.pid()]);
         groups.push(
             run_group(
                 args,
@@ -188,7 +191,7 @@ pub(crate) async fn run(args: &Args) -> Result<Vec<Group>, Failure> {
         for (title, primitive, kazoo, curator) in ZK_PRIMITIVES {
             let backend = Backend::ZooKeeper(address.clone());
             let server = zk_version(&backend).await;
-            let mut group = Group::new(title, backend, server);
+            let mut group = Group::new(title, backend, server).with_servers([zk.pid()]);
             group.uncontended_only = true;
             let programs = vec![
                 programs.rust(&format!("lockkit-{primitive}"), "lockkit", zk.url()),
@@ -221,7 +224,8 @@ pub(crate) async fn run(args: &Args) -> Result<Vec<Group>, Failure> {
             "MariaDB, one server",
             Backend::MySql(url.clone()),
             version("mariadbd", &["--version"]).await,
-        );
+        )
+        .with_servers([db.pid()]);
         let programs = vec![
             programs.rust("lockkit", "lockkit", url.clone()),
             programs.rust("raw-mysql-bell", HANDOFF_FLOOR, url.clone()),
@@ -239,7 +243,8 @@ pub(crate) async fn run(args: &Args) -> Result<Vec<Group>, Failure> {
             "PostgreSQL, one server",
             Backend::Postgres(url.clone()),
             version(&postgres, &["--version"]).await,
-        );
+        )
+        .with_servers([pg.pid()]);
         // No peer: none of the peer libraries has a PostgreSQL lock.
         let programs = vec![programs.rust("lockkit", "lockkit", url.clone())];
         groups.push(run_group(args, group, &url, programs).await);
