@@ -63,7 +63,7 @@ async fn paused_server_past_the_session_timeout_signals_lost_before_another_clie
     let (holder, other, g) = one_holds_of_two(&zk, "paused").await.unwrap();
     let lost = g.lost();
     let queued = waiter(other, "paused");
-    let hosts = format!("127.0.0.1:{}", zk.port());
+    let hosts = zk.address();
     assert!(
         waiter_queued(&hosts, "paused").await.unwrap(),
         "no waiter queued within 10 s"
@@ -203,9 +203,7 @@ async fn a_node_from_a_lost_create_reply_is_found_by_owner_and_removed() {
     let d = driver(&zk.url()).await.unwrap();
     let owner = OwnerId::new();
     // What a create that landed without its reply leaves behind.
-    let raw = Client::connect(&format!("127.0.0.1:{}", zk.port()))
-        .await
-        .unwrap();
+    let raw = Client::connect(&zk.address()).await.unwrap();
     let container = CreateMode::Container.with_acls(Acls::anyone_all());
     raw.create("/lockkit/lost-reply", &[], &container)
         .await
@@ -258,9 +256,7 @@ async fn refused_try_locks_leave_no_node_behind() {
             Err(LockError::Contended { .. })
         ));
     }
-    let raw = Client::connect(&format!("127.0.0.1:{}", zk.port()))
-        .await
-        .unwrap();
+    let raw = Client::connect(&zk.address()).await.unwrap();
     assert_eq!(
         raw.list_children("/lockkit/no-leak").await.unwrap().len(),
         1
@@ -277,9 +273,7 @@ async fn a_thousand_used_keys_leave_no_nodes_behind() {
     const KEYS: usize = 1000;
     let zk = ZooKeeper::start().await.unwrap();
     let l = locker(&zk.url()).await.unwrap();
-    let raw = Client::connect(&format!("127.0.0.1:{}", zk.port()))
-        .await
-        .unwrap();
+    let raw = Client::connect(&zk.address()).await.unwrap();
     let started = Instant::now();
     let mut peak = 0;
     for i in 0..KEYS {

@@ -27,9 +27,7 @@ async fn locker(url: &str) -> Locker {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_foreign_sequential_node_is_an_exclusive_contender() {
     let zk = ZooKeeper::start().await.unwrap();
-    let raw = Client::connect(&format!("127.0.0.1:{}", zk.port()))
-        .await
-        .unwrap();
+    let raw = Client::connect(&zk.address()).await.unwrap();
     let container = CreateMode::Container.with_acls(Acls::anyone_all());
     for dir in ["/lockkit", "/lockkit/orders"] {
         raw.create(dir, &[], &container).await.unwrap();

@@ -19,7 +19,7 @@ const PATH: &str = "locks/orders";
 
 /// One contender of the foreign library: a process holding at most one lock.
 async fn foreign(zk: &ZooKeeper, library: &str) -> ForeignClient {
-    let connect = format!("127.0.0.1:{}", zk.port());
+    let connect = zk.address();
     let path = format!("/{PATH}");
     let mut client = match library {
         "curator" => ForeignClient::spawn("Curator", curator_holder(&connect, &path).unwrap()),

@@ -19,7 +19,7 @@ const STALL: Duration = Duration::from_millis(500);
 
 /// The nodes in `key`'s queue, read by a client of our own.
 async fn queue_len(zk: &ZooKeeper, key: &str) -> Result<usize, zookeeper_client::Error> {
-    let raw = Client::connect(&format!("127.0.0.1:{}", zk.port())).await?;
+    let raw = Client::connect(&zk.address()).await?;
     match raw.list_children(&format!("/lockkit/{key}")).await {
         Ok(children) => Ok(children.len()),
         Err(zookeeper_client::Error::NoNode) => Ok(0),
