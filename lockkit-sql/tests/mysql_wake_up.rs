@@ -4,12 +4,12 @@
 //! and a waiter on the bell keeps waiting through a server restart.
 #![cfg(test)] // Test code throughout: clippy.toml allows unwrap, expect and panic here.
 
-use std::sync::{Arc, Mutex, Once};
+use std::sync::Arc;
 use std::time::Duration;
 
 use lockkit_core::{LockError, LockGuard, Locker};
 use lockkit_sql::mysql::{MySqlDriver, MySqlOptions};
-use lockkit_testkit::MariaDb;
+use lockkit_testkit::{MariaDb, capture_logs, logged_lines};
 use sqlx::{MySqlPool, Row};
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, timeout};
@@ -55,34 +55,6 @@ async fn updates(admin: &MySqlPool) -> i64 {
         .await
         .unwrap();
     row.get::<String, _>(1).parse().unwrap()
-}
-
-/// What this test process's subscriber wrote: warnings and errors.
-static LOGGED: Mutex<Vec<u8>> = Mutex::new(Vec::new());
-
-struct Capture;
-
-impl std::io::Write for Capture {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        LOGGED.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-/// Sends this process's warnings and errors to [`LOGGED`].
-fn capture_warnings() {
-    static INSTALLED: Once = Once::new();
-    INSTALLED.call_once(|| {
-        tracing_subscriber::fmt()
-            .with_max_level(tracing_subscriber::filter::LevelFilter::WARN)
-            .with_ansi(false)
-            .with_writer(|| Capture)
-            .init();
-    });
 }
 
 /// Waits (bounded) until `check` holds.
@@ -169,7 +141,7 @@ async fn waiters_block_on_the_bell_and_are_woken_in_order() {
 /// waiter, before this was fixed).
 #[tokio::test]
 async fn a_long_wait_on_the_bell_logs_no_warning() {
-    capture_warnings();
+    capture_logs();
     let (_db, admin, a, third, _) = holder_with_a_bell().await;
     let b = waiting(&third, LONG);
     until("the waiter blocks", || async {
@@ -187,13 +159,8 @@ async fn a_long_wait_on_the_bell_logs_no_warning() {
     let b = timeout(LONG, b).await.unwrap().unwrap().unwrap();
     b.release().await.unwrap();
     // Only the bell's lines: under `cargo test` other tests share the subscriber.
-    let logged = String::from_utf8_lossy(&LOGGED.lock().unwrap()).into_owned();
-    let bell = logged.lines().find(|l| l.contains("GET_LOCK"));
-    assert!(
-        bell.is_none(),
-        "the wait logged: {}",
-        bell.unwrap_or_default()
-    );
+    let bell = logged_lines("GET_LOCK");
+    assert!(bell.is_empty(), "the wait logged: {bell:#?}");
 }
 
 /// A waiter that gives up with the bell passes it on: the next waiter takes it

@@ -1,0 +1,63 @@
+//! What a test process logged: one `tracing` subscriber per test binary that keeps
+//! every line at `INFO` and above, for the tests that assert what a library logs
+//! (a warning it owes, a password it must never show).
+//!
+//! Under `cargo test` every test of a binary shares it: look for your own lines.
+
+use std::sync::{Mutex, Once};
+
+/// Every line the subscriber wrote.
+static LOGGED: Mutex<Vec<u8>> = Mutex::new(Vec::new());
+
+struct Capture;
+
+impl std::io::Write for Capture {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        LOGGED
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Installs the capturing subscriber, at `INFO`: once per process, the later
+/// calls do nothing. (A process that set another subscriber first captures
+/// nothing.)
+pub fn capture_logs() {
+    static INSTALLED: Once = Once::new();
+    INSTALLED.call_once(|| {
+        let _ = tracing_subscriber::fmt()
+            .with_max_level(tracing_subscriber::filter::LevelFilter::INFO)
+            .with_ansi(false)
+            .with_writer(|| Capture)
+            .try_init();
+    });
+}
+
+/// The lines logged so far (since [`capture_logs`]) that contain `text`.
+pub fn logged_lines(text: &str) -> Vec<String> {
+    let logged = LOGGED.lock().unwrap_or_else(|e| e.into_inner());
+    String::from_utf8_lossy(&logged)
+        .lines()
+        .filter(|l| l.contains(text))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Waits until a line containing `text` is logged, checking every 10 ms for at
+/// most `within`: whether one was.
+pub async fn logged_within(text: &str, within: std::time::Duration) -> bool {
+    let end = tokio::time::Instant::now() + within;
+    while logged_lines(text).is_empty() {
+        if tokio::time::Instant::now() >= end {
+            return false;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    true
+}
