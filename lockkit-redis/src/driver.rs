@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lockkit_core::driver::{Admission, Inspect, Inspection, admit};
+use lockkit_core::driver::{Admission, Inspect, Inspection, WakeUpHealth, admit};
 use lockkit_core::{
     AcquireRequest, Capabilities, Grant, LockDriver, LockKey, OwnerId, Renewal, Result, WakeUp,
     async_trait,
@@ -86,9 +86,13 @@ impl RedisDriver {
         let subs = match wake_clients {
             None => None,
             Some(clients) => Some(
-                Subscriptions::connect(clients, &wake_prefix)
-                    .await
-                    .map_err(redis_error)?,
+                Subscriptions::connect(
+                    clients,
+                    &wake_prefix,
+                    WakeUpHealth::new(NAME, "pub/sub connection"),
+                )
+                .await
+                .map_err(redis_error)?,
             ),
         };
         Ok(Self {

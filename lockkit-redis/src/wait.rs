@@ -10,11 +10,12 @@
 //! message); in between, waiters fall back to polling.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::StreamExt;
+use lockkit_core::driver::WakeUpHealth;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
@@ -36,7 +37,7 @@ pub(crate) struct Subscriptions {
     driver_id: String,
     routes: Routes,
     next_waiter: AtomicU64,
-    live: Arc<AtomicBool>,
+    health: Arc<WakeUpHealth>,
     reader: JoinHandle<()>,
 }
 
@@ -76,22 +77,29 @@ impl Subscriptions {
     /// Subscribes to `<wake_prefix><random driver id>` on the first of `clients`
     /// that answers, waiting for the server's confirmation; later reconnects rotate
     /// through `clients` (the seed nodes of a cluster, where PUBLISH reaches every
-    /// node).
+    /// node). `health` logs the connection's losses and returns.
     pub(crate) async fn connect(
         clients: Vec<redis::Client>,
         wake_prefix: &str,
+        health: WakeUpHealth,
     ) -> redis::RedisResult<Arc<Self>> {
         let driver_id = lockkit_core::OwnerId::new().to_hex()[..16].to_string();
         let channel = format!("{wake_prefix}{driver_id}");
         let first = subscribe(&clients, 0, &channel).await?;
         let routes: Routes = Arc::default();
-        let live = Arc::new(AtomicBool::new(true));
-        let reader = tokio::spawn(read(clients, channel, first, routes.clone(), live.clone()));
+        let health = Arc::new(health);
+        let reader = tokio::spawn(read(
+            clients,
+            channel,
+            first,
+            routes.clone(),
+            health.clone(),
+        ));
         Ok(Arc::new(Self {
             driver_id,
             routes,
             next_waiter: AtomicU64::new(1),
-            live,
+            health,
             reader,
         }))
     }
@@ -114,7 +122,7 @@ impl Subscriptions {
 
     /// Whether the subscriber connection is up (else waiters poll faster).
     pub(crate) fn is_live(&self) -> bool {
-        self.live.load(Ordering::Relaxed)
+        !self.health.is_down()
     }
 }
 
@@ -156,7 +164,7 @@ async fn read(
     channel: String,
     mut subscription: Stream,
     routes: Routes,
-    live: Arc<AtomicBool>,
+    health: Arc<WakeUpHealth>,
 ) {
     let mut rotation = 0;
     loop {
@@ -172,18 +180,18 @@ async fn read(
                 notify.notify_one();
             }
         }
-        live.store(false, Ordering::Relaxed);
-        tracing::debug!("wake-up connection closed; waiters poll until it is back");
+        health.down(&"the connection closed");
         let mut backoff = Duration::from_millis(50);
         subscription = loop {
             tokio::time::sleep(backoff).await;
             rotation += 1;
-            if let Ok(s) = subscribe(&clients, rotation, &channel).await {
-                break s;
+            match subscribe(&clients, rotation, &channel).await {
+                Ok(s) => break s,
+                Err(e) => tracing::debug!(error = %e, "wake-up connection: not back yet"),
             }
             backoff = (backoff * 2).min(Duration::from_secs(2));
         };
-        live.store(true, Ordering::Relaxed);
+        health.up();
         // Anything published while we were away is lost: let every waiter retry.
         wake_all(&routes);
     }

@@ -8,6 +8,7 @@ use std::future::Future;
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
+use lockkit_core::driver::WakeUpHealth;
 use lockkit_core::{LockError, Result, redact_url};
 use redis::RedisResult;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
@@ -105,7 +106,11 @@ impl Master {
     /// share the machine with its subscriptions' connections (over TLS, a
     /// handshake each).
     pub(crate) async fn subscribe(&self, wake_prefix: &str, limit: Duration) -> bool {
-        let attempt = Subscriptions::connect(vec![self.client.clone()], wake_prefix);
+        let attempt = Subscriptions::connect(
+            vec![self.client.clone()],
+            wake_prefix,
+            wake_health(&self.shown),
+        );
         match tokio::time::timeout(limit, attempt).await {
             Ok(Ok(subs)) => {
                 let _ = self.wake.set(subs);
@@ -124,13 +129,15 @@ impl Master {
     /// until it succeeds or the driver is gone. Until then, waiters poll it.
     pub(crate) fn subscribe_in_background(&self, wake_prefix: String) {
         let (client, wake): (_, Weak<_>) = (self.client.clone(), Arc::downgrade(&self.wake));
+        let shown = self.shown.clone();
         tokio::spawn(async move {
             let mut backoff = Duration::from_millis(50);
             loop {
                 if wake.strong_count() == 0 {
                     return;
                 }
-                match Subscriptions::connect(vec![client.clone()], &wake_prefix).await {
+                let health = wake_health(&shown);
+                match Subscriptions::connect(vec![client.clone()], &wake_prefix, health).await {
                     Ok(subs) => {
                         if let Some(wake) = wake.upgrade() {
                             let _ = wake.set(subs);
@@ -167,6 +174,12 @@ impl Master {
             Err(_) => Reply::Failed(format!("{}: no answer within {limit:?}", self.shown)),
         }
     }
+}
+
+/// How a master's wake-up connection reports its losses and returns, naming the
+/// master.
+fn wake_health(shown: &str) -> WakeUpHealth {
+    WakeUpHealth::new(super::NAME, format!("pub/sub connection to master {shown}"))
 }
 
 /// Loads every script into the master's script cache: this connects, checks that

@@ -3,10 +3,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use lockkit_core::driver::WakeUpHealth;
 use sqlx::PgPool;
 use sqlx::postgres::PgListener;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
+
+use super::leases::NAME;
 
 /// Aborts the listener task when the last clone of the driver goes.
 #[derive(Debug)]
@@ -19,29 +22,48 @@ impl Drop for Listener {
 }
 
 /// Listens on `channel` and calls `wake.notify_waiters()` per notification.
-/// Reconnects with backoff; waiters poll meanwhile, so nothing waits forever.
+/// Reconnects with backoff; waiters poll meanwhile, so nothing waits forever. A
+/// lost connection is logged once per outage, and so is its return
+/// ([`WakeUpHealth`]). Whenever the connection was lost, however briefly (sqlx
+/// reconnects at once where it can), every waiter is woken once: a release may
+/// have been notified while no one listened.
 pub(super) fn spawn(pool: PgPool, channel: String, wake: Arc<Notify>) -> Listener {
     Listener(tokio::spawn(async move {
+        let health = WakeUpHealth::new(NAME, "LISTEN connection");
         let mut pause = Duration::from_millis(50);
         loop {
-            let mut listener = match PgListener::connect_with(&pool).await {
-                Ok(l) => l,
+            let listening = async {
+                let mut listener = PgListener::connect_with(&pool).await?;
+                listener.listen(&channel).await?;
+                Ok::<_, sqlx::Error>(listener)
+            };
+            let mut listener = match listening.await {
+                Ok(listener) => listener,
                 Err(error) => {
-                    tracing::debug!(%error, "LISTEN connection failed; retrying");
+                    health.down(&error);
                     tokio::time::sleep(pause).await;
                     pause = (pause * 2).min(Duration::from_secs(5));
                     continue;
                 }
             };
-            if listener.listen(&channel).await.is_err() {
-                tokio::time::sleep(pause).await;
-                continue;
-            }
+            health.up();
             pause = Duration::from_millis(50);
             // Anything released while we were not listening: wake everyone once.
             wake.notify_waiters();
-            while let Ok(_notification) = listener.recv().await {
-                wake.notify_waiters();
+            loop {
+                match listener.try_recv().await {
+                    Ok(Some(_notification)) => wake.notify_waiters(),
+                    // Lost, and listening again already: anything notified in
+                    // between is gone.
+                    Ok(None) => {
+                        tracing::debug!("LISTEN connection lost and re-established");
+                        wake.notify_waiters();
+                    }
+                    Err(error) => {
+                        health.down(&error);
+                        break;
+                    }
+                }
             }
         }
     }))
