@@ -34,7 +34,7 @@ pub use consul::{ConsulStandIn, StandInOptions};
 pub use error::TestkitError;
 pub use etcd::{Etcd, EtcdCluster};
 pub use foreign::{ForeignClient, curator_holder, foreign_program, interop_python};
-pub use logs::{capture_logs, logged_lines, logged_within};
+pub use logs::{capture_logs, logged_lines, logged_within, one_outage_logged};
 pub use mariadb::MariaDb;
 pub use port::free_port;
 pub use postgres::Postgres;

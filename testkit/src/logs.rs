@@ -61,3 +61,19 @@ pub async fn logged_within(text: &str, within: std::time::Duration) -> bool {
     }
     true
 }
+
+/// After a wake-up channel went down and came back: `Ok` if the log holds one
+/// `wake-ups lost` warning, naming `channel`, and one `wake-ups back` info line;
+/// else what it holds.
+pub fn one_outage_logged(channel: &str) -> Result<(), String> {
+    let (lost, back) = (logged_lines("wake-ups lost"), logged_lines("wake-ups back"));
+    let warned = matches!(lost.as_slice(), [l] if l.contains("WARN") && l.contains(channel));
+    let back_once = matches!(back.as_slice(), [l] if l.contains("INFO"));
+    if warned && back_once {
+        return Ok(());
+    }
+    Err(format!(
+        "one outage of `{channel}`: one warning and one info line expected; logged \
+         {lost:#?} and {back:#?}"
+    ))
+}
