@@ -1,7 +1,7 @@
-//! Inspection: the key's queue, listed once. Its leading holders hold (a writer,
-//! or a run of readers); each holder node's czxid is its token and its data the
-//! owner's label; the rest of the queue waits. Holds last as long as their
-//! session: no lease is shown.
+//! Inspection: the key's queue, listed once, after our server has caught up with
+//! the leader. Its leading holders hold (a writer, or a run of readers); each
+//! holder node's czxid is its token and its data the owner's label; the rest of
+//! the queue waits. Holds last as long as their session: no lease is shown.
 
 use lockkit_core::driver::{Holder, Inspection};
 use lockkit_core::{FencingToken, LockKey, Result};
@@ -10,11 +10,23 @@ use zookeeper_client::Error as ZkError;
 use crate::driver::ZkDriver;
 use crate::error::zk_error;
 use crate::nodes::{holders, queue};
+use crate::session::Session;
+
+/// Brings our server up to the leader's latest word before a read of `path`: in an
+/// ensemble, a follower may not have seen a grant made through another server
+/// yet, and would show one holder fewer.
+pub(crate) async fn caught_up(session: &Session, path: &str) -> Result<()> {
+    match session.answered(|| session.client.sync(path)).await.reply {
+        Ok(()) | Err(ZkError::NoNode) => Ok(()),
+        Err(e) => Err(zk_error("catching up with the leader", e)),
+    }
+}
 
 impl ZkDriver {
     pub(crate) async fn inspect_queue(&self, key: &LockKey) -> Result<Inspection> {
         let session = self.sessions.get().await?;
         let dir = self.dir(key);
+        caught_up(&session, &dir).await?;
         let children = match session
             .answered(|| session.client.list_children(&dir))
             .await

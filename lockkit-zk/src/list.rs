@@ -14,6 +14,7 @@ impl ZkDriver {
     pub(crate) async fn list_keys(&self, prefix: &str, limit: usize) -> Result<Vec<LockKey>> {
         let session = self.sessions.get().await?;
         let root = self.options().root();
+        crate::inspect::caught_up(&session, root).await?;
         let children = match session
             .answered(|| session.client.list_children(root))
             .await
