@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use lockkit_core::driver::WakeUpHealth;
 use lockkit_core::mem::MemDriver;
 use lockkit_core::metrics::names;
 use lockkit_core::{LockError, LockKey, Locker};
@@ -191,4 +192,39 @@ fn without_a_grouping_every_key_is_in_the_group_all() {
     let all = [("mode", "exclusive"), ("group", names::DEFAULT_GROUP)];
     assert_eq!(seen.counter(names::GRANTS, &all), 3);
     assert_eq!(seen.gauge(names::HELD, &all), 0.0);
+}
+
+/// A wake-up channel's outages are counted once each, however often its reader
+/// fails meanwhile, and the gauge shows the channels down now: back to 0 when a
+/// channel returns or its driver goes while it is down.
+#[test]
+fn wake_up_outages_are_counted_once_and_down_channels_gauged() {
+    let channels = || {
+        (
+            WakeUpHealth::new("mem", "pub/sub connection"),
+            WakeUpHealth::new("mem", "pub/sub connection to master b"),
+        )
+    };
+    let both_down = recorded(|snapshotter| async move {
+        let (first, second) = channels();
+        first.down(&"connection refused");
+        first.down(&"connection refused");
+        second.down(&"connection reset");
+        Seen::take(&snapshotter)
+    });
+    assert_eq!(both_down.counter(names::WAKE_UP_OUTAGES, &[]), 2);
+    assert_eq!(both_down.gauge(names::WAKE_UP_CHANNELS_DOWN, &[]), 2.0);
+
+    let all_back = recorded(|snapshotter| async move {
+        let (first, second) = channels();
+        first.down(&"connection refused");
+        second.down(&"connection reset");
+        first.up();
+        first.down(&"connection refused");
+        first.up();
+        drop(second);
+        Seen::take(&snapshotter)
+    });
+    assert_eq!(all_back.counter(names::WAKE_UP_OUTAGES, &[]), 3);
+    assert_eq!(all_back.gauge(names::WAKE_UP_CHANNELS_DOWN, &[]), 0.0);
 }

@@ -54,6 +54,13 @@ pub mod names {
     pub const RENEWAL_FAILURES: &str = "lockkit_renewal_failures_total";
     /// Gauge: holds granted and neither ended nor lost.
     pub const HELD: &str = "lockkit_held_locks";
+    /// Counter: outages of a driver's wake-up channel (a PostgreSQL `LISTEN`
+    /// connection, a Redis pub/sub connection), once each, however often the
+    /// driver retries. Labelled `backend` only.
+    pub const WAKE_UP_OUTAGES: &str = "lockkit_wake_up_outages_total";
+    /// Gauge: wake-up channels down now, whose waiters poll (a Redlock driver
+    /// has one per master). Labelled `backend` only.
+    pub const WAKE_UP_CHANNELS_DOWN: &str = "lockkit_wake_up_channels_down";
     /// Label: the driver's name (`redis`, `postgres`, …).
     pub const BACKEND: &str = "backend";
     /// Label: `exclusive`, `shared` or `permit`.
@@ -90,6 +97,14 @@ pub fn describe() {
     describe_counter!(names::RENEWALS, "Renewals that kept a hold");
     describe_counter!(names::RENEWAL_FAILURES, "Renewals that failed");
     describe_gauge!(names::HELD, "Holds granted and neither ended nor lost");
+    describe_counter!(
+        names::WAKE_UP_OUTAGES,
+        "Outages of a driver's wake-up channel, once each"
+    );
+    describe_gauge!(
+        names::WAKE_UP_CHANNELS_DOWN,
+        "Wake-up channels down now (their waiters poll)"
+    );
 }
 
 /// How a locker names a key's group.

@@ -3,7 +3,11 @@
 //! a hand-off that took a round trip takes up to a poll pause, and a wait may run
 //! out where it would have been granted. [`WakeUpHealth`] says so once when the
 //! channel goes down (`warn`) and once when it is back (`info`), so that slower
-//! hand-offs and the timeouts of that time have a cause in the log.
+//! hand-offs and the timeouts of that time have a cause in the log; with the
+//! `metrics` feature it also counts the outage
+//! ([`names::WAKE_UP_OUTAGES`](crate::metrics::names::WAKE_UP_OUTAGES)) and keeps
+//! the channel in [`names::WAKE_UP_CHANNELS_DOWN`](crate::metrics::names::WAKE_UP_CHANNELS_DOWN)
+//! until it is back or the driver is gone.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -42,11 +46,12 @@ impl WakeUpHealth {
         }
     }
 
-    /// The channel failed with `error`: a warning, unless it was down already
-    /// (one per outage, however often the reader retries). A URL in `error` is
-    /// shown without its password.
+    /// The channel failed with `error`: a warning and an outage counted, unless
+    /// it was down already (one per outage, however often the reader retries). A
+    /// URL in `error` is shown without its password.
     pub fn down(&self, error: &dyn std::fmt::Display) {
         if !self.down.swap(true, Ordering::AcqRel) {
+            self.record(1.0);
             let error = redact_url(&error.to_string());
             tracing::warn!(
                 driver = self.driver,
@@ -60,6 +65,7 @@ impl WakeUpHealth {
     /// The channel is up: after an outage, says that it is back.
     pub fn up(&self) {
         if self.down.swap(false, Ordering::AcqRel) {
+            self.record(-1.0);
             tracing::info!(
                 driver = self.driver,
                 "wake-ups back: the {} is up again",
@@ -71,5 +77,32 @@ impl WakeUpHealth {
     /// Whether the channel is down (waiters poll meanwhile).
     pub fn is_down(&self) -> bool {
         self.down.load(Ordering::Acquire)
+    }
+
+    /// The metrics of a channel going down (`+1`: an outage counted, one more
+    /// channel down) or coming back (`-1`).
+    fn record(&self, _change: f64) {
+        #[cfg(feature = "metrics")]
+        {
+            use crate::metrics::names;
+            let labels = [metrics::Label::from_static_parts(
+                names::BACKEND,
+                self.driver,
+            )];
+            if _change > 0.0 {
+                metrics::counter!(names::WAKE_UP_OUTAGES, labels.iter()).increment(1);
+            }
+            metrics::gauge!(names::WAKE_UP_CHANNELS_DOWN, labels.iter()).increment(_change);
+        }
+    }
+}
+
+impl Drop for WakeUpHealth {
+    /// A channel that goes away while down (its driver dropped) no longer counts
+    /// as down.
+    fn drop(&mut self) {
+        if *self.down.get_mut() {
+            self.record(-1.0);
+        }
     }
 }
