@@ -10,12 +10,11 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use lockkit_core::driver::{ChangeSignal, armed};
+use lockkit_core::driver::{ChangeSignal, KeyWakers, armed};
 use lockkit_core::{
     AcquireRequest, Capabilities, Grant, Inspection, LockDriver, LockError, LockKey, LockMode,
     OwnerId, Renewal, Result, async_trait, renew_in_batches,
 };
-use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::holds::{self, HolderRow, KeyRow};
@@ -33,23 +32,23 @@ pub trait LeaseBackend: Send + Sync + fmt::Debug + 'static {
     /// Whether [`Self::extend_batch`] renews many holds in one statement; if not,
     /// holds are renewed one [`Self::extend`] at a time.
     const BATCH_RENEWALS: bool = false;
-    /// Whether a release wakes this driver's waiters at once. Not on PostgreSQL,
-    /// whose release statements send the NOTIFY that wakes every driver's
-    /// waiters, this one's included.
+    /// Whether a release wakes this driver's waiters of its key at once. Not on
+    /// PostgreSQL, whose release statements send the NOTIFY that wakes every
+    /// driver's waiters of the key, this one's included.
     const WAKE_ON_RELEASE: bool = true;
 
     /// What the database supports.
     fn capabilities(&self) -> Capabilities;
 
-    /// Wakes this driver's waiters.
-    fn wake(&self) -> &Arc<Notify>;
+    /// Wakes this driver's waiters and observers, by key.
+    fn wakers(&self) -> &KeyWakers;
 
     /// One acquire attempt: the grant, or `None` when the key is held.
     async fn try_acquire(&self, req: &AcquireRequest) -> Result<Option<Grant>>;
 
     /// An attempt after a wake-up or a pause. Databases whose shared and permit
     /// acquires lock the key row first override it to look without locking
-    /// first ([`Self::looks_full`]): a release wakes every waiter, and those
+    /// first ([`Self::looks_full`]): a release wakes every waiter of the key, and those
     /// that cannot get in then cost one read each, run side by side, instead of
     /// a transaction each, one after another on the key row.
     async fn try_acquire_again(&self, req: &AcquireRequest) -> Result<Option<Grant>> {
@@ -117,14 +116,15 @@ pub trait LeaseBackend: Send + Sync + fmt::Debug + 'static {
 }
 
 /// Acquires for `req` with `backend`'s attempts, woken by its
-/// [`wake`](LeaseBackend::wake) (its own releases; PostgreSQL's NOTIFY) and
+/// [`wakers`](LeaseBackend::wakers) for its key (its own releases; PostgreSQL's NOTIFY) and
 /// polling otherwise.
 pub(crate) async fn poll_for<B: LeaseBackend + ?Sized>(
     backend: &B,
     req: &AcquireRequest,
 ) -> Result<Grant> {
     let mut first = true;
-    acquire_polling(req, backend.wake(), B::POLL_CAP, || {
+    let wake = backend.wakers().notify(req.key.as_str());
+    acquire_polling(req, &wake, B::POLL_CAP, || {
         let again = !std::mem::replace(&mut first, false);
         async move {
             if again {
@@ -176,9 +176,9 @@ impl<B: LeaseBackend> LeaseDriver<B> {
         &self.backend
     }
 
-    fn wake_waiters(&self) {
+    fn wake_waiters(&self, key: &LockKey) {
         if B::WAKE_ON_RELEASE {
-            self.backend.wake().notify_waiters();
+            self.backend.wakers().wake(key.as_str());
         }
     }
 }
@@ -226,7 +226,7 @@ impl<B: LeaseBackend> LockDriver for LeaseDriver<B> {
     async fn release(&self, key: &LockKey, owner: &OwnerId) -> Result<bool> {
         let released = self.backend.release(key, owner).await?;
         if released {
-            self.wake_waiters();
+            self.wake_waiters(key);
         }
         Ok(released)
     }
@@ -249,15 +249,14 @@ impl<B: LeaseBackend> LockDriver for LeaseDriver<B> {
 
     async fn force_release(&self, key: &LockKey) -> Result<bool> {
         let freed = self.backend.force_release(key).await?;
-        self.wake_waiters();
+        self.wake_waiters(key);
         Ok(freed)
     }
 
     async fn watch(&self, key: &LockKey) -> Result<ChangeSignal> {
-        // Releases wake every waiter of this driver (PostgreSQL: of every driver,
-        // by NOTIFY); an observer waits on the same signal.
-        let _ = key;
-        Ok(armed(self.backend.wake().clone()))
+        // Releases wake this driver's waiters of the key (PostgreSQL: every
+        // driver's, by NOTIFY); an observer waits on the same signal.
+        Ok(armed(self.backend.wakers().notify(key.as_str())))
     }
 
     async fn inspect(&self, key: &LockKey) -> Result<Inspection> {

@@ -26,14 +26,13 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use lockkit_core::driver::{
-    Admission, ChangeSignal, Holder, Inspection, LockMode, admit, armed, limit_mismatch,
+    Admission, ChangeSignal, Holder, Inspection, KeyWakers, LockMode, admit, armed, limit_mismatch,
 };
 use lockkit_core::{
     AcquireRequest, Capabilities, FencingToken, Grant, LockDriver, LockError, LockKey, OwnerId,
     Result,
 };
 use sqlx::pool::PoolConnection;
-use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::renew::not_ours;
@@ -76,8 +75,9 @@ pub(crate) trait SessionBackend: Send + Sync + fmt::Debug + 'static {
     fn name(&self) -> &'static str;
     fn pool(&self) -> &sqlx::Pool<Self::Db>;
     fn capabilities(&self) -> Capabilities;
-    /// Wakes this driver's waiters (fed by NOTIFY where there is one).
-    fn wake(&self) -> &Arc<Notify>;
+    /// Wakes this driver's waiters and observers by key (fed by NOTIFY where
+    /// there is one).
+    fn wakers(&self) -> &KeyWakers;
     fn poll_cap(&self) -> Duration;
     /// Refuses a key that cannot name this backend's lock (with raw keys).
     fn check_key(&self, key: &LockKey) -> Result<()> {
@@ -287,7 +287,8 @@ impl<B: SessionBackend> LockDriver for SessionDriver<B> {
         req.require_mode(self.backend.name(), self.capabilities())?;
         // Once, before waiting: a key is as valid on the last poll as on the first.
         self.backend.check_key(&req.key)?;
-        acquire_polling(req, self.backend.wake(), self.backend.poll_cap(), || {
+        let wake = self.backend.wakers().notify(req.key.as_str());
+        acquire_polling(req, &wake, self.backend.poll_cap(), || {
             self.try_acquire(req)
         })
         .await
@@ -313,7 +314,7 @@ impl<B: SessionBackend> LockDriver for SessionDriver<B> {
         {
             Ok(true) => {
                 drop(conn);
-                self.backend.wake().notify_waiters();
+                self.backend.wakers().wake(key.as_str());
                 self.backend.announce_release(key).await;
                 Ok(true)
             }
@@ -331,16 +332,15 @@ impl<B: SessionBackend> LockDriver for SessionDriver<B> {
             .break_lock(key)
             .await
             .map_err(|e| self.db_error(e))?;
-        self.backend.wake().notify_waiters();
+        self.backend.wakers().wake(key.as_str());
         self.backend.announce_release(key).await;
         Ok(broken)
     }
 
     async fn watch(&self, key: &LockKey) -> Result<ChangeSignal> {
-        // Releases wake every waiter of this driver (PostgreSQL: of every driver,
-        // by NOTIFY); an observer waits on the same signal.
-        let _ = key;
-        Ok(armed(self.backend.wake().clone()))
+        // Releases wake this driver's waiters of the key (PostgreSQL: every
+        // driver's, by NOTIFY); an observer waits on the same signal.
+        Ok(armed(self.backend.wakers().notify(key.as_str())))
     }
 
     async fn inspect(&self, key: &LockKey) -> Result<Inspection> {

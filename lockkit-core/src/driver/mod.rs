@@ -51,8 +51,8 @@ mod request;
 
 pub use crate::types::decode_escaped;
 pub use crate::wait::{
-    Attempt, Backoff, Busy, Contender, Jitter, Patience, Pauses, WaitPolicy, Wake, WakeUpHealth,
-    wait_for_grant,
+    Attempt, Backoff, Busy, Contender, Jitter, KeyWakers, Patience, Pauses, WaitPolicy, Wake,
+    WakeUpHealth, wait_for_grant,
 };
 pub use admission::{Admission, Held, admit, has_room, limit_mismatch, refuse_reentry};
 pub use capabilities::{Capabilities, Inspect, WakeUp};

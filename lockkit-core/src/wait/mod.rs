@@ -54,11 +54,13 @@
 mod attempt;
 mod backoff;
 mod engine;
+mod key_wakers;
 mod policy;
 mod wake_health;
 
 pub use attempt::{Attempt, Busy, Contender, Wake};
 pub use backoff::{Backoff, Jitter, Pauses};
 pub use engine::wait_for_grant;
+pub use key_wakers::KeyWakers;
 pub use policy::{Patience, WaitPolicy};
 pub use wake_health::WakeUpHealth;

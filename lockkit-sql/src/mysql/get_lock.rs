@@ -5,11 +5,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use lockkit_core::driver::{Inspect, LockMode};
+use lockkit_core::driver::{Inspect, KeyWakers, LockMode};
 use lockkit_core::{Capabilities, LockKey};
 use sqlx::pool::PoolConnection;
 use sqlx::{AssertSqlSafe, MySql, MySqlPool};
-use tokio::sync::Notify;
 
 use super::get_lock_sql::{
     bump_fence, create_fences, create_holds, forget_hold, live_holds, on_name, record_hold,
@@ -36,7 +35,7 @@ pub(super) struct GetLock {
     pub(super) record: Arc<str>,
     pub(super) forget: Arc<str>,
     pub(super) live_holds: Arc<str>,
-    pub(super) wake: Arc<Notify>,
+    pub(super) wakers: KeyWakers,
     /// Each statement (`request_timeout_ms`).
     pub(super) timeout: Duration,
 }
@@ -110,8 +109,8 @@ impl SessionBackend for GetLock {
             .with_lease_expiry(false)
     }
 
-    fn wake(&self) -> &Arc<Notify> {
-        &self.wake
+    fn wakers(&self) -> &KeyWakers {
+        &self.wakers
     }
 
     fn poll_cap(&self) -> Duration {
@@ -284,7 +283,7 @@ pub(super) async fn on_pool(
         record: record_hold(t).into(),
         forget: forget_hold(t).into(),
         live_holds: live_holds(t, raw).into(),
-        wake: Arc::new(Notify::new()),
+        wakers: KeyWakers::default(),
         timeout: options.settings.timeouts.request,
     }))
 }

@@ -6,14 +6,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lockkit_core::Wait;
-use lockkit_core::driver::{Inspect, LockMode};
+use lockkit_core::driver::{Inspect, KeyWakers, LockMode};
 use lockkit_core::{
     AcquireRequest, Capabilities, FencingToken, Grant, LockError, LockKey, OwnerId, Result,
     async_trait,
 };
 use sqlx::AssertSqlSafe;
 use sqlx::mysql::{MySqlConnection, MySqlPool};
-use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::doorbell::Doorbells;
@@ -38,7 +37,7 @@ pub struct MySqlLeases {
     pub(super) pool: MySqlPool,
     pub(super) statements: Statements,
     /// Wakes this driver's own waiters when it releases.
-    wake: Arc<Notify>,
+    wakers: KeyWakers,
     /// Each statement (`request_timeout_ms`).
     pub(super) timeout: Duration,
     /// How releases wake waiters in other processes.
@@ -94,7 +93,7 @@ impl MySqlLeases {
                 forget_holders: holder_sql::forget_holders(table).into(),
                 inspect: holder_sql::inspect(table).into(),
             },
-            wake: Arc::new(Notify::new()),
+            wakers: KeyWakers::default(),
             doorbells: Doorbells::new(&pool, table, timeout),
             pool,
             timeout,
@@ -178,8 +177,8 @@ impl LeaseBackend for MySqlLeases {
             .with_list(true)
     }
 
-    fn wake(&self) -> &Arc<Notify> {
-        &self.wake
+    fn wakers(&self) -> &KeyWakers {
+        &self.wakers
     }
 
     /// An exclusive acquire that may wait waits on the key's bell; the others

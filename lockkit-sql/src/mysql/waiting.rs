@@ -71,7 +71,12 @@ fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
 impl Contender for Waiter<'_> {
     async fn attempt(&mut self) -> Result<Attempt> {
         let leases = self.leases;
-        let mut woken = Box::pin(leases.wake().clone().notified_owned());
+        let mut woken = Box::pin(
+            leases
+                .wakers()
+                .notify(self.req.key.as_str())
+                .notified_owned(),
+        );
         woken.as_mut().enable();
         let bell = self.state().bell.take();
         let granted = match bell {

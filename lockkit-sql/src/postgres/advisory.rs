@@ -5,11 +5,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use lockkit_core::driver::{Inspect, LockMode};
+use lockkit_core::driver::{Inspect, KeyWakers, LockMode};
 use lockkit_core::{Capabilities, LockKey, WakeUp};
 use sqlx::pool::PoolConnection;
 use sqlx::{AssertSqlSafe, PgPool, Postgres};
-use tokio::sync::Notify;
 
 use super::advisory_sql::{
     TRY_PERMIT, TRY_SLOTS, bump_fence, create_fences, create_holds, id_of, live_holds, try_lock,
@@ -42,7 +41,7 @@ pub(super) struct Advisory {
     pub(super) unlock_permit: Arc<str>,
     pub(super) live_holds: Arc<str>,
     pub(super) channel: String,
-    pub(super) wake: Arc<Notify>,
+    pub(super) wakers: Arc<KeyWakers>,
     pub(super) _listener: Listener,
     /// Each statement (`request_timeout_ms`).
     pub(super) timeout: Duration,
@@ -88,8 +87,8 @@ impl SessionBackend for Advisory {
             .with_watch(true)
     }
 
-    fn wake(&self) -> &Arc<Notify> {
-        &self.wake
+    fn wakers(&self) -> &KeyWakers {
+        &self.wakers
     }
 
     fn poll_cap(&self) -> Duration {
@@ -297,8 +296,8 @@ pub(super) async fn on_pool(
     let raw = options.settings.raw_keys;
     migrate(&pool, &[create_fences(t), create_holds(t)]).await?;
     let channel = channel(t);
-    let wake = Arc::new(Notify::new());
-    let listener = listen::spawn(pool.clone(), channel.clone(), wake.clone());
+    let wakers = Arc::new(KeyWakers::default());
+    let listener = listen::spawn(pool.clone(), channel.clone(), wakers.clone());
     Ok(SessionDriver::new(Advisory {
         pool,
         namespace: t.clone(),
@@ -311,7 +310,7 @@ pub(super) async fn on_pool(
         unlock_permit: unlock(t, "", true, false).into(),
         live_holds: live_holds(t).into(),
         channel,
-        wake,
+        wakers,
         _listener: listener,
         timeout: options.settings.timeouts.request,
     }))

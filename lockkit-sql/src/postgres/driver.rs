@@ -1,12 +1,12 @@
 //! [`PgDriver`]: the lease table over a sqlx Postgres pool, with a `LISTEN`
-//! connection that wakes waiters on every release.
+//! connection that wakes the waiters of each released key.
 
 use std::sync::Arc;
 
 use lockkit_core::Result;
+use lockkit_core::driver::KeyWakers;
 use sqlx::AssertSqlSafe;
 use sqlx::postgres::PgPool;
-use tokio::sync::Notify;
 
 use super::leases::{PgLeases, db_error};
 use super::listen;
@@ -71,11 +71,11 @@ impl LeaseDriver<PgLeases> {
         migrate(&pool, &schema(&options.settings.table)).await?;
         let t = &options.settings.table;
         let channel = channel(t);
-        let wake = Arc::new(Notify::new());
-        let listener = listen::spawn(pool.clone(), channel.clone(), wake.clone());
+        let wakers = Arc::new(KeyWakers::default());
+        let listener = listen::spawn(pool.clone(), channel.clone(), wakers.clone());
         let timeout = options.settings.timeouts.request;
         Ok(Self::new(PgLeases::new(
-            pool, t, channel, wake, listener, timeout,
+            pool, t, channel, wakers, listener, timeout,
         )))
     }
 

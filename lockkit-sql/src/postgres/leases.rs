@@ -4,14 +4,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lockkit_core::driver::{Inspect, LockMode};
+use lockkit_core::driver::{Inspect, KeyWakers, LockMode};
 use lockkit_core::{
     AcquireRequest, Capabilities, FencingToken, Grant, LockError, LockKey, OwnerId, Renewal,
     Result, WakeUp, async_trait,
 };
 use sqlx::AssertSqlSafe;
 use sqlx::postgres::PgPool;
-use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::listen::Listener;
@@ -36,7 +35,7 @@ pub(super) fn ttl_ms(ttl: Duration) -> f64 {
 pub struct PgLeases {
     pub(super) pool: PgPool,
     pub(super) statements: Statements,
-    wake: Arc<Notify>,
+    wakers: Arc<KeyWakers>,
     _listener: Listener,
     /// Each statement (`request_timeout_ms`).
     pub(super) timeout: Duration,
@@ -63,12 +62,12 @@ pub(super) struct Statements {
 
 impl PgLeases {
     /// Statements on `table`, releases notified on `channel`, waiters woken by
-    /// `wake` (which `listener` feeds).
+    /// `wakers` (which `listener` feeds).
     pub(super) fn new(
         pool: PgPool,
         table: &str,
         channel: String,
-        wake: Arc<Notify>,
+        wakers: Arc<KeyWakers>,
         listener: Listener,
         timeout: Duration,
     ) -> Self {
@@ -90,7 +89,7 @@ impl PgLeases {
                 inspect: holder_sql::inspect(table).into(),
                 channel,
             },
-            wake,
+            wakers,
             _listener: listener,
             timeout,
         }
@@ -116,8 +115,8 @@ impl LeaseBackend for PgLeases {
             .with_watch(true)
     }
 
-    fn wake(&self) -> &Arc<Notify> {
-        &self.wake
+    fn wakers(&self) -> &KeyWakers {
+        &self.wakers
     }
 
     async fn try_acquire(&self, req: &AcquireRequest) -> Result<Option<Grant>> {

@@ -1,12 +1,12 @@
-//! One `LISTEN` connection per driver: wakes the driver's waiters on every release.
+//! One `LISTEN` connection per driver: wakes the driver's waiters and observers of
+//! each released key, which the notification's payload names.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use lockkit_core::driver::WakeUpHealth;
+use lockkit_core::driver::{KeyWakers, WakeUpHealth};
 use sqlx::PgPool;
 use sqlx::postgres::PgListener;
-use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 use super::leases::NAME;
@@ -21,13 +21,13 @@ impl Drop for Listener {
     }
 }
 
-/// Listens on `channel` and calls `wake.notify_waiters()` per notification.
+/// Listens on `channel` and wakes the waiters of the key each notification names.
 /// Reconnects with backoff; waiters poll meanwhile, so nothing waits forever. A
 /// lost connection is logged once per outage, and so is its return
 /// ([`WakeUpHealth`]). Whenever the connection was lost, however briefly (sqlx
 /// reconnects at once where it can), every waiter is woken once: a release may
 /// have been notified while no one listened.
-pub(super) fn spawn(pool: PgPool, channel: String, wake: Arc<Notify>) -> Listener {
+pub(super) fn spawn(pool: PgPool, channel: String, wakers: Arc<KeyWakers>) -> Listener {
     Listener(tokio::spawn(async move {
         let health = WakeUpHealth::new(NAME, "LISTEN connection");
         let mut pause = Duration::from_millis(50);
@@ -49,15 +49,15 @@ pub(super) fn spawn(pool: PgPool, channel: String, wake: Arc<Notify>) -> Listene
             health.up();
             pause = Duration::from_millis(50);
             // Anything released while we were not listening: wake everyone once.
-            wake.notify_waiters();
+            wakers.wake_all();
             loop {
                 match listener.try_recv().await {
-                    Ok(Some(_notification)) => wake.notify_waiters(),
+                    Ok(Some(released)) => wakers.wake(released.payload()),
                     // Lost, and listening again already: anything notified in
                     // between is gone.
                     Ok(None) => {
                         tracing::debug!("LISTEN connection lost and re-established");
-                        wake.notify_waiters();
+                        wakers.wake_all();
                     }
                     Err(error) => {
                         health.down(&error);

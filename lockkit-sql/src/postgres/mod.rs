@@ -44,9 +44,12 @@
 //!   request with another limit fails with `Config`. Waiters are not queued: a
 //!   stream of readers can keep a waiting writer out, and waiters are not served
 //!   in order.
-//! - Release sends `NOTIFY` (in the same statement, delivered at commit); every
-//!   driver keeps one `LISTEN` connection and wakes its waiters, with a polling
-//!   fallback (≤ 250 ms) for a missed notification or a broken listener.
+//! - Release sends `NOTIFY` with the key as its payload (in the same statement,
+//!   delivered at commit); every driver keeps one `LISTEN` connection and wakes
+//!   its waiters and observers of that key only, with a polling fallback
+//!   (≤ 250 ms) for a missed notification or a broken listener. Every driver's
+//!   waiters of the key are woken, not one: see BENCHMARKS.md for what that
+//!   costs behind 64 waiters.
 //! - Lease expiry is judged on the **server's wall clock** (there is no monotonic
 //!   clock in SQL): a jump of the database server's clock moves every expiry with it.
 //!   The client still measures its own deadline on its monotonic clock from before

@@ -5,14 +5,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lockkit_core::driver::{Inspect, LockMode};
+use lockkit_core::driver::{Inspect, KeyWakers, LockMode};
 use lockkit_core::{
     AcquireRequest, Capabilities, FencingToken, Grant, LockError, LockKey, OwnerId, Renewal,
     Result, async_trait,
 };
 use sqlx::sqlite::SqlitePool;
 use sqlx::{AssertSqlSafe, Sqlite, Transaction};
-use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::clock::{Reading, monotonic_ms};
@@ -29,7 +28,7 @@ pub struct SqliteLeases {
     pub(super) pool: SqlitePool,
     pub(super) statements: Statements,
     /// Wakes waiters in this process when a driver of this process releases.
-    local_wake: Arc<Notify>,
+    local_wake: Arc<KeyWakers>,
 }
 
 pub(super) fn db_error(e: sqlx::Error) -> LockError {
@@ -38,7 +37,7 @@ pub(super) fn db_error(e: sqlx::Error) -> LockError {
 
 impl SqliteLeases {
     /// The statements on `table`; `local_wake` wakes this process's waiters.
-    pub(super) fn new(pool: SqlitePool, table: &str, local_wake: Arc<Notify>) -> Self {
+    pub(super) fn new(pool: SqlitePool, table: &str, local_wake: Arc<KeyWakers>) -> Self {
         Self {
             pool,
             statements: Statements::new(table),
@@ -92,7 +91,7 @@ impl LeaseBackend for SqliteLeases {
             .with_list(true)
     }
 
-    fn wake(&self) -> &Arc<Notify> {
+    fn wakers(&self) -> &KeyWakers {
         &self.local_wake
     }
 

@@ -6,12 +6,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
+use lockkit_core::driver::KeyWakers;
 use lockkit_core::{LockError, Result};
 use sqlx::AssertSqlSafe;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
-use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::leases::{NAME, db_error};
@@ -19,21 +19,21 @@ use super::options::SqliteOptions;
 use super::sql;
 
 /// One waker per database file, shared by this process's drivers of that file.
-fn local_wakers() -> &'static Mutex<HashMap<PathBuf, Weak<Notify>>> {
-    static WAKERS: OnceLock<Mutex<HashMap<PathBuf, Weak<Notify>>>> = OnceLock::new();
+fn local_wakers() -> &'static Mutex<HashMap<PathBuf, Weak<KeyWakers>>> {
+    static WAKERS: OnceLock<Mutex<HashMap<PathBuf, Weak<KeyWakers>>>> = OnceLock::new();
     WAKERS.get_or_init(Default::default)
 }
 
 /// Wakes waiters in this process when a driver of this process releases: the
 /// same for every driver of the file (a private one for `:memory:`).
-pub(super) fn local_wake_for(options: &SqliteOptions) -> Arc<Notify> {
+pub(super) fn local_wake_for(options: &SqliteOptions) -> Arc<KeyWakers> {
     local_wake_for_file(options.path())
 }
 
 /// [`local_wake_for`] the database file `path` (`None`: in memory, private).
-pub(super) fn local_wake_for_file(path: Option<&Path>) -> Arc<Notify> {
+pub(super) fn local_wake_for_file(path: Option<&Path>) -> Arc<KeyWakers> {
     let Some(path) = path else {
-        return Arc::new(Notify::new());
+        return Arc::default();
     };
     let key = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
     let mut wakers = local_wakers().lock().unwrap_or_else(|e| e.into_inner());
@@ -41,9 +41,9 @@ pub(super) fn local_wake_for_file(path: Option<&Path>) -> Arc<Notify> {
     if let Some(existing) = wakers.get(&key).and_then(Weak::upgrade) {
         return existing;
     }
-    let notify = Arc::new(Notify::new());
-    wakers.insert(key, Arc::downgrade(&notify));
-    notify
+    let shared = Arc::new(KeyWakers::default());
+    wakers.insert(key, Arc::downgrade(&shared));
+    shared
 }
 
 /// Where opening the database failed.

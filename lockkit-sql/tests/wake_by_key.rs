@@ -1,0 +1,112 @@
+//! A release wakes the waiters and observers of its own key only: on PostgreSQL
+//! through the `NOTIFY` payload in another driver (lease table and advisory
+//! mode), on MariaDB and SQLite in this process. Observers (`LockDriver::watch`)
+//! share the waiters' wake-ups, so they show it: before, every release woke every
+//! waiter of the driver, and each of them sent an attempt.
+#![cfg(test)] // Test code throughout: clippy.toml allows unwrap, expect and panic here.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use lockkit_core::driver::ChangeSignal;
+use lockkit_core::{LockDriver, LockKey, Locker};
+use lockkit_sql::mysql::{MySqlDriver, MySqlOptions};
+use lockkit_sql::postgres::{self, PgDriver, PgOptions};
+use lockkit_sql::sqlite::{SqliteDriver, SqliteOptions};
+use lockkit_testkit::{MariaDb, Postgres};
+use tokio::time::timeout;
+
+/// Far longer than a release's wake-up takes anywhere here.
+const WOKEN_WITHIN: Duration = Duration::from_secs(10);
+
+fn key(name: &str) -> LockKey {
+    LockKey::new(name).unwrap()
+}
+
+/// Whether `signal` has resolved, without waiting.
+async fn resolved(signal: &mut ChangeSignal) -> bool {
+    timeout(Duration::ZERO, signal).await.is_ok()
+}
+
+/// `holder` takes and releases a key; `watcher` (another driver of the same
+/// database, or the same one) must see that key's release and no other key's.
+async fn a_release_wakes_its_key_only(holder: &Locker, watcher: &dyn LockDriver) {
+    // A first release, seen: the watcher's wake-ups are up (a PostgreSQL listener
+    // that starts listening wakes every key once; that is behind us now).
+    let mut warm_up = watcher.watch(&key("wake-warm-up")).await.unwrap();
+    holder
+        .lock("wake-warm-up")
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+    timeout(WOKEN_WITHIN, &mut warm_up)
+        .await
+        .expect("the first release woke nobody");
+
+    let mut released = watcher.watch(&key("wake-released")).await.unwrap();
+    let mut other = watcher.watch(&key("wake-other")).await.unwrap();
+    let held = holder.lock("wake-released").await.unwrap();
+    held.release().await.unwrap();
+
+    timeout(WOKEN_WITHIN, &mut released)
+        .await
+        .expect("the release did not wake its key's observer");
+    assert!(
+        !resolved(&mut other).await,
+        "a release of one key woke the observer of another"
+    );
+}
+
+async fn pg(url: &str) -> Arc<PgDriver> {
+    Arc::new(
+        PgDriver::connect(PgOptions::from_url(url).unwrap())
+            .await
+            .unwrap(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_postgres_release_wakes_the_other_drivers_waiters_of_its_key_only() {
+    let server = Postgres::start().await.unwrap();
+    let holder = Locker::new(pg(&server.url()).await);
+    let watcher = pg(&server.url()).await;
+    a_release_wakes_its_key_only(&holder, &*watcher).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_postgres_advisory_release_wakes_the_other_drivers_waiters_of_its_key_only() {
+    let server = Postgres::start().await.unwrap();
+    let url = format!("{}?mode=advisory", server.url());
+    let advisory = || async { postgres::connect(PgOptions::from_url(&url).unwrap()).await };
+    let holder = Locker::new(advisory().await.unwrap());
+    let watcher = advisory().await.unwrap();
+    a_release_wakes_its_key_only(&holder, &*watcher).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mariadb_release_wakes_this_drivers_waiters_of_its_key_only() {
+    let server = MariaDb::start().await.unwrap();
+    let driver = Arc::new(
+        MySqlDriver::connect(MySqlOptions::from_url(&server.url()).unwrap())
+            .await
+            .unwrap(),
+    );
+    a_release_wakes_its_key_only(&Locker::new(driver.clone()), &*driver).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sqlite_release_wakes_the_waiters_of_its_key_only_in_this_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("wake.db");
+    let open = || async {
+        Arc::new(
+            SqliteDriver::connect(SqliteOptions::new(&file))
+                .await
+                .unwrap(),
+        )
+    };
+    let (holder, watcher) = (open().await, open().await);
+    a_release_wakes_its_key_only(&Locker::new(holder), &*watcher).await;
+}
