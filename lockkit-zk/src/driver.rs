@@ -183,6 +183,10 @@ impl LockDriver for ZkDriver {
         self.list_keys(prefix, limit).await
     }
 
+    async fn list_held(&self, prefix: &str, limit: usize) -> Result<Vec<Inspection>> {
+        self.list_held_queues(prefix, limit).await
+    }
+
     async fn proclaim(&self, key: &LockKey, owner: &OwnerId, text: &str) -> Result<()> {
         self.proclaim_text(key, owner, text).await
     }

@@ -12,21 +12,17 @@ use crate::error::zk_error;
 use crate::nodes::{holders, queue};
 use crate::session::Session;
 
-/// Brings our server up to the leader's latest word before a read of `path`: in an
-/// ensemble, a follower may not have seen a grant made through another server
-/// yet, and would show one holder fewer.
-pub(crate) async fn caught_up(session: &Session, path: &str) -> Result<()> {
-    match session.answered(|| session.client.sync(path)).await.reply {
-        Ok(()) | Err(ZkError::NoNode) => Ok(()),
-        Err(e) => Err(zk_error("catching up with the leader", e)),
-    }
-}
-
 impl ZkDriver {
     pub(crate) async fn inspect_queue(&self, key: &LockKey) -> Result<Inspection> {
         let session = self.sessions.get().await?;
+        session.caught_up(&self.dir(key)).await?;
+        self.read_queue(&session, key).await
+    }
+
+    /// The key's queue as `session`'s server has it now: call it once that
+    /// server has caught up with the leader.
+    pub(crate) async fn read_queue(&self, session: &Session, key: &LockKey) -> Result<Inspection> {
         let dir = self.dir(key);
-        caught_up(&session, &dir).await?;
         let children = match session
             .answered(|| session.client.list_children(&dir))
             .await

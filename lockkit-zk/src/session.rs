@@ -89,6 +89,18 @@ impl Session {
             .unwrap_or(Err(ZkError::Timeout))
     }
 
+    /// Brings this session's server up to the leader's latest word (`sync`),
+    /// resending while the outcome is unknown: reads after it see every write
+    /// the ensemble had committed when it was called. In an ensemble, a follower
+    /// may not have seen a grant made through another server yet. A `path` that
+    /// does not exist is fine: the sync is of the server, not of the node.
+    pub(crate) async fn caught_up(&self, path: &str) -> Result<()> {
+        match self.answered(|| self.client.sync(path)).await.reply {
+            Ok(()) | Err(ZkError::NoNode) => Ok(()),
+            Err(e) => Err(zk_error("catching up with the leader", e)),
+        }
+    }
+
     /// Whether the session is connected right now.
     pub(crate) fn is_connected(&self) -> bool {
         self.client.state() == SessionState::SyncConnected

@@ -307,14 +307,7 @@ impl Locker {
     /// # Ok(()) }
     /// ```
     pub async fn list(&self, prefix: &str, limit: usize) -> Result<Vec<Inspection>> {
-        let mut out = Vec::new();
-        for key in self.inner.driver.list(prefix, limit).await? {
-            let seen = self.inner.driver.inspect(&key).await?;
-            if seen.is_held() {
-                out.push(seen);
-            }
-        }
-        Ok(out)
+        self.inner.driver.list_held(prefix, limit).await
     }
 
     /// Whether anyone holds `key` right now, by [`inspect`](Locker::inspect).

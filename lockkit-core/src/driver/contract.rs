@@ -120,6 +120,26 @@ pub trait LockDriver: Send + Sync + fmt::Debug + 'static {
         })
     }
 
+    /// The locks of [`list`](Self::list) that are held, each as
+    /// [`inspect`](Self::inspect) shows it: what [`crate::Locker::list`] returns.
+    /// By default one `inspect` per listed key; a driver whose inspections each
+    /// pay for something a listing needs once (ZooKeeper's sync with the leader)
+    /// overrides it.
+    ///
+    /// # Errors
+    ///
+    /// As [`list`](Self::list) and [`inspect`](Self::inspect).
+    async fn list_held(&self, prefix: &str, limit: usize) -> Result<Vec<Inspection>> {
+        let mut out = Vec::new();
+        for key in self.list(prefix, limit).await? {
+            let seen = self.inspect(&key).await?;
+            if seen.is_held() {
+                out.push(seen);
+            }
+        }
+        Ok(out)
+    }
+
     /// Arms a signal that resolves once the holders of `key` may have changed
     /// (a grant, a release, a new value) *after this call returned*: how
     /// [`crate::Observer`] waits between readings without missing a change made
