@@ -34,7 +34,11 @@
 //! - An exclusive acquire is one `INSERT … ON CONFLICT DO UPDATE … WHERE
 //!   free-or-expired-or-ours RETURNING fence`; extend and release are one statement
 //!   each, guarded by the owner. Under READ COMMITTED, Postgres re-checks the
-//!   `WHERE` on the latest row version, so two acquirers can never both win.
+//!   `WHERE` on the latest row version, so two acquirers can never both win. A
+//!   waiter's later attempts put the upsert behind `WHERE NOT EXISTS` (held by
+//!   someone else, in the statement's snapshot): a refused one inserts nothing, so
+//!   it locks no row, takes no transaction id and writes no WAL (a commit flush
+//!   per refused attempt before, with `synchronous_commit`).
 //! - A read (shared) hold or a semaphore permit is one short transaction: lock the
 //!   key row, read its holders, decide by [`lockkit_core::driver::admit`], grant
 //!   (4 statements with `BEGIN`/`COMMIT`). Releasing one is a transaction of 2

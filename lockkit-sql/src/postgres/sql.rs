@@ -27,16 +27,39 @@ pub(super) fn acquire(t: &str) -> String {
     format!(
         "INSERT INTO {t} AS l (name, owner, fence, expires_at, label)
          VALUES ($1, $2, 1, clock_timestamp() + $3::float8 * interval '1 millisecond', $4)
-         ON CONFLICT (name) DO UPDATE SET
+         {TAKE_IF_FREE}"
+    )
+}
+
+/// [`acquire`] for a waiter's next attempt, which will more often than not find
+/// the key held. A key the statement's snapshot shows held by someone else
+/// inserts nothing, so the attempt ends there: no conflict, so no row lock. The
+/// lock would cost a transaction id (its commit then writes, and with
+/// `synchronous_commit` flushes, the WAL), and would queue the attempt behind a
+/// grant in progress. A snapshot that shows the key free goes on to the upsert,
+/// whose `WHERE` re-checks the row's latest version. Not for a first attempt:
+/// the look costs an uncontended acquire an index probe.
+pub(super) fn acquire_if_free(t: &str) -> String {
+    format!(
+        "INSERT INTO {t} AS l (name, owner, fence, expires_at, label)
+         SELECT $1, $2, 1, clock_timestamp() + $3::float8 * interval '1 millisecond', $4
+         WHERE NOT EXISTS (
+             SELECT 1 FROM {t}
+             WHERE name = $1 AND owner <> $2 AND expires_at > clock_timestamp())
+         {TAKE_IF_FREE}"
+    )
+}
+
+/// The upsert of [`acquire`] and [`acquire_if_free`]: a new token unless the
+/// owner already holds the lease.
+const TAKE_IF_FREE: &str = "ON CONFLICT (name) DO UPDATE SET
              fence = CASE WHEN l.owner = EXCLUDED.owner AND l.expires_at > clock_timestamp()
                           THEN l.fence ELSE l.fence + 1 END,
              owner = EXCLUDED.owner,
              expires_at = EXCLUDED.expires_at,
              label = EXCLUDED.label
          WHERE l.owner IS NULL OR l.owner = EXCLUDED.owner OR l.expires_at <= clock_timestamp()
-         RETURNING fence"
-    )
-}
+         RETURNING fence";
 
 /// Pushes out our live lease, exclusive or not, in one statement: the key row's
 /// for an exclusive hold; a shared hold's or permit's row and the key row's

@@ -1,20 +1,26 @@
-//! A release wakes the waiters and observers of its own key only: on PostgreSQL
-//! through the `NOTIFY` payload in another driver (lease table and advisory
-//! mode), on MariaDB and SQLite in this process. Observers (`LockDriver::watch`)
-//! share the waiters' wake-ups, so they show it: before, every release woke every
-//! waiter of the driver, and each of them sent an attempt.
+//! What waiting costs those who do not wait.
+//!
+//! - A release wakes the waiters and observers of its own key only: on
+//!   PostgreSQL through the `NOTIFY` payload in another driver (lease table and
+//!   advisory mode), on MariaDB and SQLite in this process. Observers
+//!   (`LockDriver::watch`) share the waiters' wake-ups, so they show it: before,
+//!   every release woke every waiter of the driver, and each of them sent an
+//!   attempt.
+//! - On PostgreSQL, a waiter's refused attempts take no transaction id: they
+//!   look before they lock the key's row, so they write nothing to the WAL.
 #![cfg(test)] // Test code throughout: clippy.toml allows unwrap, expect and panic here.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use lockkit_core::driver::ChangeSignal;
-use lockkit_core::{LockDriver, LockKey, Locker};
+use lockkit_core::{LockDriver, LockError, LockKey, Locker};
 use lockkit_sql::mysql::{MySqlDriver, MySqlOptions};
 use lockkit_sql::postgres::{self, PgDriver, PgOptions};
 use lockkit_sql::sqlite::{SqliteDriver, SqliteOptions};
 use lockkit_testkit::{MariaDb, Postgres};
-use tokio::time::timeout;
+use sqlx::Connection;
+use tokio::time::{Instant, timeout};
 
 /// Far longer than a release's wake-up takes anywhere here.
 const WOKEN_WITHIN: Duration = Duration::from_secs(10);
@@ -109,4 +115,49 @@ async fn a_sqlite_release_wakes_the_waiters_of_its_key_only_in_this_process() {
     };
     let (holder, watcher) = (open().await, open().await);
     a_release_wakes_its_key_only(&Locker::new(holder), &*watcher).await;
+}
+
+/// The server's next transaction id (asking takes one).
+async fn next_transaction_id(conn: &mut sqlx::PgConnection) -> i64 {
+    sqlx::query_scalar("SELECT txid_current()")
+        .fetch_one(conn)
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_postgres_waiters_refused_attempts_take_no_transaction_ids() {
+    let server = Postgres::start().await.unwrap();
+    let (holder, waiter) = (
+        Locker::new(pg(&server.url()).await),
+        Locker::new(pg(&server.url()).await),
+    );
+    // A fixed lease: no watchdog renewals, which take transaction ids of their own.
+    let _held = holder
+        .lock("busy")
+        .lease(Duration::from_secs(60))
+        .await
+        .unwrap();
+    let mut admin = sqlx::PgConnection::connect(&server.url()).await.unwrap();
+
+    let before = next_transaction_id(&mut admin).await;
+    let waited_from = Instant::now();
+    let refused = waiter.lock("busy").wait(Duration::from_millis(1500)).await;
+    let waited = waited_from.elapsed();
+    let used = next_transaction_id(&mut admin).await - before - 1;
+
+    assert!(
+        matches!(refused, Err(LockError::Timeout { .. })),
+        "{refused:?}"
+    );
+    // Polls from 2 ms doubling to 250 ms: at least six attempts after the first
+    // in 1.5 s. Only the first one, a plain upsert, may lock the row.
+    assert!(
+        waited >= Duration::from_millis(1500),
+        "waited only {waited:?}"
+    );
+    assert!(
+        used <= 1,
+        "{used} transaction ids for one waiter's refused attempts"
+    );
 }
