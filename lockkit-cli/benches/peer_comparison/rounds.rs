@@ -42,15 +42,18 @@ pub(crate) async fn run(
     let mut cpu: Vec<Option<Duration>> = vec![Some(Duration::ZERO); programs.len()];
     let count = iterations.div_ceil(BATCH).max(1);
     eprintln!("   uncontended: {count} rounds of {BATCH} pairs");
+    // One reading between two batches: the end of one is the start of the next.
+    let mut last = servers.used();
     for round in 0..count as usize {
         for turn in 0..programs.len() {
             let i = (round + turn) % programs.len();
             let Ok(session) = &mut sessions[i] else {
                 continue;
             };
-            let before = servers.used();
             let batch = session.batch(BATCH).await;
-            cpu[i] = match (cpu[i], before, servers.used()) {
+            let (before, after) = (last, servers.used());
+            last = after;
+            cpu[i] = match (cpu[i], before, after) {
                 (Some(sum), Some(before), Some(after)) => Some(sum + after.saturating_sub(before)),
                 _ => None,
             };

@@ -87,16 +87,6 @@ impl KeyWakers {
         }
     }
 
-    /// How many keys have an entry (live or not swept yet).
-    pub fn len(&self) -> usize {
-        self.keys().by_key.len()
-    }
-
-    /// Whether no key has an entry.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     fn keys(&self) -> MutexGuard<'_, Keys> {
         self.keys.lock().unwrap_or_else(PoisonError::into_inner)
     }

@@ -24,6 +24,7 @@ pub(super) async fn acquire(leases: &MySqlLeases, req: &AcquireRequest) -> Resul
     let mut waiter = Waiter {
         leases,
         req,
+        wake: leases.wakers().notify(req.key.as_str()),
         state: Arc::default(),
     };
     wait_for_grant(req, &policy, &mut waiter).await
@@ -32,6 +33,8 @@ pub(super) async fn acquire(leases: &MySqlLeases, req: &AcquireRequest) -> Resul
 struct Waiter<'a> {
     leases: &'a MySqlLeases,
     req: &'a AcquireRequest,
+    /// This process's wake-up of the key, for as long as the acquire waits.
+    wake: Arc<tokio::sync::Notify>,
     /// What the waits on the bell learnt, for the next attempt.
     state: Arc<Mutex<State>>,
 }
@@ -71,12 +74,7 @@ fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
 impl Contender for Waiter<'_> {
     async fn attempt(&mut self) -> Result<Attempt> {
         let leases = self.leases;
-        let mut woken = Box::pin(
-            leases
-                .wakers()
-                .notify(self.req.key.as_str())
-                .notified_owned(),
-        );
+        let mut woken = Box::pin(self.wake.clone().notified_owned());
         woken.as_mut().enable();
         let bell = self.state().bell.take();
         let granted = match bell {
