@@ -77,6 +77,10 @@ impl ZkDriver {
 
     /// Lists `key`'s queue and deletes the nodes `pick` chooses from it (in
     /// sequence order). Returns whether any of them existed.
+    ///
+    /// The listing follows a sync: in an ensemble, this session's server may be a
+    /// follower that has not applied a grant made through another member yet, and
+    /// a break that listed before it would report the key free and leave the hold.
     async fn delete_where(
         &self,
         key: &LockKey,
@@ -84,6 +88,7 @@ impl ZkDriver {
     ) -> Result<bool> {
         let session = self.sessions.get().await?;
         let dir = self.dir(key);
+        session.caught_up(&dir).await?;
         let children = match session
             .answered(|| session.client.list_children(&dir))
             .await
