@@ -1,0 +1,94 @@
+//! A waiter's lease revoked behind its back on a real etcd 3.4 server (by an
+//! operator, or a lease that ran out): the revocation takes the waiter's entry
+//! with it, and when the release wakes the waiter it must queue again on a live
+//! lease, never report a grant on the revoked one (etcd issue 11456: a recipe that
+//! trusted its predecessor's delete granted on a dead lease).
+
+#![cfg(test)] // Test code throughout: clippy.toml allows unwrap, expect and panic here.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use etcd_client::{Client, GetOptions, SortOrder, SortTarget};
+use lockkit_core::Locker;
+use lockkit_etcd::{EtcdDriver, EtcdOptions};
+use lockkit_testkit::Etcd;
+use tokio::time::{Instant, sleep};
+
+const KEY: &str = "revoked-waiter";
+
+async fn locker(url: &str) -> Locker {
+    Locker::new(Arc::new(
+        EtcdDriver::connect(EtcdOptions::from_url(url).unwrap())
+            .await
+            .unwrap(),
+    ))
+}
+
+/// The lease of each entry in the lock's queue, oldest first.
+async fn queue_leases(raw: &mut Client) -> Vec<i64> {
+    let opts = GetOptions::new()
+        .with_prefix()
+        .with_sort(SortTarget::Create, SortOrder::Ascend);
+    let resp = raw
+        .get(format!("lockkit/{KEY}/"), Some(opts))
+        .await
+        .unwrap();
+    resp.kvs().iter().map(|kv| kv.lease()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_whose_lease_was_revoked_is_granted_only_on_a_live_lease() {
+    let etcd = Etcd::start().await.unwrap();
+    let url = etcd.url();
+    let endpoint = url.replace("etcd://", "http://");
+    let mut raw = Client::connect([endpoint.as_str()], None).await.unwrap();
+    let (holder, waiter) = (locker(&url).await, locker(&url).await);
+    let held = holder
+        .lock(KEY)
+        .ttl(Duration::from_secs(30))
+        .no_wait()
+        .await
+        .unwrap();
+    // A 30 s lease: the waiter renews it every 10 s, so nothing but the wake-up
+    // makes it look at its lease within the test.
+    let waiting = tokio::spawn(async move {
+        waiter
+            .lock(KEY)
+            .ttl(Duration::from_secs(30))
+            .wait(Duration::from_secs(20))
+            .await
+    });
+    let limit = Instant::now() + Duration::from_secs(10);
+    let revoked = loop {
+        let leases = queue_leases(&mut raw).await;
+        if let [_, waiter_lease] = leases[..] {
+            break waiter_lease;
+        }
+        assert!(
+            Instant::now() < limit,
+            "the waiter never queued: {leases:?}"
+        );
+        sleep(Duration::from_millis(10)).await;
+    };
+    raw.lease_revoke(revoked).await.unwrap();
+    assert_eq!(
+        queue_leases(&mut raw).await.len(),
+        1,
+        "the revoked lease took the waiter's entry with it"
+    );
+    let held_token = held.token();
+    held.release().await.unwrap();
+
+    let granted = waiting.await.unwrap().unwrap();
+    assert!(granted.token() > held_token);
+    assert!(!granted.is_lost(), "the grant reports itself lost");
+    let leases = queue_leases(&mut raw).await;
+    let [live] = leases[..] else {
+        panic!("the queue after the grant: {leases:?}, not the one new entry");
+    };
+    assert_ne!(live, revoked, "granted on the revoked lease");
+    let ttl = raw.lease_time_to_live(live, None).await.unwrap().ttl();
+    assert!(ttl > 0, "granted on a lease with {ttl} s left");
+    granted.release().await.unwrap();
+}
