@@ -9,9 +9,8 @@
 
 #![cfg(test)] // Test code throughout: clippy.toml allows unwrap, expect and panic here.
 
-use std::time::Duration;
-
 use std::sync::Arc;
+use std::time::Duration;
 
 use lockkit_core::{LockDriver, LockError, LockGuard, Locker};
 use lockkit_testkit::ZooKeeperEnsemble;
@@ -21,12 +20,13 @@ use lockkit_zk::{ZkDriver, ZkOptions};
 /// would pass all of them about once in a thousand runs (0.8^30).
 const ROUNDS: usize = 30;
 
-/// An ensemble, a locker on one follower and a driver on the other, which the
+/// An ensemble; a locker on one follower, and a driver on the other, which the
 /// tests lag behind.
 struct Lagging {
     ensemble: ZooKeeperEnsemble,
     lagging: usize,
     holder: Locker,
+    reader: Arc<ZkDriver>,
 }
 
 /// A driver on `address` alone, with sessions long enough (10 s) that a pause of
@@ -40,18 +40,18 @@ async fn driver_on(address: &str) -> Arc<ZkDriver> {
     )
 }
 
-async fn lagging_ensemble() -> (Lagging, Arc<ZkDriver>) {
+async fn lagging_ensemble() -> Lagging {
     let ensemble = ZooKeeperEnsemble::start(3).await.unwrap();
     let leader = ensemble.leader().await.expect("the ensemble has a leader");
     let (lagging, other) = ((leader + 1) % 3, (leader + 2) % 3);
     let holder = Locker::new(driver_on(&ensemble.members[other].address()).await);
     let reader = driver_on(&ensemble.members[lagging].address()).await;
-    let lagging = Lagging {
+    Lagging {
         ensemble,
         lagging,
         holder,
-    };
-    (lagging, reader)
+        reader,
+    }
 }
 
 impl Lagging {
@@ -72,10 +72,10 @@ impl Lagging {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_break_through_a_lagging_follower_breaks_a_grant_made_elsewhere() {
-    let (lagging, reader) = lagging_ensemble().await;
+    let lagging = lagging_ensemble().await;
     for round in 0..ROUNDS {
         let held = lagging.grant_behind_its_back(&format!("lag/{round}")).await;
-        let broke = reader.force_release(held.key()).await.unwrap();
+        let broke = lagging.reader.force_release(held.key()).await.unwrap();
         assert!(broke, "round {round}: the break found no holder");
         match held.release().await {
             Err(LockError::Lost { .. }) => {}
@@ -86,10 +86,10 @@ async fn a_break_through_a_lagging_follower_breaks_a_grant_made_elsewhere() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_inspection_through_a_lagging_follower_shows_a_grant_made_elsewhere() {
-    let (lagging, reader) = lagging_ensemble().await;
+    let lagging = lagging_ensemble().await;
     for round in 0..ROUNDS {
         let held = lagging.grant_behind_its_back(&format!("lag/{round}")).await;
-        let seen = reader.inspect(held.key()).await.unwrap();
+        let seen = lagging.reader.inspect(held.key()).await.unwrap();
         assert!(
             seen.holders.iter().any(|h| h.token == held.token()),
             "round {round}: the inspection shows {seen:?}, not the hold"
