@@ -7,6 +7,7 @@ use std::time::Duration;
 use tempfile::TempDir;
 
 use crate::process::{Server, Spec, find_binary, probe_command, run_setup, temp_dir};
+use crate::template::{copy, template};
 use crate::tls::{CertAuthority, query_path};
 use crate::{TestkitError, free_port};
 
@@ -21,9 +22,20 @@ pub struct MariaDb {
     _dir: TempDir,
 }
 
+/// How `mariadb-install-db` makes the data directory (once per machine: see
+/// [`template`]), besides the directories it is given.
+const INSTALL_ARGS: [&str; 5] = [
+    "--no-defaults",
+    "--user=root",
+    "--auth-root-authentication-method=normal",
+    "--skip-test-db",
+    "--skip-name-resolve",
+];
+
 impl MariaDb {
-    /// Runs mariadb-install-db in a temp dir, starts the server and creates the
-    /// `lockkit` database.
+    /// Starts a server on a copy of a data directory `mariadb-install-db` made
+    /// (once per machine: see the `template` module), and creates the `lockkit`
+    /// database.
     ///
     /// # Errors
     ///
@@ -61,21 +73,27 @@ impl MariaDb {
         let install = find_binary("mariadb-install-db", "LOCKKIT_MARIADB_INSTALL_BIN")?;
         let dir = temp_dir()?;
         let data = dir.path().join("data");
-        // A private tmpdir: parallel installs collide on temp tables in /tmp.
+        // A private tmpdir: parallel servers collide on temp tables in /tmp.
         let tmp = dir.path().join("tmp");
         std::fs::create_dir_all(&tmp)?;
-        run_setup(
-            "mariadb-install-db",
-            Command::new(install).env("TMPDIR", &tmp).args([
-                "--no-defaults",
-                &format!("--datadir={}", data.display()),
-                "--user=root",
-                "--auth-root-authentication-method=normal",
-                "--skip-test-db",
-                "--skip-name-resolve",
-                &format!("--tmpdir={}", tmp.display()),
-            ]),
+        let made = template(
+            "mariadb",
+            &[&install, &mariadbd],
+            &INSTALL_ARGS,
+            |staging| {
+                let tmp = staging.join("tmp");
+                std::fs::create_dir_all(&tmp)?;
+                run_setup(
+                    "mariadb-install-db",
+                    Command::new(&install)
+                        .env("TMPDIR", &tmp)
+                        .args(INSTALL_ARGS)
+                        .arg(format!("--datadir={}", staging.join("data").display()))
+                        .arg(format!("--tmpdir={}", tmp.display())),
+                )
+            },
         )?;
+        copy(&made.join("data"), &data)?;
         let tls = match mutual {
             Some(mutual) => Some((CertAuthority::generate(dir.path())?, mutual)),
             None => None,

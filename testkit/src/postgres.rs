@@ -9,6 +9,7 @@ use std::time::Duration;
 use tempfile::TempDir;
 
 use crate::process::{Server, Spec, find_binary, probe_command, run_setup, temp_dir};
+use crate::template::{copy, template};
 use crate::tls::{CertAuthority, query_path};
 use crate::{TestkitError, free_port};
 
@@ -41,6 +42,18 @@ fn bin_dir() -> Result<PathBuf, TestkitError> {
     })
 }
 
+/// How `initdb` makes the data directory (once per machine: see [`template`]).
+const INITDB_ARGS: [&str; 8] = [
+    "-A",
+    "trust",
+    "-U",
+    "postgres",
+    "-E",
+    "UTF8",
+    "--locale=C",
+    "--no-sync",
+];
+
 /// The uid and gid of a system user, from /etc/passwd.
 fn user_ids(name: &str) -> Result<(u32, u32), TestkitError> {
     let passwd = std::fs::read_to_string("/etc/passwd")?;
@@ -57,7 +70,8 @@ fn user_ids(name: &str) -> Result<(u32, u32), TestkitError> {
 }
 
 impl Postgres {
-    /// Runs initdb in a temp dir and starts the server.
+    /// Starts a server on a copy of a data directory `initdb` made (once per
+    /// machine: see the `template` module).
     ///
     /// # Errors
     ///
@@ -100,23 +114,20 @@ impl Postgres {
         let dir = temp_dir()?;
         std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid))?;
         let data = dir.path().join("data");
-        run_setup(
-            "initdb",
-            Command::new(bin.join("initdb"))
-                .args(["-D", &data.display().to_string()])
-                .args([
-                    "-A",
-                    "trust",
-                    "-U",
-                    "postgres",
-                    "-E",
-                    "UTF8",
-                    "--locale=C",
-                    "--no-sync",
-                ])
-                .uid(uid)
-                .gid(gid),
-        )?;
+        let initdb = bin.join("initdb");
+        let made = template("postgres", &[&initdb], &INITDB_ARGS, |staging| {
+            std::os::unix::fs::chown(staging, Some(uid), Some(gid))?;
+            run_setup(
+                "initdb",
+                Command::new(&initdb)
+                    .arg("-D")
+                    .arg(staging.join("data"))
+                    .args(INITDB_ARGS)
+                    .uid(uid)
+                    .gid(gid),
+            )
+        })?;
+        copy(&made.join("data"), &data)?;
         let tls = match mutual {
             Some(mutual) => {
                 let certs = tls_only(dir.path(), &data, mutual, (uid, gid))?;
