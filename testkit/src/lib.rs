@@ -6,9 +6,9 @@
 //! 127.0.0.1 port, in a temp dir named `lockkit-testkit-*`. Handles offer `url()`,
 //! `pause()` (SIGSTOP), `resume()`, `kill()` (SIGKILL) and `restart()` on the same
 //! data dir, and kill the whole process group on drop — also when a test panics.
-//! What every start would repeat (PostgreSQL's `initdb`, `mariadb-install-db`)
-//! is done once per machine, as a `lockkit-template-*` directory under the temp
-//! dir.
+//! What every start would repeat (PostgreSQL's `initdb`, `mariadb-install-db`,
+//! ZooKeeper's class-data archive) is done once per machine, as a
+//! `lockkit-template-*` directory under the temp dir.
 //! Binaries come from Debian packages that `ci/setup` installs; a missing one is
 //! reported as "X not found — run ci/setup".
 //!

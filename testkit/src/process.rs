@@ -175,6 +175,22 @@ impl Server {
         self.signal(Signal::CONT);
     }
 
+    /// Asks the server to stop (SIGTERM to its group), waits up to `patience` for
+    /// it to exit, then kills whatever is left. Whether it exited by itself.
+    pub(crate) fn terminate(&mut self, patience: Duration) -> bool {
+        self.signal(Signal::TERM);
+        let mut exited = false;
+        if let Some(child) = self.child.as_mut() {
+            let until = Instant::now() + patience;
+            while !exited && Instant::now() < until {
+                exited = !matches!(child.try_wait(), Ok(None));
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+        self.kill();
+        exited
+    }
+
     /// Kills every process of the server (SIGKILL) and waits until they are gone.
     pub fn kill(&mut self) {
         let group = self.group();

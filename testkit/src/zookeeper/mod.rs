@@ -13,6 +13,8 @@ use crate::process::{Server, Spec, find_binary, temp_dir};
 use crate::tls::{CertAuthority, query_path};
 use crate::{TestkitError, free_port};
 
+mod classes;
+
 /// The server's classpath: zookeeper.jar's manifest names every Netty jar it needs
 /// but netty-codec (used by the TLS port's Netty connection factory).
 const CLASSPATH: &str = "/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar:/usr/share/java/netty-codec.jar";
@@ -76,7 +78,13 @@ fn write_config(
     Ok(path)
 }
 
-fn spawn(dir: &Path, port: u16, config: &Path, main_class: &str) -> Result<Server, TestkitError> {
+/// The classpath with `jar` as ZooKeeper's jar.
+fn classpath(jar: &str) -> String {
+    CLASSPATH.replace("/usr/share/java/zookeeper.jar", jar)
+}
+
+/// The JVM and ZooKeeper's jar.
+fn jvm() -> Result<(PathBuf, String), TestkitError> {
     let java = find_binary("java", "LOCKKIT_JAVA_BIN")?;
     let jar = std::env::var("LOCKKIT_ZOOKEEPER_JAR")
         .unwrap_or_else(|_| "/usr/share/java/zookeeper.jar".into());
@@ -85,21 +93,47 @@ fn spawn(dir: &Path, port: u16, config: &Path, main_class: &str) -> Result<Serve
             binary: "zookeeper (/usr/share/java/zookeeper.jar)".into(),
         });
     }
+    Ok((java, jar))
+}
+
+/// The class-data flag a server starts with (see [`classes`]); none if the JVM or
+/// the jar is missing, which [`spawn`] reports.
+async fn shared_classes() -> Option<String> {
+    let (java, jar) = jvm().ok()?;
+    classes::archive_flag(&java, &jar).await
+}
+
+/// Starts one ZooKeeper JVM; `classes` is its class-data flag, if any.
+fn spawn(
+    dir: &Path,
+    port: u16,
+    config: &Path,
+    main_class: &str,
+    classes: Option<&str>,
+) -> Result<Server, TestkitError> {
+    let (java, jar) = jvm()?;
+    let mut args = vec![
+        "-Xmx256m".to_string(),
+        "-XX:+UseSerialGC".into(),
+        "-XX:TieredStopAtLevel=1".into(),
+    ];
+    if let Some(flag) = classes {
+        // A JVM too old for class-data archives starts without one.
+        args.extend(["-XX:+IgnoreUnrecognizedVMOptions".into(), flag.into()]);
+    }
+    args.extend([
+        format!("-Dzookeeper.log.dir={}", dir.display()),
+        // Empty container nodes are deleted within half a second (the
+        // server's default is a sweep a minute), so tests can watch cleanup.
+        "-Dznode.container.checkIntervalMs=500".into(),
+        "-cp".into(),
+        classpath(&jar),
+        main_class.into(),
+        config.display().to_string(),
+    ]);
     Server::spawn(Spec {
         binary: java,
-        args: vec![
-            "-Xmx256m".into(),
-            "-XX:+UseSerialGC".into(),
-            "-XX:TieredStopAtLevel=1".into(),
-            format!("-Dzookeeper.log.dir={}", dir.display()),
-            // Empty container nodes are deleted within half a second (the
-            // server's default is a sweep a minute), so tests can watch cleanup.
-            "-Dznode.container.checkIntervalMs=500".into(),
-            "-cp".into(),
-            CLASSPATH.replace("/usr/share/java/zookeeper.jar", &jar),
-            main_class.into(),
-            config.display().to_string(),
-        ],
+        args,
         uid_gid: None,
         port,
         log: dir.join("zookeeper.log"),
@@ -123,6 +157,7 @@ impl ZooKeeper {
             port,
             &config,
             "org.apache.zookeeper.server.ZooKeeperServerMain",
+            shared_classes().await.as_deref(),
         )?;
         let mut zk = Self {
             server,
@@ -171,6 +206,7 @@ impl ZooKeeper {
             port,
             &config,
             "org.apache.zookeeper.server.ZooKeeperServerMain",
+            shared_classes().await.as_deref(),
         )?;
         let mut zk = Self {
             server,
@@ -269,6 +305,15 @@ impl ZooKeeperEnsemble {
     ///
     /// As [`ZooKeeper::start`].
     pub async fn start(n: usize) -> Result<Self, TestkitError> {
+        let shared = shared_classes().await;
+        Self::start_members(n, |_| shared.clone()).await
+    }
+
+    /// As [`start`](Self::start), member `i` with the class-data flag `classes(i)`.
+    async fn start_members(
+        n: usize,
+        classes: impl Fn(usize) -> Option<String>,
+    ) -> Result<Self, TestkitError> {
         let dir = temp_dir()?;
         let mut ports = Vec::with_capacity(n);
         for _ in 0..n {
@@ -285,6 +330,7 @@ impl ZooKeeperEnsemble {
                 *client,
                 &config,
                 "org.apache.zookeeper.server.quorum.QuorumPeerMain",
+                classes(i).as_deref(),
             )?;
             members.push(ZooKeeper {
                 server,
