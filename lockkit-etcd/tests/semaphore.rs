@@ -4,26 +4,19 @@
 
 #![cfg(test)] // Test code throughout: clippy.toml allows unwrap, expect and panic here.
 
-use std::sync::Arc;
+mod common;
+
 use std::time::Duration;
 
 use lockkit_conformance::QueuedSemaphore;
-use lockkit_core::Locker;
-use lockkit_etcd::{EtcdDriver, EtcdOptions};
 use lockkit_testkit::Etcd;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use common::locker;
 
 const LIMIT: u32 = 4;
 const WAITERS: usize = 16;
 const WAIT: Duration = Duration::from_secs(30);
-
-async fn locker(url: &str) -> Locker {
-    Locker::new(Arc::new(
-        EtcdDriver::connect(EtcdOptions::from_url(url).unwrap())
-            .await
-            .unwrap(),
-    ))
-}
 
 /// gRPC messages the server has received and sent so far, over every method
 /// (`grpc_server_msg_received_total` and `grpc_server_msg_sent_total`).

@@ -6,24 +6,17 @@
 
 #![cfg(test)] // Test code throughout: clippy.toml allows unwrap, expect and panic here.
 
-use std::sync::Arc;
+mod common;
+
 use std::time::Duration;
 
 use etcd_client::{Client, GetOptions, SortOrder, SortTarget};
-use lockkit_core::Locker;
-use lockkit_etcd::{EtcdDriver, EtcdOptions};
 use lockkit_testkit::Etcd;
 use tokio::time::{Instant, sleep};
 
-const KEY: &str = "revoked-waiter";
+use common::locker;
 
-async fn locker(url: &str) -> Locker {
-    Locker::new(Arc::new(
-        EtcdDriver::connect(EtcdOptions::from_url(url).unwrap())
-            .await
-            .unwrap(),
-    ))
-}
+const KEY: &str = "revoked-waiter";
 
 /// The lease of each entry in the lock's queue, oldest first.
 async fn queue_leases(raw: &mut Client) -> Vec<i64> {
