@@ -141,6 +141,13 @@ fn spawn(
     })
 }
 
+/// Starts a standalone server on `config`, from the machine's class archive.
+async fn spawn_standalone(dir: &Path, port: u16, config: &Path) -> Result<Server, TestkitError> {
+    let main_class = "org.apache.zookeeper.server.ZooKeeperServerMain";
+    let classes = shared_classes().await;
+    spawn(dir, port, config, main_class, classes.as_deref())
+}
+
 impl ZooKeeper {
     /// Starts a standalone server.
     ///
@@ -152,13 +159,7 @@ impl ZooKeeper {
         let dir = temp_dir()?;
         let port = free_port()?;
         let config = write_config(dir.path(), port, &[], None)?;
-        let server = spawn(
-            dir.path(),
-            port,
-            &config,
-            "org.apache.zookeeper.server.ZooKeeperServerMain",
-            shared_classes().await.as_deref(),
-        )?;
+        let server = spawn_standalone(dir.path(), port, &config).await?;
         let mut zk = Self {
             server,
             tls: None,
@@ -201,13 +202,7 @@ impl ZooKeeper {
             if mutual { "need" } else { "none" }
         ));
         std::fs::write(&config, cfg)?;
-        let server = spawn(
-            dir.path(),
-            port,
-            &config,
-            "org.apache.zookeeper.server.ZooKeeperServerMain",
-            shared_classes().await.as_deref(),
-        )?;
+        let server = spawn_standalone(dir.path(), port, &config).await?;
         let mut zk = Self {
             server,
             tls: Some((secure, certs, mutual)),
