@@ -115,7 +115,10 @@ impl Postgres {
         std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid))?;
         let data = dir.path().join("data");
         let initdb = bin.join("initdb");
-        let made = template("postgres", &[&initdb], &INITDB_ARGS, |staging| {
+        let owner = format!("{uid}:{gid}");
+        let mut args = INITDB_ARGS.to_vec();
+        args.push(&owner);
+        let made = template("postgres", &[&initdb], &args, |staging| {
             std::os::unix::fs::chown(staging, Some(uid), Some(gid))?;
             run_setup(
                 "initdb",

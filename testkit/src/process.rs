@@ -177,15 +177,16 @@ impl Server {
 
     /// Asks the server to stop (SIGTERM to its group), waits up to `patience` for
     /// it to exit, then kills whatever is left. Whether it exited by itself.
-    pub(crate) fn terminate(&mut self, patience: Duration) -> bool {
+    pub(crate) async fn terminate(&mut self, patience: Duration) -> bool {
         self.signal(Signal::TERM);
+        let until = Instant::now() + patience;
         let mut exited = false;
-        if let Some(child) = self.child.as_mut() {
-            let until = Instant::now() + patience;
-            while !exited && Instant::now() < until {
-                exited = !matches!(child.try_wait(), Ok(None));
-                std::thread::sleep(Duration::from_millis(10));
+        while let Some(child) = self.child.as_mut() {
+            exited = matches!(child.try_wait(), Ok(Some(_)));
+            if exited || Instant::now() >= until {
+                break;
             }
+            tokio::time::sleep(Duration::from_millis(10)).await;
         }
         self.kill();
         exited

@@ -60,7 +60,7 @@ impl Template {
         self.dir.is_dir().then(|| self.dir.clone())
     }
 
-    /// A path beside the template's, with `suffix` appended to its name.
+    /// A path beside the template's: its name and `.suffix`.
     pub(crate) fn beside(&self, suffix: &str) -> PathBuf {
         self.dir.with_extension(suffix)
     }
@@ -87,13 +87,15 @@ pub(crate) struct Staging {
 }
 
 impl Staging {
+    /// The directory to fill.
     pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
     /// Renames the staging directory into the template's place. If another
-    /// process got there first, theirs is kept (a directory is never renamed over
-    /// a template, which is not empty) and this one is removed.
+    /// process got there first, theirs is kept (a rename never replaces a
+    /// directory that has files; an empty one, a template of nothing, is replaced
+    /// by the same) and this one is removed.
     pub(crate) fn publish(self) -> Result<PathBuf, TestkitError> {
         match std::fs::rename(&self.path, &self.dir) {
             Ok(()) => Ok(self.dir.clone()),
@@ -122,6 +124,11 @@ pub(crate) fn copy(from: &Path, to: &Path) -> Result<(), TestkitError> {
     )
 }
 
+/// Bumped when what a template holds, or how it is laid out, changes.
+const LAYOUT: u32 = 1;
+
+/// A hash of `inputs` (each path, its size and modification time), `args` and
+/// [`LAYOUT`].
 fn fingerprint(inputs: &[&Path], args: &[&str]) -> u64 {
     let mut h = DefaultHasher::new();
     for input in inputs {
@@ -132,6 +139,7 @@ fn fingerprint(inputs: &[&Path], args: &[&str]) -> u64 {
         }
     }
     args.hash(&mut h);
+    LAYOUT.hash(&mut h);
     h.finish()
 }
 

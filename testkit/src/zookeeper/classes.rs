@@ -9,10 +9,13 @@
 //! The archive is recorded once per machine: an ensemble member started with
 //! `-XX:ArchiveClassesAtExit` serves, then is stopped with SIGTERM so that the JVM
 //! writes it. It is kept as a [`template`](crate::template), whose fingerprint
-//! covers the JVM, the jar and the classpath, so a different JVM records its own.
-//! Only one process records at a time (a `flock` on a file beside it); the others
-//! start without an archive meanwhile. A JVM that cannot record leaves an empty
-//! template, and every later start goes without.
+//! covers the JVM and every jar on the classpath, so a different JVM or an
+//! upgraded jar records its own. Only one process records at a time (a `flock` on
+//! a file beside it); the others start without an archive meanwhile. A recording
+//! that fails (the ensemble does not serve, the member does not exit in time) is
+//! tried again by a later start; a JVM that exits cleanly without writing an
+//! archive (it cannot make one) leaves an empty template, and every later start
+//! goes without.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -34,7 +37,9 @@ const WRITE_PATIENCE: Duration = Duration::from_secs(30);
 /// one is recorded (recording it first if none is, and no one else is).
 pub(super) async fn archive_flag(java: &Path, jar: &str) -> Option<String> {
     let cp = classpath(jar);
-    let name = Template::named("zookeeper-classes", &[java, Path::new(jar)], &[&cp]);
+    let mut inputs = vec![java];
+    inputs.extend(cp.split(':').map(Path::new));
+    let name = Template::named("zookeeper-classes", &inputs, &[&cp]);
     let dir = match name.found() {
         Some(dir) => dir,
         None => record(&name).await?,
@@ -68,9 +73,13 @@ async fn record_into(archive: &Path) -> Result<(), TestkitError> {
     let flag = format!("-XX:ArchiveClassesAtExit={}", archive.display());
     let mut ensemble =
         ZooKeeperEnsemble::start_members(3, |i| (i == 0).then(|| flag.clone())).await?;
-    if !ensemble.members[0].server.terminate(WRITE_PATIENCE) {
-        // Killed while it wrote: no half-written archive.
+    if !ensemble.members[0].server.terminate(WRITE_PATIENCE).await {
+        // Killed while it wrote: no half-written archive, and no template.
         let _ = std::fs::remove_file(archive);
+        return Err(TestkitError::Setup {
+            step: "recording ZooKeeper's class archive".into(),
+            detail: format!("the JVM did not exit within {WRITE_PATIENCE:?} of SIGTERM"),
+        });
     }
     Ok(())
 }
@@ -87,7 +96,7 @@ mod tests {
         let (java, jar) = jvm().unwrap();
         // Recorded by this call, or by another test process (then it is ready
         // once that one publishes it).
-        let until = Instant::now() + Duration::from_secs(120);
+        let until = Instant::now() + Duration::from_secs(60);
         let flag = loop {
             if let Some(flag) = archive_flag(&java, &jar).await {
                 break flag;
