@@ -3,15 +3,11 @@
 //! counters, 1,000 holds on one lease and a delete while the watch stream is
 //! down, are in-crate: `src/renew/tests.rs`.)
 
-mod common;
-
 use std::time::Duration;
 
 use lockkit_core::LockError;
 use lockkit_testkit::{Etcd, EtcdCluster, Fault, FaultProxy};
 use tokio::time::{Instant, sleep, timeout};
-
-use common::locker;
 
 /// Kill the leader of a 3-node cluster while a client holds a watchdog lock. The
 /// holder either keeps its lock (renewals carry on through the election: nobody
@@ -22,7 +18,10 @@ use common::locker;
 async fn leader_kill_keeps_the_hold_or_signals_lost_and_acquires_resume_after_election() {
     let mut cluster = EtcdCluster::start(3).await.unwrap();
     let url = cluster.url();
-    let (holder, other) = (locker(&url).await, locker(&url).await);
+    let (holder, other) = (
+        lockkit::connect(&url).await.unwrap(),
+        lockkit::connect(&url).await.unwrap(),
+    );
     let ttl = Duration::from_secs(3);
     let g = holder.lock("leader-kill").ttl(ttl).no_wait().await.unwrap();
     let token = g.token();
@@ -112,8 +111,10 @@ async fn leader_kill_keeps_the_hold_or_signals_lost_and_acquires_resume_after_el
 async fn black_holed_holder_sees_lost_before_another_client_is_granted() {
     let etcd = Etcd::start().await.unwrap();
     let proxy = FaultProxy::start(etcd.port()).await.unwrap();
-    let holder = locker(&format!("etcd://127.0.0.1:{}", proxy.port())).await;
-    let other = locker(&etcd.url()).await;
+    let holder = lockkit::connect(&format!("etcd://127.0.0.1:{}", proxy.port()))
+        .await
+        .unwrap();
+    let other = lockkit::connect(&etcd.url()).await.unwrap();
     let ttl = Duration::from_secs(2);
     let key = "black-hole";
     let g = holder.lock(key).ttl(ttl).no_wait().await.unwrap();

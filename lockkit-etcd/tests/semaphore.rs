@@ -4,15 +4,11 @@
 
 #![cfg(test)] // Test code throughout: clippy.toml allows unwrap, expect and panic here.
 
-mod common;
-
 use std::time::Duration;
 
 use lockkit_conformance::QueuedSemaphore;
 use lockkit_testkit::Etcd;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-use common::locker;
 
 const LIMIT: u32 = 4;
 const WAITERS: usize = 16;
@@ -44,12 +40,12 @@ async fn a_permit_release_wakes_one_waiter_not_the_queue() {
     // Every client on its own driver (its own session), as separate processes.
     let (mut holders, mut waiters) = (Vec::new(), Vec::new());
     for _ in 0..LIMIT {
-        holders.push(locker(&url).await);
+        holders.push(lockkit::connect(&url).await.unwrap());
     }
     for _ in 0..WAITERS {
-        waiters.push(locker(&url).await);
+        waiters.push(lockkit::connect(&url).await.unwrap());
     }
-    let observer = locker(&url).await;
+    let observer = lockkit::connect(&url).await.unwrap();
     let queued = QueuedSemaphore::queue(key, LIMIT, holders, waiters, &observer, WAIT)
         .await
         .unwrap();
@@ -72,7 +68,10 @@ async fn a_permit_release_wakes_one_waiter_not_the_queue() {
 async fn a_permit_moved_to_another_lease_keeps_its_limit() {
     let server = Etcd::start().await.unwrap();
     let url = server.url();
-    let (a, b) = (locker(&url).await, locker(&url).await);
+    let (a, b) = (
+        lockkit::connect(&url).await.unwrap(),
+        lockkit::connect(&url).await.unwrap(),
+    );
     let held = a
         .semaphore("pool", 3)
         .acquire()

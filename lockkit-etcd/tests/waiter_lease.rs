@@ -6,15 +6,10 @@
 
 #![cfg(test)] // Test code throughout: clippy.toml allows unwrap, expect and panic here.
 
-mod common;
-
 use std::time::Duration;
 
 use etcd_client::{Client, GetOptions, SortOrder, SortTarget};
 use lockkit_testkit::Etcd;
-use tokio::time::{Instant, sleep};
-
-use common::locker;
 
 const KEY: &str = "revoked-waiter";
 
@@ -36,7 +31,10 @@ async fn a_waiter_whose_lease_was_revoked_is_granted_only_on_a_live_lease() {
     let url = etcd.url();
     let endpoint = url.replace("etcd://", "http://");
     let mut raw = Client::connect([endpoint.as_str()], None).await.unwrap();
-    let (holder, waiter) = (locker(&url).await, locker(&url).await);
+    let (holder, waiter) = (
+        lockkit::connect(&url).await.unwrap(),
+        lockkit::connect(&url).await.unwrap(),
+    );
     let held = holder
         .lock(KEY)
         .ttl(Duration::from_secs(30))
@@ -52,17 +50,12 @@ async fn a_waiter_whose_lease_was_revoked_is_granted_only_on_a_live_lease() {
             .wait(Duration::from_secs(20))
             .await
     });
-    let limit = Instant::now() + Duration::from_secs(10);
-    let revoked = loop {
-        let leases = queue_leases(&mut raw).await;
-        if let [_, waiter_lease] = leases[..] {
-            break waiter_lease;
-        }
-        assert!(
-            Instant::now() < limit,
-            "the waiter never queued: {leases:?}"
-        );
-        sleep(Duration::from_millis(10)).await;
+    lockkit_conformance::until_waiters(&holder, KEY, 1, Duration::from_secs(10))
+        .await
+        .unwrap();
+    let leases = queue_leases(&mut raw).await;
+    let [_, revoked] = leases[..] else {
+        panic!("the queue with the waiter in it: {leases:?}, not two entries");
     };
     raw.lease_revoke(revoked).await.unwrap();
     assert_eq!(

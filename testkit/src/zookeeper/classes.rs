@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use rustix::fs::{FlockOperation, flock};
 
-use super::{ZooKeeperEnsemble, classpath};
+use super::{Jvm, ZooKeeperEnsemble, classpath};
 use crate::TestkitError;
 use crate::template::Template;
 
@@ -35,14 +35,14 @@ const WRITE_PATIENCE: Duration = Duration::from_secs(30);
 
 /// The JVM flag a new ZooKeeper process starts with: the machine's archive, once
 /// one is recorded (recording it first if none is, and no one else is).
-pub(super) async fn archive_flag(java: &Path, jar: &str) -> Option<String> {
-    let cp = classpath(jar);
-    let mut inputs = vec![java];
+pub(super) async fn archive_flag(jvm: &Jvm) -> Option<String> {
+    let cp = classpath(&jvm.jar);
+    let mut inputs = vec![jvm.java.as_path()];
     inputs.extend(cp.split(':').map(Path::new));
     let name = Template::named("zookeeper-classes", &inputs, &[&cp]);
     let dir = match name.found() {
         Some(dir) => dir,
-        None => record(&name).await?,
+        None => record(jvm, &name).await?,
     };
     let archive = dir.join(ARCHIVE);
     archive
@@ -51,7 +51,7 @@ pub(super) async fn archive_flag(java: &Path, jar: &str) -> Option<String> {
 }
 
 /// Records the archive, unless another process is recording it now.
-async fn record(name: &Template) -> Option<PathBuf> {
+async fn record(jvm: &Jvm, name: &Template) -> Option<PathBuf> {
     let lock = File::create(name.beside("lock")).ok()?;
     flock(&lock, FlockOperation::NonBlockingLockExclusive).ok()?;
     // Recorded by the process that held the lock before us.
@@ -59,7 +59,7 @@ async fn record(name: &Template) -> Option<PathBuf> {
         return Some(dir);
     }
     let staging = name.staging().ok()?;
-    if let Err(e) = record_into(&staging.path().join(ARCHIVE)).await {
+    if let Err(e) = record_into(jvm, &staging.path().join(ARCHIVE)).await {
         // Not published: the next start tries again.
         eprintln!("lockkit-testkit: could not record ZooKeeper's class archive: {e}");
         return None;
@@ -69,10 +69,10 @@ async fn record(name: &Template) -> Option<PathBuf> {
 
 /// Starts a 3-node ensemble whose first member writes its classes to `archive`
 /// when it exits, waits until it serves, and stops that member gracefully.
-async fn record_into(archive: &Path) -> Result<(), TestkitError> {
+async fn record_into(jvm: &Jvm, archive: &Path) -> Result<(), TestkitError> {
     let flag = format!("-XX:ArchiveClassesAtExit={}", archive.display());
     let mut ensemble =
-        ZooKeeperEnsemble::start_members(3, |i| (i == 0).then(|| flag.clone())).await?;
+        ZooKeeperEnsemble::start_members(jvm, 3, |i| (i == 0).then(|| flag.clone())).await?;
     if !ensemble.members[0].server.terminate(WRITE_PATIENCE).await {
         // Killed while it wrote: no half-written archive, and no template.
         let _ = std::fs::remove_file(archive);
@@ -88,17 +88,17 @@ async fn record_into(archive: &Path) -> Result<(), TestkitError> {
 mod tests {
     use std::time::Instant;
 
-    use super::super::{ZooKeeper, jvm};
+    use super::super::ZooKeeper;
     use super::*;
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_server_starts_from_the_recorded_archive() {
-        let (java, jar) = jvm().unwrap();
+        let jvm = Jvm::find().unwrap();
         // Recorded by this call, or by another test process (then it is ready
         // once that one publishes it).
         let until = Instant::now() + Duration::from_secs(60);
         let flag = loop {
-            if let Some(flag) = archive_flag(&java, &jar).await {
+            if let Some(flag) = archive_flag(&jvm).await {
                 break flag;
             }
             assert!(Instant::now() < until, "no class archive was recorded");

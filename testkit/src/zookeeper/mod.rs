@@ -83,69 +83,71 @@ fn classpath(jar: &str) -> String {
     CLASSPATH.replace("/usr/share/java/zookeeper.jar", jar)
 }
 
-/// The JVM and ZooKeeper's jar.
-fn jvm() -> Result<(PathBuf, String), TestkitError> {
-    let java = find_binary("java", "LOCKKIT_JAVA_BIN")?;
-    let jar = std::env::var("LOCKKIT_ZOOKEEPER_JAR")
-        .unwrap_or_else(|_| "/usr/share/java/zookeeper.jar".into());
-    if !Path::new(&jar).is_file() {
-        return Err(TestkitError::NotFound {
-            binary: "zookeeper (/usr/share/java/zookeeper.jar)".into(),
-        });
-    }
-    Ok((java, jar))
+/// The JVM and ZooKeeper's jar, found once per start.
+struct Jvm {
+    java: PathBuf,
+    jar: String,
 }
 
-/// The class-data flag a server starts with (see [`classes`]); none if the JVM or
-/// the jar is missing, which [`spawn`] reports.
-async fn shared_classes() -> Option<String> {
-    let (java, jar) = jvm().ok()?;
-    classes::archive_flag(&java, &jar).await
-}
-
-/// Starts one ZooKeeper JVM; `classes` is its class-data flag, if any.
-fn spawn(
-    dir: &Path,
-    port: u16,
-    config: &Path,
-    main_class: &str,
-    classes: Option<&str>,
-) -> Result<Server, TestkitError> {
-    let (java, jar) = jvm()?;
-    let mut args = vec![
-        "-Xmx256m".to_string(),
-        "-XX:+UseSerialGC".into(),
-        "-XX:TieredStopAtLevel=1".into(),
-    ];
-    if let Some(flag) = classes {
-        // A JVM too old for class-data archives starts without one.
-        args.extend(["-XX:+IgnoreUnrecognizedVMOptions".into(), flag.into()]);
+impl Jvm {
+    fn find() -> Result<Self, TestkitError> {
+        let java = find_binary("java", "LOCKKIT_JAVA_BIN")?;
+        let jar = std::env::var("LOCKKIT_ZOOKEEPER_JAR")
+            .unwrap_or_else(|_| "/usr/share/java/zookeeper.jar".into());
+        if !Path::new(&jar).is_file() {
+            return Err(TestkitError::NotFound {
+                binary: "zookeeper (/usr/share/java/zookeeper.jar)".into(),
+            });
+        }
+        Ok(Self { java, jar })
     }
-    args.extend([
-        format!("-Dzookeeper.log.dir={}", dir.display()),
-        // Empty container nodes are deleted within half a second (the
-        // server's default is a sweep a minute), so tests can watch cleanup.
-        "-Dznode.container.checkIntervalMs=500".into(),
-        "-cp".into(),
-        classpath(&jar),
-        main_class.into(),
-        config.display().to_string(),
-    ]);
-    Server::spawn(Spec {
-        binary: java,
-        args,
-        uid_gid: None,
-        port,
-        log: dir.join("zookeeper.log"),
-        ready_timeout: Duration::from_secs(30),
-    })
+
+    /// Starts one ZooKeeper JVM; `classes` is its class-data flag (see
+    /// [`classes`]), if any.
+    fn spawn(
+        &self,
+        dir: &Path,
+        port: u16,
+        config: &Path,
+        main_class: &str,
+        classes: Option<&str>,
+    ) -> Result<Server, TestkitError> {
+        let mut args = vec![
+            "-Xmx256m".to_string(),
+            "-XX:+UseSerialGC".into(),
+            "-XX:TieredStopAtLevel=1".into(),
+        ];
+        if let Some(flag) = classes {
+            // A JVM too old for class-data archives starts without one.
+            args.extend(["-XX:+IgnoreUnrecognizedVMOptions".into(), flag.into()]);
+        }
+        args.extend([
+            format!("-Dzookeeper.log.dir={}", dir.display()),
+            // Empty container nodes are deleted within half a second (the
+            // server's default is a sweep a minute), so tests can watch cleanup.
+            "-Dznode.container.checkIntervalMs=500".into(),
+            "-cp".into(),
+            classpath(&self.jar),
+            main_class.into(),
+            config.display().to_string(),
+        ]);
+        Server::spawn(Spec {
+            binary: self.java.clone(),
+            args,
+            uid_gid: None,
+            port,
+            log: dir.join("zookeeper.log"),
+            ready_timeout: Duration::from_secs(30),
+        })
+    }
 }
 
 /// Starts a standalone server on `config`, from the machine's class archive.
 async fn spawn_standalone(dir: &Path, port: u16, config: &Path) -> Result<Server, TestkitError> {
+    let jvm = Jvm::find()?;
+    let classes = classes::archive_flag(&jvm).await;
     let main_class = "org.apache.zookeeper.server.ZooKeeperServerMain";
-    let classes = shared_classes().await;
-    spawn(dir, port, config, main_class, classes.as_deref())
+    jvm.spawn(dir, port, config, main_class, classes.as_deref())
 }
 
 impl ZooKeeper {
@@ -300,12 +302,14 @@ impl ZooKeeperEnsemble {
     ///
     /// As [`ZooKeeper::start`].
     pub async fn start(n: usize) -> Result<Self, TestkitError> {
-        let shared = shared_classes().await;
-        Self::start_members(n, |_| shared.clone()).await
+        let jvm = Jvm::find()?;
+        let shared = classes::archive_flag(&jvm).await;
+        Self::start_members(&jvm, n, |_| shared.clone()).await
     }
 
     /// As [`start`](Self::start), member `i` with the class-data flag `classes(i)`.
     async fn start_members(
+        jvm: &Jvm,
         n: usize,
         classes: impl Fn(usize) -> Option<String>,
     ) -> Result<Self, TestkitError> {
@@ -320,7 +324,7 @@ impl ZooKeeperEnsemble {
             let mdir = dir.path().join(format!("m{}", i + 1));
             std::fs::create_dir_all(&mdir)?;
             let config = write_config(&mdir, *client, &quorum, Some(i + 1))?;
-            let server = spawn(
+            let server = jvm.spawn(
                 &mdir,
                 *client,
                 &config,
