@@ -70,3 +70,21 @@ where
         }
     }
 }
+
+/// Whether `KILL QUERY` ended the statement (MySQL's error 1317, "query execution
+/// was interrupted"; not the other SQLSTATE 70100 errors, such as a statement
+/// timeout): the MySQL driver's wake-up of its waiter first in line.
+#[cfg(feature = "mysql")]
+pub(crate) fn is_interrupted(e: &sqlx::Error) -> bool {
+    e.as_database_error()
+        .and_then(|d| d.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>())
+        .is_some_and(|d| d.number() == 1317)
+}
+
+/// [`is_interrupted`], for an attempt's error.
+#[cfg(feature = "mysql")]
+pub(crate) fn was_interrupted(e: &LockError) -> bool {
+    std::error::Error::source(e)
+        .and_then(|s| s.downcast_ref::<sqlx::Error>())
+        .is_some_and(is_interrupted)
+}

@@ -10,9 +10,34 @@
 //!
 //! A holder that took its lock without waiting has no bell (the uncontended path
 //! costs nothing): the first waiter behind it gets the free bell at once, keeps
-//! it, and polls (every 10 ms on average: one poller per key); the others queue behind that waiter in `GET_LOCK`. `t` is the
-//! holder's lease left (a holder that stalls past it is taken over without a
-//! ring), at most [`BELL_CAP`].
+//! it, and *sleeps* on its connection ([`first_in_line`]); the others queue
+//! behind that waiter in `GET_LOCK`. An exclusive release reads who holds the
+//! bell in its own statement (`IS_USED_LOCK`, returned by `LAST_INSERT_ID`); a
+//! shared, permit or forced release asks in one more statement, if it left the
+//! key free. A releaser without a bell of its own to ring ends that sleep with
+//! `KILL QUERY` ([`wake`]), on the connection that read the id, so that it
+//! reaches the server whose lock table named it: the waiter first in line wakes
+//! at once. The sleep also ends when the holder's lease does, and after 250 ms
+//! at most, for a release that woke no one (a client other than lockkit, a
+//! wake-up refused). `t` is the holder's lease left (a holder that stalls past
+//! it is taken over without a ring), at most [`BELL_CAP`].
+//!
+//! What the wake-up needs, and what it cannot rule out:
+//! - `KILL QUERY` of another session needs the same database user (or MariaDB's
+//!   `CONNECTION ADMIN`, MySQL's `CONNECTION_ADMIN`, `SUPER` before them): a
+//!   releaser that may not kill leaves the waiter to its sleep's end.
+//! - The id names the bell's holder at that instant. A wake-up that arrives
+//!   late lands on whatever that bell connection runs next: the waiter's own
+//!   attempt (rolled back, and made again) or, once the connection is back in
+//!   the bell pool, another waiter's wait on a bell (it polls once, then waits
+//!   again). It never reaches a connection outside lockkit's bell pools.
+//! - Behind a proxy that sends one client connection's statements to different
+//!   servers, or that rewrites `KILL` (ProxySQL, MaxScale, a balancer over
+//!   several primaries), neither the bells nor the wake-up hold: connect to the
+//!   server itself.
+//! - `IS_USED_LOCK` is unsafe for statement-based binary logging: with
+//!   `binlog_format=STATEMENT` every exclusive release logs a warning, and with
+//!   `MIXED` it is logged as a row event. Replicas' data is unaffected.
 //!
 //! Bells live on a pool of their own, [`BELL_CONNECTIONS`] per driver: one
 //! connection per waiter while it waits, and per held lock that was waited for,
@@ -24,12 +49,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use lockkit_core::{LockKey, OwnerId};
-use sqlx::mysql::{MySql, MySqlPool, MySqlPoolOptions};
+use sqlx::mysql::{MySql, MySqlConnection, MySqlPool, MySqlPoolOptions};
 use sqlx::pool::PoolConnection;
 use sqlx::{AssertSqlSafe, ConnectOptions};
 use tokio::time::Instant;
 
+use super::first_in_line;
 use crate::connect::Within;
+use crate::error::is_interrupted;
 
 /// The longest a waiter blocks on a bell before it looks at the lock again.
 pub(super) const BELL_CAP: Duration = Duration::from_secs(2);
@@ -44,6 +71,10 @@ pub(super) struct Doorbells {
     /// What a wait on a bell runs.
     wait: WaitStatements,
     ring: Arc<str>,
+    /// The first in line's wait: see [`first_in_line::sleep`].
+    sleep: Arc<str>,
+    /// Who holds a free key's bell: see [`Doorbells::wake_first_in_line`].
+    bell_holder: Arc<str>,
     table: String,
     /// Each statement's limit (`request_timeout_ms`); a wait's is this past its
     /// own timeout.
@@ -113,11 +144,46 @@ impl Doorbells {
                 slack: timeout,
             },
             ring: format!("DO RELEASE_LOCK({BELL})").into(),
+            sleep: first_in_line::sleep_statement(table).into(),
+            bell_holder: format!(
+                "SELECT CAST(COALESCE(IS_USED_LOCK({BELL}), 0) AS UNSIGNED) FROM `{table}` \
+                 WHERE name = ? AND (owner IS NULL OR expires_at <= NOW(6))"
+            )
+            .into(),
             table: table.to_owned(),
             timeout,
             kept: Mutex::default(),
             kept_count: AtomicUsize::new(0),
         }
+    }
+
+    /// The text a bell's name is made of: `'<table>:<key>'`.
+    pub(super) fn bell_name(&self, key: &LockKey) -> String {
+        format!("{}:{}", self.table, key.as_str())
+    }
+
+    /// Wakes the waiter first in line on `key`'s bell, if the key is free and
+    /// someone holds its bell (a release that did not run the release
+    /// statement: a shared hold's or permit's, a forced one). On `conn`, as
+    /// [`wake`] wants.
+    pub(super) async fn wake_first_in_line(&self, conn: &mut MySqlConnection, key: &LockKey) {
+        let holder = sqlx::query_scalar::<_, u64>(AssertSqlSafe(self.bell_holder.clone()))
+            .bind(self.bell_name(key))
+            .bind(key.as_str())
+            .fetch_optional(&mut *conn)
+            .within(self.timeout)
+            .await;
+        match holder {
+            Ok(Some(holder)) if holder > 0 => wake(conn, holder, self.timeout).await,
+            Ok(_) => {}
+            Err(e) => tracing::debug!(error = %e, "MySQL doorbell: no bell holder to wake"),
+        }
+    }
+
+    /// Whether this driver keeps a bell with `owner`'s hold of `key`.
+    pub(super) fn keeps(&self, key: &LockKey, owner: &OwnerId) -> bool {
+        self.kept_count.load(Ordering::Acquire) > 0
+            && lock(&self.kept).contains_key(&(key.clone(), owner.clone()))
     }
 
     /// A connection to wait on `key`'s bell with, unless all are in use.
@@ -128,13 +194,18 @@ impl Doorbells {
         let conn = self.pool.acquire().await.ok()?;
         Some(Bell {
             conn: Some(conn),
-            name: format!("{}:{}", self.table, key.as_str()),
+            name: self.bell_name(key),
         })
     }
 
     /// The statements [`wait`] runs.
     pub(super) fn wait_statements(&self) -> WaitStatements {
         self.wait.clone()
+    }
+
+    /// The statement [`first_in_line::sleep`] runs.
+    pub(super) fn sleep_statement(&self) -> Arc<str> {
+        self.sleep.clone()
     }
 
     /// Keeps `bell` with `owner`'s new hold of `key`, to ring at its release.
@@ -170,7 +241,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// A bell's name from `'<table>:<key>'`: within `GET_LOCK`'s 64 characters, and
 /// apart from other databases' tables of the same name.
-const BELL: &str = "SHA1(CONCAT('lockkit-wake:', DATABASE(), '.', ?))";
+pub(super) const BELL: &str = "SHA1(CONCAT('lockkit-wake:', DATABASE(), '.', ?))";
 
 /// What a wait on a bell runs, in two requests: the holder's lease left, then
 /// `GET_LOCK` for that long. Apart, so that the server has nothing left to do
@@ -196,6 +267,21 @@ fn lease_left_statement(table: &str) -> String {
              SELECT TIMESTAMPDIFF(MICROSECOND, NOW(6), expires_at) FROM `{table}` \
              WHERE name = ? AND owner IS NOT NULL), 0)) / 1000000) + 0e0"
     )
+}
+
+/// Wakes the waiter first in line on a bell, whose connection is `holder`: ends
+/// its [`first_in_line::sleep`] (`KILL QUERY`). Sent on `conn`, the connection
+/// that just read `holder` from the server's lock table, so that it reaches the
+/// same server. Best effort: a connection that is gone or not ours to kill
+/// (another database user) is left to its sleep's end.
+pub(super) async fn wake(conn: &mut MySqlConnection, holder: u64, limit: Duration) {
+    let kill = sqlx::raw_sql(AssertSqlSafe(format!("KILL QUERY {holder}")))
+        .execute(conn)
+        .within(limit)
+        .await;
+    if let Err(e) = kill {
+        tracing::debug!(error = %e, "MySQL doorbell: could not wake the first in line");
+    }
 }
 
 async fn ring(mut bell: Bell, statement: &Arc<str>, limit: Duration) {
@@ -231,8 +317,15 @@ pub(super) async fn wait(
         .fetch_one(&mut **conn)
         .within(statements.slack)
         .await;
-    let Ok(asked) = asked else {
-        return Rung::Unusable;
+    let asked = match asked {
+        Ok(asked) => asked,
+        // A wake-up meant for the bell's last holder, late: the connection is
+        // fine, and goes back to the pool.
+        Err(e) if is_interrupted(&e) => {
+            drop(bell.conn.take());
+            return Rung::TimedOut { at_once: true };
+        }
+        Err(_) => return Rung::Unusable,
     };
     let started = Instant::now();
     let got = sqlx::query_scalar::<_, Option<i64>>(AssertSqlSafe(statements.get_lock))
@@ -254,6 +347,17 @@ pub(super) async fn wait(
             Rung::TimedOut {
                 at_once: waited < Duration::from_millis(10),
             }
+        }
+        // A wake-up meant for the bell's last holder, late (`GET_LOCK` then
+        // fails, or answers NULL): the connection holds nothing and goes back
+        // to the pool; poll once, then wait on the bell again.
+        Err(e) if is_interrupted(&e) => {
+            drop(bell.conn.take());
+            Rung::TimedOut { at_once: true }
+        }
+        Ok(None) if waited < cap => {
+            drop(bell.conn.take());
+            Rung::TimedOut { at_once: true }
         }
         Ok(None) | Err(_) => Rung::Unusable,
     }

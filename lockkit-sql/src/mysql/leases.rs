@@ -1,6 +1,6 @@
 //! [`MySqlLeases`]: MySQL's side of [`super::MySqlDriver`] — the statements each
 //! lease operation runs. MySQL has no release notification: waiters in other
-//! processes poll.
+//! processes wait on the key's bell ([`super::doorbell`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,7 +15,7 @@ use sqlx::AssertSqlSafe;
 use sqlx::mysql::{MySqlConnection, MySqlPool};
 use tokio::time::Instant;
 
-use super::doorbell::Doorbells;
+use super::doorbell::{self, Doorbells};
 use super::{holder_sql, sql, waiting};
 use crate::connect::Within;
 use crate::holds::{HolderRow, KeyRow};
@@ -122,6 +122,45 @@ impl MySqlLeases {
 }
 
 impl MySqlLeases {
+    /// Frees `owner`'s exclusive hold of `key`: whether it had one. The release
+    /// statement reports who holds the key's bell ([`sql::release`]); unless it
+    /// is our own bell (rung after this), that is the waiter first in line, woken
+    /// on the same connection ([`doorbell::wake`]).
+    async fn release_exclusive(&self, key: &LockKey, owner: &OwnerId) -> Result<bool> {
+        let mut conn = self
+            .pool
+            .acquire()
+            .within(self.timeout)
+            .await
+            .map_err(db_error)?;
+        let done = sqlx::query(AssertSqlSafe(self.statements.release.clone()))
+            .bind(self.doorbells.bell_name(key))
+            .bind(key.as_str())
+            .bind(owner.to_hex())
+            .execute(&mut *conn)
+            .within(self.timeout)
+            .await
+            .map_err(db_error)?;
+        let bell_holder = done.last_insert_id();
+        if done.rows_affected() == 0 {
+            return Ok(false);
+        }
+        if bell_holder > 0 && !self.doorbells.keeps(key, owner) {
+            doorbell::wake(&mut conn, bell_holder, self.timeout).await;
+        }
+        Ok(true)
+    }
+
+    /// Wakes the waiter first in line on `key`'s bell, if the key is free
+    /// ([`Doorbells::wake_first_in_line`]): after a release that did not run
+    /// the release statement.
+    async fn wake_first_in_line(&self, key: &LockKey) {
+        match self.pool.acquire().within(self.timeout).await {
+            Ok(mut conn) => self.doorbells.wake_first_in_line(&mut conn, key).await,
+            Err(e) => tracing::debug!(error = %e, "MySQL doorbell: no connection to wake with"),
+        }
+    }
+
     /// One exclusive attempt on `conn` (both statements on one connection:
     /// `LAST_INSERT_ID` is per connection). A waiter woken by its bell attempts on
     /// the bell's connection, which just answered: no pool, no ping.
@@ -242,20 +281,30 @@ impl LeaseBackend for MySqlLeases {
             .map_err(db_error)
     }
 
-    /// Releases, then rings the hold's bell (if it waited for the lock): the next
-    /// waiter in another process attempts at once.
+    /// Releases, then wakes the next waiter in another process: rings the bell
+    /// kept with the hold (it waited for the lock), or else wakes the waiter
+    /// first in line on the key's bell.
     async fn release(&self, key: &LockKey, owner: &OwnerId) -> Result<bool> {
-        let released = self.run(&self.statements.release, key, Some(owner)).await;
-        let released = match released {
-            Ok(0) => self.release_holder(key, owner).await,
-            other => other.map(|n| n > 0),
+        let released = match self.release_exclusive(key, owner).await {
+            Ok(false) => {
+                let released = self.release_holder(key, owner).await;
+                if matches!(released, Ok(true)) {
+                    self.wake_first_in_line(key).await;
+                }
+                released
+            }
+            other => other,
         };
         self.doorbells.ring(key, owner).await;
         released
     }
 
     async fn force_release(&self, key: &LockKey) -> Result<bool> {
-        self.force_release_all(key).await
+        let freed = self.force_release_all(key).await?;
+        if freed {
+            self.wake_first_in_line(key).await;
+        }
+        Ok(freed)
     }
 
     async fn purge(&self, key: &LockKey) -> Result<()> {

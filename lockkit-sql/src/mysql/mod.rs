@@ -48,14 +48,19 @@
 //!   waits in `GET_LOCK` on the key's *bell*, which a holder that waited for its
 //!   lock keeps and rings (`RELEASE_LOCK`) at its release: one waiter wakes, the
 //!   first to ask, and attempts at once. A holder that got its lock without
-//!   waiting has no bell: the first waiter behind it polls (every 10 ms on
-//!   average), the others wait in `GET_LOCK` behind that one. A waiter
-//!   also looks again when the holder's lease runs out, and every 2 s. Bells
+//!   waiting has no bell: the first waiter behind it sleeps on the bell's
+//!   connection, and that holder's release (its statement reads who holds the
+//!   bell) ends the sleep with `KILL QUERY`; the others wait in `GET_LOCK`
+//!   behind that one. The first in line looks again every 250 ms at most, for
+//!   a release that woke no one (`KILL` needs the same database user, or the
+//!   privilege to kill others' statements; not through a proxy: see
+//!   `doorbell.rs`). A waiter also looks again when the holder's lease runs
+//!   out, and every 2 s. Bells
 //!   take connections of their own, outside the pool, at most 8 per driver: one
 //!   per waiter while it waits, and one per held lock that was waited for, until
 //!   its release; with all 8 in use, further waiters poll. Shared and permit
 //!   waiters poll. Waiters of the same driver are also woken at once by its
-//!   releases. See `doorbell.rs`.
+//!   releases (the first in line by the same `KILL QUERY`). See `doorbell.rs`.
 //! - Renewals are one statement per exclusive hold, two per shared hold or permit
 //!   (the first finds no exclusive hold).
 //!
@@ -98,6 +103,7 @@
 
 mod doorbell;
 mod driver;
+mod first_in_line;
 mod get_lock;
 mod get_lock_sql;
 mod holder_sql;

@@ -1,6 +1,8 @@
 //! The key table's statements, with the table name spliced in (validated as an
 //! identifier). The holders table's are in [`super::holder_sql`].
 
+use super::doorbell::BELL;
+
 /// Creates the key table if missing.
 pub(super) fn create_table(t: &str) -> String {
     format!(
@@ -76,10 +78,14 @@ pub(super) fn extend(t: &str) -> String {
     )
 }
 
-/// Frees our live lease. Binds: name, owner.
+/// Frees our live lease, and reports in `LAST_INSERT_ID` who holds the key's
+/// bell (the connection id, 0 if nobody): the waiter first in line, which the
+/// release wakes ([`super::doorbell`]). `fence + 0 * …` leaves the fence as it
+/// is. Binds: the bell's `'<table>:<key>'`, name, owner.
 pub(super) fn release(t: &str) -> String {
     format!(
-        "UPDATE {t} SET owner = NULL, expires_at = '1970-01-01 00:00:01'
+        "UPDATE {t} SET owner = NULL, expires_at = '1970-01-01 00:00:01',
+             fence = fence + 0 * LAST_INSERT_ID(COALESCE(IS_USED_LOCK({BELL}), 0))
          WHERE name = ? AND owner = ? AND expires_at > NOW(6)"
     )
 }

@@ -3,20 +3,23 @@
 //! for every SQL waiter (see `crate::wait`).
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use lockkit_core::driver::{Attempt, Busy, Contender, wait_for_grant};
 use lockkit_core::{AcquireRequest, Grant, LockError, Result, Wait, async_trait};
 use tokio::time::Instant;
 
 use super::doorbell::{self, BELL_CAP, Bell, Rung};
+use super::first_in_line;
 use super::leases::MySqlLeases;
-use crate::error::is_transient;
+use crate::error::{is_transient, was_interrupted};
 use crate::lease::LeaseBackend;
 use crate::wait::failed;
 
-/// How often, on average, the waiter first in line polls a holder that has no
-/// bell to ring (it took its lock without waiting): one such poller per key.
-const FIRST_IN_LINE_POLL_MS: u64 = 10;
+/// The longest the waiter first in line sleeps before it looks again, when no
+/// release wakes it (a release by a client that does not, a wake-up lost to a
+/// failed connection); a holder's lease ending wakes it anyway.
+const FIRST_IN_LINE_CAP: Duration = Duration::from_millis(250);
 
 /// Waits for `req` (exclusive, willing to wait) on the key's bell.
 pub(super) async fn acquire(leases: &MySqlLeases, req: &AcquireRequest) -> Result<Grant> {
@@ -54,13 +57,13 @@ impl Waiter<'_> {
         lock(&self.state)
     }
 
-    /// How long a wait on the bell may last: the cap, within the request's wait.
-    fn cap(&self) -> std::time::Duration {
+    /// How long a wait may last: `cap`, within the request's wait.
+    fn within_wait(&self, cap: Duration) -> Duration {
         match self.req.wait {
             Wait::Until(deadline) => deadline.saturating_duration_since(Instant::now()),
-            _ => BELL_CAP,
+            _ => cap,
         }
-        .min(BELL_CAP)
+        .min(cap)
     }
 }
 
@@ -89,6 +92,12 @@ impl Contender for Waiter<'_> {
                         leases.doorbells.keep(&self.req.key, &self.req.owner, bell);
                         return Ok(Attempt::Granted(grant));
                     }
+                    // A release's wake-up ended this attempt instead of our
+                    // sleep ([`first_in_line`]): it rolled back; attempt again.
+                    Err(e) if was_interrupted(&e) => {
+                        self.state().bell = Some(bell);
+                        return Ok(Attempt::Busy(Busy::woken_by(async { Ok(()) })));
+                    }
                     // Its connection may be the one that failed: closing it
                     // frees the bell for the next waiter.
                     Err(e) if is_transient(&e) => return failed(e),
@@ -111,20 +120,22 @@ impl Contender for Waiter<'_> {
             Ok(())
         });
         // First in line (we have the bell) behind a holder without one: nothing
-        // will ring, so poll, briskly (one poller per key), and take this
-        // driver's own releases.
+        // will ring. Sleep on the bell's connection, where the release wakes us.
         let (first_in_line, must_poll) = {
             let mut state = self.state();
-            let first = state.bell.is_some();
-            (
-                first,
-                first || state.polling || std::mem::take(&mut state.poll_once),
-            )
+            let bell = state.bell.take();
+            let must_poll = state.polling || std::mem::take(&mut state.poll_once);
+            (bell, must_poll)
         };
-        if first_in_line {
-            let pause = fastrand::u64(FIRST_IN_LINE_POLL_MS / 2..=FIRST_IN_LINE_POLL_MS * 3 / 2);
-            let at = Instant::now() + std::time::Duration::from_millis(pause);
-            return Ok(Attempt::Busy(poll.or_at(at)));
+        if let Some(bell) = first_in_line {
+            let (state, statement) = (self.state.clone(), leases.doorbells.sleep_statement());
+            let (key, cap) = (self.req.key.clone(), self.within_wait(FIRST_IN_LINE_CAP));
+            let slack = leases.timeout;
+            return Ok(Attempt::Busy(Busy::trusting(async move {
+                let bell = first_in_line::sleep(bell, statement, key, cap, slack).await;
+                lock(&state).bell = bell;
+                Ok(())
+            })));
         }
         // The bell cannot be used now: poll as every SQL waiter does.
         if must_poll {
@@ -134,7 +145,7 @@ impl Contender for Waiter<'_> {
             return Ok(Attempt::Busy(poll));
         };
         let (state, statements) = (self.state.clone(), leases.doorbells.wait_statements());
-        let (key, cap) = (self.req.key.clone(), self.cap());
+        let (key, cap) = (self.req.key.clone(), self.within_wait(BELL_CAP));
         Ok(Attempt::Busy(Busy::trusting(async move {
             let rung = doorbell::wait(bell, statements, key, cap).await;
             let mut state = lock(&state);

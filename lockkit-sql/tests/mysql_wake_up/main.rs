@@ -1,7 +1,9 @@
 //! MySQL/MariaDB waiters in other processes are woken, not polled: each waits in
 //! `GET_LOCK` on the key's bell, which the holder rings at its release (a real
 //! MariaDB; each `Locker` its own driver and pools, as another process's would be),
-//! and a waiter on the bell keeps waiting through a server restart.
+//! and a waiter on the bell keeps waiting through a server restart. The waiter
+//! first in line, which holds the bell behind a holder that has none, is in
+//! `first_in_line.rs`.
 #![cfg(test)] // Test code throughout: clippy.toml allows unwrap, expect and panic here.
 
 use std::sync::Arc;
@@ -13,6 +15,8 @@ use lockkit_testkit::{MariaDb, capture_logs, logged_lines};
 use sqlx::{MySqlPool, Row};
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, timeout};
+
+mod first_in_line;
 
 const KEY: &str = "stock/42";
 /// Long enough that no renewal runs during a test.
@@ -77,7 +81,7 @@ fn waiting(locker: &Locker, wait: Duration) -> JoinHandle<Result<LockGuard, Lock
 
 /// A server, an admin pool, a holder that waited for its lock (so holds the
 /// bell), and two more lockers. The first holder took the lock without waiting:
-/// it has no bell, so the first waiter takes the free bell and polls.
+/// it has no bell, so the first waiter takes the free bell and sleeps on it.
 async fn holder_with_a_bell() -> (MariaDb, MySqlPool, LockGuard, Locker, Locker) {
     let db = MariaDb::start().await.unwrap();
     let url = db.url();
@@ -218,7 +222,7 @@ async fn a_cancelled_waiter_does_not_keep_the_bell() {
 }
 
 /// A waiter first in line, on the bell's connection, when MariaDB is killed: that
-/// connection fails under its next attempt, which is transient. It keeps waiting
+/// connection fails under its sleep or its next attempt, which is transient. It keeps waiting
 /// through the restart and is granted once the holder's hold has ended, with a
 /// higher token.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

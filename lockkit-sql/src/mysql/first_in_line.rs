@@ -1,0 +1,58 @@
+//! The waiter first in line on a key's bell, behind a holder that has no bell to
+//! ring (it took its lock without waiting): it sleeps on the bell's connection,
+//! and the release wakes it by ending that sleep (`KILL QUERY`, see
+//! [`super::doorbell::wake`]).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use lockkit_core::LockKey;
+use sqlx::AssertSqlSafe;
+
+use super::doorbell::Bell;
+use crate::connect::Within;
+use crate::error::is_interrupted;
+
+/// The first in line's wait: while the key is held and live, sleep until the
+/// holder's lease ends, for at most the time bound first. One statement, so that
+/// a release landing at any point of it ends it: before the look, the look sees
+/// the key free; after, the release's `KILL QUERY` ends the sleep. Binds: the
+/// cap in seconds, name.
+pub(super) fn sleep_statement(table: &str) -> String {
+    format!(
+        "SELECT COALESCE((SELECT SLEEP(LEAST(?, TIMESTAMPDIFF(MICROSECOND, NOW(6), expires_at) \
+             / 1000000)) FROM `{table}` \
+             WHERE name = ? AND owner IS NOT NULL AND expires_at > NOW(6)), 0)"
+    )
+}
+
+/// The first in line, with `bell`, sleeps on its connection until a release
+/// wakes it, the holder's lease ends, or `cap` passes ([`sleep_statement`]). The
+/// bell back, or `None` if its connection failed (it is closed: the next waiter
+/// gets the bell).
+pub(super) async fn sleep(
+    mut bell: Bell,
+    statement: Arc<str>,
+    key: LockKey,
+    cap: Duration,
+    slack: Duration,
+) -> Option<Bell> {
+    let conn = bell.connection()?;
+    let slept = sqlx::query(AssertSqlSafe(statement))
+        .bind(cap.as_secs_f64())
+        .bind(key.as_str())
+        .execute(conn)
+        .within(cap + slack)
+        .await;
+    match slept {
+        // Slept out, the lease ended, or a release killed the sleep: `SLEEP`
+        // then answers 1, or the server fails the statement with "query
+        // execution was interrupted".
+        Ok(_) => Some(bell),
+        Err(e) if is_interrupted(&e) => Some(bell),
+        Err(e) => {
+            tracing::debug!(error = %e, "MySQL doorbell: the first in line's sleep failed");
+            None
+        }
+    }
+}
