@@ -33,13 +33,13 @@ fn ends_the_session(e: &sqlx::Error) -> bool {
 /// answered late or could not be had (the pool opens a new one, after a server
 /// restart too). Not a closed pool: that is the driver shutting down.
 pub(crate) fn is_transient(e: &LockError) -> bool {
-    match e {
-        LockError::Connection { source, .. } => !source
-            .as_deref()
-            .and_then(|s| s.downcast_ref::<sqlx::Error>())
-            .is_some_and(|s| matches!(s, sqlx::Error::PoolClosed)),
-        _ => false,
-    }
+    matches!(e, LockError::Connection { .. })
+        && !sqlx_cause(e).is_some_and(|s| matches!(s, sqlx::Error::PoolClosed))
+}
+
+/// The client error a lockkit error was made from ([`db_error`]), if it was.
+fn sqlx_cause(e: &LockError) -> Option<&sqlx::Error> {
+    std::error::Error::source(e)?.downcast_ref()
 }
 
 /// Whether the database aborted the statement because it collided with another
@@ -84,7 +84,5 @@ pub(crate) fn is_interrupted(e: &sqlx::Error) -> bool {
 /// [`is_interrupted`], for an attempt's error.
 #[cfg(feature = "mysql")]
 pub(crate) fn was_interrupted(e: &LockError) -> bool {
-    std::error::Error::source(e)
-        .and_then(|s| s.downcast_ref::<sqlx::Error>())
-        .is_some_and(is_interrupted)
+    sqlx_cause(e).is_some_and(is_interrupted)
 }
