@@ -71,14 +71,9 @@ pub(super) struct Doorbells {
     /// What a wait on a bell runs.
     wait: WaitStatements,
     ring: Arc<str>,
-    /// The first in line's wait: see [`first_in_line::sleep`].
-    sleep: Arc<str>,
     /// Who holds a free key's bell: see [`Doorbells::wake_first_in_line`].
     bell_holder: Arc<str>,
     table: String,
-    /// Each statement's limit (`request_timeout_ms`); a wait's is this past its
-    /// own timeout.
-    timeout: Duration,
     /// The bells this driver's holds keep, by key and owner.
     kept: Mutex<HashMap<(LockKey, OwnerId), Bell>>,
     /// How many: a release with none to ring takes no lock.
@@ -141,17 +136,16 @@ impl Doorbells {
             wait: WaitStatements {
                 lease_left: lease_left_statement(table).into(),
                 get_lock: format!("SELECT GET_LOCK({BELL}, ?)").into(),
-                slack: timeout,
+                sleep: first_in_line::sleep_statement(table).into(),
+                timeout,
             },
             ring: format!("DO RELEASE_LOCK({BELL})").into(),
-            sleep: first_in_line::sleep_statement(table).into(),
             bell_holder: format!(
                 "SELECT CAST(COALESCE(IS_USED_LOCK({BELL}), 0) AS UNSIGNED) FROM `{table}` \
                  WHERE name = ? AND (owner IS NULL OR expires_at <= NOW(6))"
             )
             .into(),
             table: table.to_owned(),
-            timeout,
             kept: Mutex::default(),
             kept_count: AtomicUsize::new(0),
         }
@@ -171,10 +165,10 @@ impl Doorbells {
             .bind(self.bell_name(key))
             .bind(key.as_str())
             .fetch_optional(&mut *conn)
-            .within(self.timeout)
+            .within(self.wait.timeout)
             .await;
         match holder {
-            Ok(Some(holder)) if holder > 0 => wake(conn, holder, self.timeout).await,
+            Ok(Some(holder)) if holder > 0 => wake(conn, holder, self.wait.timeout).await,
             Ok(_) => {}
             Err(e) => tracing::debug!(error = %e, "MySQL doorbell: no bell holder to wake"),
         }
@@ -198,14 +192,9 @@ impl Doorbells {
         })
     }
 
-    /// The statements [`wait`] runs.
+    /// The statements [`wait`] and [`first_in_line::sleep`] run.
     pub(super) fn wait_statements(&self) -> WaitStatements {
         self.wait.clone()
-    }
-
-    /// The statement [`first_in_line::sleep`] runs.
-    pub(super) fn sleep_statement(&self) -> Arc<str> {
-        self.sleep.clone()
     }
 
     /// Keeps `bell` with `owner`'s new hold of `key`, to ring at its release.
@@ -226,12 +215,12 @@ impl Doorbells {
             return;
         };
         self.kept_count.fetch_sub(1, Ordering::AcqRel);
-        ring(bell, &self.ring, self.timeout).await;
+        ring(bell, &self.ring, self.wait.timeout).await;
     }
 
     /// Rings a bell no hold kept (a waiter giving up).
     pub(super) async fn ring_unkept(&self, bell: Bell) {
-        ring(bell, &self.ring, self.timeout).await;
+        ring(bell, &self.ring, self.wait.timeout).await;
     }
 }
 
@@ -247,16 +236,18 @@ pub(super) const BELL: &str = "SHA1(CONCAT('lockkit-wake:', DATABASE(), '.', ?))
 /// `GET_LOCK` for that long. Apart, so that the server has nothing left to do
 /// for the waiter once the bell is rung but answer: a `GET_LOCK` inside a larger
 /// statement finished it after the wake-up, on the hand-off's path (about 20 µs
-/// of a MariaDB hand-off).
+/// of a MariaDB hand-off). The first in line runs `sleep` instead.
 #[derive(Debug, Clone)]
 pub(super) struct WaitStatements {
     lease_left: Arc<str>,
     /// `GET_LOCK` on the bell of `'<table>:<key>'` (bound first), for the time
     /// bound second, in seconds.
     get_lock: Arc<str>,
-    /// The time a statement may take past its own timeout before the connection
-    /// is given up for dead.
-    slack: Duration,
+    /// The first in line's wait: see [`first_in_line::sleep_statement`].
+    pub(super) sleep: Arc<str>,
+    /// Each statement's limit (`request_timeout_ms`). A wait's is this past its
+    /// own end: after that, its connection is given up for dead.
+    pub(super) timeout: Duration,
 }
 
 /// The longest to wait on a bell, in seconds: at most the cap (bound first), and
@@ -301,7 +292,7 @@ async fn ring(mut bell: Bell, statement: &Arc<str>, limit: Duration) {
 }
 
 /// Waits on `bell`'s bell for at most `cap` (and the holder's lease left); a
-/// server that has not answered `statements.slack` after that is taken for gone.
+/// server that has not answered `statements.timeout` after that is taken for gone.
 pub(super) async fn wait(
     mut bell: Bell,
     statements: WaitStatements,
@@ -315,7 +306,7 @@ pub(super) async fn wait(
         .bind(cap.as_secs_f64())
         .bind(key.as_str())
         .fetch_one(&mut **conn)
-        .within(statements.slack)
+        .within(statements.timeout)
         .await;
     let asked = match asked {
         Ok(asked) => asked,
@@ -332,7 +323,7 @@ pub(super) async fn wait(
         .bind(&bell.name)
         .bind(asked)
         .fetch_one(&mut **conn)
-        .within(cap + statements.slack)
+        .within(cap + statements.timeout)
         .await;
     let waited = started.elapsed();
     match got {

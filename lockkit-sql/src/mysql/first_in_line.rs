@@ -3,13 +3,12 @@
 //! and the release wakes it by ending that sleep (`KILL QUERY`, see
 //! [`super::doorbell::wake`]).
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use lockkit_core::LockKey;
 use sqlx::AssertSqlSafe;
 
-use super::doorbell::Bell;
+use super::doorbell::{Bell, WaitStatements};
 use crate::connect::Within;
 use crate::error::is_interrupted;
 
@@ -32,17 +31,16 @@ pub(super) fn sleep_statement(table: &str) -> String {
 /// gets the bell).
 pub(super) async fn sleep(
     mut bell: Bell,
-    statement: Arc<str>,
+    statements: WaitStatements,
     key: LockKey,
     cap: Duration,
-    slack: Duration,
 ) -> Option<Bell> {
     let conn = bell.connection()?;
-    let slept = sqlx::query(AssertSqlSafe(statement))
+    let slept = sqlx::query(AssertSqlSafe(statements.sleep))
         .bind(cap.as_secs_f64())
         .bind(key.as_str())
         .execute(conn)
-        .within(cap + slack)
+        .within(cap + statements.timeout)
         .await;
     match slept {
         // Slept out, the lease ended, or a release killed the sleep: `SLEEP`

@@ -128,11 +128,10 @@ impl Contender for Waiter<'_> {
             (bell, must_poll)
         };
         if let Some(bell) = first_in_line {
-            let (state, statement) = (self.state.clone(), leases.doorbells.sleep_statement());
+            let (state, statements) = (self.state.clone(), leases.doorbells.wait_statements());
             let (key, cap) = (self.req.key.clone(), self.within_wait(FIRST_IN_LINE_CAP));
-            let slack = leases.timeout;
             return Ok(Attempt::Busy(Busy::trusting(async move {
-                let bell = first_in_line::sleep(bell, statement, key, cap, slack).await;
+                let bell = first_in_line::sleep(bell, statements, key, cap).await;
                 lock(&state).bell = bell;
                 Ok(())
             })));
