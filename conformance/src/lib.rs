@@ -41,6 +41,7 @@ mod observe;
 mod queue_drain;
 mod report;
 mod runner;
+mod until;
 mod waiters_queued;
 
 pub use cases::{CASES, Case, Needs};
@@ -53,6 +54,7 @@ pub use runner::{
     CASE_TIMEOUT, HolderCommand, Progress, ProgressFn, RunOptions, check_optional_cases,
     matches_filter, run, run_test_case,
 };
+pub use until::{until, until_ok};
 pub use waiters_queued::until_waiters;
 
 /// Declares a [`UrlBackend`] in one statement: a unit struct `$name` whose server

@@ -10,7 +10,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lockkit_conformance::QueuedSemaphore;
+use lockkit_conformance::{QueuedSemaphore, until};
 use lockkit_consul::{ConsulDriver, ConsulOptions};
 use lockkit_core::{LockError, Locker};
 use lockkit_testkit::ConsulStandIn;
@@ -190,14 +190,11 @@ async fn one_driver_holds_several_permits_of_one_semaphore_with_spare_sessions()
     );
     b.release().await.unwrap();
     // The spare no permit uses is destroyed (in the background).
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while consul.session_count() != 1 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the spare session stayed"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    until("the spare session goes", WAIT, || async {
+        consul.session_count() == 1
+    })
+    .await
+    .unwrap();
     a.release().await.unwrap();
 }
 

@@ -239,25 +239,6 @@ async fn watch_renewals(ports: &[u16], count: usize, until: Instant) {
     }
 }
 
-/// Retries `f` until it succeeds, for at most 30 s: the time the driver takes to
-/// follow a failover.
-async fn until_ok<T, F, Fut>(mut f: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<T, LockError>>,
-{
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        match f().await {
-            Ok(v) => return v,
-            Err(_) if Instant::now() < deadline => {
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-            Err(e) => panic!("not back within 30 s: {e}"),
-        }
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_driver_follows_a_failover_to_the_promoted_replica() {
     let mut cluster = RedisCluster::start_replicated(3, 1).await.unwrap();
@@ -291,7 +272,11 @@ async fn the_driver_follows_a_failover_to_the_promoted_replica() {
     // The same lockers, no reconnect by hand: the replicated hold is renewed on
     // the promoted replica, and its release there wakes the waiter, whose token
     // the replicated counter keeps rising.
-    until_ok(|| held.extend(Duration::from_secs(5))).await;
+    lockkit_conformance::until_ok(Duration::from_secs(30), || {
+        held.extend(Duration::from_secs(5))
+    })
+    .await
+    .unwrap();
     assert!(!held.is_lost());
     let token = held.token();
     held.release().await.unwrap();

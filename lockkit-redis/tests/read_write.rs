@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use lockkit_conformance::until;
 use lockkit_core::{
     AcquireRequest, LockDriver, LockError, LockGuard, LockKey, LockMode, Locker, OwnerId, Wait,
 };
@@ -14,7 +15,6 @@ use lockkit_redis::{RedisDriver, RedisOptions};
 use lockkit_testkit::{Redis, RedisCluster};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
-use tokio::time::Instant;
 
 mod common;
 use common::{admin, locker, publishes, until_queued};
@@ -230,14 +230,11 @@ async fn a_crashed_readers_lease_ends_alone_and_pins_nothing() {
 
     // The crashed reader's lease ends; the live reader's hold stays, and still
     // keeps writers out.
-    let deadline = Instant::now() + LIMIT;
-    while live.inspect(key).await.unwrap().holders.len() != 1 {
-        assert!(
-            Instant::now() < deadline,
-            "the crashed reader's hold never ended"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until("the crashed reader's hold ends", LIMIT, || async {
+        live.inspect(key).await.unwrap().holders.len() == 1
+    })
+    .await
+    .unwrap();
     assert!(!read.is_lost());
     let writer = locker(&url).await;
     assert!(matches!(

@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use lockkit_conformance::until_ok;
 use lockkit_core::{LockError, Locker};
 use lockkit_testkit::RedisSentinels;
 
@@ -13,25 +14,6 @@ const WITHIN: Duration = Duration::from_secs(30);
 
 async fn locker(url: &str) -> Locker {
     lockkit::connect(url).await.unwrap()
-}
-
-/// Retries `f` until it succeeds, for at most [`WITHIN`]: the time the driver
-/// takes to follow the failover.
-async fn until_ok<T, F, Fut>(mut f: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<T, LockError>>,
-{
-    let deadline = tokio::time::Instant::now() + WITHIN;
-    loop {
-        match f().await {
-            Ok(v) => return v,
-            Err(_) if tokio::time::Instant::now() < deadline => {
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-            Err(e) => panic!("not back within {WITHIN:?}: {e}"),
-        }
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -63,7 +45,7 @@ async fn follows_a_failover(mut group: RedisSentinels) {
 
     // The same lockers, no reconnect by hand: granted on the new master, whose
     // replicated counter keeps the tokens rising.
-    let after = until_ok(|| a.try_lock("orders")).await;
+    let after = until_ok(WITHIN, || a.try_lock("orders")).await.unwrap();
     assert!(after.token() > first, "{} after {first}", after.token());
     let promoted = group.nodes.iter().find(|n| n.port() == new).unwrap();
     let keys = promoted.ask("KEYS lockkit:{orders}:*").await.unwrap();
@@ -109,7 +91,7 @@ async fn wait_replicas_grants_only_what_enough_replicas_acknowledged() {
     let url = group.url();
     let two = locker(&format!("{url}?wait_replicas=2")).await;
     // The replicas may still be syncing: retried until both acknowledge.
-    let held = until_ok(|| two.try_lock("orders")).await;
+    let held = until_ok(WITHIN, || two.try_lock("orders")).await.unwrap();
     held.extend(Duration::from_secs(5)).await.unwrap();
     held.release().await.unwrap();
 

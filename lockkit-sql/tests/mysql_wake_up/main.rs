@@ -14,7 +14,7 @@ use lockkit_sql::mysql::{MySqlDriver, MySqlOptions};
 use lockkit_testkit::{MariaDb, capture_logs, logged_lines};
 use sqlx::{MySqlPool, Row};
 use tokio::task::JoinHandle;
-use tokio::time::{Instant, timeout};
+use tokio::time::timeout;
 
 mod first_in_line;
 
@@ -61,17 +61,15 @@ async fn updates(admin: &MySqlPool) -> i64 {
     row.get::<String, _>(1).parse().unwrap()
 }
 
-/// Waits (bounded) until `check` holds.
-async fn until<F, Fut>(what: &str, mut check: F)
+/// Waits (for at most 10 s) until `check` holds.
+async fn until<F, Fut>(what: &str, check: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
-    let end = Instant::now() + Duration::from_secs(10);
-    while !check().await {
-        assert!(Instant::now() < end, "never saw: {what}");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    lockkit_conformance::until(what, Duration::from_secs(10), check)
+        .await
+        .unwrap();
 }
 
 fn waiting(locker: &Locker, wait: Duration) -> JoinHandle<Result<LockGuard, LockError>> {
