@@ -8,6 +8,8 @@
 //!   attempt.
 //! - On PostgreSQL, a waiter's refused attempts take no transaction id: they
 //!   look before they lock the key's row, so they write nothing to the WAL.
+//! - On MariaDB, a refused attempt is one statement, as a grant is: a `try_lock`
+//!   of a held key costs one round trip.
 #![cfg(test)] // Test code throughout: clippy.toml allows unwrap, expect and panic here.
 
 use std::sync::Arc;
@@ -160,4 +162,62 @@ async fn a_postgres_waiters_refused_attempts_take_no_transaction_ids() {
         used <= 1,
         "{used} transaction ids for one waiter's refused attempts"
     );
+}
+
+/// The statements that read or write rows the server has run (its `Com_select`,
+/// `Com_insert` and `Com_update` counters: not the connections' setup, nor
+/// pings). Read on `conn`, with one `SELECT` of its own.
+async fn row_statements(conn: &mut sqlx::MySqlConnection) -> i64 {
+    let value: String = sqlx::query_scalar(
+        "SELECT CAST(SUM(VARIABLE_VALUE) AS CHAR) FROM information_schema.GLOBAL_STATUS \
+         WHERE VARIABLE_NAME IN ('COM_SELECT', 'COM_INSERT', 'COM_UPDATE')",
+    )
+    .fetch_one(conn)
+    .await
+    .unwrap();
+    value.parse().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mariadb_refused_attempt_is_one_statement() {
+    let server = MariaDb::start().await.unwrap();
+    let url = server.url();
+    let mysql = || async {
+        Arc::new(
+            MySqlDriver::connect(MySqlOptions::from_url(&url).unwrap())
+                .await
+                .unwrap(),
+        )
+    };
+    let (holder, other) = (Locker::new(mysql().await), Locker::new(mysql().await));
+    // A fixed lease: no watchdog renewals, which are statements of their own.
+    let held = holder
+        .lock("busy")
+        .lease(Duration::from_secs(60))
+        .await
+        .unwrap();
+    let mut admin = sqlx::MySqlConnection::connect(&url).await.unwrap();
+    let before = row_statements(&mut admin).await;
+    for _ in 0..10 {
+        let refused = other.try_lock("busy").await;
+        assert!(
+            matches!(refused, Err(LockError::Contended { .. })),
+            "{refused:?}"
+        );
+    }
+    let statements = row_statements(&mut admin).await - before - 1;
+    assert_eq!(
+        statements, 10,
+        "10 refused attempts took {statements} statements"
+    );
+    // The holder's lease is untouched, and its release still frees the key.
+    assert_eq!(other.inspect("busy").await.unwrap().holders.len(), 1);
+    held.release().await.unwrap();
+    other
+        .try_lock("busy")
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
 }

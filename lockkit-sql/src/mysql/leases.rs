@@ -48,7 +48,6 @@ pub struct MySqlLeases {
 #[derive(Debug)]
 pub(super) struct Statements {
     acquire: Arc<str>,
-    create_held: Arc<str>,
     pub(super) extend: Arc<str>,
     proclaim: Arc<str>,
     list: Arc<str>,
@@ -74,7 +73,6 @@ impl MySqlLeases {
         Self {
             statements: Statements {
                 acquire: sql::acquire(table).into(),
-                create_held: sql::create_held(table).into(),
                 extend: sql::extend(table).into(),
                 proclaim: sql::proclaim(table).into(),
                 list: sql::list(table).into(),
@@ -161,9 +159,10 @@ impl MySqlLeases {
         }
     }
 
-    /// One exclusive attempt on `conn` (both statements on one connection:
-    /// `LAST_INSERT_ID` is per connection). A waiter woken by its bell attempts on
-    /// the bell's connection, which just answered: no pool, no ping.
+    /// One exclusive attempt on `conn`: one statement ([`sql::acquire`]), whose
+    /// last-insert id is the token, or 0 if the key is someone else's. A waiter
+    /// woken by its bell attempts on the bell's connection, which just answered:
+    /// no pool, no ping.
     pub(super) async fn acquire_exclusive_on(
         &self,
         conn: &mut MySqlConnection,
@@ -171,32 +170,27 @@ impl MySqlLeases {
     ) -> Result<Option<Grant>> {
         let sent = Instant::now();
         let owner = req.owner.to_hex();
-        let ttl = ttl_us(req.ttl);
-        let grant = |fence: u64| Grant::of(req, FencingToken(fence), sent + req.ttl);
+        let (ttl, label) = (ttl_us(req.ttl), req.stored_label());
+        let label = label.as_deref();
         let taken = sqlx::query(AssertSqlSafe(self.statements.acquire.clone()))
-            .bind(&owner)
-            .bind(ttl)
-            .bind(&owner)
-            .bind(req.stored_label())
             .bind(req.key.as_str())
             .bind(&owner)
+            .bind(ttl)
+            .bind(label)
+            .bind(&owner)
+            .bind(&owner)
+            .bind(&owner)
+            .bind(label)
+            .bind(&owner)
+            .bind(&owner)
+            .bind(&owner)
+            .bind(ttl)
             .execute(&mut *conn)
             .within(self.timeout)
             .await
             .map_err(db_error)?;
-        if taken.rows_affected() == 1 {
-            return Ok(Some(grant(taken.last_insert_id())));
-        }
-        let created = sqlx::query(AssertSqlSafe(self.statements.create_held.clone()))
-            .bind(req.key.as_str())
-            .bind(&owner)
-            .bind(ttl)
-            .bind(req.stored_label())
-            .execute(&mut *conn)
-            .within(self.timeout)
-            .await
-            .map_err(db_error)?;
-        Ok((created.rows_affected() == 1).then(|| grant(1)))
+        let token = taken.last_insert_id();
+        Ok((token > 0).then(|| Grant::of(req, FencingToken(token), sent + req.ttl)))
     }
 }
 

@@ -30,11 +30,13 @@
 //!
 //! # Guarantees and limits
 //!
-//! - Acquire is one `UPDATE … WHERE free-or-expired-or-ours` whose assignments run
-//!   left to right (the fencing bump reads the old owner before it is replaced) and
-//!   which returns the new token through `LAST_INSERT_ID(expr)` in the same
-//!   statement; a key seen for the first time is created by `INSERT IGNORE`. InnoDB
-//!   row locks make each statement atomic.
+//! - Acquire is one `INSERT … ON DUPLICATE KEY UPDATE`: a key seen for the first
+//!   time is created held, with token 1; an existing row is taken only if free,
+//!   expired or ours. Its assignments run left to right (the fencing bump reads the
+//!   old owner before it is replaced), and it returns the new token through
+//!   `LAST_INSERT_ID(expr)` in the same reply: 0 when the key is someone else's,
+//!   which leaves the row as it was. So a refused attempt is one statement, as a
+//!   grant is. InnoDB row locks make it atomic.
 //! - A read (shared) hold or a semaphore permit is one short transaction: lock the
 //!   key row (`SELECT … FOR UPDATE`), read its holders, decide by
 //!   [`lockkit_core::driver::admit`], bump the counter and record the hold (6

@@ -26,28 +26,27 @@ pub(super) fn add_label(t: &str) -> String {
     format!("ALTER TABLE {t} ADD COLUMN label TEXT NULL")
 }
 
-/// Takes an existing row if free, expired or ours; the token comes back as the
-/// statement's last-insert id. Assignments run left to right, so `fence` reads the
-/// old owner and expiry. (Shared holds and permits keep the owner at
-/// [`crate::holds::MANY`], which is nobody's id.) Binds: owner, TTL µs, owner,
-/// label, name, owner.
+/// Takes the key if free, expired or ours, in one statement: a key never seen
+/// is created held by us with token 1, an existing row is taken if free,
+/// expired or already ours (then with its token kept). The token comes back as
+/// the statement's last-insert id, 0 if the key is someone else's (the row is
+/// then left as it was). Assignments run left to right, so `fence`, `label`
+/// and `owner` read the old owner and expiry, and `expires_at` the new owner.
+/// (Shared holds and permits keep the owner at [`crate::holds::MANY`], which is
+/// nobody's id.) Binds: name, owner, TTL µs, label; then owner, owner (`fence`);
+/// owner, label; owner, owner; owner, TTL µs.
 pub(super) fn acquire(t: &str) -> String {
+    const FREE_OR_OURS: &str = "owner IS NULL OR owner = ? OR expires_at <= NOW(6)";
     format!(
-        "UPDATE {t} SET
-             fence = LAST_INSERT_ID(IF(owner = ? AND expires_at > NOW(6), fence, fence + 1)),
-             expires_at = NOW(6) + INTERVAL ? MICROSECOND,
-             owner = ?,
-             label = ?
-         WHERE name = ? AND (owner IS NULL OR owner = ? OR expires_at <= NOW(6))"
-    )
-}
-
-/// Creates the row for a key never seen before, held by us with token 1.
-/// Binds: name, owner, TTL µs, label.
-pub(super) fn create_held(t: &str) -> String {
-    format!(
-        "INSERT IGNORE INTO {t} (name, owner, fence, expires_at, label)
-         VALUES (?, ?, 1, NOW(6) + INTERVAL ? MICROSECOND, ?)"
+        "INSERT INTO {t} (name, owner, fence, expires_at, label)
+         VALUES (?, ?, LAST_INSERT_ID(1), NOW(6) + INTERVAL ? MICROSECOND, ?)
+         ON DUPLICATE KEY UPDATE
+             fence = IF({FREE_OR_OURS},
+                 LAST_INSERT_ID(IF(owner = ? AND expires_at > NOW(6), fence, fence + 1)),
+                 fence + 0 * LAST_INSERT_ID(0)),
+             label = IF({FREE_OR_OURS}, ?, label),
+             owner = IF({FREE_OR_OURS}, ?, owner),
+             expires_at = IF(owner = ?, NOW(6) + INTERVAL ? MICROSECOND, expires_at)"
     )
 }
 

@@ -52,9 +52,10 @@ async fn bell_taken(admin: &MySqlPool) -> bool {
     holder.is_some()
 }
 
-/// UPDATE statements the server has run: every acquire attempt is one.
-async fn updates(admin: &MySqlPool) -> i64 {
-    let row = sqlx::query("SHOW GLOBAL STATUS LIKE 'Com_update'")
+/// INSERT statements the server has run: every exclusive acquire attempt is one
+/// (`INSERT … ON DUPLICATE KEY UPDATE`).
+async fn attempts(admin: &MySqlPool) -> i64 {
+    let row = sqlx::query("SHOW GLOBAL STATUS LIKE 'Com_insert'")
         .fetch_one(admin)
         .await
         .unwrap();
@@ -115,10 +116,10 @@ async fn waiters_block_on_the_bell_and_are_woken_in_order() {
 
     // Blocked waiters attempt nothing (a polling waiter attempts every 2 to
     // 100 ms: at least four times each in this window).
-    let before = updates(&admin).await;
+    let before = attempts(&admin).await;
     tokio::time::sleep(Duration::from_millis(400)).await;
     assert_eq!(blocked_on_bells(&admin).await, 2);
-    assert_eq!(updates(&admin).await - before, 0, "blocked waiters polled");
+    assert_eq!(attempts(&admin).await - before, 0, "blocked waiters polled");
 
     let a_token = a.token();
     a.release().await.unwrap();
