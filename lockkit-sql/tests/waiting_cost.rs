@@ -197,6 +197,7 @@ async fn a_mariadb_refused_attempt_is_one_statement() {
         .await
         .unwrap();
     let mut admin = sqlx::MySqlConnection::connect(&url).await.unwrap();
+    let seen = other.inspect("busy").await.unwrap().holders;
     let before = row_statements(&mut admin).await;
     for _ in 0..10 {
         let refused = other.try_lock("busy").await;
@@ -210,8 +211,18 @@ async fn a_mariadb_refused_attempt_is_one_statement() {
         statements, 10,
         "10 refused attempts took {statements} statements"
     );
-    // The holder's lease is untouched, and its release still frees the key.
-    assert_eq!(other.inspect("busy").await.unwrap().holders.len(), 1);
+    // The holder's hold is untouched: the same token and label, and a lease
+    // that only ran down.
+    let after = other.inspect("busy").await.unwrap().holders;
+    assert_eq!(after.len(), 1);
+    assert_eq!(
+        (after[0].token, &after[0].label),
+        (seen[0].token, &seen[0].label)
+    );
+    assert!(
+        after[0].remaining <= seen[0].remaining,
+        "{after:?} after {seen:?}"
+    );
     held.release().await.unwrap();
     other
         .try_lock("busy")

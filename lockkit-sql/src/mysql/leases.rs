@@ -18,6 +18,7 @@ use tokio::time::Instant;
 use super::doorbell::{self, Doorbells};
 use super::{holder_sql, sql, waiting};
 use crate::connect::Within;
+use crate::error::is_conflict;
 use crate::holds::{HolderRow, KeyRow};
 use crate::lease::LeaseBackend;
 
@@ -160,7 +161,8 @@ impl MySqlLeases {
     }
 
     /// One exclusive attempt on `conn`: one statement ([`sql::acquire`]), whose
-    /// last-insert id is the token, or 0 if the key is someone else's. A waiter
+    /// last-insert id is the token, or 0 if the key is someone else's (so a token
+    /// is never 0: every row lockkit writes has a fence of 1 or more). A waiter
     /// woken by its bell attempts on the bell's connection, which just answered:
     /// no pool, no ping.
     pub(super) async fn acquire_exclusive_on(
@@ -187,8 +189,15 @@ impl MySqlLeases {
             .bind(ttl)
             .execute(&mut *conn)
             .within(self.timeout)
-            .await
-            .map_err(db_error)?;
+            .await;
+        let taken = match taken {
+            Ok(taken) => taken,
+            // A deadlock (the first inserter of a new key rolled back with two
+            // or more behind it): nothing took effect. Busy, as on the shared
+            // path; a waiter attempts again.
+            Err(e) if is_conflict(&e) => return Ok(None),
+            Err(e) => return Err(db_error(e)),
+        };
         let token = taken.last_insert_id();
         Ok((token > 0).then(|| Grant::of(req, FencingToken(token), sent + req.ttl)))
     }
