@@ -276,7 +276,7 @@ async fn the_driver_follows_a_failover_to_the_promoted_replica() {
         held.extend(Duration::from_secs(5))
     })
     .await
-    .unwrap();
+    .expect("the hold is not renewed within 30 s of the failover");
     assert!(!held.is_lost());
     let token = held.token();
     held.release().await.unwrap();

@@ -45,7 +45,9 @@ async fn follows_a_failover(mut group: RedisSentinels) {
 
     // The same lockers, no reconnect by hand: granted on the new master, whose
     // replicated counter keeps the tokens rising.
-    let after = until_ok(WITHIN, || a.try_lock("orders")).await.unwrap();
+    let after = until_ok(WITHIN, || a.try_lock("orders"))
+        .await
+        .expect("no grant on the new master within WITHIN of the failover");
     assert!(after.token() > first, "{} after {first}", after.token());
     let promoted = group.nodes.iter().find(|n| n.port() == new).unwrap();
     let keys = promoted.ask("KEYS lockkit:{orders}:*").await.unwrap();
@@ -91,7 +93,9 @@ async fn wait_replicas_grants_only_what_enough_replicas_acknowledged() {
     let url = group.url();
     let two = locker(&format!("{url}?wait_replicas=2")).await;
     // The replicas may still be syncing: retried until both acknowledge.
-    let held = until_ok(WITHIN, || two.try_lock("orders")).await.unwrap();
+    let held = until_ok(WITHIN, || two.try_lock("orders"))
+        .await
+        .expect("the replicas never acknowledged a grant within WITHIN");
     held.extend(Duration::from_secs(5)).await.unwrap();
     held.release().await.unwrap();
 

@@ -189,7 +189,8 @@ async fn a_mariadb_refused_attempt_is_one_statement() {
                 .unwrap(),
         )
     };
-    let (holder, other) = (Locker::new(mysql().await), Locker::new(mysql().await));
+    let holder = Locker::new(mysql().await).with_label("holder");
+    let other = Locker::new(mysql().await).with_label("other");
     // A fixed lease: no watchdog renewals, which are statements of their own.
     let held = holder
         .lock("busy")
@@ -200,7 +201,13 @@ async fn a_mariadb_refused_attempt_is_one_statement() {
     let seen = other.inspect("busy").await.unwrap().holders;
     let before = row_statements(&mut admin).await;
     for _ in 0..10 {
-        let refused = other.try_lock("busy").await;
+        // A longer lease than the holder's and another label: a refused attempt
+        // that wrote either would show.
+        let refused = other
+            .lock("busy")
+            .ttl(Duration::from_secs(120))
+            .no_wait()
+            .await;
         assert!(
             matches!(refused, Err(LockError::Contended { .. })),
             "{refused:?}"

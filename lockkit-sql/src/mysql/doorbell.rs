@@ -68,7 +68,8 @@ pub(super) const BELL_CONNECTIONS: u32 = 8;
 #[derive(Debug)]
 pub(super) struct Doorbells {
     pool: MySqlPool,
-    /// What a wait on a bell runs.
+    /// What a wait on a bell and the first in line's sleep run, and each
+    /// statement's limit.
     wait: WaitStatements,
     ring: Arc<str>,
     /// Who holds a free key's bell: see [`Doorbells::wake_first_in_line`].

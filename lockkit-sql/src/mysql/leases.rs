@@ -162,7 +162,7 @@ impl MySqlLeases {
 
     /// One exclusive attempt on `conn`: one statement ([`sql::acquire`]), whose
     /// last-insert id is the token, or 0 if the key is someone else's (so a token
-    /// is never 0: every row lockkit writes has a fence of 1 or more). A waiter
+    /// is never 0: every hold lockkit grants has a fence of 1 or more). A waiter
     /// woken by its bell attempts on the bell's connection, which just answered:
     /// no pool, no ping.
     pub(super) async fn acquire_exclusive_on(

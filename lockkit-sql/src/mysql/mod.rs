@@ -36,11 +36,11 @@
 //!   old owner before it is replaced), and it returns the new token through
 //!   `LAST_INSERT_ID(expr)` in the same reply: 0 when the key is someone else's,
 //!   which leaves the row as it was. So a refused attempt is one statement, as a
-//!   grant is. InnoDB row locks make it atomic. Under `READ-COMMITTED` an attempt
-//!   waits for the key row's lock where a plain `UPDATE` could skip a row whose
-//!   committed version did not match: behind a shared hold's short transaction, or
-//!   an application's own transaction on the key table, for at most
-//!   `request_timeout_ms`. A deadlock counts as "busy", as on the shared path.
+//!   grant is. InnoDB row locks make it atomic. An attempt waits for the key
+//!   row's lock, at any isolation level: behind a shared hold's short
+//!   transaction, or an application's own transaction on the key table, for at
+//!   most `request_timeout_ms`. A deadlock counts as "busy", as on the shared
+//!   path.
 //! - A read (shared) hold or a semaphore permit is one short transaction: lock the
 //!   key row (`SELECT … FOR UPDATE`), read its holders, decide by
 //!   [`lockkit_core::driver::admit`], bump the counter and record the hold (6
