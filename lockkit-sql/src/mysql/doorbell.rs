@@ -175,12 +175,6 @@ impl Doorbells {
         }
     }
 
-    /// Whether this driver keeps a bell with `owner`'s hold of `key`.
-    pub(super) fn keeps(&self, key: &LockKey, owner: &OwnerId) -> bool {
-        self.kept_count.load(Ordering::Acquire) > 0
-            && lock(&self.kept).contains_key(&(key.clone(), owner.clone()))
-    }
-
     /// A connection to wait on `key`'s bell with, unless all are in use.
     pub(super) async fn connection(&self, key: &LockKey) -> Option<Bell> {
         if self.pool.num_idle() == 0 && self.pool.size() >= BELL_CONNECTIONS {
@@ -206,20 +200,26 @@ impl Doorbells {
         }
     }
 
+    /// Takes the bell kept with `owner`'s hold of `key`, if it has one: to ring
+    /// once the hold is gone ([`ring_unkept`](Self::ring_unkept)).
+    pub(super) fn take_kept(&self, key: &LockKey, owner: &OwnerId) -> Option<Bell> {
+        if self.kept_count.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        let bell = lock(&self.kept).remove(&(key.clone(), owner.clone()))?;
+        self.kept_count.fetch_sub(1, Ordering::AcqRel);
+        Some(bell)
+    }
+
     /// Rings the bell kept with `owner`'s hold of `key`, if it has one: the first
     /// waiter gets it. A bell that cannot be rung is closed, which rings it too.
     pub(super) async fn ring(&self, key: &LockKey, owner: &OwnerId) {
-        if self.kept_count.load(Ordering::Acquire) == 0 {
-            return;
+        if let Some(bell) = self.take_kept(key, owner) {
+            self.ring_unkept(bell).await;
         }
-        let Some(bell) = lock(&self.kept).remove(&(key.clone(), owner.clone())) else {
-            return;
-        };
-        self.kept_count.fetch_sub(1, Ordering::AcqRel);
-        ring(bell, &self.ring, self.wait.timeout).await;
     }
 
-    /// Rings a bell no hold kept (a waiter giving up).
+    /// Rings a bell no hold keeps (any more): a waiter giving up, a released hold.
     pub(super) async fn ring_unkept(&self, bell: Bell) {
         ring(bell, &self.ring, self.wait.timeout).await;
     }
@@ -311,12 +311,7 @@ pub(super) async fn wait(
         .await;
     let asked = match asked {
         Ok(asked) => asked,
-        // A wake-up meant for the bell's last holder, late: the connection is
-        // fine, and goes back to the pool.
-        Err(e) if is_interrupted(&e) => {
-            drop(bell.conn.take());
-            return Rung::TimedOut { at_once: true };
-        }
+        Err(e) if is_interrupted(&e) => return woken_late(bell),
         Err(_) => return Rung::Unusable,
     };
     let started = Instant::now();
@@ -340,17 +335,17 @@ pub(super) async fn wait(
                 at_once: waited < Duration::from_millis(10),
             }
         }
-        // A wake-up meant for the bell's last holder, late (`GET_LOCK` then
-        // fails, or answers NULL): the connection holds nothing and goes back
-        // to the pool; poll once, then wait on the bell again.
-        Err(e) if is_interrupted(&e) => {
-            drop(bell.conn.take());
-            Rung::TimedOut { at_once: true }
-        }
-        Ok(None) if waited < cap => {
-            drop(bell.conn.take());
-            Rung::TimedOut { at_once: true }
-        }
+        // `GET_LOCK` fails, or answers NULL, when the wake-up lands on it.
+        Err(e) if is_interrupted(&e) => woken_late(bell),
+        Ok(None) if waited < cap => woken_late(bell),
         Ok(None) | Err(_) => Rung::Unusable,
     }
+}
+
+/// A wake-up meant for the bell's last holder landed on this wait, late: the
+/// connection is fine, holds nothing, and goes back to the pool; poll once, then
+/// wait on the bell again.
+fn woken_late(mut bell: Bell) -> Rung {
+    drop(bell.conn.take());
+    Rung::TimedOut { at_once: true }
 }

@@ -122,10 +122,10 @@ impl MySqlLeases {
 
 impl MySqlLeases {
     /// Frees `owner`'s exclusive hold of `key`: whether it had one. The release
-    /// statement reports who holds the key's bell ([`sql::release`]); unless it
-    /// is our own bell (rung after this), that is the waiter first in line, woken
-    /// on the same connection ([`doorbell::wake`]).
-    async fn release_exclusive(&self, key: &LockKey, owner: &OwnerId) -> Result<bool> {
+    /// statement reports who holds the key's bell ([`sql::release`]); unless the
+    /// hold kept a bell of its own (`rings`: it is rung after this), that is the
+    /// waiter first in line, woken on the same connection ([`doorbell::wake`]).
+    async fn release_exclusive(&self, key: &LockKey, owner: &OwnerId, rings: bool) -> Result<bool> {
         let mut conn = self
             .pool
             .acquire()
@@ -144,7 +144,7 @@ impl MySqlLeases {
         if done.rows_affected() == 0 {
             return Ok(false);
         }
-        if bell_holder > 0 && !self.doorbells.keeps(key, owner) {
+        if bell_holder > 0 && !rings {
             doorbell::wake(&mut conn, bell_holder, self.timeout).await;
         }
         Ok(true)
@@ -288,7 +288,8 @@ impl LeaseBackend for MySqlLeases {
     /// kept with the hold (it waited for the lock), or else wakes the waiter
     /// first in line on the key's bell.
     async fn release(&self, key: &LockKey, owner: &OwnerId) -> Result<bool> {
-        let released = match self.release_exclusive(key, owner).await {
+        let kept = self.doorbells.take_kept(key, owner);
+        let released = match self.release_exclusive(key, owner, kept.is_some()).await {
             Ok(false) => {
                 let released = self.release_holder(key, owner).await;
                 if matches!(released, Ok(true)) {
@@ -298,7 +299,9 @@ impl LeaseBackend for MySqlLeases {
             }
             other => other,
         };
-        self.doorbells.ring(key, owner).await;
+        if let Some(bell) = kept {
+            self.doorbells.ring_unkept(bell).await;
+        }
         released
     }
 

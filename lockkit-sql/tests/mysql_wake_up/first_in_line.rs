@@ -8,7 +8,7 @@ use sqlx::{AssertSqlSafe, MySqlPool};
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, timeout};
 
-use super::{KEY, LONG, TTL, attempts, bell_taken, locker, until, waiting};
+use super::{KEY, LONG, TTL, attempts, bell_taken, first_in_line_waiter, locker, until, waiting};
 use lockkit_testkit::MariaDb;
 
 /// Whether connection `id` has been sleeping (`SLEEP`) for less than `ms`.
@@ -46,31 +46,13 @@ async fn status(admin: &MySqlPool, name: &str) -> i64 {
     value.parse().unwrap()
 }
 
-/// A server, an admin pool, a holder that took its lock without waiting (so has
-/// no bell), and a waiter behind it that has taken the free bell: first in line.
-async fn first_in_line() -> (
-    MariaDb,
-    MySqlPool,
-    LockGuard,
-    JoinHandle<Result<LockGuard, LockError>>,
-) {
-    let db = MariaDb::start().await.unwrap();
-    let url = db.url();
-    let admin = MySqlPool::connect(&url).await.unwrap();
-    let (holder, waiter) = (locker(&url).await, locker(&url).await);
-    let held = holder.lock(KEY).ttl(TTL).no_wait().await.unwrap();
-    let waited = waiting(&waiter, LONG);
-    until("the waiter takes the bell", || bell_taken(&admin)).await;
-    (db, admin, held, waited)
-}
-
 /// A lone waiter behind a holder that took its lock without waiting (so has no
 /// bell to ring) sleeps on the bell's connection, attempting about every 250 ms
 /// rather than every 10 ms, and the holder's release wakes it at once: it ends
 /// the sleep with `KILL QUERY`, long before the sleep would have ended.
 #[tokio::test]
 async fn a_lone_waiter_is_woken_by_a_release_without_a_bell() {
-    let (_db, admin, held, waited) = first_in_line().await;
+    let (_db, admin, held, waited) = first_in_line_waiter().await;
 
     // Not polling: a 10 ms poll would attempt about 60 times in this window.
     let before = attempts(&admin).await;
@@ -90,7 +72,7 @@ async fn a_lone_waiter_is_woken_by_a_release_without_a_bell() {
 /// keeps waiting, to be granted at the release.
 #[tokio::test]
 async fn a_wake_up_that_lands_on_an_attempt_does_not_fail_the_wait() {
-    let (_db, admin, held, waited) = first_in_line().await;
+    let (_db, admin, held, waited) = first_in_line_waiter().await;
     let sleeper = bell_holder(&admin).await.unwrap();
     let kill = || async {
         sqlx::raw_sql(AssertSqlSafe(format!("KILL QUERY {sleeper}")))

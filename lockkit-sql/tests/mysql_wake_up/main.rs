@@ -78,19 +78,32 @@ fn waiting(locker: &Locker, wait: Duration) -> JoinHandle<Result<LockGuard, Lock
     tokio::spawn(async move { locker.lock(KEY).ttl(TTL).wait(wait).await })
 }
 
-/// A server, an admin pool, a holder that waited for its lock (so holds the
-/// bell), and two more lockers. The first holder took the lock without waiting:
-/// it has no bell, so the first waiter takes the free bell and sleeps on it.
-async fn holder_with_a_bell() -> (MariaDb, MySqlPool, LockGuard, Locker, Locker) {
+/// A server, an admin pool, a holder that took its lock without waiting (so has
+/// no bell), and a waiter behind it that has taken the free bell: first in line.
+async fn first_in_line_waiter() -> (
+    MariaDb,
+    MySqlPool,
+    LockGuard,
+    JoinHandle<Result<LockGuard, LockError>>,
+) {
     let db = MariaDb::start().await.unwrap();
     let url = db.url();
     let admin = MySqlPool::connect(&url).await.unwrap();
-    let (first, second) = (locker(&url).await, locker(&url).await);
-    let held = first.lock(KEY).ttl(TTL).no_wait().await.unwrap();
-    let a = waiting(&second, LONG);
-    until("the first waiter takes the bell", || bell_taken(&admin)).await;
+    let (holder, waiter) = (locker(&url).await, locker(&url).await);
+    let held = holder.lock(KEY).ttl(TTL).no_wait().await.unwrap();
+    let waited = waiting(&waiter, LONG);
+    until("the waiter takes the bell", || bell_taken(&admin)).await;
+    (db, admin, held, waited)
+}
+
+/// A server, an admin pool, a holder that waited for its lock (so holds the
+/// bell), and two more lockers: the first in line ([`first_in_line_waiter`]),
+/// once the holder before it released.
+async fn holder_with_a_bell() -> (MariaDb, MySqlPool, LockGuard, Locker, Locker) {
+    let (db, admin, held, a) = first_in_line_waiter().await;
     held.release().await.unwrap();
     let a = timeout(LONG, a).await.unwrap().unwrap().unwrap();
+    let url = db.url();
     let (third, fourth) = (locker(&url).await, locker(&url).await);
     (db, admin, a, third, fourth)
 }
