@@ -7,7 +7,8 @@
 //!   every release woke every waiter of the driver, and each of them sent an
 //!   attempt.
 //! - On PostgreSQL, a waiter's refused attempts take no transaction id: they
-//!   look before they lock the key's row, so they write nothing to the WAL.
+//!   look before they lock the key's row, so they write nothing to the WAL. Only
+//!   the first attempt, joining the waiter queue and leaving it do.
 //! - On MariaDB, a refused attempt is one statement, as a grant is: a `try_lock`
 //!   of a held key costs one round trip.
 #![cfg(test)] // Test code throughout: clippy.toml allows unwrap, expect and panic here.
@@ -153,13 +154,15 @@ async fn a_postgres_waiters_refused_attempts_take_no_transaction_ids() {
         "{refused:?}"
     );
     // Polls from 2 ms doubling to 250 ms: at least six attempts after the first
-    // in 1.5 s. Only the first one, a plain upsert, may lock the row.
+    // in 1.5 s. Only the first one, a plain upsert, may lock the row; joining
+    // the waiter queue right after it, and leaving it at the timeout, take one
+    // id each.
     assert!(
         waited >= Duration::from_millis(1500),
         "waited only {waited:?}"
     );
     assert!(
-        used <= 1,
+        used <= 3,
         "{used} transaction ids for one waiter's refused attempts"
     );
 }

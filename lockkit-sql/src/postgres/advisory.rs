@@ -17,6 +17,7 @@ use super::advisory_sql::{
 use super::driver::{channel, migrate};
 use super::listen::{self, Listener};
 use super::options::PgOptions;
+use super::queue::Wakeups;
 use crate::connect::Within;
 use crate::session::{self, LiveHold, SessionBackend, SessionDriver, Taken};
 
@@ -41,7 +42,7 @@ pub(super) struct Advisory {
     pub(super) unlock_permit: Arc<str>,
     pub(super) live_holds: Arc<str>,
     pub(super) channel: String,
-    pub(super) wakers: Arc<KeyWakers>,
+    pub(super) wakeups: Arc<Wakeups>,
     pub(super) _listener: Listener,
     /// Each statement (`request_timeout_ms`).
     pub(super) timeout: Duration,
@@ -88,7 +89,7 @@ impl SessionBackend for Advisory {
     }
 
     fn wakers(&self) -> &KeyWakers {
-        &self.wakers
+        &self.wakeups.all
     }
 
     fn poll_cap(&self) -> Duration {
@@ -296,8 +297,8 @@ pub(super) async fn on_pool(
     let raw = options.settings.raw_keys;
     migrate(&pool, &[create_fences(t), create_holds(t)]).await?;
     let channel = channel(t);
-    let wakers = Arc::new(KeyWakers::default());
-    let listener = listen::spawn(pool.clone(), channel.clone(), wakers.clone());
+    let wakeups = Arc::new(Wakeups::default());
+    let listener = listen::spawn(pool.clone(), channel.clone(), wakeups.clone());
     Ok(SessionDriver::new(Advisory {
         pool,
         namespace: t.clone(),
@@ -310,7 +311,7 @@ pub(super) async fn on_pool(
         unlock_permit: unlock(t, "", true, false).into(),
         live_holds: live_holds(t).into(),
         channel,
-        wakers,
+        wakeups,
         _listener: listener,
         timeout: options.settings.timeouts.request,
     }))

@@ -4,14 +4,14 @@
 use std::sync::Arc;
 
 use lockkit_core::Result;
-use lockkit_core::driver::KeyWakers;
 use sqlx::AssertSqlSafe;
 use sqlx::postgres::PgPool;
 
 use super::leases::{PgLeases, db_error};
 use super::listen;
 use super::options::PgOptions;
-use super::{holder_sql, sql};
+use super::queue::Wakeups;
+use super::{holder_sql, sql, waiter_sql};
 use crate::lease::LeaseDriver;
 
 /// The PostgreSQL lease-table driver. See the [module docs](super).
@@ -39,10 +39,12 @@ pub(super) async fn migrate(pool: &PgPool, ddl: &[String]) -> Result<()> {
     tx.commit().await.map_err(db_error)
 }
 
-/// The lease mode's tables: keys, and holders of shared holds and permits.
+/// The lease mode's tables: keys, holders of shared holds and permits, and
+/// queued waiters.
 fn schema(table: &str) -> Vec<String> {
     let mut ddl = sql::create_table(table).to_vec();
     ddl.push(holder_sql::create_holders(table));
+    ddl.push(waiter_sql::create_waiters(table));
     ddl
 }
 
@@ -71,11 +73,11 @@ impl LeaseDriver<PgLeases> {
         migrate(&pool, &schema(&options.settings.table)).await?;
         let t = &options.settings.table;
         let channel = channel(t);
-        let wakers = Arc::new(KeyWakers::default());
-        let listener = listen::spawn(pool.clone(), channel.clone(), wakers.clone());
+        let wakeups = Arc::new(Wakeups::default());
+        let listener = listen::spawn(pool.clone(), channel.clone(), wakeups.clone());
         let timeout = options.settings.timeouts.request;
         Ok(Self::new(PgLeases::new(
-            pool, t, channel, wakers, listener, timeout,
+            pool, t, channel, wakeups, listener, timeout,
         )))
     }
 

@@ -7,17 +7,18 @@ use std::time::Duration;
 use lockkit_core::driver::{Inspect, KeyWakers, LockMode};
 use lockkit_core::{
     AcquireRequest, Capabilities, FencingToken, Grant, LockError, LockKey, OwnerId, Renewal,
-    Result, WakeUp, async_trait,
+    Result, Wait, WakeUp, async_trait,
 };
 use sqlx::AssertSqlSafe;
 use sqlx::postgres::PgPool;
 use tokio::time::Instant;
 
 use super::listen::Listener;
-use super::{holder_sql, sql};
+use super::queue::{self, Wakeups};
+use super::{holder_sql, sql, waiter_sql};
 use crate::connect::Within;
 use crate::holds::{HolderRow, KeyRow};
-use crate::lease::LeaseBackend;
+use crate::lease::{LeaseBackend, poll_for};
 use crate::renew;
 
 pub(crate) const NAME: &str = "postgres";
@@ -35,17 +36,31 @@ pub(super) fn ttl_ms(ttl: Duration) -> f64 {
 pub struct PgLeases {
     pub(super) pool: PgPool,
     pub(super) statements: Statements,
-    wakers: Arc<KeyWakers>,
+    pub(super) wakeups: Arc<Wakeups>,
     _listener: Listener,
     /// Each statement (`request_timeout_ms`).
     pub(super) timeout: Duration,
 }
 
+/// The parameters a queued acquire's statement adds ([`super::waiter_sql`]).
+pub(super) enum Waiting<'a> {
+    /// None: not a queued acquire.
+    NotQueued,
+    /// Joining the queue: the waiter, and its row's time to live.
+    Joining(&'a str, Duration),
+    /// A later attempt of the waiter.
+    Queued(&'a str),
+}
+
 /// Every statement, built once per driver.
 #[derive(Debug)]
 pub(super) struct Statements {
-    acquire: Arc<str>,
+    pub(super) acquire: Arc<str>,
     acquire_if_free: Arc<str>,
+    pub(super) join_queue: Arc<str>,
+    pub(super) acquire_queued: Arc<str>,
+    pub(super) requeue: Arc<str>,
+    pub(super) dequeue: Arc<str>,
     pub(super) extend: Arc<str>,
     proclaim: Arc<str>,
     list: Arc<str>,
@@ -62,14 +77,26 @@ pub(super) struct Statements {
 }
 
 impl PgLeases {
-    /// Runs an exclusive acquire `statement` for `req`: the grant, or `None`.
-    async fn take(&self, req: &AcquireRequest, statement: &Arc<str>) -> Result<Option<Grant>> {
+    /// Runs an exclusive acquire `statement` for `req`, with the parameters
+    /// `waiting` adds: the grant, or `None`.
+    pub(super) async fn take(
+        &self,
+        req: &AcquireRequest,
+        statement: &Arc<str>,
+        waiting: Waiting<'_>,
+    ) -> Result<Option<Grant>> {
         let sent = Instant::now();
-        let fence: Option<i64> = sqlx::query_scalar(AssertSqlSafe(statement.clone()))
+        let mut query = sqlx::query_scalar(AssertSqlSafe(statement.clone()))
             .bind(req.key.as_str())
             .bind(req.owner.to_hex())
             .bind(ttl_ms(req.ttl))
-            .bind(req.stored_label())
+            .bind(req.stored_label());
+        match waiting {
+            Waiting::NotQueued => {}
+            Waiting::Joining(waiter, row_ttl) => query = query.bind(waiter).bind(ttl_ms(row_ttl)),
+            Waiting::Queued(waiter) => query = query.bind(waiter),
+        }
+        let fence: Option<i64> = query
             .fetch_optional(&self.pool)
             .within(self.timeout)
             .await
@@ -78,12 +105,12 @@ impl PgLeases {
     }
 
     /// Statements on `table`, releases notified on `channel`, waiters woken by
-    /// `wakers` (which `listener` feeds).
+    /// `wakeups` (which `listener` feeds).
     pub(super) fn new(
         pool: PgPool,
         table: &str,
         channel: String,
-        wakers: Arc<KeyWakers>,
+        wakeups: Arc<Wakeups>,
         listener: Listener,
         timeout: Duration,
     ) -> Self {
@@ -92,6 +119,10 @@ impl PgLeases {
             statements: Statements {
                 acquire: sql::acquire(table).into(),
                 acquire_if_free: sql::acquire_if_free(table).into(),
+                join_queue: waiter_sql::join_queue(table).into(),
+                acquire_queued: waiter_sql::acquire_queued(table).into(),
+                requeue: waiter_sql::requeue(table).into(),
+                dequeue: waiter_sql::dequeue(table).into(),
                 extend: sql::extend(table).into(),
                 proclaim: sql::proclaim(table).into(),
                 list: sql::list(table).into(),
@@ -106,7 +137,7 @@ impl PgLeases {
                 inspect: holder_sql::inspect(table).into(),
                 channel,
             },
-            wakers,
+            wakeups,
             _listener: listener,
             timeout,
         }
@@ -133,14 +164,23 @@ impl LeaseBackend for PgLeases {
     }
 
     fn wakers(&self) -> &KeyWakers {
-        &self.wakers
+        &self.wakeups.all
+    }
+
+    /// An exclusive acquire that waits joins the key's queue ([`queue`]).
+    async fn acquire_waiting(&self, req: &AcquireRequest) -> Result<Grant> {
+        if req.mode == LockMode::Exclusive && !matches!(req.wait, Wait::NoWait) {
+            return queue::acquire(self, req).await;
+        }
+        poll_for(self, req).await
     }
 
     async fn try_acquire(&self, req: &AcquireRequest) -> Result<Option<Grant>> {
         if req.mode != LockMode::Exclusive {
             return self.try_acquire_many(req).await;
         }
-        self.take(req, &self.statements.acquire).await
+        self.take(req, &self.statements.acquire, Waiting::NotQueued)
+            .await
     }
 
     /// A waiter's next exclusive attempt looks before it locks
@@ -153,7 +193,8 @@ impl LeaseBackend for PgLeases {
             }
             return self.try_acquire_many(req).await;
         }
-        self.take(req, &self.statements.acquire_if_free).await
+        self.take(req, &self.statements.acquire_if_free, Waiting::NotQueued)
+            .await
     }
 
     async fn read_holds(&self, key: &LockKey) -> Result<(Option<KeyRow>, Vec<HolderRow>)> {

@@ -1,15 +1,17 @@
 //! One `LISTEN` connection per driver: wakes the driver's waiters and observers of
-//! each released key, which the notification's payload names.
+//! each released key, which the notification's payload names (and of a queued
+//! key, only the waiter it names).
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use lockkit_core::driver::{KeyWakers, WakeUpHealth};
+use lockkit_core::driver::WakeUpHealth;
 use sqlx::PgPool;
 use sqlx::postgres::PgListener;
 use tokio::task::JoinHandle;
 
 use super::leases::NAME;
+use super::queue::Wakeups;
 
 /// Aborts the listener task when the last clone of the driver goes.
 #[derive(Debug)]
@@ -21,13 +23,14 @@ impl Drop for Listener {
     }
 }
 
-/// Listens on `channel` and wakes the waiters of the key each notification names.
+/// Listens on `channel` and wakes whoever each notification is for
+/// ([`Wakeups::route`]): the key's observers and waiters, or its one named waiter.
 /// Reconnects with backoff; waiters poll meanwhile, so nothing waits forever. A
 /// lost connection is logged once per outage, and so is its return
 /// ([`WakeUpHealth`]). Whenever the connection was lost, however briefly (sqlx
 /// reconnects at once where it can), every waiter is woken once: a release may
 /// have been notified while no one listened.
-pub(super) fn spawn(pool: PgPool, channel: String, wakers: Arc<KeyWakers>) -> Listener {
+pub(super) fn spawn(pool: PgPool, channel: String, wakeups: Arc<Wakeups>) -> Listener {
     Listener(tokio::spawn(async move {
         let health = WakeUpHealth::new(NAME, "LISTEN connection");
         let mut pause = Duration::from_millis(50);
@@ -49,15 +52,15 @@ pub(super) fn spawn(pool: PgPool, channel: String, wakers: Arc<KeyWakers>) -> Li
             health.up();
             pause = Duration::from_millis(50);
             // Anything released while we were not listening: wake everyone once.
-            wakers.wake_all();
+            wakeups.wake_all();
             loop {
                 match listener.try_recv().await {
-                    Ok(Some(released)) => wakers.wake(released.payload()),
+                    Ok(Some(released)) => wakeups.route(released.payload()),
                     // Lost, and listening again already: anything notified in
                     // between is gone.
                     Ok(None) => {
                         tracing::debug!("LISTEN connection lost and re-established");
-                        wakers.wake_all();
+                        wakeups.wake_all();
                     }
                     Err(error) => {
                         health.down(&error);

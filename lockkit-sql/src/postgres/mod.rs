@@ -4,7 +4,8 @@
 //!
 //! Each lock is a row of the key table (default `lockkit_locks`, `?table=NAME`);
 //! shared holds and semaphore permits, many per key, are rows of
-//! `<table>_holders`. Both are created on first use (or by `PgDriver::migrate`)
+//! `<table>_holders`, and waiting exclusive acquires rows of `<table>_waiters`.
+//! All are created on first use (or by `PgDriver::migrate`)
 //! under an advisory lock so that concurrent first users do not collide:
 //!
 //! ```sql
@@ -24,6 +25,13 @@
 //!     lim BIGINT,                      -- a permit's semaphore limit
 //!     token BIGINT NOT NULL, expires_at TIMESTAMPTZ NOT NULL, label TEXT,
 //!     PRIMARY KEY (name, owner)
+//! );
+//! CREATE TABLE lockkit_locks_waiters (
+//!     name TEXT NOT NULL,
+//!     waiter TEXT NOT NULL,            -- a random id per waiting acquire
+//!     since TIMESTAMPTZ NOT NULL,      -- the queue's order
+//!     expires_at TIMESTAMPTZ NOT NULL, -- pushed out while the waiter waits
+//!     PRIMARY KEY (name, waiter)
 //! );
 //! ```
 //!
@@ -51,9 +59,27 @@
 //! - Release sends `NOTIFY` with the key as its payload (in the same statement,
 //!   delivered at commit); every driver keeps one `LISTEN` connection and wakes
 //!   its waiters and observers of that key only, with a polling fallback
-//!   (≤ 250 ms) for a missed notification or a broken listener. Every driver's
-//!   waiters of the key are woken, not one: see BENCHMARKS.md for what that
-//!   costs behind 64 waiters.
+//!   (≤ 250 ms) for a missed notification or a broken listener.
+//! - **Exclusive waiters queue**, in `<table>_waiters` (below): an exclusive
+//!   acquire whose first attempt is refused adds its row at once (the attempt
+//!   again, and the row if refused: one statement). An exclusive release names
+//!   the oldest live waiter in its payload (`key`, `U+001F`, waiter), and of the
+//!   queued waiters only that one wakes, in whichever driver it is: a release
+//!   behind 64 waiters sends one attempt, not 64. The grant deletes the row in
+//!   the same statement; a waiter that times out or is cancelled deletes it as
+//!   it leaves. Not strictly fair: a polling waiter or a new acquire can still
+//!   take the lock before the named one.
+//!   - A waiter row lives 10 s, and the waiter pushes it out every 5 s (one
+//!     write each). A named waiter whose process died leaves the others to their
+//!     polls until its row expires; the next waiter to join sweeps the key's
+//!     expired rows.
+//!   - Every `LISTEN` connection of the database still receives every
+//!     `NOTIFY` (that is how PostgreSQL delivers them), and the server wakes
+//!     every listening backend; only the named driver acts on it.
+//!   - Shared and permit waiters, force releases and advisory mode do not
+//!     queue: their releases wake every waiter of the key. A lockkit older than
+//!     the queue, on the same table, ignores the named payloads (its waiters
+//!     poll) and its releases name no one (everyone wakes).
 //! - Lease expiry is judged on the **server's wall clock** (there is no monotonic
 //!   clock in SQL): a jump of the database server's clock moves every expiry with it.
 //!   The client still measures its own deadline on its monotonic clock from before
@@ -111,7 +137,9 @@ mod leases;
 mod listen;
 mod many;
 mod options;
+mod queue;
 mod sql;
+mod waiter_sql;
 
 pub use driver::PgDriver;
 pub use leases::PgLeases;

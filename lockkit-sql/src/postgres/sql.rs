@@ -129,14 +129,22 @@ pub(super) fn extend_many(t: &str) -> String {
     )
 }
 
-/// Frees our live lease and notifies waiters. `$1` name, `$2` owner, `$3` channel.
+/// Frees our live lease and notifies: the payload is the key, followed by
+/// [`super::queue::SEPARATOR`] and the oldest live queued waiter when there is
+/// one ([`super::waiter_sql`]), which alone of the queued waiters is woken.
+/// `$1` name, `$2` owner, `$3` channel.
 pub(super) fn release(t: &str) -> String {
     format!(
         "WITH freed AS (
              UPDATE {t} SET owner = NULL, expires_at = '-infinity'
              WHERE name = $1 AND owner = $2 AND expires_at > clock_timestamp()
-             RETURNING name)
-         SELECT count(pg_notify($3, name)) FROM freed"
+             RETURNING name),
+         next AS (
+             SELECT waiter FROM {t}_waiters
+             WHERE name = $1 AND expires_at > clock_timestamp()
+             ORDER BY since, waiter LIMIT 1)
+         SELECT count(pg_notify($3, name || coalesce(chr(31) || (SELECT waiter FROM next), '')))
+         FROM freed"
     )
 }
 
@@ -158,7 +166,8 @@ pub(super) fn force_release(t: &str) -> String {
 /// only). `$1` name.
 pub(super) fn purge(t: &str) -> String {
     format!(
-        "WITH gone AS (DELETE FROM {t}_holders WHERE name = $1)
+        "WITH gone AS (DELETE FROM {t}_holders WHERE name = $1),
+         unqueued AS (DELETE FROM {t}_waiters WHERE name = $1)
          DELETE FROM {t} WHERE name = $1"
     )
 }

@@ -1,0 +1,270 @@
+//! The waiter queue: an exclusive acquire that waits is a row of
+//! `<table>_waiters` ([`super::waiter_sql`]), and a release names the oldest live
+//! one in its `NOTIFY` payload. Each driver's listener routes a payload
+//! ([`Wakeups::route`]): the named waiter is woken, wherever it is, and no other
+//! queued waiter, so a release behind 64 waiters sends one attempt, not 64.
+//!
+//! Polling stays the fallback: a named waiter that is gone without deleting its
+//! row (its process died) holds the others to their polls (≤ 250 ms) until its
+//! row expires ([`ROW_TTL`]); a waiter keeps its own row live while it waits.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use lockkit_core::driver::{Attempt, Busy, Contender, KeyWakers, wait_for_grant};
+use lockkit_core::{AcquireRequest, Grant, LockError, OwnerId, Result, async_trait};
+use sqlx::AssertSqlSafe;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use super::leases::{PgLeases, Waiting, db_error, ttl_ms};
+use crate::connect::Within;
+use crate::lease::LeaseBackend;
+use crate::wait::failed;
+
+/// Between the key and the named waiter in a release's payload: a control
+/// character, which no key contains.
+pub(super) const SEPARATOR: char = '\u{1f}';
+
+/// How long a waiter's row stays live unless the waiter pushes it out, which it
+/// does every half of this while it waits.
+pub(super) const ROW_TTL: Duration = Duration::from_secs(10);
+
+/// The wake-ups one listener feeds.
+#[derive(Debug, Default)]
+pub(super) struct Wakeups {
+    /// Per key: observers, and waiters that are not queued (shared holds,
+    /// permits, advisory mode). Every release of the key wakes them.
+    pub(super) all: KeyWakers,
+    /// Per key: the queued waiters, for a release that names none of them.
+    queued: KeyWakers,
+    /// Per queued waiter: for a release that names it.
+    named: KeyWakers,
+}
+
+impl Wakeups {
+    /// Wakes whoever a release's `payload` is for: the key's observers and
+    /// unqueued waiters, and the waiter it names, or else all the key's queued
+    /// waiters.
+    pub(super) fn route(&self, payload: &str) {
+        match payload.split_once(SEPARATOR) {
+            Some((key, waiter)) => {
+                self.all.wake(key);
+                self.named.wake(waiter);
+            }
+            None => {
+                self.all.wake(payload);
+                self.queued.wake(payload);
+            }
+        }
+    }
+
+    /// Wakes every waiter and observer: releases may have gone unheard.
+    pub(super) fn wake_all(&self) {
+        self.all.wake_all();
+        self.queued.wake_all();
+        self.named.wake_all();
+    }
+}
+
+/// Waits for `req` (exclusive, willing to wait) in the key's queue.
+pub(super) async fn acquire(leases: &PgLeases, req: &AcquireRequest) -> Result<Grant> {
+    let policy = crate::wait::policy(<PgLeases as LeaseBackend>::POLL_CAP);
+    let mut queued = Queued {
+        leases,
+        req,
+        place: None,
+        row: Row::None,
+    };
+    wait_for_grant(req, &policy, &mut queued).await
+}
+
+/// One queued exclusive acquire.
+struct Queued<'a> {
+    leases: &'a PgLeases,
+    req: &'a AcquireRequest,
+    /// Ours once the first attempt was refused (an acquire granted at once
+    /// pays nothing for the queue).
+    place: Option<Place>,
+    row: Row,
+}
+
+/// A waiter's id, and its wake-ups.
+struct Place {
+    /// Random, as an owner id is.
+    waiter: String,
+    /// A release that names us.
+    named: Arc<Notify>,
+    /// A release that names no one.
+    fallback: Arc<Notify>,
+}
+
+/// What we know of our row.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Row {
+    /// Not written: we have not joined the queue, or our grant deleted it.
+    None,
+    /// Perhaps written: a join that failed, or is under way.
+    Unknown,
+    /// Written, live until `ROW_TTL` after this.
+    Since(Instant),
+}
+
+impl Queued<'_> {
+    /// Our place in the queue, made on first use.
+    fn place(&mut self) -> &Place {
+        let (wakeups, key) = (&self.leases.wakeups, self.req.key.as_str());
+        self.place.get_or_insert_with(|| {
+            let waiter = OwnerId::new().to_hex();
+            Place {
+                named: wakeups.named.notify(&waiter),
+                fallback: wakeups.queued.notify(key),
+                waiter,
+            }
+        })
+    }
+
+    /// Joins the queue (which attempts again) until the row is written, then
+    /// the queued attempt, after pushing the row's expiry out if half its life
+    /// has gone.
+    async fn attempt_queued(&mut self, waiter: &str) -> Result<Option<Grant>> {
+        let statements = &self.leases.statements;
+        let before = self.row;
+        let (statement, binds) = match before {
+            Row::Since(at) => {
+                if at.elapsed() >= ROW_TTL / 2 {
+                    self.requeue(waiter).await?;
+                    self.row = Row::Since(Instant::now());
+                }
+                (&statements.acquire_queued, Waiting::Queued(waiter))
+            }
+            Row::None | Row::Unknown => {
+                self.row = Row::Unknown;
+                (&statements.join_queue, Waiting::Joining(waiter, ROW_TTL))
+            }
+        };
+        let sent = Instant::now();
+        let granted = self.leases.take(self.req, statement, binds).await?;
+        match (&granted, before) {
+            // A join that failed may have queued us: leave.
+            (Some(_), Row::Unknown) => {
+                if let Some(dequeue) = self.dequeue() {
+                    tokio::spawn(dequeue.run());
+                }
+                self.row = Row::None;
+            }
+            // The grant deleted our row, or never wrote it.
+            (Some(_), _) => self.row = Row::None,
+            (None, Row::None | Row::Unknown) => self.row = Row::Since(sent),
+            (None, Row::Since(_)) => {}
+        }
+        Ok(granted)
+    }
+
+    async fn requeue(&self, waiter: &str) -> Result<()> {
+        sqlx::query(AssertSqlSafe(self.leases.statements.requeue.clone()))
+            .bind(self.req.key.as_str())
+            .bind(waiter)
+            .bind(ttl_ms(ROW_TTL))
+            .execute(&self.leases.pool)
+            .within(self.leases.timeout)
+            .await
+            .map_err(db_error)?;
+        Ok(())
+    }
+
+    /// The statement and parameters that delete our row, if we may have one.
+    fn dequeue(&self) -> Option<Dequeue> {
+        let place = self.place.as_ref().filter(|_| self.row != Row::None)?;
+        Some(Dequeue {
+            pool: self.leases.pool.clone(),
+            statement: self.leases.statements.dequeue.clone(),
+            key: self.req.key.as_str().to_owned(),
+            waiter: place.waiter.clone(),
+            timeout: self.leases.timeout,
+        })
+    }
+}
+
+#[async_trait]
+impl Contender for Queued<'_> {
+    /// The plain attempt first; if it is refused, at once, the queue.
+    async fn attempt(&mut self) -> Result<Attempt> {
+        if self.place.is_none() {
+            let plain = &self.leases.statements.acquire;
+            match self.leases.take(self.req, plain, Waiting::NotQueued).await {
+                Ok(Some(grant)) => return Ok(Attempt::Granted(grant)),
+                Ok(None) => {}
+                Err(e) => return failed(e),
+            }
+        }
+        let place = self.place();
+        let (waiter, named, fallback) = (
+            place.waiter.clone(),
+            place.named.clone(),
+            place.fallback.clone(),
+        );
+        let mut named = Box::pin(named.notified_owned());
+        let mut fallback = Box::pin(fallback.notified_owned());
+        named.as_mut().enable();
+        fallback.as_mut().enable();
+        Ok(match self.attempt_queued(&waiter).await {
+            Ok(Some(grant)) => Attempt::Granted(grant),
+            Ok(None) => Attempt::Busy(Busy::woken_by(async move {
+                tokio::select! {
+                    () = named => {}
+                    () = fallback => {}
+                }
+                Ok(())
+            })),
+            Err(e) => return failed(e),
+        })
+    }
+
+    /// Leaves the queue: the next release names the next waiter.
+    async fn give_up(&mut self, _: &LockError) {
+        if let Some(dequeue) = self.dequeue() {
+            self.row = Row::None;
+            dequeue.run().await;
+        }
+    }
+}
+
+/// A waiter dropped while queued (its acquire cancelled by its caller) leaves
+/// the queue in the background.
+impl Drop for Queued<'_> {
+    fn drop(&mut self) {
+        if let (Some(dequeue), Ok(runtime)) =
+            (self.dequeue(), tokio::runtime::Handle::try_current())
+        {
+            runtime.spawn(dequeue.run());
+        }
+    }
+}
+
+/// Deletes one waiter's row.
+struct Dequeue {
+    pool: sqlx::PgPool,
+    statement: Arc<str>,
+    key: String,
+    waiter: String,
+    timeout: Duration,
+}
+
+impl Dequeue {
+    /// Best effort: a row left behind expires, and a release sweeps it.
+    async fn run(self) {
+        let deleted = sqlx::query(AssertSqlSafe(self.statement))
+            .bind(&self.key)
+            .bind(&self.waiter)
+            .execute(&self.pool)
+            .within(self.timeout)
+            .await;
+        if let Err(e) = deleted {
+            tracing::debug!(error = %e, "leaving the waiter queue failed; the row will expire");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

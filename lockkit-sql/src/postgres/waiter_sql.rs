@@ -1,0 +1,83 @@
+//! The statements of the waiter queue: `<table>_waiters`, one row per exclusive
+//! acquire that waits, so that a release can name the one waiter to wake
+//! ([`super::sql::release`]) instead of waking every driver's waiters.
+//!
+//! A waiter's row is written once, by the statement right after its first
+//! attempt was refused ([`join_queue`]; the first attempt itself is the plain
+//! upsert, so an acquire that does not wait pays nothing for the queue), and
+//! again only to push its expiry out while it waits ([`requeue`]). Its later
+//! refused attempts take no transaction id. It is deleted by the attempt that
+//! grants, by the waiter leaving without a grant, or, once it has expired, by
+//! the next waiter to join the key's queue.
+
+use super::sql::acquire_if_free;
+
+/// Creates the waiters table if missing.
+pub(super) fn create_waiters(t: &str) -> String {
+    format!(
+        "CREATE TABLE IF NOT EXISTS {t}_waiters (
+            name TEXT NOT NULL,
+            waiter TEXT NOT NULL,
+            since TIMESTAMPTZ NOT NULL,
+            expires_at TIMESTAMPTZ NOT NULL,
+            PRIMARY KEY (name, waiter)
+        )"
+    )
+}
+
+/// A waiter's row, `$1` name, the `waiter` and its time to live in ms `ttl`
+/// (both parameters, as `$N`): added if `condition` holds, or its expiry pushed
+/// out (keeping its place).
+fn queue_row(t: &str, waiter: &str, ttl: &str, condition: &str) -> String {
+    format!(
+        "INSERT INTO {t}_waiters (name, waiter, since, expires_at)
+         SELECT $1, {waiter}, clock_timestamp(),
+                clock_timestamp() + {ttl}::float8 * interval '1 millisecond'
+         WHERE {condition}
+         ON CONFLICT (name, waiter) DO UPDATE SET expires_at = EXCLUDED.expires_at"
+    )
+}
+
+/// A waiter's statement right after its first attempt ([`super::sql::acquire`])
+/// was refused: the attempt again, looking first as [`super::sql::acquire_if_free`]
+/// does, and when it is refused, the waiter's row in the same statement, which
+/// also sweeps the key's expired rows (a dead waiter's). `$1`
+/// name, `$2` owner, `$3` TTL in ms, `$4` label, `$5` waiter, `$6` the row's
+/// time to live in ms.
+pub(super) fn join_queue(t: &str) -> String {
+    format!(
+        "WITH got AS ({}),
+         queued AS ({}),
+         swept AS (
+             DELETE FROM {t}_waiters WHERE name = $1 AND expires_at <= clock_timestamp())
+         SELECT fence FROM got",
+        acquire_if_free(t),
+        queue_row(t, "$5", "$6", "NOT EXISTS (SELECT 1 FROM got)")
+    )
+}
+
+/// A queued waiter's next attempt: [`super::sql::acquire_if_free`], and when it
+/// grants, the waiter's row deleted in the same statement (a refused attempt
+/// deletes nothing, so it still takes no transaction id). `$1` name, `$2` owner,
+/// `$3` TTL in ms, `$4` label, `$5` waiter.
+pub(super) fn acquire_queued(t: &str) -> String {
+    format!(
+        "WITH got AS ({}),
+         dequeued AS (
+             DELETE FROM {t}_waiters
+             WHERE name = $1 AND waiter = $5 AND EXISTS (SELECT 1 FROM got))
+         SELECT fence FROM got",
+        acquire_if_free(t)
+    )
+}
+
+/// Pushes a queued waiter's expiry out, or queues it again (last) if its row
+/// is gone. `$1` name, `$2` waiter, `$3` time to live in ms.
+pub(super) fn requeue(t: &str) -> String {
+    queue_row(t, "$2", "$3", "true")
+}
+
+/// Deletes a waiter's row: it leaves without a grant. `$1` name, `$2` waiter.
+pub(super) fn dequeue(t: &str) -> String {
+    format!("DELETE FROM {t}_waiters WHERE name = $1 AND waiter = $2")
+}

@@ -1,0 +1,268 @@
+//! PostgreSQL's waiter queue: an exclusive acquire that waits is a row of
+//! `lockkit_locks_waiters`, and a release's `NOTIFY` names the oldest live one,
+//! which alone of the queued waiters its driver wakes. Each waiter here has its
+//! own driver, and so its own `LISTEN` connection, as separate processes would.
+#![cfg(test)] // Test code throughout: clippy.toml allows unwrap, expect and panic here.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use lockkit_core::{LockError, Locker};
+use lockkit_sql::postgres::{PgDriver, PgOptions};
+use lockkit_testkit::Postgres;
+use sqlx::Connection;
+use sqlx::postgres::PgListener;
+use tokio::task::JoinHandle;
+use tokio::time::timeout;
+
+/// The default table's release channel.
+const CHANNEL: &str = "lockkit_lockkit_locks";
+
+/// Far longer than any wait here should take.
+const WITHIN: Duration = Duration::from_secs(15);
+
+async fn locker(url: &str) -> Locker {
+    let driver = PgDriver::connect(PgOptions::from_url(url).unwrap());
+    Locker::new(Arc::new(driver.await.unwrap()))
+}
+
+async fn admin(server: &Postgres) -> sqlx::PgConnection {
+    sqlx::PgConnection::connect(&server.url()).await.unwrap()
+}
+
+/// The key's waiter rows, oldest first.
+async fn queued(admin: &mut sqlx::PgConnection, key: &str) -> Vec<String> {
+    sqlx::query_scalar(
+        "SELECT waiter FROM lockkit_locks_waiters WHERE name = $1 ORDER BY since, waiter",
+    )
+    .bind(key)
+    .fetch_all(admin)
+    .await
+    .unwrap()
+}
+
+/// Waits until the key has `n` waiter rows.
+async fn until_queued(admin: &mut sqlx::PgConnection, key: &str, n: usize) {
+    let admin = tokio::sync::Mutex::new(admin);
+    lockkit_conformance::until(&format!("{n} waiters queued on {key}"), WITHIN, || async {
+        queued(&mut **admin.lock().await, key).await.len() == n
+    })
+    .await
+    .expect("the waiters queue");
+}
+
+/// A waiter that takes `key`, then releases it.
+fn take_and_release(locker: Locker, key: &'static str) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let guard = locker.lock(key).wait(WITHIN).await.unwrap();
+        guard.release().await.unwrap();
+    })
+}
+
+/// A fake waiter's row: `since` and `expires_at` relative to now.
+async fn fake_waiter(admin: &mut sqlx::PgConnection, key: &str, waiter: &str, expires_in: &str) {
+    sqlx::query(
+        "INSERT INTO lockkit_locks_waiters (name, waiter, since, expires_at) \
+         VALUES ($1, $2, now() - interval '1 hour', now() + $3::interval)",
+    )
+    .bind(key)
+    .bind(waiter)
+    .bind(expires_in)
+    .execute(admin)
+    .await
+    .unwrap();
+}
+
+async fn next_payload(listener: &mut PgListener) -> String {
+    timeout(WITHIN, listener.recv())
+        .await
+        .expect("a release is notified")
+        .unwrap()
+        .payload()
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_names_the_oldest_queued_waiter_and_the_last_names_none() {
+    let server = Postgres::start().await.unwrap();
+    let mut admin = admin(&server).await;
+    let held = locker(&server.url())
+        .await
+        .lock("stock")
+        .lease(Duration::from_secs(60))
+        .await
+        .unwrap();
+    let mut waiters = Vec::new();
+    for n in 1..=3 {
+        waiters.push(take_and_release(locker(&server.url()).await, "stock"));
+        until_queued(&mut admin, "stock", n).await;
+    }
+    let order = queued(&mut admin, "stock").await;
+    let mut listener = PgListener::connect(&server.url()).await.unwrap();
+    listener.listen(CHANNEL).await.unwrap();
+
+    held.release().await.unwrap();
+
+    assert_eq!(
+        next_payload(&mut listener).await,
+        format!("stock\u{1f}{}", order[0])
+    );
+    for waiter in waiters {
+        timeout(WITHIN, waiter).await.unwrap().unwrap();
+    }
+    // Each grant deleted its waiter's row; the last release had no one to name.
+    assert!(queued(&mut admin, "stock").await.is_empty());
+    let mut payloads = Vec::new();
+    for _ in 0..3 {
+        payloads.push(next_payload(&mut listener).await);
+    }
+    assert_eq!(payloads[2], "stock", "{payloads:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_that_times_out_leaves_the_queue() {
+    let server = Postgres::start().await.unwrap();
+    let mut admin = admin(&server).await;
+    let _held = locker(&server.url())
+        .await
+        .lock("stock")
+        .lease(Duration::from_secs(60))
+        .await
+        .unwrap();
+    let waiter = locker(&server.url()).await;
+    let waiting = tokio::spawn(async move {
+        waiter
+            .lock("stock")
+            .wait(Duration::from_millis(600))
+            .await
+            .map(drop)
+    });
+    until_queued(&mut admin, "stock", 1).await;
+
+    let refused = timeout(WITHIN, waiting).await.unwrap().unwrap();
+
+    assert!(
+        matches!(refused, Err(LockError::Timeout { .. })),
+        "{refused:?}"
+    );
+    assert!(queued(&mut admin, "stock").await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_waiter_leaves_the_queue() {
+    let server = Postgres::start().await.unwrap();
+    let mut admin = admin(&server).await;
+    let _held = locker(&server.url())
+        .await
+        .lock("stock")
+        .lease(Duration::from_secs(60))
+        .await
+        .unwrap();
+    let waiting = take_and_release(locker(&server.url()).await, "stock");
+    until_queued(&mut admin, "stock", 1).await;
+
+    waiting.abort();
+
+    until_queued(&mut admin, "stock", 0).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_passes_over_an_expired_waiter_and_the_next_join_sweeps_it() {
+    let server = Postgres::start().await.unwrap();
+    let mut admin = admin(&server).await;
+    let holder = locker(&server.url()).await;
+    let held = holder
+        .lock("stock")
+        .lease(Duration::from_secs(60))
+        .await
+        .unwrap();
+    let waiting = take_and_release(locker(&server.url()).await, "stock");
+    until_queued(&mut admin, "stock", 1).await;
+    let live = queued(&mut admin, "stock").await.pop().unwrap();
+    // Older than the live waiter, but expired.
+    fake_waiter(&mut admin, "stock", "expired", "-1 second").await;
+    let mut listener = PgListener::connect(&server.url()).await.unwrap();
+    listener.listen(CHANNEL).await.unwrap();
+
+    held.release().await.unwrap();
+
+    assert_eq!(
+        next_payload(&mut listener).await,
+        format!("stock\u{1f}{live}")
+    );
+    timeout(WITHIN, waiting).await.unwrap().unwrap();
+    assert_eq!(queued(&mut admin, "stock").await, ["expired"]);
+    let _held = holder
+        .lock("stock")
+        .lease(Duration::from_secs(60))
+        .await
+        .unwrap();
+    let joining = take_and_release(locker(&server.url()).await, "stock");
+    let admin = tokio::sync::Mutex::new(admin);
+    lockkit_conformance::until("a join sweeps the expired row", WITHIN, || async {
+        let rows = queued(&mut *admin.lock().await, "stock").await;
+        rows.len() == 1 && rows[0] != "expired"
+    })
+    .await
+    .unwrap();
+    joining.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_behind_a_dead_one_is_granted_by_polling() {
+    let server = Postgres::start().await.unwrap();
+    let mut admin = admin(&server).await;
+    let held = locker(&server.url())
+        .await
+        .lock("stock")
+        .lease(Duration::from_secs(60))
+        .await
+        .unwrap();
+    fake_waiter(&mut admin, "stock", "dead", "1 hour").await;
+    let waiting = take_and_release(locker(&server.url()).await, "stock");
+    until_queued(&mut admin, "stock", 2).await;
+    let mut listener = PgListener::connect(&server.url()).await.unwrap();
+    listener.listen(CHANNEL).await.unwrap();
+
+    held.release().await.unwrap();
+
+    // The release names the dead waiter, which never comes; the live one polls.
+    assert_eq!(next_payload(&mut listener).await, "stock\u{1f}dead");
+    timeout(WITHIN, waiting).await.unwrap().unwrap();
+    assert_eq!(queued(&mut admin, "stock").await, ["dead"]);
+}
+
+/// The expiry of the key's one waiter row, in ms since the epoch.
+async fn row_expiry_ms(admin: &mut sqlx::PgConnection, key: &str) -> i64 {
+    sqlx::query_scalar(
+        "SELECT (extract(epoch FROM expires_at) * 1000)::int8 FROM lockkit_locks_waiters WHERE name = $1",
+    )
+    .bind(key)
+    .fetch_one(admin)
+    .await
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_waiter_keeps_its_row_live() {
+    let server = Postgres::start().await.unwrap();
+    let mut admin = admin(&server).await;
+    let _held = locker(&server.url())
+        .await
+        .lock("stock")
+        .lease(Duration::from_secs(60))
+        .await
+        .unwrap();
+    let waiting = take_and_release(locker(&server.url()).await, "stock");
+    until_queued(&mut admin, "stock", 1).await;
+    let first = row_expiry_ms(&mut admin, "stock").await;
+
+    // The row lives 10 s, and is pushed out once half of that has gone.
+    let admin = tokio::sync::Mutex::new(admin);
+    lockkit_conformance::until("the waiter pushes its row's expiry out", WITHIN, || async {
+        row_expiry_ms(&mut *admin.lock().await, "stock").await >= first + 4_000
+    })
+    .await
+    .unwrap();
+    waiting.abort();
+}
