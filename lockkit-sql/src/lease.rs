@@ -33,8 +33,9 @@ pub trait LeaseBackend: Send + Sync + fmt::Debug + 'static {
     /// holds are renewed one [`Self::extend`] at a time.
     const BATCH_RENEWALS: bool = false;
     /// Whether a release wakes this driver's waiters of its key at once. Not on
-    /// PostgreSQL, whose release statements send the NOTIFY that wakes every
-    /// driver's waiters of the key, this one's included.
+    /// PostgreSQL, whose release statements send the NOTIFY that wakes the
+    /// key's waiters in every driver, this one's included (of its queued
+    /// exclusive waiters, only the one the release names).
     const WAKE_ON_RELEASE: bool = true;
 
     /// What the database supports.

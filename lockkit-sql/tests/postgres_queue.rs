@@ -133,7 +133,7 @@ async fn a_waiter_that_times_out_leaves_the_queue() {
     let waiting = tokio::spawn(async move {
         waiter
             .lock("stock")
-            .wait(Duration::from_millis(600))
+            .wait(Duration::from_secs(2))
             .await
             .map(drop)
     });

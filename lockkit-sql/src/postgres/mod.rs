@@ -53,10 +53,10 @@
 //!   statements after the exclusive release statement found nothing. Each later
 //!   statement reads after the key-row lock was granted, so no two transactions
 //!   decide on the same view. The semaphore's limit is stored with each permit; a
-//!   request with another limit fails with `Config`. Waiters are not queued: a
-//!   stream of readers can keep a waiting writer out, and waiters are not served
-//!   in order.
-//! - Release sends `NOTIFY` with the key as its payload (in the same statement,
+//!   request with another limit fails with `Config`. Shared and permit waiters
+//!   are not queued (exclusive ones are, below): a stream of readers can keep a
+//!   waiting writer out, and waiters are not served in order.
+//! - Release sends `NOTIFY` with the key in its payload (in the same statement,
 //!   delivered at commit); every driver keeps one `LISTEN` connection and wakes
 //!   its waiters and observers of that key only, with a polling fallback
 //!   (≤ 250 ms) for a missed notification or a broken listener.
@@ -67,15 +67,20 @@
 //!   queued waiters only that one wakes, in whichever driver it is: a release
 //!   behind 64 waiters sends one attempt, not 64. The grant deletes the row in
 //!   the same statement; a waiter that times out or is cancelled deletes it as
-//!   it leaves. Not strictly fair: a polling waiter or a new acquire can still
-//!   take the lock before the named one.
+//!   it leaves, and if the key is free then, it passes the wake-up on to the
+//!   next waiter (it may have been named by a release it will not answer). Not
+//!   strictly fair: a polling waiter or a new acquire can still take the lock
+//!   before the named one.
 //!   - A waiter row lives 10 s, and the waiter pushes it out every 5 s (one
 //!     write each). A named waiter whose process died leaves the others to their
-//!     polls until its row expires; the next waiter to join sweeps the key's
-//!     expired rows.
-//!   - Every `LISTEN` connection of the database still receives every
-//!     `NOTIFY` (that is how PostgreSQL delivers them), and the server wakes
-//!     every listening backend; only the named driver acts on it.
+//!     polls until its row expires (up to 10 s of hand-offs at polling pace);
+//!     the next waiter to join, refresh or leave the key's queue sweeps its
+//!     expired rows. A key nobody waits on again keeps its dead rows until
+//!     `purge`.
+//!   - Every driver on the table still receives every release's `NOTIFY` (one
+//!     channel per table), and PostgreSQL wakes every listening backend of the
+//!     database. Each driver wakes its observers and unqueued waiters of the
+//!     key; only the named waiter's driver wakes a queued waiter.
 //!   - Shared and permit waiters, force releases and advisory mode do not
 //!     queue: their releases wake every waiter of the key. A lockkit older than
 //!     the queue, on the same table, ignores the named payloads (its waiters

@@ -6,7 +6,8 @@
 //!
 //! Polling stays the fallback: a named waiter that is gone without deleting its
 //! row (its process died) holds the others to their polls (≤ 250 ms) until its
-//! row expires ([`ROW_TTL`]); a waiter keeps its own row live while it waits.
+//! row expires ([`ROW_TTL`]); a waiter keeps its own row live while it waits. A
+//! waiter that leaves while the key is free passes the wake-up on.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -146,14 +147,8 @@ impl Queued<'_> {
         let sent = Instant::now();
         let granted = self.leases.take(self.req, statement, binds).await?;
         match (&granted, before) {
-            // A join that failed may have queued us: leave.
-            (Some(_), Row::Unknown) => {
-                if let Some(dequeue) = self.dequeue() {
-                    tokio::spawn(dequeue.run());
-                }
-                self.row = Row::None;
-            }
-            // The grant deleted our row, or never wrote it.
+            // The grant deleted our row (a join's, the row an earlier join that
+            // failed may have written), or never wrote it.
             (Some(_), _) => self.row = Row::None,
             (None, Row::None | Row::Unknown) => self.row = Row::Since(sent),
             (None, Row::Since(_)) => {}
@@ -181,6 +176,7 @@ impl Queued<'_> {
             statement: self.leases.statements.dequeue.clone(),
             key: self.req.key.as_str().to_owned(),
             waiter: place.waiter.clone(),
+            channel: self.leases.statements.channel.clone(),
             timeout: self.leases.timeout,
         })
     }
@@ -224,8 +220,9 @@ impl Contender for Queued<'_> {
     /// Leaves the queue: the next release names the next waiter.
     async fn give_up(&mut self, _: &LockError) {
         if let Some(dequeue) = self.dequeue() {
-            self.row = Row::None;
             dequeue.run().await;
+            // Not before: dropped during the delete, we delete again.
+            self.row = Row::None;
         }
     }
 }
@@ -242,21 +239,25 @@ impl Drop for Queued<'_> {
     }
 }
 
-/// Deletes one waiter's row.
+/// Deletes one waiter's row ([`super::waiter_sql::dequeue`]).
 struct Dequeue {
     pool: sqlx::PgPool,
     statement: Arc<str>,
     key: String,
     waiter: String,
+    /// Where releases are notified: the wake-up passes on from here.
+    channel: String,
     timeout: Duration,
 }
 
 impl Dequeue {
-    /// Best effort: a row left behind expires, and a release sweeps it.
+    /// Best effort: a row left behind expires, and the next waiter to join,
+    /// refresh or leave the key's queue sweeps it.
     async fn run(self) {
         let deleted = sqlx::query(AssertSqlSafe(self.statement))
             .bind(&self.key)
             .bind(&self.waiter)
+            .bind(&self.channel)
             .execute(&self.pool)
             .within(self.timeout)
             .await;

@@ -1,6 +1,7 @@
 //! The key table's statements, with the table name spliced in (validated as an
 //! identifier). The holders table's are in [`super::holder_sql`].
 
+use super::waiter_sql;
 use crate::holds::MANY;
 
 /// Creates the key table if missing, and gives a table made by an earlier
@@ -139,12 +140,10 @@ pub(super) fn release(t: &str) -> String {
              UPDATE {t} SET owner = NULL, expires_at = '-infinity'
              WHERE name = $1 AND owner = $2 AND expires_at > clock_timestamp()
              RETURNING name),
-         next AS (
-             SELECT waiter FROM {t}_waiters
-             WHERE name = $1 AND expires_at > clock_timestamp()
-             ORDER BY since, waiter LIMIT 1)
-         SELECT count(pg_notify($3, name || coalesce(chr(31) || (SELECT waiter FROM next), '')))
-         FROM freed"
+         {}
+         {}",
+        waiter_sql::next_waiter(t, None),
+        waiter_sql::notify_next("$3", "freed")
     )
 }
 

@@ -38,21 +38,54 @@ fn queue_row(t: &str, waiter: &str, ttl: &str, condition: &str) -> String {
     )
 }
 
+/// Deletes the key's expired rows (dead waiters'): a CTE of every statement
+/// that changes a waiter's row. `$1` name.
+fn sweep(t: &str) -> String {
+    format!(
+        "swept AS (DELETE FROM {t}_waiters WHERE name = $1 AND expires_at <= clock_timestamp())"
+    )
+}
+
+/// The key's oldest live waiter, but `except` (a parameter, as `$N`) if given,
+/// as a CTE named `next`. `$1` name.
+pub(super) fn next_waiter(t: &str, except: Option<&str>) -> String {
+    let except = except
+        .map(|w| format!("AND waiter <> {w}"))
+        .unwrap_or_default();
+    format!(
+        "next AS (
+             SELECT waiter FROM {t}_waiters
+             WHERE name = $1 {except} AND expires_at > clock_timestamp()
+             ORDER BY since, waiter LIMIT 1)"
+    )
+}
+
+/// A `NOTIFY` on the channel `$N` `channel` for each row of `rows` (which have
+/// a `name`): the key, and the waiter `next` names if any.
+pub(super) fn notify_next(channel: &str, rows: &str) -> String {
+    format!(
+        "SELECT count(pg_notify({channel}, name || coalesce(chr(31) || (SELECT waiter FROM next), '')))
+         FROM {rows}"
+    )
+}
+
 /// A waiter's statement right after its first attempt ([`super::sql::acquire`])
 /// was refused: the attempt again, looking first as [`super::sql::acquire_if_free`]
-/// does, and when it is refused, the waiter's row in the same statement, which
-/// also sweeps the key's expired rows (a dead waiter's). `$1`
-/// name, `$2` owner, `$3` TTL in ms, `$4` label, `$5` waiter, `$6` the row's
-/// time to live in ms.
+/// does; when it is refused, the waiter's row, and when it grants, the row an
+/// earlier join that failed may have left. `$1` name, `$2` owner, `$3` TTL in
+/// ms, `$4` label, `$5` waiter, `$6` the row's time to live in ms.
 pub(super) fn join_queue(t: &str) -> String {
     format!(
         "WITH got AS ({}),
          queued AS ({}),
-         swept AS (
-             DELETE FROM {t}_waiters WHERE name = $1 AND expires_at <= clock_timestamp())
+         dequeued AS (
+             DELETE FROM {t}_waiters
+             WHERE name = $1 AND waiter = $5 AND EXISTS (SELECT 1 FROM got)),
+         {}
          SELECT fence FROM got",
         acquire_if_free(t),
-        queue_row(t, "$5", "$6", "NOT EXISTS (SELECT 1 FROM got)")
+        queue_row(t, "$5", "$6", "NOT EXISTS (SELECT 1 FROM got)"),
+        sweep(t)
     )
 }
 
@@ -74,10 +107,22 @@ pub(super) fn acquire_queued(t: &str) -> String {
 /// Pushes a queued waiter's expiry out, or queues it again (last) if its row
 /// is gone. `$1` name, `$2` waiter, `$3` time to live in ms.
 pub(super) fn requeue(t: &str) -> String {
-    queue_row(t, "$2", "$3", "true")
+    format!("WITH {} {}", sweep(t), queue_row(t, "$2", "$3", "true"))
 }
 
-/// Deletes a waiter's row: it leaves without a grant. `$1` name, `$2` waiter.
+/// Deletes a waiter's row: it leaves without a grant. If the key is free, it
+/// passes the wake-up on, as a release does (it may have been named by a
+/// release it will not answer). `$1` name, `$2` waiter, `$3` channel.
 pub(super) fn dequeue(t: &str) -> String {
-    format!("DELETE FROM {t}_waiters WHERE name = $1 AND waiter = $2")
+    format!(
+        "WITH gone AS (DELETE FROM {t}_waiters WHERE name = $1 AND waiter = $2 RETURNING name),
+         {}, {}
+         {}
+         WHERE NOT EXISTS (
+             SELECT 1 FROM {t}
+             WHERE name = $1 AND owner IS NOT NULL AND expires_at > clock_timestamp())",
+        sweep(t),
+        next_waiter(t, Some("$2")),
+        notify_next("$3", "gone")
+    )
 }

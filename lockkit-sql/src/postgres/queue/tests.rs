@@ -5,9 +5,15 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Waker};
 
+use std::time::Duration;
+
+use lockkit_testkit::Postgres;
+use sqlx::postgres::PgListener;
+use sqlx::{Connection, PgConnection};
 use tokio::sync::Notify;
 
-use super::Wakeups;
+use super::super::{PgDriver, PgLeases, PgOptions};
+use super::{Dequeue, Wakeups};
 
 /// A wake-up armed now, so that one that comes before it is polled counts.
 fn armed(notify: Arc<Notify>) -> impl Future<Output = ()> + Unpin {
@@ -29,14 +35,14 @@ fn a_payload_naming_a_waiter_wakes_it_and_the_observers_only() {
     let observer = armed(wakeups.all.notify("stock"));
     let first = armed(wakeups.named.notify("a1"));
     let second = armed(wakeups.named.notify("b2"));
-    let other_key = armed(wakeups.queued.notify("stock"));
+    let queued_behind = armed(wakeups.queued.notify("stock"));
 
     wakeups.route("stock\u{1f}a1");
 
     assert!(rung(observer));
     assert!(rung(first));
     assert!(!rung(second));
-    assert!(!rung(other_key));
+    assert!(!rung(queued_behind));
 }
 
 #[test]
@@ -56,13 +62,87 @@ fn a_payload_naming_no_waiter_wakes_every_waiter_of_its_key() {
 }
 
 #[test]
-fn waking_all_wakes_every_queued_waiter() {
+fn waking_all_wakes_every_waiter_and_observer() {
     let wakeups = Wakeups::default();
     let named = armed(wakeups.named.notify("a1"));
     let queued = armed(wakeups.queued.notify("stock"));
+    let observer = armed(wakeups.all.notify("other"));
 
     wakeups.wake_all();
 
     assert!(rung(named));
     assert!(rung(queued));
+    assert!(rung(observer));
+}
+
+/// Adds a waiter row for `stock`, `since` and `expires` relative to now.
+async fn waiter_row(admin: &mut PgConnection, waiter: &str, since: &str, expires: &str) {
+    sqlx::query(
+        "INSERT INTO lockkit_locks_waiters (name, waiter, since, expires_at) \
+         VALUES ('stock', $1, now() + $2::interval, now() + $3::interval)",
+    )
+    .bind(waiter)
+    .bind(since)
+    .bind(expires)
+    .execute(admin)
+    .await
+    .unwrap();
+}
+
+fn leaving(leases: &PgLeases, waiter: &str) -> Dequeue {
+    Dequeue {
+        pool: leases.pool.clone(),
+        statement: leases.statements.dequeue.clone(),
+        key: "stock".into(),
+        waiter: waiter.into(),
+        channel: leases.statements.channel.clone(),
+        timeout: leases.timeout,
+    }
+}
+
+async fn next_payload(listener: &mut PgListener) -> String {
+    let note = tokio::time::timeout(Duration::from_secs(10), listener.recv()).await;
+    note.unwrap().unwrap().payload().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_leaving_a_free_key_wakes_the_next_one_and_a_held_key_nobody() {
+    let server = Postgres::start().await.unwrap();
+    let driver = PgDriver::connect(PgOptions::from_url(&server.url()).unwrap())
+        .await
+        .unwrap();
+    let leases = driver.backend();
+    let mut admin = PgConnection::connect(&server.url()).await.unwrap();
+    waiter_row(&mut admin, "dead", "-3 hours", "-1 second").await;
+    waiter_row(&mut admin, "a", "-2 hours", "1 hour").await;
+    waiter_row(&mut admin, "b", "-1 hour", "1 hour").await;
+    let mut listener = PgListener::connect(&server.url()).await.unwrap();
+    listener.listen(&leases.statements.channel).await.unwrap();
+
+    // "a" was named by a release it will not answer; the key is free.
+    leaving(leases, "a").run().await;
+
+    assert_eq!(next_payload(&mut listener).await, "stock\u{1f}b");
+    let left: Vec<String> = sqlx::query_scalar("SELECT waiter FROM lockkit_locks_waiters")
+        .fetch_all(&mut admin)
+        .await
+        .unwrap();
+    assert_eq!(left, ["b"], "the expired row is swept");
+
+    sqlx::query(
+        "INSERT INTO lockkit_locks (name, owner, fence, expires_at) \
+         VALUES ('stock', 'someone', 1, now() + interval '1 hour')",
+    )
+    .execute(&mut admin)
+    .await
+    .unwrap();
+    leaving(leases, "b").run().await;
+    sqlx::query("SELECT pg_notify($1, 'after')")
+        .bind(&leases.statements.channel)
+        .execute(&mut admin)
+        .await
+        .unwrap();
+
+    // A held key: its release will wake the next waiter.
+    assert_eq!(next_payload(&mut listener).await, "after");
 }
