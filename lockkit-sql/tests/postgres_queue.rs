@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lockkit_core::{LockError, Locker};
+use lockkit_core::{LockError, LockGuard, Locker};
 use lockkit_sql::postgres::{PgDriver, PgOptions};
 use lockkit_testkit::Postgres;
 use sqlx::Connection;
@@ -24,6 +24,13 @@ const WITHIN: Duration = Duration::from_secs(15);
 async fn locker(url: &str) -> Locker {
     let driver = PgDriver::connect(PgOptions::from_url(url).unwrap());
     Locker::new(Arc::new(driver.await.unwrap()))
+}
+
+/// "stock", held by another driver on a fixed 60 s lease (no renewals).
+async fn hold_stock(url: &str) -> LockGuard {
+    let holder = locker(url).await;
+    let held = holder.lock("stock").lease(Duration::from_secs(60));
+    held.await.unwrap()
 }
 
 async fn admin(server: &Postgres) -> sqlx::PgConnection {
@@ -86,12 +93,7 @@ async fn next_payload(listener: &mut PgListener) -> String {
 async fn a_release_names_the_oldest_queued_waiter_and_the_last_names_none() {
     let server = Postgres::start().await.unwrap();
     let mut admin = admin(&server).await;
-    let held = locker(&server.url())
-        .await
-        .lock("stock")
-        .lease(Duration::from_secs(60))
-        .await
-        .unwrap();
+    let held = hold_stock(&server.url()).await;
     let mut waiters = Vec::new();
     for n in 1..=3 {
         waiters.push(take_and_release(locker(&server.url()).await, "stock"));
@@ -123,12 +125,7 @@ async fn a_release_names_the_oldest_queued_waiter_and_the_last_names_none() {
 async fn a_waiter_that_times_out_leaves_the_queue() {
     let server = Postgres::start().await.unwrap();
     let mut admin = admin(&server).await;
-    let _held = locker(&server.url())
-        .await
-        .lock("stock")
-        .lease(Duration::from_secs(60))
-        .await
-        .unwrap();
+    let _held = hold_stock(&server.url()).await;
     let waiter = locker(&server.url()).await;
     let waiting = tokio::spawn(async move {
         waiter
@@ -152,12 +149,7 @@ async fn a_waiter_that_times_out_leaves_the_queue() {
 async fn a_cancelled_waiter_leaves_the_queue() {
     let server = Postgres::start().await.unwrap();
     let mut admin = admin(&server).await;
-    let _held = locker(&server.url())
-        .await
-        .lock("stock")
-        .lease(Duration::from_secs(60))
-        .await
-        .unwrap();
+    let _held = hold_stock(&server.url()).await;
     let waiting = take_and_release(locker(&server.url()).await, "stock");
     until_queued(&mut admin, "stock", 1).await;
 
@@ -170,12 +162,7 @@ async fn a_cancelled_waiter_leaves_the_queue() {
 async fn a_release_passes_over_an_expired_waiter_and_the_next_join_sweeps_it() {
     let server = Postgres::start().await.unwrap();
     let mut admin = admin(&server).await;
-    let holder = locker(&server.url()).await;
-    let held = holder
-        .lock("stock")
-        .lease(Duration::from_secs(60))
-        .await
-        .unwrap();
+    let held = hold_stock(&server.url()).await;
     let waiting = take_and_release(locker(&server.url()).await, "stock");
     until_queued(&mut admin, "stock", 1).await;
     let live = queued(&mut admin, "stock").await.pop().unwrap();
@@ -192,11 +179,7 @@ async fn a_release_passes_over_an_expired_waiter_and_the_next_join_sweeps_it() {
     );
     timeout(WITHIN, waiting).await.unwrap().unwrap();
     assert_eq!(queued(&mut admin, "stock").await, ["expired"]);
-    let _held = holder
-        .lock("stock")
-        .lease(Duration::from_secs(60))
-        .await
-        .unwrap();
+    let _held = hold_stock(&server.url()).await;
     let joining = take_and_release(locker(&server.url()).await, "stock");
     let admin = tokio::sync::Mutex::new(admin);
     lockkit_conformance::until("a join sweeps the expired row", WITHIN, || async {
@@ -212,12 +195,7 @@ async fn a_release_passes_over_an_expired_waiter_and_the_next_join_sweeps_it() {
 async fn a_waiter_behind_a_dead_one_is_granted_by_polling() {
     let server = Postgres::start().await.unwrap();
     let mut admin = admin(&server).await;
-    let held = locker(&server.url())
-        .await
-        .lock("stock")
-        .lease(Duration::from_secs(60))
-        .await
-        .unwrap();
+    let held = hold_stock(&server.url()).await;
     fake_waiter(&mut admin, "stock", "dead", "1 hour").await;
     let waiting = take_and_release(locker(&server.url()).await, "stock");
     until_queued(&mut admin, "stock", 2).await;
@@ -247,12 +225,7 @@ async fn row_expiry_ms(admin: &mut sqlx::PgConnection, key: &str) -> i64 {
 async fn a_long_waiter_keeps_its_row_live() {
     let server = Postgres::start().await.unwrap();
     let mut admin = admin(&server).await;
-    let _held = locker(&server.url())
-        .await
-        .lock("stock")
-        .lease(Duration::from_secs(60))
-        .await
-        .unwrap();
+    let _held = hold_stock(&server.url()).await;
     let waiting = take_and_release(locker(&server.url()).await, "stock");
     until_queued(&mut admin, "stock", 1).await;
     let first = row_expiry_ms(&mut admin, "stock").await;
