@@ -8,7 +8,9 @@
 //! with its token, and a session lock dies with the session that failed.
 
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use lockkit_core::driver::{
@@ -17,6 +19,7 @@ use lockkit_core::driver::{
 };
 use lockkit_core::{LockError, Result};
 use tokio::sync::Notify;
+use tokio::sync::futures::OwnedNotified;
 
 use crate::error::is_transient;
 
@@ -61,15 +64,50 @@ where
     Fut: Future<Output = Result<Option<Grant>>> + Send,
 {
     async fn attempt(&mut self) -> Result<Attempt> {
-        let mut woken = Box::pin(self.wake.clone().notified_owned());
-        woken.as_mut().enable();
+        let armed = Armed::new([self.wake.clone()]);
         Ok(match (self.attempt)().await {
             Ok(Some(grant)) => Attempt::Granted(grant),
-            Ok(None) => Attempt::Busy(Busy::woken_by(async move {
-                woken.await;
-                Ok(())
-            })),
+            Ok(None) => Attempt::Busy(armed.busy()),
             Err(e) => return failed(e),
+        })
+    }
+}
+
+/// Wake-ups armed before an attempt, so that one that comes while the attempt
+/// runs is not missed.
+pub(crate) struct Armed(Vec<Pin<Box<OwnedNotified>>>);
+
+impl Armed {
+    /// Arms each of `wakes` now.
+    pub(crate) fn new(wakes: impl IntoIterator<Item = Arc<Notify>>) -> Self {
+        Self(
+            wakes
+                .into_iter()
+                .map(|wake| {
+                    let mut woken = Box::pin(wake.notified_owned());
+                    woken.as_mut().enable();
+                    woken
+                })
+                .collect(),
+        )
+    }
+
+    /// The refused attempt's [`Busy`]: attempt again at the first wake-up.
+    pub(crate) fn busy(mut self) -> Busy {
+        Busy::woken_by(async move {
+            std::future::poll_fn(|cx| {
+                if self
+                    .0
+                    .iter_mut()
+                    .any(|woken| woken.as_mut().poll(cx).is_ready())
+                {
+                    Poll::Ready(())
+                } else {
+                    Poll::Pending
+                }
+            })
+            .await;
+            Ok(())
         })
     }
 }

@@ -14,7 +14,7 @@ use super::first_in_line;
 use super::leases::MySqlLeases;
 use crate::error::{is_transient, was_interrupted};
 use crate::lease::LeaseBackend;
-use crate::wait::failed;
+use crate::wait::{Armed, failed};
 
 /// The longest the waiter first in line sleeps before it looks again, when no
 /// release wakes it (a release by a client that does not, a wake-up lost to a
@@ -77,8 +77,7 @@ fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
 impl Contender for Waiter<'_> {
     async fn attempt(&mut self) -> Result<Attempt> {
         let leases = self.leases;
-        let mut woken = Box::pin(self.wake.clone().notified_owned());
-        woken.as_mut().enable();
+        let armed = Armed::new([self.wake.clone()]);
         let bell = self.state().bell.take();
         let granted = match bell {
             // Woken by the bell (or first in line): on its connection.
@@ -115,10 +114,7 @@ impl Contender for Waiter<'_> {
         if let Some(grant) = granted {
             return Ok(Attempt::Granted(grant));
         }
-        let poll = Busy::woken_by(async move {
-            woken.await;
-            Ok(())
-        });
+        let poll = armed.busy();
         // First in line (we have the bell) behind a holder without one: nothing
         // will ring. Sleep on the bell's connection, where the release wakes us.
         let (first_in_line, must_poll) = {

@@ -12,7 +12,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lockkit_core::driver::{Attempt, Busy, Contender, KeyWakers, wait_for_grant};
+use lockkit_core::driver::{Attempt, Contender, KeyWakers, wait_for_grant};
 use lockkit_core::{AcquireRequest, Grant, LockError, OwnerId, Result, async_trait};
 use sqlx::AssertSqlSafe;
 use tokio::sync::Notify;
@@ -21,7 +21,7 @@ use tokio::time::Instant;
 use super::leases::{PgLeases, Waiting, db_error, ttl_ms};
 use crate::connect::Within;
 use crate::lease::LeaseBackend;
-use crate::wait::failed;
+use crate::wait::{Armed, failed};
 
 /// Between the key and the named waiter in a release's payload: a control
 /// character, which no key contains.
@@ -195,24 +195,11 @@ impl Contender for Queued<'_> {
             }
         }
         let place = self.place();
-        let (waiter, named, fallback) = (
-            place.waiter.clone(),
-            place.named.clone(),
-            place.fallback.clone(),
-        );
-        let mut named = Box::pin(named.notified_owned());
-        let mut fallback = Box::pin(fallback.notified_owned());
-        named.as_mut().enable();
-        fallback.as_mut().enable();
+        let waiter = place.waiter.clone();
+        let armed = Armed::new([place.named.clone(), place.fallback.clone()]);
         Ok(match self.attempt_queued(&waiter).await {
             Ok(Some(grant)) => Attempt::Granted(grant),
-            Ok(None) => Attempt::Busy(Busy::woken_by(async move {
-                tokio::select! {
-                    () = named => {}
-                    () = fallback => {}
-                }
-                Ok(())
-            })),
+            Ok(None) => Attempt::Busy(armed.busy()),
             Err(e) => return failed(e),
         })
     }
