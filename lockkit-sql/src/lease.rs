@@ -13,7 +13,7 @@ use std::time::Duration;
 use lockkit_core::driver::{ChangeSignal, KeyWakers, armed};
 use lockkit_core::{
     AcquireRequest, Capabilities, Grant, Inspection, LockDriver, LockError, LockKey, LockMode,
-    OwnerId, Renewal, Result, async_trait, renew_in_batches,
+    OwnerId, Renewal, Result, Wait, async_trait, renew_in_batches,
 };
 use tokio::time::Instant;
 
@@ -59,9 +59,10 @@ pub trait LeaseBackend: Send + Sync + fmt::Debug + 'static {
         self.try_acquire(req).await
     }
 
-    /// Acquires for `req`, waiting as it allows: by default [`poll_for`] it.
-    /// MySQL overrides it to wait on a bell.
-    async fn acquire_waiting(&self, req: &AcquireRequest) -> Result<Grant> {
+    /// Acquires for `req`, an exclusive acquire willing to wait: by default
+    /// [`poll_for`] it. MySQL overrides it to wait on a bell, PostgreSQL to wait
+    /// in the key's queue. Every other acquire is polled for.
+    async fn wait_exclusive(&self, req: &AcquireRequest) -> Result<Grant> {
         poll_for(self, req).await
     }
 
@@ -196,7 +197,10 @@ impl<B: LeaseBackend> LockDriver for LeaseDriver<B> {
 
     async fn acquire(&self, req: &AcquireRequest) -> Result<Grant> {
         req.require_mode(B::NAME, self.capabilities())?;
-        self.backend.acquire_waiting(req).await
+        if req.mode == LockMode::Exclusive && !matches!(req.wait, Wait::NoWait) {
+            return self.backend.wait_exclusive(req).await;
+        }
+        poll_for(&*self.backend, req).await
     }
 
     async fn extend(&self, key: &LockKey, owner: &OwnerId, ttl: Duration) -> Result<Instant> {

@@ -5,7 +5,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lockkit_core::Wait;
 use lockkit_core::driver::{Inspect, KeyWakers, LockMode};
 use lockkit_core::{
     AcquireRequest, Capabilities, FencingToken, Grant, LockError, LockKey, OwnerId, Result,
@@ -223,13 +222,9 @@ impl LeaseBackend for MySqlLeases {
         &self.wakers
     }
 
-    /// An exclusive acquire that may wait waits on the key's bell; the others
-    /// poll.
-    async fn acquire_waiting(&self, req: &AcquireRequest) -> Result<Grant> {
-        if req.mode == LockMode::Exclusive && !matches!(req.wait, Wait::NoWait) {
-            return waiting::acquire(self, req).await;
-        }
-        crate::lease::poll_for(self, req).await
+    /// An exclusive acquire that may wait waits on the key's bell.
+    async fn wait_exclusive(&self, req: &AcquireRequest) -> Result<Grant> {
+        waiting::acquire(self, req).await
     }
 
     async fn try_acquire(&self, req: &AcquireRequest) -> Result<Option<Grant>> {

@@ -7,7 +7,7 @@ use std::time::Duration;
 use lockkit_core::driver::{Inspect, KeyWakers, LockMode};
 use lockkit_core::{
     AcquireRequest, Capabilities, FencingToken, Grant, LockError, LockKey, OwnerId, Renewal,
-    Result, Wait, WakeUp, async_trait,
+    Result, WakeUp, async_trait,
 };
 use sqlx::AssertSqlSafe;
 use sqlx::postgres::PgPool;
@@ -18,7 +18,7 @@ use super::queue::{self, Wakeups};
 use super::{holder_sql, sql, waiter_sql};
 use crate::connect::Within;
 use crate::holds::{HolderRow, KeyRow};
-use crate::lease::{LeaseBackend, poll_for};
+use crate::lease::LeaseBackend;
 use crate::renew;
 
 pub(crate) const NAME: &str = "postgres";
@@ -42,23 +42,26 @@ pub struct PgLeases {
     pub(super) timeout: Duration,
 }
 
-/// The parameters a queued acquire's statement adds ([`super::waiter_sql`]).
-pub(super) enum Waiting<'a> {
-    /// None: not a queued acquire.
-    NotQueued,
-    /// Joining the queue: the waiter, and its row's time to live.
-    Joining(&'a str, Duration),
-    /// A later attempt of the waiter.
+/// Which exclusive attempt [`PgLeases::take`] runs: its statement, and the
+/// parameters that statement adds.
+pub(super) enum Take<'a> {
+    /// The plain upsert ([`sql::acquire`]).
+    First,
+    /// A waiter's later attempt, which looks first ([`sql::acquire_if_free`]).
+    Again,
+    /// Joining the queue as this waiter ([`waiter_sql::join_queue`]).
+    Join(&'a str),
+    /// This queued waiter's attempt ([`waiter_sql::acquire_queued`]).
     Queued(&'a str),
 }
 
 /// Every statement, built once per driver.
 #[derive(Debug)]
 pub(super) struct Statements {
-    pub(super) acquire: Arc<str>,
+    acquire: Arc<str>,
     acquire_if_free: Arc<str>,
-    pub(super) join_queue: Arc<str>,
-    pub(super) acquire_queued: Arc<str>,
+    join_queue: Arc<str>,
+    acquire_queued: Arc<str>,
     pub(super) requeue: Arc<str>,
     pub(super) dequeue: Arc<str>,
     pub(super) extend: Arc<str>,
@@ -77,24 +80,29 @@ pub(super) struct Statements {
 }
 
 impl PgLeases {
-    /// Runs an exclusive acquire `statement` for `req`, with the parameters
-    /// `waiting` adds: the grant, or `None`.
+    /// Runs the exclusive attempt `which` for `req`: the grant, or `None`.
     pub(super) async fn take(
         &self,
         req: &AcquireRequest,
-        statement: &Arc<str>,
-        waiting: Waiting<'_>,
+        which: Take<'_>,
     ) -> Result<Option<Grant>> {
+        let statements = &self.statements;
+        let statement = match which {
+            Take::First => &statements.acquire,
+            Take::Again => &statements.acquire_if_free,
+            Take::Join(_) => &statements.join_queue,
+            Take::Queued(_) => &statements.acquire_queued,
+        };
         let sent = Instant::now();
         let mut query = sqlx::query_scalar(AssertSqlSafe(statement.clone()))
             .bind(req.key.as_str())
             .bind(req.owner.to_hex())
             .bind(ttl_ms(req.ttl))
             .bind(req.stored_label());
-        match waiting {
-            Waiting::NotQueued => {}
-            Waiting::Joining(waiter, row_ttl) => query = query.bind(waiter).bind(ttl_ms(row_ttl)),
-            Waiting::Queued(waiter) => query = query.bind(waiter),
+        match which {
+            Take::First | Take::Again => {}
+            Take::Join(waiter) => query = query.bind(waiter).bind(ttl_ms(queue::ROW_TTL)),
+            Take::Queued(waiter) => query = query.bind(waiter),
         }
         let fence: Option<i64> = query
             .fetch_optional(&self.pool)
@@ -168,19 +176,15 @@ impl LeaseBackend for PgLeases {
     }
 
     /// An exclusive acquire that waits joins the key's queue ([`queue`]).
-    async fn acquire_waiting(&self, req: &AcquireRequest) -> Result<Grant> {
-        if req.mode == LockMode::Exclusive && !matches!(req.wait, Wait::NoWait) {
-            return queue::acquire(self, req).await;
-        }
-        poll_for(self, req).await
+    async fn wait_exclusive(&self, req: &AcquireRequest) -> Result<Grant> {
+        queue::acquire(self, req).await
     }
 
     async fn try_acquire(&self, req: &AcquireRequest) -> Result<Option<Grant>> {
         if req.mode != LockMode::Exclusive {
             return self.try_acquire_many(req).await;
         }
-        self.take(req, &self.statements.acquire, Waiting::NotQueued)
-            .await
+        self.take(req, Take::First).await
     }
 
     /// A waiter's next exclusive attempt looks before it locks
@@ -193,8 +197,7 @@ impl LeaseBackend for PgLeases {
             }
             return self.try_acquire_many(req).await;
         }
-        self.take(req, &self.statements.acquire_if_free, Waiting::NotQueued)
-            .await
+        self.take(req, Take::Again).await
     }
 
     async fn read_holds(&self, key: &LockKey) -> Result<(Option<KeyRow>, Vec<HolderRow>)> {

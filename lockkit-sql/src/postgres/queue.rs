@@ -18,7 +18,7 @@ use sqlx::AssertSqlSafe;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use super::leases::{PgLeases, Waiting, db_error, ttl_ms};
+use super::leases::{PgLeases, Take, db_error, ttl_ms};
 use crate::connect::Within;
 use crate::lease::LeaseBackend;
 use crate::wait::{Armed, failed};
@@ -92,8 +92,8 @@ struct Queued<'a> {
 
 /// A waiter's id, and its wake-ups.
 struct Place {
-    /// Random, as an owner id is.
-    waiter: String,
+    /// Random, as an owner id is (shared: each attempt and the leave take it).
+    waiter: Arc<str>,
     /// A release that names us.
     named: Arc<Notify>,
     /// A release that names no one.
@@ -116,7 +116,7 @@ impl Queued<'_> {
     fn place(&mut self) -> &Place {
         let (wakeups, key) = (&self.leases.wakeups, self.req.key.as_str());
         self.place.get_or_insert_with(|| {
-            let waiter = OwnerId::new().to_hex();
+            let waiter: Arc<str> = OwnerId::new().to_hex().into();
             Place {
                 named: wakeups.named.notify(&waiter),
                 fallback: wakeups.queued.notify(key),
@@ -129,23 +129,22 @@ impl Queued<'_> {
     /// the queued attempt, after pushing the row's expiry out if half its life
     /// has gone.
     async fn attempt_queued(&mut self, waiter: &str) -> Result<Option<Grant>> {
-        let statements = &self.leases.statements;
         let before = self.row;
-        let (statement, binds) = match before {
+        let which = match before {
             Row::Since(at) => {
                 if at.elapsed() >= ROW_TTL / 2 {
                     self.requeue(waiter).await?;
                     self.row = Row::Since(Instant::now());
                 }
-                (&statements.acquire_queued, Waiting::Queued(waiter))
+                Take::Queued(waiter)
             }
             Row::None | Row::Unknown => {
                 self.row = Row::Unknown;
-                (&statements.join_queue, Waiting::Joining(waiter, ROW_TTL))
+                Take::Join(waiter)
             }
         };
         let sent = Instant::now();
-        let granted = self.leases.take(self.req, statement, binds).await?;
+        let granted = self.leases.take(self.req, which).await?;
         match (&granted, before) {
             // The grant deleted our row (a join's, the row an earlier join that
             // failed may have written), or never wrote it.
@@ -187,8 +186,7 @@ impl Contender for Queued<'_> {
     /// The plain attempt first; if it is refused, at once, the queue.
     async fn attempt(&mut self) -> Result<Attempt> {
         if self.place.is_none() {
-            let plain = &self.leases.statements.acquire;
-            match self.leases.take(self.req, plain, Waiting::NotQueued).await {
+            match self.leases.take(self.req, Take::First).await {
                 Ok(Some(grant)) => return Ok(Attempt::Granted(grant)),
                 Ok(None) => {}
                 Err(e) => return failed(e),
@@ -231,7 +229,7 @@ struct Dequeue {
     pool: sqlx::PgPool,
     statement: Arc<str>,
     key: String,
-    waiter: String,
+    waiter: Arc<str>,
     /// Where releases are notified: the wake-up passes on from here.
     channel: String,
     timeout: Duration,
@@ -243,7 +241,7 @@ impl Dequeue {
     async fn run(self) {
         let deleted = sqlx::query(AssertSqlSafe(self.statement))
             .bind(&self.key)
-            .bind(&self.waiter)
+            .bind(&*self.waiter)
             .bind(&self.channel)
             .execute(&self.pool)
             .within(self.timeout)
