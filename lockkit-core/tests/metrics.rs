@@ -76,7 +76,7 @@ impl Seen {
 
 /// Runs `work` on a runtime of its own (every task on this thread) with a
 /// recorder of its own: what `work` returns, given the recorder's snapshotter.
-fn recorded<F: Future<Output = Seen>>(work: impl FnOnce(Snapshotter) -> F) -> Seen {
+fn recorded<T, F: Future<Output = T>>(work: impl FnOnce(Snapshotter) -> F) -> T {
     let recorder = DebuggingRecorder::new();
     let snapshotter = recorder.snapshotter();
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -227,4 +227,38 @@ fn wake_up_outages_are_counted_once_and_down_channels_gauged() {
     });
     assert_eq!(all_back.counter(names::WAKE_UP_OUTAGES, &[]), 3);
     assert_eq!(all_back.gauge(names::WAKE_UP_CHANNELS_DOWN, &[]), 0.0);
+}
+
+/// A wait's attempts after its first are counted by cause: the attempt a release
+/// wakes is `woken`; a wait that no release ends makes its last look at its
+/// deadline, `polled`. No attempt is counted for an acquire that did not wait.
+#[test]
+fn a_waits_attempts_are_counted_by_cause() {
+    let seen = recorded(|snapshotter| async move {
+        let locker = Locker::new(Arc::new(MemDriver::new()));
+        let key: LockKey = "k".parse().unwrap();
+        let held = locker.lock("k").await.unwrap();
+        let timed_out = locker.lock("k").wait(Duration::from_millis(30)).await;
+        assert!(matches!(timed_out, Err(LockError::Timeout { .. })));
+        let after_timeout = Seen::take(&snapshotter);
+
+        let waiter = locker.clone();
+        let waiting =
+            tokio::spawn(async move { waiter.lock("k").wait(Duration::from_secs(10)).await });
+        let driver = locker.driver().clone();
+        lockkit_conformance::until("one waiter queued", Duration::from_secs(5), || async {
+            driver.inspect(&key).await.unwrap().waiters == Some(1)
+        })
+        .await
+        .unwrap();
+        held.release().await.unwrap();
+        waiting.await.unwrap().unwrap().release().await.unwrap();
+        (after_timeout, Seen::take(&snapshotter))
+    });
+    let (after_timeout, after_release) = seen;
+    let woken = [(names::CAUSE, "woken")];
+    let polled = [(names::CAUSE, "polled")];
+    assert_eq!(after_timeout.counter(names::WAIT_ATTEMPTS, &woken), 0);
+    assert!(after_timeout.counter(names::WAIT_ATTEMPTS, &polled) >= 1);
+    assert_eq!(after_release.counter(names::WAIT_ATTEMPTS, &woken), 1);
 }

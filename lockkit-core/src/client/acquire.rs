@@ -26,6 +26,7 @@ impl Locker {
         let mut request =
             AcquireRequest::new(key.clone(), owner, ttl, req.wait.start()).with_mode(req.mode);
         request.value = req.value;
+        request.backend = driver.name();
         if !self.capabilities().supports(req.mode) {
             return Err(request.unsupported(driver.name()));
         }

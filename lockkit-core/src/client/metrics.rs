@@ -61,6 +61,17 @@ pub mod names {
     /// Gauge: wake-up channels down now, whose waiters poll (a Redlock driver
     /// has one per master). Labelled `backend` only.
     pub const WAKE_UP_CHANNELS_DOWN: &str = "lockkit_wake_up_channels_down";
+    /// Counter: attempts a waiting acquire made after its first, labelled
+    /// `backend` and [`CAUSE`]: what a wait costs the server, and whether the
+    /// backend's wake-ups or the fallback polls drive it.
+    pub const WAIT_ATTEMPTS: &str = "lockkit_wait_attempts_total";
+    /// Label of [`WAIT_ATTEMPTS`]: `woken` (the backend's wake-up ended the
+    /// pause: a release notification, a watch event, or a blocking wait's answer,
+    /// which includes one that ran out its own time, such as MySQL's wait on a
+    /// bell or Consul's blocking query), `polled` (the pause ran out first: no
+    /// wake-up, a retry time, or the wait's deadline), or `retried` (after a
+    /// transient failure).
+    pub const CAUSE: &str = "cause";
     /// Label: the driver's name (`redis`, `postgres`, …).
     pub const BACKEND: &str = "backend";
     /// Label: `exclusive`, `shared` or `permit`.
@@ -104,6 +115,10 @@ pub fn describe() {
     describe_gauge!(
         names::WAKE_UP_CHANNELS_DOWN,
         "Wake-up channels down now (their waiters poll)"
+    );
+    describe_counter!(
+        names::WAIT_ATTEMPTS,
+        "Attempts of waiting acquires after their first, by cause"
     );
 }
 

@@ -180,6 +180,10 @@ pub struct AcquireRequest {
     /// The value an election's candidate stores with its hold (see
     /// [`crate::Election`]); `None` for plain locks.
     pub value: Option<String>,
+    /// The driver's name, which [`wait_for_grant`](crate::driver::wait_for_grant)
+    /// labels its attempt counts with (the `metrics` feature): a
+    /// [`Locker`](crate::Locker) sets it; empty for a request made by hand.
+    pub backend: &'static str,
 }
 
 impl AcquireRequest {
@@ -193,6 +197,7 @@ impl AcquireRequest {
             wait,
             cancel: Cancellation::new(),
             value: None,
+            backend: "",
         }
     }
 

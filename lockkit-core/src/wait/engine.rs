@@ -35,7 +35,12 @@ where
     let started = Instant::now();
     let mut polls = policy.poll.pauses();
     let mut transient = Transient::new(&policy.transient);
+    // Why the next attempt is made: none for the first.
+    let mut cause = None;
     loop {
+        if let Some(cause) = cause.take() {
+            count_attempt(req, cause);
+        }
         let busy = match contender.attempt().await {
             Ok(Attempt::Granted(grant)) => return Ok(grant),
             Ok(Attempt::Busy(busy)) => {
@@ -50,6 +55,7 @@ where
                 if let Err(e) = pause(req, until, None).await {
                     return fail(contender, e).await;
                 }
+                cause = Some(Cause::Retried);
                 continue;
             }
             Err(e) => return fail(contender, e).await,
@@ -59,8 +65,8 @@ where
             Err(e) => return fail(contender, e).await,
         };
         let until = next_attempt(&busy, &mut polls, deadline);
-        match pause(req, until, busy.wake).await {
-            Ok(()) => {}
+        cause = Some(match pause(req, until, busy.wake).await {
+            Ok(resumed) => resumed,
             // A wake-up source that broke (a watch, a blocking query): as a
             // transient failure of the attempt.
             Err(e) if e.is_retryable() => {
@@ -71,9 +77,43 @@ where
                 if let Err(e) = pause(req, until, None).await {
                     return fail(contender, e).await;
                 }
+                Cause::Retried
             }
             Err(e) => return fail(contender, e).await,
-        }
+        });
+    }
+}
+
+/// Why an attempt after the first is made: the [`names::CAUSE`] label of
+/// [`names::WAIT_ATTEMPTS`].
+///
+/// [`names::CAUSE`]: crate::metrics::names::CAUSE
+/// [`names::WAIT_ATTEMPTS`]: crate::metrics::names::WAIT_ATTEMPTS
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cause {
+    /// The backend's wake-up came.
+    Woken,
+    /// The pause ran out first.
+    Polled,
+    /// After a transient failure.
+    Retried,
+}
+
+/// Counts one attempt after the first (the `metrics` feature).
+fn count_attempt(_req: &AcquireRequest, _cause: Cause) {
+    #[cfg(feature = "metrics")]
+    {
+        use crate::metrics::names;
+        let cause = match _cause {
+            Cause::Woken => "woken",
+            Cause::Polled => "polled",
+            Cause::Retried => "retried",
+        };
+        let labels = [
+            metrics::Label::from_static_parts(names::BACKEND, _req.backend),
+            metrics::Label::from_static_parts(names::CAUSE, cause),
+        ];
+        metrics::counter!(names::WAIT_ATTEMPTS, labels.iter()).increment(1);
     }
 }
 
@@ -88,9 +128,10 @@ fn next_attempt(busy: &Busy, polls: &mut Pauses, deadline: Option<Instant>) -> I
         .unwrap_or_else(Instant::now)
 }
 
-/// Waits until `until` or `wake`, whichever is first; cancellation and a wake-up's
-/// error end the acquire.
-async fn pause(req: &AcquireRequest, until: Instant, wake: Option<super::Wake>) -> Result<()> {
+/// Waits until `until` or `wake`, whichever is first (and says which: a
+/// [`Cause::Polled`] pause, the wait's deadline included, or [`Cause::Woken`]);
+/// cancellation and a wake-up's error end the acquire.
+async fn pause(req: &AcquireRequest, until: Instant, wake: Option<super::Wake>) -> Result<Cause> {
     let wake = async {
         match wake {
             Some(wake) => wake.await,
@@ -100,8 +141,8 @@ async fn pause(req: &AcquireRequest, until: Instant, wake: Option<super::Wake>) 
     tokio::select! {
         biased;
         () = req.cancel.cancelled() => Err(req.cancelled()),
-        woken = wake => woken,
-        () = sleep_until(until) => Ok(()),
+        woken = wake => woken.map(|()| Cause::Woken),
+        () = sleep_until(until) => Ok(Cause::Polled),
     }
 }
 
