@@ -7,9 +7,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use lockkit_core::metrics::names;
 use lockkit_core::{LockError, LockGuard, Locker};
 use lockkit_sql::postgres::{PgDriver, PgOptions};
 use lockkit_testkit::Postgres;
+use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use sqlx::Connection;
 use sqlx::postgres::PgListener;
 use tokio::task::JoinHandle;
@@ -238,4 +240,62 @@ async fn a_long_waiter_keeps_its_row_live() {
     .await
     .unwrap();
     waiting.abort();
+}
+
+/// The attempts of waiting acquires that a wake-up started, so far (the wait's
+/// metric, `cause` = `woken`).
+fn woken_attempts(snapshotter: &Snapshotter) -> u64 {
+    snapshotter
+        .snapshot()
+        .into_vec()
+        .into_iter()
+        .filter(|(key, ..)| {
+            let key = key.key();
+            key.name() == names::WAIT_ATTEMPTS
+                && key
+                    .labels()
+                    .any(|l| l.key() == names::CAUSE && l.value() == "woken")
+        })
+        .map(|(.., value)| match value {
+            DebugValue::Counter(n) => n,
+            other => panic!("{} is a counter, not {other:?}", names::WAIT_ATTEMPTS),
+        })
+        .sum()
+}
+
+/// No herd: eight queued waiters, each with its own driver, take the lock in
+/// turn, and each of the nine releases wakes at most one of them. Counted by the
+/// wait's metric on a runtime of this thread's: the attempts a wake-up started.
+/// A release that woke every waiter of the key would start 8 + 7 + … + 1 = 36.
+#[test]
+fn each_release_wakes_at_most_one_queued_waiter() {
+    const WAITERS: u64 = 8;
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let woken = metrics::with_local_recorder(&recorder, || {
+        runtime.block_on(async {
+            let server = Postgres::start().await.unwrap();
+            let mut admin = admin(&server).await;
+            let held = hold_stock(&server.url()).await;
+            let mut waiters = Vec::new();
+            for _ in 0..WAITERS {
+                waiters.push(take_and_release(locker(&server.url()).await, "stock"));
+            }
+            until_queued(&mut admin, "stock", WAITERS as usize).await;
+            let before = woken_attempts(&snapshotter);
+            held.release().await.unwrap();
+            for waiter in waiters {
+                timeout(WITHIN, waiter).await.unwrap().unwrap();
+            }
+            woken_attempts(&snapshotter) - before
+        })
+    });
+    assert!(
+        (1..=WAITERS + 1).contains(&woken),
+        "{woken} attempts woken by 9 releases"
+    );
 }
