@@ -6,7 +6,9 @@
 //! that waited for its lock keeps the bell it was woken with, and rings it by
 //! `RELEASE_LOCK` when it releases: the server grants the bell to the waiter
 //! that asked first, one waiter, no herd. That waiter attempts, keeps the bell
-//! with its grant, and rings it in turn.
+//! with its grant, and rings it in turn. A waiter that a release woke expects
+//! the key free: its attempt is a plain `UPDATE` of the free row
+//! ([`super::sql::take_free`]), and the whole upsert only if that took nothing.
 //!
 //! A holder that took its lock without waiting has no bell (the uncontended path
 //! costs nothing): the first waiter behind it gets the free bell at once, keeps
@@ -107,8 +109,10 @@ impl Drop for Bell {
 /// What a wait on a bell came to.
 #[derive(Debug)]
 pub(super) enum Rung {
-    /// The bell is ours: attempt, and keep it with the grant.
-    Ours(Bell),
+    /// The bell is ours: attempt, and keep it with the grant. `rung` if the
+    /// key was held when the wait began: the bell came by a release's ring (or
+    /// its holder's end), so the key is most likely free.
+    Ours { bell: Bell, rung: bool },
     /// Nobody rang in time: attempt again; `at_once` if the server did not
     /// block at all (the lock looked free or expired), so that the next pause
     /// is a poll's, not another wait on a bell that a waiter keeps.
@@ -323,7 +327,10 @@ pub(super) async fn wait(
         .await;
     let waited = started.elapsed();
     match got {
-        Ok(Some(1)) => Rung::Ours(bell),
+        Ok(Some(1)) => Rung::Ours {
+            bell,
+            rung: asked > 0.0,
+        },
         Ok(Some(_)) => {
             // Timed out: the connection holds nothing, and goes back to the pool.
             drop(bell.conn.take());

@@ -15,39 +15,41 @@ use crate::error::is_interrupted;
 /// The first in line's wait: while the key is held and live, sleep until the
 /// holder's lease ends, for at most the time bound first. One statement, so that
 /// a release landing at any point of it ends it: before the look, the look sees
-/// the key free; after, the release's `KILL QUERY` ends the sleep. Binds: the
-/// cap in seconds, name.
+/// the key free; after, the release's `KILL QUERY` ends the sleep, and `SLEEP`
+/// answers 1 (0 when it slept out, or when the key was free). Binds: the cap in
+/// seconds, name.
 pub(super) fn sleep_statement(table: &str) -> String {
     format!(
-        "SELECT COALESCE((SELECT SLEEP(LEAST(?, TIMESTAMPDIFF(MICROSECOND, NOW(6), expires_at) \
-             / 1000000)) FROM `{table}` \
-             WHERE name = ? AND owner IS NOT NULL AND expires_at > NOW(6)), 0)"
+        "SELECT CAST(COALESCE((SELECT SLEEP(LEAST(?, TIMESTAMPDIFF(MICROSECOND, NOW(6), \
+             expires_at) / 1000000)) FROM `{table}` \
+             WHERE name = ? AND owner IS NOT NULL AND expires_at > NOW(6)), 0) AS SIGNED)"
     )
 }
 
 /// The first in line, with `bell`, sleeps on its connection until a release
 /// wakes it, the holder's lease ends, or `cap` passes ([`sleep_statement`]). The
-/// bell back, or `None` if its connection failed (it is closed: the next waiter
-/// gets the bell).
+/// bell back, with whether a release woke it (then the key is most likely
+/// free); `None` if its connection failed (it is closed: the next waiter gets
+/// the bell).
 pub(super) async fn sleep(
     mut bell: Bell,
     statements: WaitStatements,
     key: LockKey,
     cap: Duration,
-) -> Option<Bell> {
+) -> Option<(Bell, bool)> {
     let conn = bell.connection()?;
-    let slept = sqlx::query(AssertSqlSafe(statements.sleep))
+    let slept = sqlx::query_scalar::<_, i64>(AssertSqlSafe(statements.sleep))
         .bind(cap.as_secs_f64())
         .bind(key.as_str())
-        .execute(conn)
+        .fetch_one(conn)
         .within(cap + statements.timeout)
         .await;
     match slept {
-        // Slept out, the lease ended, or a release killed the sleep: `SLEEP`
-        // then answers 1, or the server fails the statement with "query
-        // execution was interrupted".
-        Ok(_) => Some(bell),
-        Err(e) if is_interrupted(&e) => Some(bell),
+        // Slept out, or the lease ended: 0. A release killed the sleep: `SLEEP`
+        // answers 1, or the server fails the statement with "query execution
+        // was interrupted".
+        Ok(woken) => Some((bell, woken == 1)),
+        Err(e) if is_interrupted(&e) => Some((bell, true)),
         Err(e) => {
             tracing::debug!(error = %e, "MySQL doorbell: the first in line's sleep failed");
             None

@@ -48,6 +48,7 @@ pub struct MySqlLeases {
 #[derive(Debug)]
 pub(super) struct Statements {
     acquire: Arc<str>,
+    take_free: Arc<str>,
     pub(super) extend: Arc<str>,
     proclaim: Arc<str>,
     list: Arc<str>,
@@ -73,6 +74,7 @@ impl MySqlLeases {
         Self {
             statements: Statements {
                 acquire: sql::acquire(table).into(),
+                take_free: sql::take_free(table).into(),
                 extend: sql::extend(table).into(),
                 proclaim: sql::proclaim(table).into(),
                 list: sql::list(table).into(),
@@ -200,6 +202,35 @@ impl MySqlLeases {
         let token = taken.last_insert_id();
         Ok((token > 0).then(|| Grant::of(req, FencingToken(token), sent + req.ttl)))
     }
+
+    /// An attempt on `conn` by a waiter that a release just woke: the key is
+    /// most likely free, so first the cheaper statement that only takes a free
+    /// or expired row ([`sql::take_free`]); if it took nothing (the key was taken
+    /// again first, or has no row), the whole attempt ([`Self::acquire_exclusive_on`]).
+    pub(super) async fn take_rung(
+        &self,
+        conn: &mut MySqlConnection,
+        req: &AcquireRequest,
+    ) -> Result<Option<Grant>> {
+        let sent = Instant::now();
+        let taken = sqlx::query(AssertSqlSafe(self.statements.take_free.clone()))
+            .bind(req.owner.to_hex())
+            .bind(req.stored_label().as_deref())
+            .bind(ttl_us(req.ttl))
+            .bind(req.key.as_str())
+            .execute(&mut *conn)
+            .within(self.timeout)
+            .await;
+        match taken {
+            Ok(taken) if taken.rows_affected() == 1 && taken.last_insert_id() > 0 => {
+                let token = FencingToken(taken.last_insert_id());
+                Ok(Some(Grant::of(req, token, sent + req.ttl)))
+            }
+            Ok(_) => self.acquire_exclusive_on(conn, req).await,
+            Err(e) if is_conflict(&e) => Ok(None),
+            Err(e) => Err(db_error(e)),
+        }
+    }
 }
 
 #[async_trait]
@@ -313,3 +344,6 @@ impl LeaseBackend for MySqlLeases {
         self.run(&self.statements.purge, key, None).await.map(drop)
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -50,6 +50,18 @@ pub(super) fn acquire(t: &str) -> String {
     )
 }
 
+/// Takes the key if it is free or expired, by updating its row: what a waiter
+/// that a release woke runs, expecting the key free ([`acquire`] takes a missing
+/// or held row's answer). The token is the last-insert id; no row changes if the
+/// key is held, or has no row. Binds: owner, label, TTL µs, name.
+pub(super) fn take_free(t: &str) -> String {
+    format!(
+        "UPDATE {t} SET fence = LAST_INSERT_ID(fence + 1), owner = ?, label = ?,
+             expires_at = NOW(6) + INTERVAL ? MICROSECOND
+         WHERE name = ? AND (owner IS NULL OR expires_at <= NOW(6))"
+    )
+}
+
 /// Stores a new label and election value on our live exclusive lease. Binds:
 /// text, name, owner.
 pub(super) fn proclaim(t: &str) -> String {

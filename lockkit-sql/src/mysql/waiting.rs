@@ -46,6 +46,9 @@ struct Waiter<'a> {
 struct State {
     /// The bell, once a wait on it got it: we are first in line.
     bell: Option<Bell>,
+    /// The bell came with a release (its ring, or the end of our sleep): the
+    /// next attempt expects the key free ([`MySqlLeases::take_rung`]).
+    rung: bool,
     /// The server cannot carry the bell: poll from now on.
     polling: bool,
     /// The last wait ended at once: poll before the next.
@@ -78,11 +81,15 @@ impl Contender for Waiter<'_> {
     async fn attempt(&mut self) -> Result<Attempt> {
         let leases = self.leases;
         let armed = Armed::new([self.wake.clone()]);
-        let bell = self.state().bell.take();
+        let (bell, rung) = {
+            let mut state = self.state();
+            (state.bell.take(), std::mem::take(&mut state.rung))
+        };
         let granted = match bell {
             // Woken by the bell (or first in line): on its connection.
             Some(mut bell) => {
                 let granted = match bell.connection() {
+                    Some(conn) if rung => leases.take_rung(conn, self.req).await,
                     Some(conn) => leases.acquire_exclusive_on(conn, self.req).await,
                     None => leases.try_acquire(self.req).await,
                 };
@@ -127,8 +134,12 @@ impl Contender for Waiter<'_> {
             let (state, statements) = (self.state.clone(), leases.doorbells.wait_statements());
             let (key, cap) = (self.req.key.clone(), self.within_wait(FIRST_IN_LINE_CAP));
             return Ok(Attempt::Busy(Busy::trusting(async move {
-                let bell = first_in_line::sleep(bell, statements, key, cap).await;
-                lock(&state).bell = bell;
+                let slept = first_in_line::sleep(bell, statements, key, cap).await;
+                let mut state = lock(&state);
+                (state.bell, state.rung) = match slept {
+                    Some((bell, woken)) => (Some(bell), woken),
+                    None => (None, false),
+                };
                 Ok(())
             })));
         }
@@ -145,7 +156,7 @@ impl Contender for Waiter<'_> {
             let rung = doorbell::wait(bell, statements, key, cap).await;
             let mut state = lock(&state);
             match rung {
-                Rung::Ours(bell) => state.bell = Some(bell),
+                Rung::Ours { bell, rung } => (state.bell, state.rung) = (Some(bell), rung),
                 Rung::TimedOut { at_once } => state.poll_once = at_once,
                 Rung::Unusable => state.polling = true,
             }

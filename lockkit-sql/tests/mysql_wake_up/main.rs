@@ -12,7 +12,7 @@ use std::time::Duration;
 use lockkit_core::{LockError, LockGuard, Locker};
 use lockkit_sql::mysql::{MySqlDriver, MySqlOptions};
 use lockkit_testkit::{MariaDb, capture_logs, logged_lines};
-use sqlx::{MySqlPool, Row};
+use sqlx::MySqlPool;
 use tokio::task::JoinHandle;
 use tokio::time::timeout;
 
@@ -52,14 +52,18 @@ async fn bell_taken(admin: &MySqlPool) -> bool {
     holder.is_some()
 }
 
-/// INSERT statements the server has run: every exclusive acquire attempt is one
-/// (`INSERT … ON DUPLICATE KEY UPDATE`).
+/// INSERT and UPDATE statements the server has run: every exclusive acquire
+/// attempt is one (`INSERT … ON DUPLICATE KEY UPDATE`; a waiter a release woke
+/// first tries an `UPDATE` of the free row). Nothing else updates while a test
+/// holds its key (no renewal within [`TTL`]).
 async fn attempts(admin: &MySqlPool) -> i64 {
-    let row = sqlx::query("SHOW GLOBAL STATUS LIKE 'Com_insert'")
-        .fetch_one(admin)
-        .await
-        .unwrap();
-    row.get::<String, _>(1).parse().unwrap()
+    sqlx::query_scalar(
+        "SELECT CAST(SUM(VARIABLE_VALUE) AS SIGNED) FROM information_schema.GLOBAL_STATUS \
+         WHERE VARIABLE_NAME IN ('COM_INSERT', 'COM_UPDATE')",
+    )
+    .fetch_one(admin)
+    .await
+    .unwrap()
 }
 
 /// Waits (for at most 10 s) until `check` holds.

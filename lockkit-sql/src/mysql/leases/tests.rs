@@ -1,0 +1,76 @@
+#![cfg(test)] // Test code throughout: clippy.toml allows unwrap, expect and panic here.
+
+//! A woken waiter's attempt ([`MySqlLeases::take_rung`]) against a real MariaDB:
+//! the same grant as the whole attempt where the key is free, and the whole
+//! attempt's answer where it is not.
+
+use std::time::Duration;
+
+use lockkit_core::{AcquireRequest, FencingToken, LockKey, OwnerId, Wait};
+use lockkit_testkit::MariaDb;
+use sqlx::{Connection, MySqlConnection};
+
+use super::super::{MySqlDriver, MySqlOptions};
+use crate::lease::LeaseBackend;
+
+const TTL: Duration = Duration::from_secs(60);
+
+fn request(key: &str, label: &str) -> AcquireRequest {
+    let owner = OwnerId::new().with_label(label);
+    AcquireRequest::new(LockKey::new(key).unwrap(), owner, TTL, Wait::NoWait)
+}
+
+/// The key's row: owner, fence and label.
+async fn row(conn: &mut MySqlConnection, key: &str) -> (Option<String>, i64, Option<String>) {
+    sqlx::query_as("SELECT owner, fence, label FROM lockkit_locks WHERE name = ?")
+        .bind(key)
+        .fetch_one(conn)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_rung_attempt_takes_a_free_key_with_the_next_token_and_its_label() {
+    let db = MariaDb::start().await.unwrap();
+    let driver = MySqlDriver::connect(MySqlOptions::from_url(&db.url()).unwrap())
+        .await
+        .unwrap();
+    let leases = driver.backend();
+    let first = request("stock", "first");
+    let held = leases.try_acquire(&first).await.unwrap().unwrap();
+    assert!(leases.release(&first.key, &first.owner).await.unwrap());
+
+    let mut conn = MySqlConnection::connect(&db.url()).await.unwrap();
+    let woken = request("stock", "woken");
+    let grant = leases.take_rung(&mut conn, &woken).await.unwrap().unwrap();
+
+    assert_eq!(grant.token, FencingToken(held.token.0 + 1));
+    let (owner, fence, label) = row(&mut conn, "stock").await;
+    assert_eq!(owner.as_deref(), Some(woken.owner.to_hex().as_str()));
+    assert_eq!(fence, i64::try_from(grant.token.0).unwrap());
+    assert_eq!(label, woken.stored_label());
+}
+
+#[tokio::test]
+async fn a_rung_attempt_on_a_held_key_is_refused_and_on_a_new_key_creates_it() {
+    let db = MariaDb::start().await.unwrap();
+    let driver = MySqlDriver::connect(MySqlOptions::from_url(&db.url()).unwrap())
+        .await
+        .unwrap();
+    let leases = driver.backend();
+    let holder = request("stock", "holder");
+    let held = leases.try_acquire(&holder).await.unwrap().unwrap();
+    let mut conn = MySqlConnection::connect(&db.url()).await.unwrap();
+    let before = row(&mut conn, "stock").await;
+
+    // Taken again before the woken waiter came: it is refused, the row untouched.
+    let late = request("stock", "late");
+    assert!(leases.take_rung(&mut conn, &late).await.unwrap().is_none());
+    assert_eq!(row(&mut conn, "stock").await, before);
+    assert_eq!(before.1, i64::try_from(held.token.0).unwrap());
+
+    // A key with no row (purged meanwhile): the whole attempt creates it.
+    let fresh = request("fresh", "fresh");
+    let grant = leases.take_rung(&mut conn, &fresh).await.unwrap().unwrap();
+    assert_eq!(grant.token, FencingToken(1));
+}
