@@ -29,12 +29,17 @@ async fn row(conn: &mut MySqlConnection, key: &str) -> (Option<String>, i64, Opt
         .unwrap()
 }
 
+/// A server and a driver on it (which made the tables).
+async fn started() -> (MariaDb, MySqlDriver) {
+    let db = MariaDb::start().await.unwrap();
+    let options = MySqlOptions::from_url(&db.url()).unwrap();
+    let driver = MySqlDriver::connect(options).await.unwrap();
+    (db, driver)
+}
+
 #[tokio::test]
 async fn a_rung_attempt_takes_a_free_key_with_the_next_token_and_its_label() {
-    let db = MariaDb::start().await.unwrap();
-    let driver = MySqlDriver::connect(MySqlOptions::from_url(&db.url()).unwrap())
-        .await
-        .unwrap();
+    let (db, driver) = started().await;
     let leases = driver.backend();
     let first = request("stock", "first");
     let held = leases.try_acquire(&first).await.unwrap().unwrap();
@@ -53,10 +58,7 @@ async fn a_rung_attempt_takes_a_free_key_with_the_next_token_and_its_label() {
 
 #[tokio::test]
 async fn a_rung_attempt_on_a_held_key_is_refused_and_on_a_new_key_creates_it() {
-    let db = MariaDb::start().await.unwrap();
-    let driver = MySqlDriver::connect(MySqlOptions::from_url(&db.url()).unwrap())
-        .await
-        .unwrap();
+    let (db, driver) = started().await;
     let leases = driver.backend();
     let holder = request("stock", "holder");
     let held = leases.try_acquire(&holder).await.unwrap().unwrap();
