@@ -242,8 +242,8 @@ async fn a_long_waiter_keeps_its_row_live() {
     waiting.abort();
 }
 
-/// The attempts of waiting acquires that a wake-up started, so far (the wait's
-/// metric, `cause` = `woken`).
+/// The attempts of waiting acquires that a wake-up started since the last call
+/// (the wait's metric, `cause` = `woken`: each snapshot resets the counters).
 fn woken_attempts(snapshotter: &Snapshotter) -> u64 {
     snapshotter
         .snapshot()
@@ -261,6 +261,23 @@ fn woken_attempts(snapshotter: &Snapshotter) -> u64 {
             other => panic!("{} is a counter, not {other:?}", names::WAIT_ATTEMPTS),
         })
         .sum()
+}
+
+/// Waits until `n` connections listen: every driver's listener is up, so none
+/// wakes its waiters later for having been down (a listener wakes them all
+/// once it listens).
+async fn until_listening(admin: &mut sqlx::PgConnection, n: i64) {
+    let admin = tokio::sync::Mutex::new(admin);
+    lockkit_conformance::until(&format!("{n} listeners"), WITHIN, || async {
+        let listening: i64 =
+            sqlx::query_scalar("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN %'")
+                .fetch_one(&mut **admin.lock().await)
+                .await
+                .unwrap();
+        listening == n
+    })
+    .await
+    .expect("every driver listens");
 }
 
 /// No herd: eight queued waiters, each with its own driver, take the lock in
@@ -286,12 +303,14 @@ fn each_release_wakes_at_most_one_queued_waiter() {
                 waiters.push(take_and_release(locker(&server.url()).await, "stock"));
             }
             until_queued(&mut admin, "stock", WAITERS as usize).await;
-            let before = woken_attempts(&snapshotter);
+            until_listening(&mut admin, WAITERS as i64 + 1).await;
+            // From here on: what the releases start.
+            woken_attempts(&snapshotter);
             held.release().await.unwrap();
             for waiter in waiters {
                 timeout(WITHIN, waiter).await.unwrap().unwrap();
             }
-            woken_attempts(&snapshotter) - before
+            woken_attempts(&snapshotter)
         })
     });
     assert!(

@@ -61,16 +61,17 @@ pub mod names {
     /// Gauge: wake-up channels down now, whose waiters poll (a Redlock driver
     /// has one per master). Labelled `backend` only.
     pub const WAKE_UP_CHANNELS_DOWN: &str = "lockkit_wake_up_channels_down";
-    /// Counter: attempts a waiting acquire made after its first, labelled
-    /// `backend` and [`CAUSE`]: what a wait costs the server, and whether the
-    /// backend's wake-ups or the fallback polls drive it.
+    /// Counter: attempts an acquire made after its first, labelled `backend`
+    /// (`unknown` for a request made without a `Locker`) and [`CAUSE`]: what a
+    /// wait costs the server, and whether the backend's wake-ups or the fallback
+    /// polls drive it.
     pub const WAIT_ATTEMPTS: &str = "lockkit_wait_attempts_total";
     /// Label of [`WAIT_ATTEMPTS`]: `woken` (the backend's wake-up ended the
     /// pause: a release notification, a watch event, or a blocking wait's answer,
-    /// which includes one that ran out its own time, such as MySQL's wait on a
-    /// bell or Consul's blocking query), `polled` (the pause ran out first: no
-    /// wake-up, a retry time, or the wait's deadline), or `retried` (after a
-    /// transient failure).
+    /// whatever it was: one that ran out its own time, such as MySQL's wait on a
+    /// bell or Consul's blocking query, or a server that could not block), `polled`
+    /// (the pause ran out first: no wake-up, a retry time, or the wait's
+    /// deadline), or `retried` (after a transient failure, also of a `try_lock`).
     pub const CAUSE: &str = "cause";
     /// Label: the driver's name (`redis`, `postgres`, …).
     pub const BACKEND: &str = "backend";

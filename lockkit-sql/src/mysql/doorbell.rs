@@ -63,6 +63,10 @@ use crate::error::is_interrupted;
 /// The longest a waiter blocks on a bell before it looks at the lock again.
 pub(super) const BELL_CAP: Duration = Duration::from_secs(2);
 
+/// A wait on a bell that answered sooner than this did not block: the bell was
+/// free, or the server did not wait.
+const AT_ONCE: Duration = Duration::from_millis(10);
+
 /// Connections for bells, per driver.
 pub(super) const BELL_CONNECTIONS: u32 = 8;
 
@@ -110,8 +114,10 @@ impl Drop for Bell {
 #[derive(Debug)]
 pub(super) enum Rung {
     /// The bell is ours: attempt, and keep it with the grant. `rung` if the
-    /// key was held when the wait began: the bell came by a release's ring (or
-    /// its holder's end), so the key is most likely free.
+    /// key was held when the wait began and the server blocked (at least
+    /// [`AT_ONCE`]): the bell came by a release's ring, or from a waiter that
+    /// left, so the key is most likely free. A bell that was free at once (the
+    /// first in line, behind a holder without one) is not rung.
     Ours { bell: Bell, rung: bool },
     /// Nobody rang in time: attempt again; `at_once` if the server did not
     /// block at all (the lock looked free or expired), so that the next pause
@@ -329,7 +335,7 @@ pub(super) async fn wait(
     match got {
         Ok(Some(1)) => Rung::Ours {
             bell,
-            rung: asked > 0.0,
+            rung: asked > 0.0 && waited >= AT_ONCE,
         },
         Ok(Some(_)) => {
             // Timed out: the connection holds nothing, and goes back to the pool.
@@ -339,7 +345,7 @@ pub(super) async fn wait(
                 return Rung::Unusable;
             }
             Rung::TimedOut {
-                at_once: waited < Duration::from_millis(10),
+                at_once: waited < AT_ONCE,
             }
         }
         // `GET_LOCK` fails, or answers NULL, when the wake-up lands on it.

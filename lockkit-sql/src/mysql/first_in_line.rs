@@ -38,17 +38,19 @@ pub(super) async fn sleep(
     cap: Duration,
 ) -> Option<(Bell, bool)> {
     let conn = bell.connection()?;
+    // Every row read, so that an error the server sends after the row (the
+    // kill noticed late) stays with this statement, not the next.
     let slept = sqlx::query_scalar::<_, i64>(AssertSqlSafe(statements.sleep))
         .bind(cap.as_secs_f64())
         .bind(key.as_str())
-        .fetch_one(conn)
+        .fetch_all(conn)
         .within(cap + statements.timeout)
         .await;
     match slept {
         // Slept out, or the lease ended: 0. A release killed the sleep: `SLEEP`
         // answers 1, or the server fails the statement with "query execution
         // was interrupted".
-        Ok(woken) => Some((bell, woken == 1)),
+        Ok(answers) => Some((bell, answers.first() == Some(&1))),
         Err(e) if is_interrupted(&e) => Some((bell, true)),
         Err(e) => {
             tracing::debug!(error = %e, "MySQL doorbell: the first in line's sleep failed");

@@ -53,9 +53,10 @@ async fn bell_taken(admin: &MySqlPool) -> bool {
 }
 
 /// INSERT and UPDATE statements the server has run: every exclusive acquire
-/// attempt is one (`INSERT … ON DUPLICATE KEY UPDATE`; a waiter a release woke
-/// first tries an `UPDATE` of the free row). Nothing else updates while a test
-/// holds its key (no renewal within [`TTL`]).
+/// attempt runs one or two (`INSERT … ON DUPLICATE KEY UPDATE`; a waiter a
+/// release woke first tries an `UPDATE` of the free row). Nothing else updates
+/// while a test holds its key: the watchdog's first renewal comes a third of
+/// [`TTL`] in, after every test here has ended.
 async fn attempts(admin: &MySqlPool) -> i64 {
     sqlx::query_scalar(
         "SELECT CAST(SUM(VARIABLE_VALUE) AS SIGNED) FROM information_schema.GLOBAL_STATUS \

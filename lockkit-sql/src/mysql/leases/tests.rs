@@ -29,6 +29,19 @@ async fn row(conn: &mut MySqlConnection, key: &str) -> (Option<String>, i64, Opt
         .unwrap()
 }
 
+/// INSERT and UPDATE statements the server has run, in that order.
+async fn statements(conn: &mut MySqlConnection) -> (i64, i64) {
+    let count = |name: &'static str| {
+        sqlx::query_scalar::<_, String>(
+            "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = ?",
+        )
+        .bind(name)
+    };
+    let inserts = count("COM_INSERT").fetch_one(&mut *conn).await.unwrap();
+    let updates = count("COM_UPDATE").fetch_one(&mut *conn).await.unwrap();
+    (inserts.parse().unwrap(), updates.parse().unwrap())
+}
+
 /// A server and a driver on it (which made the tables).
 async fn started() -> (MariaDb, MySqlDriver) {
     let db = MariaDb::start().await.unwrap();
@@ -47,7 +60,12 @@ async fn a_rung_attempt_takes_a_free_key_with_the_next_token_and_its_label() {
 
     let mut conn = MySqlConnection::connect(&db.url()).await.unwrap();
     let woken = request("stock", "woken");
+    let before = statements(&mut conn).await;
     let grant = leases.take_rung(&mut conn, &woken).await.unwrap().unwrap();
+
+    // One UPDATE, no upsert.
+    let after = statements(&mut conn).await;
+    assert_eq!((after.0 - before.0, after.1 - before.1), (0, 1));
 
     assert_eq!(grant.token, FencingToken(held.token.0 + 1));
     let (owner, fence, label) = row(&mut conn, "stock").await;
@@ -57,7 +75,7 @@ async fn a_rung_attempt_takes_a_free_key_with_the_next_token_and_its_label() {
 }
 
 #[tokio::test]
-async fn a_rung_attempt_on_a_held_key_is_refused_and_on_a_new_key_creates_it() {
+async fn a_rung_attempt_on_a_held_key_is_refused_and_otherwise_is_the_whole_attempt() {
     let (db, driver) = started().await;
     let leases = driver.backend();
     let holder = request("stock", "holder");
@@ -70,6 +88,10 @@ async fn a_rung_attempt_on_a_held_key_is_refused_and_on_a_new_key_creates_it() {
     assert!(leases.take_rung(&mut conn, &late).await.unwrap().is_none());
     assert_eq!(row(&mut conn, "stock").await, before);
     assert_eq!(before.1, i64::try_from(held.token.0).unwrap());
+
+    // The holder's own live hold: the whole attempt keeps its token.
+    let again = leases.take_rung(&mut conn, &holder).await.unwrap().unwrap();
+    assert_eq!(again.token, held.token);
 
     // A key with no row (purged meanwhile): the whole attempt creates it.
     let fresh = request("fresh", "fresh");
