@@ -11,7 +11,7 @@ use lockkit_core::{
     async_trait,
 };
 use sqlx::AssertSqlSafe;
-use sqlx::mysql::{MySqlConnection, MySqlPool};
+use sqlx::mysql::{MySql, MySqlArguments, MySqlConnection, MySqlPool};
 use tokio::time::Instant;
 
 use super::doorbell::{self, Doorbells};
@@ -171,11 +171,10 @@ impl MySqlLeases {
         conn: &mut MySqlConnection,
         req: &AcquireRequest,
     ) -> Result<Option<Grant>> {
-        let sent = Instant::now();
         let owner = req.owner.to_hex();
         let (ttl, label) = (ttl_us(req.ttl), req.stored_label());
         let label = label.as_deref();
-        let taken = sqlx::query(AssertSqlSafe(self.statements.acquire.clone()))
+        let query = sqlx::query(AssertSqlSafe(self.statements.acquire.clone()))
             .bind(req.key.as_str())
             .bind(&owner)
             .bind(ttl)
@@ -187,20 +186,11 @@ impl MySqlLeases {
             .bind(&owner)
             .bind(&owner)
             .bind(&owner)
-            .bind(ttl)
-            .execute(&mut *conn)
-            .within(self.timeout)
-            .await;
-        let taken = match taken {
-            Ok(taken) => taken,
-            // A deadlock (the first inserter of a new key rolled back with two
-            // or more behind it): nothing took effect. Busy, as on the shared
-            // path; a waiter attempts again.
-            Err(e) if is_conflict(&e) => return Ok(None),
-            Err(e) => return Err(db_error(e)),
-        };
-        let token = taken.last_insert_id();
-        Ok((token > 0).then(|| Grant::of(req, FencingToken(token), sent + req.ttl)))
+            .bind(ttl);
+        Ok(match self.take(conn, req, query).await? {
+            Taken::Granted(grant) => Some(grant),
+            Taken::Refused | Taken::Conflict => None,
+        })
     }
 
     /// An attempt on `conn` by a waiter that a release just woke: the key is
@@ -212,25 +202,50 @@ impl MySqlLeases {
         conn: &mut MySqlConnection,
         req: &AcquireRequest,
     ) -> Result<Option<Grant>> {
-        let sent = Instant::now();
-        let taken = sqlx::query(AssertSqlSafe(self.statements.take_free.clone()))
+        let label = req.stored_label();
+        let query = sqlx::query(AssertSqlSafe(self.statements.take_free.clone()))
             .bind(req.owner.to_hex())
-            .bind(req.stored_label().as_deref())
+            .bind(label.as_deref())
             .bind(ttl_us(req.ttl))
-            .bind(req.key.as_str())
-            .execute(&mut *conn)
-            .within(self.timeout)
-            .await;
-        match taken {
-            Ok(taken) if taken.rows_affected() == 1 && taken.last_insert_id() > 0 => {
-                let token = FencingToken(taken.last_insert_id());
-                Ok(Some(Grant::of(req, token, sent + req.ttl)))
+            .bind(req.key.as_str());
+        match self.take(conn, req, query).await? {
+            Taken::Granted(grant) => Ok(Some(grant)),
+            Taken::Refused => self.acquire_exclusive_on(conn, req).await,
+            Taken::Conflict => Ok(None),
+        }
+    }
+
+    /// Runs an exclusive attempt's statement on `conn`: granted if it set a
+    /// last-insert id (the token, never 0).
+    async fn take(
+        &self,
+        conn: &mut MySqlConnection,
+        req: &AcquireRequest,
+        query: sqlx::query::Query<'_, MySql, MySqlArguments>,
+    ) -> Result<Taken> {
+        let sent = Instant::now();
+        match query.execute(&mut *conn).within(self.timeout).await {
+            Ok(done) if done.last_insert_id() > 0 => {
+                let token = FencingToken(done.last_insert_id());
+                Ok(Taken::Granted(Grant::of(req, token, sent + req.ttl)))
             }
-            Ok(_) => self.acquire_exclusive_on(conn, req).await,
-            Err(e) if is_conflict(&e) => Ok(None),
+            Ok(_) => Ok(Taken::Refused),
+            // A deadlock (the first inserter of a new key rolled back with two
+            // or more behind it): nothing took effect. Busy, as on the shared
+            // path; a waiter attempts again.
+            Err(e) if is_conflict(&e) => Ok(Taken::Conflict),
             Err(e) => Err(db_error(e)),
         }
     }
+}
+
+/// What an exclusive attempt's statement came to.
+enum Taken {
+    Granted(Grant),
+    /// The key is someone else's, or (for [`sql::take_free`]) has no row.
+    Refused,
+    /// A deadlock: nothing took effect.
+    Conflict,
 }
 
 #[async_trait]
