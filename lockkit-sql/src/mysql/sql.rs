@@ -11,19 +11,24 @@ pub(super) fn create_table(t: &str) -> String {
             owner CHAR(32) NULL,
             fence BIGINT NOT NULL,
             expires_at DATETIME(6) NOT NULL,
-            label TEXT NULL
+            label TEXT NULL,
+            bound BIGINT NULL
         ) ENGINE=InnoDB"
     )
 }
 
-/// Whether the key table has its `label` column (a table made by an earlier
-/// lockkit has not). Binds: table.
-pub(super) const HAS_LABEL: &str = "SELECT COUNT(*) FROM information_schema.COLUMNS
-     WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = 'label'";
+/// The key table's columns that an earlier lockkit did not make, each with its
+/// definition: `label`, and `bound` (see [`super::bound`]).
+pub(super) const LATER_COLUMNS: [(&str, &str); 2] =
+    [("label", "TEXT NULL"), ("bound", "BIGINT NULL")];
 
-/// Adds the `label` column.
-pub(super) fn add_label(t: &str) -> String {
-    format!("ALTER TABLE {t} ADD COLUMN label TEXT NULL")
+/// Whether the key table has a column. Binds: table, column.
+pub(super) const HAS_COLUMN: &str = "SELECT COUNT(*) FROM information_schema.COLUMNS
+     WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = ?";
+
+/// Adds a column: its name and definition.
+pub(super) fn add_column(t: &str, (name, definition): (&str, &str)) -> String {
+    format!("ALTER TABLE {t} ADD COLUMN {name} {definition}")
 }
 
 /// Takes the key if free, expired or ours, in one statement: a key never seen
@@ -50,15 +55,17 @@ pub(super) fn acquire(t: &str) -> String {
     )
 }
 
-/// Takes the key if it is free or expired, by updating its row: what a waiter
-/// that a release woke runs, expecting the key free ([`acquire`] takes a missing
-/// or held row's answer). The token is the last-insert id; no row changes if the
-/// key is held, or has no row. Binds: owner, label, TTL µs, name.
+/// Takes the key if it is free, expired or bound to a bell we now hold, by
+/// updating its row: what the waiter first in line runs when a release woke it,
+/// expecting the key free ([`acquire`] takes a missing or held row's answer).
+/// Only on the connection that holds the key's bell ([`super::bound`]). The
+/// token is the last-insert id; no row changes if the key is held, or has no
+/// row. Binds: owner, label, TTL µs, name.
 pub(super) fn take_free(t: &str) -> String {
     format!(
         "UPDATE {t} SET fence = LAST_INSERT_ID(fence + 1), owner = ?, label = ?,
-             expires_at = NOW(6) + INTERVAL ? MICROSECOND
-         WHERE name = ? AND (owner IS NULL OR expires_at <= NOW(6))"
+             expires_at = NOW(6) + INTERVAL ? MICROSECOND, bound = NULL
+         WHERE name = ? AND (owner IS NULL OR expires_at <= NOW(6) OR bound = fence)"
     )
 }
 
@@ -81,10 +88,11 @@ pub(super) fn list(t: &str) -> String {
     )
 }
 
-/// Pushes out our live lease. Binds: TTL µs, name, owner.
+/// Pushes out our live lease (and confirms it, if a waiter took it bound to
+/// its bell: [`super::bound`]). Binds: TTL µs, name, owner.
 pub(super) fn extend(t: &str) -> String {
     format!(
-        "UPDATE {t} SET expires_at = NOW(6) + INTERVAL ? MICROSECOND
+        "UPDATE {t} SET expires_at = NOW(6) + INTERVAL ? MICROSECOND, bound = NULL
          WHERE name = ? AND owner = ? AND expires_at > NOW(6)"
     )
 }

@@ -6,12 +6,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use lockkit_core::driver::{Attempt, Busy, Contender, wait_for_grant};
-use lockkit_core::{AcquireRequest, Grant, LockError, Result, Wait, async_trait};
+use lockkit_core::{AcquireRequest, FencingToken, Grant, LockError, Result, Wait, async_trait};
 use tokio::time::Instant;
 
-use super::doorbell::{self, BELL_CAP, Bell, Rung};
-use super::first_in_line;
+use super::bell_wait::{self, Rung, Taker};
+use super::doorbell::{BELL_CAP, Bell};
 use super::leases::MySqlLeases;
+use super::{bound, first_in_line};
 use crate::error::{is_transient, was_interrupted};
 use crate::lease::LeaseBackend;
 use crate::wait::{Armed, failed};
@@ -46,8 +47,11 @@ struct Waiter<'a> {
 struct State {
     /// The bell, once a wait on it got it: we are first in line.
     bell: Option<Bell>,
-    /// The bell came with a release (its ring, or the end of our sleep): the
-    /// next attempt expects the key free ([`MySqlLeases::take_rung`]).
+    /// The key, taken on the server by the wait on the bell: its token and
+    /// deadline ([`super::bound`]).
+    took: Option<(FencingToken, Instant)>,
+    /// A release ended our sleep as the first in line: the next attempt
+    /// expects the key free ([`MySqlLeases::take_rung`]).
     rung: bool,
     /// The server cannot carry the bell: poll from now on.
     polling: bool,
@@ -56,6 +60,17 @@ struct State {
 }
 
 impl Waiter<'_> {
+    /// The grant of a key the wait on the bell took: its bell kept with it, its
+    /// confirmation due unless it is released first ([`bound::confirm`]).
+    fn took_on_ring(&self, mut bell: Bell, token: FencingToken, deadline: Instant) -> Grant {
+        let (leases, req) = (self.leases, self.req);
+        let released = (bound::CONFIRM_AFTER, bell.on_ring());
+        let how = leases.confirmation.clone();
+        let loss = bound::confirm(how, req.key.clone(), &req.owner, token, released);
+        leases.doorbells.keep(&req.key, &req.owner, bell);
+        Grant::of(req, token, deadline).with_loss_signal(loss)
+    }
+
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
         lock(&self.state)
     }
@@ -81,13 +96,22 @@ impl Contender for Waiter<'_> {
     async fn attempt(&mut self) -> Result<Attempt> {
         let leases = self.leases;
         let armed = Armed::new([self.wake.clone()]);
-        let (bell, rung) = {
+        let (bell, rung, took) = {
             let mut state = self.state();
-            (state.bell.take(), std::mem::take(&mut state.rung))
+            (
+                state.bell.take(),
+                std::mem::take(&mut state.rung),
+                state.took.take(),
+            )
         };
-        let granted = match bell {
-            // Woken by the bell (or first in line): on its connection.
-            Some(mut bell) => {
+        let granted = match (bell, took) {
+            // Rung, and the key taken on the server with the wake-up.
+            (Some(bell), Some((token, deadline))) => {
+                return Ok(Attempt::Granted(self.took_on_ring(bell, token, deadline)));
+            }
+            // First in line, or the key was not free when rung: on the bell's
+            // connection.
+            (Some(mut bell), None) => {
                 let granted = match bell.connection() {
                     Some(conn) if rung => leases.take_rung(conn, self.req).await,
                     Some(conn) => leases.acquire_exclusive_on(conn, self.req).await,
@@ -113,7 +137,7 @@ impl Contender for Waiter<'_> {
                     }
                 }
             }
-            None => match leases.try_acquire(self.req).await {
+            (None, _) => match leases.try_acquire(self.req).await {
                 Ok(granted) => granted,
                 Err(e) => return failed(e),
             },
@@ -152,11 +176,21 @@ impl Contender for Waiter<'_> {
         };
         let (state, statements) = (self.state.clone(), leases.doorbells.wait_statements());
         let (key, cap) = (self.req.key.clone(), self.within_wait(BELL_CAP));
+        let taker = Taker {
+            owner: self.req.owner.to_hex(),
+            label: self.req.stored_label(),
+            ttl: self.req.ttl,
+        };
         Ok(Attempt::Busy(Busy::trusting(async move {
-            let rung = doorbell::wait(bell, statements, key, cap).await;
+            let rung = bell_wait::wait(bell, statements, key, taker, cap).await;
             let mut state = lock(&state);
             match rung {
-                Rung::Ours { bell, rung } => (state.bell, state.rung) = (Some(bell), rung),
+                Rung::Took {
+                    bell,
+                    token,
+                    deadline,
+                } => (state.bell, state.took) = (Some(bell), Some((token, deadline))),
+                Rung::Ours { bell } => state.bell = Some(bell),
                 Rung::TimedOut { at_once } => state.poll_once = at_once,
                 Rung::Unusable => state.polling = true,
             }
@@ -164,11 +198,24 @@ impl Contender for Waiter<'_> {
         })))
     }
 
-    /// A bell we got but leave without a grant goes to the next waiter.
+    /// A bell we got but leave without a grant goes to the next waiter; a key
+    /// the wait took that no attempt reported (the acquire was cancelled as it
+    /// came) is released first.
     async fn give_up(&mut self, _: &LockError) {
-        let bell = self.state().bell.take();
-        if let Some(bell) = bell {
-            self.leases.doorbells.ring_unkept(bell).await;
+        let (bell, took) = {
+            let mut state = self.state();
+            (state.bell.take(), state.took.take())
+        };
+        let Some(bell) = bell else {
+            return;
+        };
+        if took.is_none() {
+            return self.leases.doorbells.ring_unkept(bell).await;
+        }
+        let (key, owner) = (&self.req.key, &self.req.owner);
+        self.leases.doorbells.keep(key, owner, bell);
+        if let Err(e) = self.leases.release(key, owner).await {
+            tracing::debug!(error = %e, "MySQL: could not release a key taken for a cancelled acquire");
         }
     }
 }
