@@ -10,7 +10,7 @@ use sqlx::mysql::MySqlConnection;
 use sqlx::{AssertSqlSafe, Either, Row};
 use tokio::time::Instant;
 
-use super::doorbell::Bell;
+use super::doorbell::{self, Bell};
 use crate::connect::Within;
 use crate::error::is_interrupted;
 
@@ -27,6 +27,10 @@ pub(super) struct WaitStatements {
     pub(super) wait_and_take: Arc<str>,
     /// The first in line's wait: see [`super::first_in_line::sleep_statement`].
     pub(super) sleep: Arc<str>,
+    /// The release ([`super::sql::release`]) and the ring, for a key taken for
+    /// an acquire that has ended ([`release_taken`]).
+    pub(super) release: Arc<str>,
+    pub(super) ring: Arc<str>,
     /// Each statement's limit (`request_timeout_ms`). A wait's is this past its
     /// own end: after that, its connection is given up for dead.
     pub(super) timeout: Duration,
@@ -69,14 +73,11 @@ struct Answers {
     /// The wait asked for, in seconds, `GET_LOCK`'s answer, and the µs from
     /// the arming to the wait's end, on the server's clock.
     waited_on: Option<(f64, Option<i64>, Option<i64>)>,
-    /// The token, if the key was taken.
+    /// The token, if the key was taken: whatever the rest answered, the key is
+    /// then ours.
     token: u64,
     error: Option<sqlx::Error>,
 }
-
-/// The statements' indexes in [`super::bound::WAIT_AND_TAKE`].
-const WAIT: usize = 0;
-const TAKE: usize = 1;
 
 /// Waits on `bell`'s bell for at most `cap` (and the holder's lease left), and
 /// takes the key as `taker` once rung; a server that has not answered
@@ -110,15 +111,16 @@ pub(super) async fn wait(
         Err(_) => return Rung::Unusable,
     }
     let sent = Instant::now();
-    let answers = answers(conn, statements.wait_and_take)
-        .within(cap + statements.timeout)
-        .await;
+    let answers = tokio::time::timeout(
+        cap + statements.timeout,
+        answers(conn, statements.wait_and_take),
+    )
+    .await;
     let waited = sent.elapsed();
-    let answers = match answers {
-        Ok(answers) => answers,
+    let Ok(answers) = answers else {
         // No answer in time: the connection is given up (closing it frees the
         // bell, and voids a lease the server may have bound to it).
-        Err(_) => return Rung::Unusable,
+        return Rung::Unusable;
     };
     match answers.waited_on {
         Some((_, Some(1), woke_after_us)) if answers.token > 0 => {
@@ -159,22 +161,27 @@ pub(super) async fn wait(
     }
 }
 
-/// Reads every answer of the wait's statements, up to the first error.
-async fn answers(conn: &mut MySqlConnection, batch: Arc<str>) -> Result<Answers, sqlx::Error> {
+/// Reads every answer of the wait's statements, up to the first error. The take
+/// is whichever result after the wait's row changed one row and set a token: a
+/// grant is never read as a refusal. A value that does not decode reads as
+/// missing (`asked` and the wake-up's time only refine what follows).
+async fn answers(conn: &mut MySqlConnection, batch: Arc<str>) -> Answers {
     let mut answers = Answers::default();
     let mut stream = sqlx::raw_sql(AssertSqlSafe(batch)).fetch_many(conn);
-    // Each statement's answer ends with its result; rows come before it.
-    let mut statement = 0;
     while let Some(next) = stream.next().await {
         match next {
             Ok(Either::Left(result)) => {
-                if statement == TAKE && result.rows_affected() == 1 {
+                if answers.waited_on.is_some()
+                    && result.rows_affected() == 1
+                    && result.last_insert_id() > 0
+                {
                     answers.token = result.last_insert_id();
                 }
-                statement += 1;
             }
-            Ok(Either::Right(row)) if statement == WAIT => {
-                answers.waited_on = Some((row.try_get(0)?, row.try_get(1)?, row.try_get(2)?));
+            Ok(Either::Right(row)) if answers.waited_on.is_none() => {
+                let got = row.try_get::<Option<i64>, _>(1).unwrap_or(None);
+                let asked = row.try_get::<f64, _>(0).unwrap_or(0.0);
+                answers.waited_on = Some((asked, got, row.try_get(2).unwrap_or(None)));
             }
             Ok(Either::Right(_)) => {}
             Err(e) => {
@@ -183,7 +190,31 @@ async fn answers(conn: &mut MySqlConnection, batch: Arc<str>) -> Result<Answers,
             }
         }
     }
-    Ok(answers)
+    answers
+}
+
+/// Frees a key the wait took for an acquire that has ended, on the bell's
+/// connection, and rings the bell: the next waiter gets both.
+pub(super) async fn release_taken(
+    mut bell: Bell,
+    statements: &WaitStatements,
+    key: &LockKey,
+    owner: &str,
+) {
+    let name = bell.name().to_owned();
+    if let Some(conn) = bell.connection() {
+        let freed = sqlx::query(AssertSqlSafe(statements.release.clone()))
+            .bind(name)
+            .bind(key.as_str())
+            .bind(owner)
+            .execute(conn)
+            .within(statements.timeout)
+            .await;
+        if let Err(e) = freed {
+            tracing::debug!(error = %e, "MySQL: could not free a key taken for an acquire that ended");
+        }
+    }
+    doorbell::ring(bell, &statements.ring, statements.timeout).await;
 }
 
 /// A wake-up meant for the bell's last holder landed on this wait, late: the

@@ -29,6 +29,7 @@ use lockkit_core::{FencingToken, LockKey, LossSignal, OwnerId};
 use sqlx::AssertSqlSafe;
 use sqlx::mysql::MySqlPool;
 use tokio::sync::oneshot;
+use tokio::time::Instant;
 
 use super::doorbell::BELL;
 use crate::connect::Within;
@@ -65,7 +66,7 @@ pub(super) const WAIT_AND_TAKE: &str = "EXECUTE lockkit_wait; EXECUTE lockkit_ta
 ///    token is the statement's last-insert id.
 pub(super) fn prepare(t: &str) -> String {
     format!(
-        "PREPARE lockkit_wait FROM 'SELECT @lockkit_wait, GET_LOCK(@lockkit_bell, @lockkit_wait),
+        "PREPARE lockkit_wait FROM 'SELECT @lockkit_wait + 0e0, GET_LOCK(@lockkit_bell, @lockkit_wait),
              TIMESTAMPDIFF(MICROSECOND, @lockkit_since, SYSDATE(6))';
          PREPARE lockkit_take FROM 'UPDATE `{t}` SET fence = LAST_INSERT_ID(fence + 1),
              owner = @lockkit_owner, label = @lockkit_label,
@@ -102,42 +103,46 @@ pub(super) struct Confirmation {
 /// (its bell rung) costs no statement.
 pub(super) const CONFIRM_AFTER: Duration = Duration::from_secs(1);
 
-/// How often a confirmation that failed is sent again, and how long apart.
-const CONFIRM_TRIES: u32 = 3;
-const CONFIRM_PAUSE: Duration = Duration::from_millis(100);
+/// The first pause after a confirmation that failed, and the longest: it is
+/// sent again, the pause doubling, until it lands or the hold ends.
+const CONFIRM_PAUSE: (Duration, Duration) = (Duration::from_millis(100), Duration::from_secs(1));
 
 /// Confirms `owner`'s bound lease of `key` (its `token`) `after` the grant, in a
 /// task of its own, unless `released` answers first (its sender, kept with the
-/// hold's bell, is dropped when the bell is rung). Returns the grant's loss
-/// signal, which fires if the lease was taken over first.
+/// hold's bell, is dropped when the bell is rung), and until the lease's
+/// `deadline`. Returns the grant's loss signal, which fires if the lease was
+/// taken over first.
 pub(super) fn confirm(
     how: Confirmation,
-    key: LockKey,
-    owner: &OwnerId,
-    token: FencingToken,
-    (after, released): (Duration, oneshot::Receiver<()>),
+    (key, owner, token): (LockKey, &OwnerId, FencingToken),
+    (after, mut released): (Duration, oneshot::Receiver<()>),
+    deadline: Instant,
 ) -> LossSignal {
     let loss = LossSignal::new();
     let (signal, owner) = (loss.clone(), owner.to_hex());
     tokio::spawn(async move {
-        if tokio::time::timeout(after, released).await.is_ok() {
-            return;
-        }
-        for _ in 0..CONFIRM_TRIES {
+        let mut pause = (after, CONFIRM_PAUSE.0);
+        loop {
+            tokio::select! {
+                _ = &mut released => return,
+                () = tokio::time::sleep(pause.0) => {}
+            }
             match confirm_once(&how, &key, &owner, token).await {
-                Ok(true) => {}
+                Ok(true) => return,
                 Ok(false) => {
-                    signal.fire("a waiter took the lease over before its holder confirmed it")
+                    return signal
+                        .fire("a waiter took the lease over before its holder confirmed it");
                 }
-                Err(e) => {
+                Err(e) if Instant::now() + pause.1 < deadline => {
                     tracing::debug!(error = %e, "MySQL: could not confirm a lease; trying again");
-                    tokio::time::sleep(CONFIRM_PAUSE).await;
-                    continue;
+                    pause = (pause.1, (pause.1 * 2).min(CONFIRM_PAUSE.1));
+                }
+                // The lease ends before another try: its deadline says it is over.
+                Err(e) => {
+                    return tracing::warn!(key = %key, error = %e, "MySQL: a lease was never confirmed");
                 }
             }
-            return;
         }
-        tracing::warn!(key = %key, "MySQL: a lease stays bound to its bell until its next renewal");
     });
     loss
 }

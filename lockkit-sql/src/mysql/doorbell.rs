@@ -38,10 +38,12 @@
 //!   servers, or that rewrites `KILL` (ProxySQL, MaxScale, a balancer over
 //!   several primaries), neither the bells nor the wake-up hold: connect to the
 //!   server itself.
-//! - `IS_USED_LOCK` is unsafe for statement-based binary logging: with
-//!   `binlog_format=STATEMENT` every exclusive release, and every wait's take,
-//!   logs a warning, and with `MIXED` it is logged as a row event. Replicas'
-//!   data is unaffected.
+//! - `IS_USED_LOCK` is unsafe for statement-based binary logging: with `MIXED`
+//!   (MariaDB's default) or `ROW` (MySQL 8's), the statements that read it are
+//!   logged as row events. With `binlog_format=STATEMENT` every exclusive
+//!   release and every wait's take logs a warning, and a replica skips the take
+//!   (its `WHERE` reads `IS_USED_LOCK`, `NULL` there): the replica's fence
+//!   counter falls behind, and after a failover to it tokens can repeat.
 //!
 //! Bells live on a pool of their own, [`BELL_CONNECTIONS`] per driver: one
 //! connection per waiter while it waits, and per held lock that was waited for,
@@ -137,6 +139,7 @@ impl Doorbells {
             .clone()
             .log_slow_statements(log::LevelFilter::Warn, BELL_CAP + timeout);
         let prepare: Arc<str> = bound::prepare(table).into();
+        let ring: Arc<str> = format!("DO RELEASE_LOCK({BELL})").into();
         let bells = MySqlPoolOptions::new()
             .after_connect(move |conn, _| {
                 let prepare = prepare.clone();
@@ -158,9 +161,11 @@ impl Doorbells {
                 arm: bound::arm(table).into(),
                 wait_and_take: bound::WAIT_AND_TAKE.into(),
                 sleep: first_in_line::sleep_statement(table).into(),
+                release: super::sql::release(table).into(),
+                ring: ring.clone(),
                 timeout,
             },
-            ring: format!("DO RELEASE_LOCK({BELL})").into(),
+            ring,
             bell_holder: format!(
                 "SELECT CAST(COALESCE(IS_USED_LOCK({BELL}), 0) AS UNSIGNED) FROM `{table}` \
                  WHERE name = ? AND (owner IS NULL OR expires_at <= NOW(6))"
@@ -269,7 +274,9 @@ pub(super) async fn wake(conn: &mut MySqlConnection, holder: u64, limit: Duratio
     }
 }
 
-async fn ring(mut bell: Bell, statement: &Arc<str>, limit: Duration) {
+/// Rings `bell` with `statement` (`RELEASE_LOCK`); a bell that cannot be rung is
+/// closed, which frees it too.
+pub(super) async fn ring(mut bell: Bell, statement: &Arc<str>, limit: Duration) {
     let Some(conn) = bell.conn.as_mut() else {
         return;
     };

@@ -194,6 +194,7 @@ impl MySqlLeases {
             .bind(&owner)
             .bind(&owner)
             .bind(&owner)
+            .bind(&owner)
             .bind(ttl);
         Ok(match self.take(conn, req, query).await? {
             Taken::Granted(grant) => Some(grant),
@@ -216,7 +217,8 @@ impl MySqlLeases {
             .bind(req.owner.to_hex())
             .bind(label.as_deref())
             .bind(ttl_us(req.ttl))
-            .bind(req.key.as_str());
+            .bind(req.key.as_str())
+            .bind(self.doorbells.bell_name(&req.key));
         match self.take(conn, req, query).await? {
             Taken::Granted(grant) => Ok(Some(grant)),
             Taken::Refused => self.acquire_exclusive_on(conn, req).await,

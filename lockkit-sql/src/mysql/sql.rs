@@ -35,11 +35,13 @@ pub(super) fn add_column(t: &str, (name, definition): (&str, &str)) -> String {
 /// is created held by us with token 1, an existing row is taken if free,
 /// expired or already ours (then with its token kept). The token comes back as
 /// the statement's last-insert id, 0 if the key is someone else's (the row is
-/// then left as it was). Assignments run left to right, so `fence`, `label`
-/// and `owner` read the old owner and expiry, and `expires_at` the new owner.
-/// (Shared holds and permits keep the owner at [`crate::holds::MANY`], which is
-/// nobody's id.) Binds: name, owner, TTL µs, label; then owner, owner (`fence`);
-/// owner, label; owner, owner; owner, TTL µs.
+/// then left as it was). A lease it grants is not bound to a bell: granted
+/// again to its owner, a bound lease is confirmed ([`super::bound`]).
+/// Assignments run left to right, so `fence`, `label`, `bound` and `owner` read
+/// the old owner and expiry, and `expires_at` the new owner. (Shared holds and
+/// permits keep the owner at [`crate::holds::MANY`], which is nobody's id.)
+/// Binds: name, owner, TTL µs, label; then owner, owner (`fence`); owner,
+/// label; owner; owner, owner; owner, TTL µs.
 pub(super) fn acquire(t: &str) -> String {
     const FREE_OR_OURS: &str = "owner IS NULL OR owner = ? OR expires_at <= NOW(6)";
     format!(
@@ -50,6 +52,7 @@ pub(super) fn acquire(t: &str) -> String {
                  LAST_INSERT_ID(IF(owner = ? AND expires_at > NOW(6), fence, fence + 1)),
                  fence + 0 * LAST_INSERT_ID(0)),
              label = IF({FREE_OR_OURS}, ?, label),
+             bound = IF({FREE_OR_OURS}, NULL, bound),
              owner = IF({FREE_OR_OURS}, ?, owner),
              expires_at = IF(owner = ?, NOW(6) + INTERVAL ? MICROSECOND, expires_at)"
     )
@@ -60,12 +63,13 @@ pub(super) fn acquire(t: &str) -> String {
 /// expecting the key free ([`acquire`] takes a missing or held row's answer).
 /// Only on the connection that holds the key's bell ([`super::bound`]). The
 /// token is the last-insert id; no row changes if the key is held, or has no
-/// row. Binds: owner, label, TTL µs, name.
+/// row. Binds: owner, label, TTL µs, name, the bell's `'<table>:<key>'`.
 pub(super) fn take_free(t: &str) -> String {
     format!(
         "UPDATE {t} SET fence = LAST_INSERT_ID(fence + 1), owner = ?, label = ?,
              expires_at = NOW(6) + INTERVAL ? MICROSECOND, bound = NULL
-         WHERE name = ? AND (owner IS NULL OR expires_at <= NOW(6) OR bound = fence)"
+         WHERE name = ? AND (owner IS NULL OR expires_at <= NOW(6)
+             OR (bound = fence AND IS_USED_LOCK({BELL}) = CONNECTION_ID()))"
     )
 }
 

@@ -2,7 +2,10 @@
 //! between attempts, instead of polling. A failed connection is transient, as
 //! for every SQL waiter (see `crate::wait`).
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use lockkit_core::driver::{Attempt, Busy, Contender, wait_for_grant};
@@ -57,6 +60,25 @@ struct State {
     polling: bool,
     /// The last wait ended at once: poll before the next.
     poll_once: bool,
+    /// The acquire has ended without a grant: a wait on the bell still on frees
+    /// the key if it takes it.
+    gave_up: bool,
+}
+
+impl State {
+    /// What a wait on the bell came to, for the next attempt.
+    fn record(&mut self, rung: Rung) {
+        match rung {
+            Rung::Took {
+                bell,
+                token,
+                deadline,
+            } => (self.bell, self.took) = (Some(bell), Some((token, deadline))),
+            Rung::Ours { bell } => self.bell = Some(bell),
+            Rung::TimedOut { at_once } => self.poll_once = at_once,
+            Rung::Unusable => self.polling = true,
+        }
+    }
 }
 
 impl Waiter<'_> {
@@ -66,7 +88,8 @@ impl Waiter<'_> {
         let (leases, req) = (self.leases, self.req);
         let released = (bound::CONFIRM_AFTER, bell.on_ring());
         let how = leases.confirmation.clone();
-        let loss = bound::confirm(how, req.key.clone(), &req.owner, token, released);
+        let lease = (req.key.clone(), &req.owner, token);
+        let loss = bound::confirm(how, lease, released, deadline);
         leases.doorbells.keep(&req.key, &req.owner, bell);
         Grant::of(req, token, deadline).with_loss_signal(loss)
     }
@@ -82,6 +105,37 @@ impl Waiter<'_> {
             _ => cap,
         }
         .min(cap)
+    }
+}
+
+/// A future that, dropped before its end, is finished in a task of its own: the
+/// wait on a bell, whose server may take the key for us at any moment.
+struct FinishedOnDrop(Option<Pin<Box<dyn Future<Output = Result<()>> + Send>>>);
+
+impl FinishedOnDrop {
+    fn new(wait: impl Future<Output = Result<()>> + Send + 'static) -> Self {
+        Self(Some(Box::pin(wait)))
+    }
+}
+
+impl Future for FinishedOnDrop {
+    type Output = Result<()>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
+        let Some(wait) = self.0.as_mut() else {
+            return Poll::Ready(Ok(()));
+        };
+        let done = ready!(wait.as_mut().poll(cx));
+        self.0 = None;
+        Poll::Ready(done)
+    }
+}
+
+impl Drop for FinishedOnDrop {
+    fn drop(&mut self) {
+        if let (Some(wait), Ok(runtime)) = (self.0.take(), tokio::runtime::Handle::try_current()) {
+            runtime.spawn(wait);
+        }
     }
 }
 
@@ -181,29 +235,35 @@ impl Contender for Waiter<'_> {
             label: self.req.stored_label(),
             ttl: self.req.ttl,
         };
-        Ok(Attempt::Busy(Busy::trusting(async move {
-            let rung = bell_wait::wait(bell, statements, key, taker, cap).await;
-            let mut state = lock(&state);
-            match rung {
-                Rung::Took {
-                    bell,
-                    token,
-                    deadline,
-                } => (state.bell, state.took) = (Some(bell), Some((token, deadline))),
-                Rung::Ours { bell } => state.bell = Some(bell),
-                Rung::TimedOut { at_once } => state.poll_once = at_once,
-                Rung::Unusable => state.polling = true,
+        // Dropped while it waits (the acquire cancelled, or out of time), the
+        // wait is finished in a task of its own, which frees a key it took.
+        let owner = taker.owner.clone();
+        let wait = async move {
+            let rung = bell_wait::wait(bell, statements.clone(), key.clone(), taker, cap).await;
+            let left_behind = {
+                let mut state = lock(&state);
+                if state.gave_up {
+                    Some(rung)
+                } else {
+                    state.record(rung);
+                    None
+                }
+            };
+            if let Some(Rung::Took { bell, .. }) = left_behind {
+                bell_wait::release_taken(bell, &statements, &key, &owner).await;
             }
             Ok(())
-        })))
+        };
+        Ok(Attempt::Busy(Busy::trusting(FinishedOnDrop::new(wait))))
     }
 
     /// A bell we got but leave without a grant goes to the next waiter; a key
     /// the wait took that no attempt reported (the acquire was cancelled as it
-    /// came) is released first.
+    /// came) is released first. A wait still on frees what it takes.
     async fn give_up(&mut self, _: &LockError) {
         let (bell, took) = {
             let mut state = self.state();
+            state.gave_up = true;
             (state.bell.take(), state.took.take())
         };
         let Some(bell) = bell else {

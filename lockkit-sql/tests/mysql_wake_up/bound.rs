@@ -65,7 +65,9 @@ async fn a_lease_taken_for_a_waiter_that_died_goes_to_the_next_waiter() {
         .await
         .expect("the lease of a dead waiter held the key")
         .unwrap();
-    assert_eq!(granted.token().0, 8);
+    // 8 or, if the first waiter's wait (which ran on after its acquire timed
+    // out) took the key as the bell came free and then freed it, 9.
+    assert!(granted.token().0 > 7, "token {}", granted.token());
     granted.release().await.unwrap();
 }
 
@@ -81,6 +83,8 @@ async fn a_confirmed_lease_stands_without_its_bell() {
     .await;
     a.release().await.unwrap();
     let b = timeout(LONG, b).await.unwrap().unwrap().unwrap();
+    // Taken by its wait, bound; confirmed a second later.
+    assert_eq!(bound(&admin).await, Some(b.token().0 as i64));
     until("the lease is confirmed", || async {
         bound(&admin).await.is_none()
     })

@@ -31,6 +31,10 @@ async fn set_row(admin: &MySqlPool, owner: &OwnerId, fence: i64, bound: i64) {
     .unwrap();
 }
 
+fn far() -> tokio::time::Instant {
+    tokio::time::Instant::now() + Duration::from_secs(60)
+}
+
 #[tokio::test]
 async fn a_confirmation_clears_the_binding_or_signals_a_lease_taken_over() {
     let db = MariaDb::start().await.unwrap();
@@ -45,13 +49,8 @@ async fn a_confirmation_clears_the_binding_or_signals_a_lease_taken_over() {
     set_row(&admin, &owner, 5, 5).await;
     // The hold goes on (its sender kept): confirmed at once.
     let (_going_on, released) = tokio::sync::oneshot::channel();
-    let loss = confirm(
-        how.clone(),
-        key.clone(),
-        &owner,
-        FencingToken(5),
-        (Duration::ZERO, released),
-    );
+    let lease = (key.clone(), &owner, FencingToken(5));
+    let loss = confirm(how.clone(), lease, (Duration::ZERO, released), far());
     lockkit_conformance::until(
         "the lease is confirmed",
         Duration::from_secs(10),
@@ -73,13 +72,8 @@ async fn a_confirmation_clears_the_binding_or_signals_a_lease_taken_over() {
     let next = OwnerId::new();
     set_row(&admin, &next, 6, 6).await;
     let (_going_on, released) = tokio::sync::oneshot::channel();
-    let loss = confirm(
-        how,
-        key,
-        &owner,
-        FencingToken(5),
-        (Duration::ZERO, released),
-    );
+    let lease = (key, &owner, FencingToken(5));
+    let loss = confirm(how, lease, (Duration::ZERO, released), far());
     let reason = timeout(Duration::from_secs(10), loss.fired())
         .await
         .unwrap();
