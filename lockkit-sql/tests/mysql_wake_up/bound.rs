@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use lockkit_core::LockError;
+use lockkit_core::{LockError, Locker};
 use sqlx::{AssertSqlSafe, Connection, MySqlConnection, MySqlPool};
 use tokio::time::timeout;
 
@@ -22,6 +22,19 @@ async fn bound(admin: &MySqlPool) -> Option<i64> {
         .fetch_one(admin)
         .await
         .unwrap()
+}
+
+/// Asserts that `locker` waits for `KEY` in vain, for 800 ms.
+async fn refused(locker: &Locker) {
+    let refused = locker
+        .lock(KEY)
+        .ttl(TTL)
+        .wait(Duration::from_millis(800))
+        .await;
+    assert!(
+        matches!(refused, Err(LockError::Timeout { .. })),
+        "{refused:?}"
+    );
 }
 
 /// What the wait of a waiter that died leaves: the key's bell held by its
@@ -48,15 +61,7 @@ async fn a_lease_taken_for_a_waiter_that_died_goes_to_the_next_waiter() {
     .unwrap();
 
     // While its taker's connection holds the bell, the lease stands.
-    let refused = next
-        .lock(KEY)
-        .ttl(TTL)
-        .wait(Duration::from_millis(800))
-        .await;
-    assert!(
-        matches!(refused, Err(LockError::Timeout { .. })),
-        "{refused:?}"
-    );
+    refused(&next).await;
 
     // Its connection gone, the next waiter gets the bell, and the key with it:
     // well within the minute the lease had left.
@@ -101,15 +106,7 @@ async fn a_confirmed_lease_stands_without_its_bell() {
         .unwrap();
     until("the bell is free", || async { !bell_taken(&admin).await }).await;
 
-    let refused = fourth
-        .lock(KEY)
-        .ttl(TTL)
-        .wait(Duration::from_millis(800))
-        .await;
-    assert!(
-        matches!(refused, Err(LockError::Timeout { .. })),
-        "{refused:?}"
-    );
+    refused(&fourth).await;
     assert!(!b.is_lost());
     b.extend(TTL).await.unwrap();
     b.release().await.unwrap();
