@@ -107,8 +107,6 @@
 //! # Ok::<(), lockkit::LockError>(())
 //! ```
 
-mod bell_wait;
-mod bound;
 mod doorbell;
 mod driver;
 mod first_in_line;
