@@ -182,8 +182,7 @@ pub struct AcquireRequest {
     pub value: Option<String>,
     /// The driver's name, which [`wait_for_grant`](crate::driver::wait_for_grant)
     /// labels its attempt counts with (the `metrics` feature): a
-    /// [`Locker`](crate::Locker) sets it; empty (counted as `unknown`) for a
-    /// request made by hand.
+    /// [`Locker`](crate::Locker) sets it; `unknown` for a request made by hand.
     pub backend: &'static str,
 }
 
@@ -198,7 +197,7 @@ impl AcquireRequest {
             wait,
             cancel: Cancellation::new(),
             value: None,
-            backend: "",
+            backend: "unknown",
         }
     }
 

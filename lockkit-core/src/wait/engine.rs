@@ -109,12 +109,8 @@ fn count_attempt(_req: &AcquireRequest, _cause: Cause) {
             Cause::Polled => "polled",
             Cause::Retried => "retried",
         };
-        let backend = match _req.backend {
-            "" => "unknown",
-            named => named,
-        };
         let labels = [
-            metrics::Label::from_static_parts(names::BACKEND, backend),
+            metrics::Label::from_static_parts(names::BACKEND, _req.backend),
             metrics::Label::from_static_parts(names::CAUSE, cause),
         ];
         metrics::counter!(names::WAIT_ATTEMPTS, labels.iter()).increment(1);
