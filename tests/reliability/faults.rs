@@ -102,8 +102,11 @@ pub(crate) async fn holder_killed_on(trial: Trial, url: &str) {
     let invoked = Instant::now();
     let (holder, token, mode) = start_holder(&trial, url).await;
     let granted = Instant::now();
-    holder.kill().await;
+    // Its hold ends as the kill is sent, as a worker's does as it starts its
+    // release: a backend that sees the session end may grant the next worker
+    // before the reaped child is reported.
     let killed = Instant::now();
+    holder.kill().await;
     let grant = trial
         .recorder
         .grant_of(trial.workers, mode, token, invoked, granted);

@@ -113,7 +113,8 @@ invoke and complete times, every write with its place in the resource's order; \
 the resource (a `FencedCell`). *Rejected* is fencing doing its job; *accepted* is a \
 safety violation.\n\
 - **exclusion violations**: pairs of grants whose known-held intervals (from the \
-acquire's return to the release, the loss notice or the lease deadline) overlap \
+acquire's return to the release, the loss notice or the lease deadline; a killed \
+holder's, to the kill) overlap \
 although one of them is exclusive (a lock or a write lock); readers may overlap \
 readers, and permits permits.\n\
 - **over the limit**: permits granted while the semaphore's limit of permits was \
