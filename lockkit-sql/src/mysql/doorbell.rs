@@ -5,10 +5,11 @@
 //! A waiter blocks in `GET_LOCK(bell, t)` on a connection of its own; a holder
 //! that waited for its lock keeps the bell it was woken with, and rings it by
 //! `RELEASE_LOCK` when it releases: the server grants the bell to the waiter
-//! that asked first, one waiter, no herd. That waiter attempts, keeps the bell
-//! with its grant, and rings it in turn. A waiter that a release woke expects
-//! the key free: its attempt is a plain `UPDATE` of the free row
-//! ([`super::sql::take_free`]), and the whole upsert only if that took nothing.
+//! that asked first, one waiter, no herd. That waiter's wait takes the key on
+//! the server as soon as the bell is rung, in the same request
+//! ([`super::bound`]: the grant comes back with the wake-up), keeps the bell
+//! with its grant, and rings it in turn. If the key was not free, it attempts
+//! as every waiter does.
 //!
 //! A holder that took its lock without waiting has no bell (the uncontended path
 //! costs nothing): the first waiter behind it gets the free bell at once, keeps
@@ -37,9 +38,12 @@
 //!   servers, or that rewrites `KILL` (ProxySQL, MaxScale, a balancer over
 //!   several primaries), neither the bells nor the wake-up hold: connect to the
 //!   server itself.
-//! - `IS_USED_LOCK` is unsafe for statement-based binary logging: with
-//!   `binlog_format=STATEMENT` every exclusive release logs a warning, and with
-//!   `MIXED` it is logged as a row event. Replicas' data is unaffected.
+//! - `IS_USED_LOCK` is unsafe for statement-based binary logging: with `MIXED`
+//!   (MariaDB's default) or `ROW` (MySQL 8's), the statements that read it are
+//!   logged as row events. With `binlog_format=STATEMENT` every exclusive
+//!   release and every wait's take logs a warning, and a replica skips the take
+//!   (its `WHERE` reads `IS_USED_LOCK`, `NULL` there): the replica's fence
+//!   counter falls behind, and after a failover to it tokens can repeat.
 //!
 //! Bells live on a pool of their own, [`BELL_CONNECTIONS`] per driver: one
 //! connection per waiter while it waits, and per held lock that was waited for,
@@ -54,18 +58,14 @@ use lockkit_core::{LockKey, OwnerId};
 use sqlx::mysql::{MySql, MySqlConnection, MySqlPool, MySqlPoolOptions};
 use sqlx::pool::PoolConnection;
 use sqlx::{AssertSqlSafe, ConnectOptions};
-use tokio::time::Instant;
+use tokio::sync::oneshot;
 
-use super::first_in_line;
+use super::bell_wait::WaitStatements;
+use super::{bound, first_in_line};
 use crate::connect::Within;
-use crate::error::is_interrupted;
 
 /// The longest a waiter blocks on a bell before it looks at the lock again.
 pub(super) const BELL_CAP: Duration = Duration::from_secs(2);
-
-/// A wait on a bell that answered sooner than this did not block: the bell was
-/// free, or the server did not wait.
-const AT_ONCE: Duration = Duration::from_millis(10);
 
 /// Connections for bells, per driver.
 pub(super) const BELL_CONNECTIONS: u32 = 8;
@@ -93,12 +93,32 @@ pub(super) struct Doorbells {
 pub(super) struct Bell {
     conn: Option<PoolConnection<MySql>>,
     name: String,
+    /// Dropped with the bell (rung, or closed): tells a hold's pending
+    /// confirmation that the hold is over ([`Bell::on_ring`]).
+    ringing: Option<oneshot::Sender<()>>,
 }
 
 impl Bell {
     /// The connection, to attempt on.
     pub(super) fn connection(&mut self) -> Option<&mut sqlx::mysql::MySqlConnection> {
         self.conn.as_deref_mut()
+    }
+
+    /// The text the bell's name is made of ([`Doorbells::bell_name`]).
+    pub(super) fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Answers once the bell is rung or closed: a hold that keeps it is over.
+    pub(super) fn on_ring(&mut self) -> oneshot::Receiver<()> {
+        let (ringing, rung) = oneshot::channel();
+        self.ringing = Some(ringing);
+        rung
+    }
+
+    /// The connection, which holds no bell: back to the pool when dropped.
+    pub(super) fn release_connection(&mut self) -> Option<PoolConnection<MySql>> {
+        self.conn.take()
     }
 }
 
@@ -110,24 +130,6 @@ impl Drop for Bell {
     }
 }
 
-/// What a wait on a bell came to.
-#[derive(Debug)]
-pub(super) enum Rung {
-    /// The bell is ours: attempt, and keep it with the grant. `rung` if the
-    /// key was held when the wait began and the server blocked (at least
-    /// [`AT_ONCE`]): the bell came by a release's ring, or from a waiter that
-    /// left, so the key is most likely free. A bell that was free at once (the
-    /// first in line, behind a holder without one) is not rung.
-    Ours { bell: Bell, rung: bool },
-    /// Nobody rang in time: attempt again; `at_once` if the server did not
-    /// block at all (the lock looked free or expired), so that the next pause
-    /// is a poll's, not another wait on a bell that a waiter keeps.
-    TimedOut { at_once: bool },
-    /// The server answered at once or not at all, where it should have blocked:
-    /// poll instead.
-    Unusable,
-}
-
 impl Doorbells {
     /// Bells for the lease table `table`, on connections like `pool`'s.
     pub(super) fn new(pool: &MySqlPool, table: &str, timeout: Duration) -> Self {
@@ -136,7 +138,18 @@ impl Doorbells {
         let options = (*pool.connect_options())
             .clone()
             .log_slow_statements(log::LevelFilter::Warn, BELL_CAP + timeout);
+        let prepare: Arc<str> = bound::prepare(table).into();
+        let ring: Arc<str> = format!("DO RELEASE_LOCK({BELL})").into();
         let bells = MySqlPoolOptions::new()
+            .after_connect(move |conn, _| {
+                let prepare = prepare.clone();
+                Box::pin(async move {
+                    sqlx::raw_sql(AssertSqlSafe(prepare))
+                        .execute(conn)
+                        .await
+                        .map(drop)
+                })
+            })
             .max_connections(BELL_CONNECTIONS)
             .min_connections(0)
             .acquire_timeout(timeout)
@@ -145,12 +158,14 @@ impl Doorbells {
         Self {
             pool: bells,
             wait: WaitStatements {
-                lease_left: lease_left_statement(table).into(),
-                get_lock: format!("SELECT GET_LOCK({BELL}, ?)").into(),
+                arm: bound::arm(table).into(),
+                wait_and_take: bound::WAIT_AND_TAKE.into(),
                 sleep: first_in_line::sleep_statement(table).into(),
+                release: super::sql::release(table).into(),
+                ring: ring.clone(),
                 timeout,
             },
-            ring: format!("DO RELEASE_LOCK({BELL})").into(),
+            ring,
             bell_holder: format!(
                 "SELECT CAST(COALESCE(IS_USED_LOCK({BELL}), 0) AS UNSIGNED) FROM `{table}` \
                  WHERE name = ? AND (owner IS NULL OR expires_at <= NOW(6))"
@@ -194,10 +209,11 @@ impl Doorbells {
         Some(Bell {
             conn: Some(conn),
             name: self.bell_name(key),
+            ringing: None,
         })
     }
 
-    /// The statements [`wait`] and [`first_in_line::sleep`] run.
+    /// The statements [`super::bell_wait::wait`] and [`first_in_line::sleep`] run.
     pub(super) fn wait_statements(&self) -> WaitStatements {
         self.wait.clone()
     }
@@ -243,34 +259,6 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// apart from other databases' tables of the same name.
 pub(super) const BELL: &str = "SHA1(CONCAT('lockkit-wake:', DATABASE(), '.', ?))";
 
-/// What a wait on a bell runs, in two requests: the holder's lease left, then
-/// `GET_LOCK` for that long. Apart, so that the server has nothing left to do
-/// for the waiter once the bell is rung but answer: a `GET_LOCK` inside a larger
-/// statement finished it after the wake-up, on the hand-off's path (about 20 µs
-/// of a MariaDB hand-off). The first in line runs `sleep` instead.
-#[derive(Debug, Clone)]
-pub(super) struct WaitStatements {
-    lease_left: Arc<str>,
-    /// `GET_LOCK` on the bell of `'<table>:<key>'` (bound first), for the time
-    /// bound second, in seconds.
-    get_lock: Arc<str>,
-    /// The first in line's wait: see [`first_in_line::sleep_statement`].
-    pub(super) sleep: Arc<str>,
-    /// Each statement's limit (`request_timeout_ms`). A wait's is this past its
-    /// own end: after that, its connection is given up for dead.
-    pub(super) timeout: Duration,
-}
-
-/// The longest to wait on a bell, in seconds: at most the cap (bound first), and
-/// the lease left of the key (bound second): none if the lock is free or expired.
-fn lease_left_statement(table: &str) -> String {
-    format!(
-        "SELECT LEAST(?, GREATEST(0, COALESCE((\
-             SELECT TIMESTAMPDIFF(MICROSECOND, NOW(6), expires_at) FROM `{table}` \
-             WHERE name = ? AND owner IS NOT NULL), 0)) / 1000000) + 0e0"
-    )
-}
-
 /// Wakes the waiter first in line on a bell, whose connection is `holder`: ends
 /// its [`first_in_line::sleep`] (`KILL QUERY`). Sent on `conn`, the connection
 /// that just read `holder` from the server's lock table, so that it reaches the
@@ -286,7 +274,9 @@ pub(super) async fn wake(conn: &mut MySqlConnection, holder: u64, limit: Duratio
     }
 }
 
-async fn ring(mut bell: Bell, statement: &Arc<str>, limit: Duration) {
+/// Rings `bell` with `statement` (`RELEASE_LOCK`); a bell that cannot be rung is
+/// closed, which frees it too.
+pub(super) async fn ring(mut bell: Bell, statement: &Arc<str>, limit: Duration) {
     let Some(conn) = bell.conn.as_mut() else {
         return;
     };
@@ -300,65 +290,4 @@ async fn ring(mut bell: Bell, statement: &Arc<str>, limit: Duration) {
         Ok(_) => drop(bell.conn.take()),
         Err(e) => tracing::debug!(error = %e, "MySQL doorbell: closing it instead"),
     }
-}
-
-/// Waits on `bell`'s bell for at most `cap` (and the holder's lease left); a
-/// server that has not answered `statements.timeout` after that is taken for gone.
-pub(super) async fn wait(
-    mut bell: Bell,
-    statements: WaitStatements,
-    key: LockKey,
-    cap: Duration,
-) -> Rung {
-    let Some(conn) = bell.conn.as_mut() else {
-        return Rung::Unusable;
-    };
-    let asked = sqlx::query_scalar::<_, f64>(AssertSqlSafe(statements.lease_left))
-        .bind(cap.as_secs_f64())
-        .bind(key.as_str())
-        .fetch_one(&mut **conn)
-        .within(statements.timeout)
-        .await;
-    let asked = match asked {
-        Ok(asked) => asked,
-        Err(e) if is_interrupted(&e) => return woken_late(bell),
-        Err(_) => return Rung::Unusable,
-    };
-    let started = Instant::now();
-    let got = sqlx::query_scalar::<_, Option<i64>>(AssertSqlSafe(statements.get_lock))
-        .bind(&bell.name)
-        .bind(asked)
-        .fetch_one(&mut **conn)
-        .within(cap + statements.timeout)
-        .await;
-    let waited = started.elapsed();
-    match got {
-        Ok(Some(1)) => Rung::Ours {
-            bell,
-            rung: asked > 0.0 && waited >= AT_ONCE,
-        },
-        Ok(Some(_)) => {
-            // Timed out: the connection holds nothing, and goes back to the pool.
-            drop(bell.conn.take());
-            // A server that does not take fractional timeouts answers 0 at once.
-            if asked >= 0.1 && waited.as_secs_f64() < asked / 2.0 {
-                return Rung::Unusable;
-            }
-            Rung::TimedOut {
-                at_once: waited < AT_ONCE,
-            }
-        }
-        // `GET_LOCK` fails, or answers NULL, when the wake-up lands on it.
-        Err(e) if is_interrupted(&e) => woken_late(bell),
-        Ok(None) if waited < cap => woken_late(bell),
-        Ok(None) | Err(_) => Rung::Unusable,
-    }
-}
-
-/// A wake-up meant for the bell's last holder landed on this wait, late: the
-/// connection is fine, holds nothing, and goes back to the pool; poll once, then
-/// wait on the bell again.
-fn woken_late(mut bell: Bell) -> Rung {
-    drop(bell.conn.take());
-    Rung::TimedOut { at_once: true }
 }

@@ -15,7 +15,7 @@ use sqlx::mysql::{MySql, MySqlArguments, MySqlConnection, MySqlPool};
 use tokio::time::Instant;
 
 use super::doorbell::{self, Doorbells};
-use super::{holder_sql, sql, waiting};
+use super::{bound, holder_sql, sql, waiting};
 use crate::connect::Within;
 use crate::error::is_conflict;
 use crate::holds::{HolderRow, KeyRow};
@@ -42,6 +42,8 @@ pub struct MySqlLeases {
     pub(super) timeout: Duration,
     /// How releases wake waiters in other processes.
     pub(super) doorbells: Doorbells,
+    /// How a lease a waiter took with its wake-up is confirmed.
+    pub(super) confirmation: bound::Confirmation,
 }
 
 /// Every statement, built once per driver.
@@ -95,6 +97,12 @@ impl MySqlLeases {
             },
             wakers: KeyWakers::default(),
             doorbells: Doorbells::new(&pool, table, timeout),
+            confirmation: bound::Confirmation {
+                pool: pool.clone(),
+                confirm: bound::confirm_statement(table).into(),
+                fence: bound::fence_statement(table).into(),
+                timeout,
+            },
             pool,
             timeout,
         }
@@ -186,6 +194,7 @@ impl MySqlLeases {
             .bind(&owner)
             .bind(&owner)
             .bind(&owner)
+            .bind(&owner)
             .bind(ttl);
         Ok(match self.take(conn, req, query).await? {
             Taken::Granted(grant) => Some(grant),
@@ -193,10 +202,11 @@ impl MySqlLeases {
         })
     }
 
-    /// An attempt on `conn` by a waiter that a release just woke: the key is
-    /// most likely free, so first the cheaper statement that only takes a free
-    /// or expired row ([`sql::take_free`]); if it took nothing (the key was taken
-    /// again first, or has no row), the whole attempt ([`Self::acquire_exclusive_on`]).
+    /// An attempt on `conn`, the bell's, by the waiter first in line that a
+    /// release just woke: the key is most likely free, so first the cheaper
+    /// statement that only takes a free, expired or void bound row
+    /// ([`sql::take_free`]); if it took nothing (the key was taken again first,
+    /// or has no row), the whole attempt ([`Self::acquire_exclusive_on`]).
     pub(super) async fn take_rung(
         &self,
         conn: &mut MySqlConnection,
@@ -207,7 +217,8 @@ impl MySqlLeases {
             .bind(req.owner.to_hex())
             .bind(label.as_deref())
             .bind(ttl_us(req.ttl))
-            .bind(req.key.as_str());
+            .bind(req.key.as_str())
+            .bind(self.doorbells.bell_name(&req.key));
         match self.take(conn, req, query).await? {
             Taken::Granted(grant) => Ok(Some(grant)),
             Taken::Refused => self.acquire_exclusive_on(conn, req).await,

@@ -107,6 +107,8 @@
 //! # Ok::<(), lockkit::LockError>(())
 //! ```
 
+mod bell_wait;
+mod bound;
 mod doorbell;
 mod driver;
 mod first_in_line;

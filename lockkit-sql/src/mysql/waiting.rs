@@ -2,16 +2,20 @@
 //! between attempts, instead of polling. A failed connection is transient, as
 //! for every SQL waiter (see `crate::wait`).
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use lockkit_core::driver::{Attempt, Busy, Contender, wait_for_grant};
-use lockkit_core::{AcquireRequest, Grant, LockError, Result, Wait, async_trait};
+use lockkit_core::{AcquireRequest, FencingToken, Grant, LockError, Result, Wait, async_trait};
 use tokio::time::Instant;
 
-use super::doorbell::{self, BELL_CAP, Bell, Rung};
-use super::first_in_line;
+use super::bell_wait::{self, Rung, Taker};
+use super::doorbell::{BELL_CAP, Bell};
 use super::leases::MySqlLeases;
+use super::{bound, first_in_line};
 use crate::error::{is_transient, was_interrupted};
 use crate::lease::LeaseBackend;
 use crate::wait::{Armed, failed};
@@ -46,16 +50,50 @@ struct Waiter<'a> {
 struct State {
     /// The bell, once a wait on it got it: we are first in line.
     bell: Option<Bell>,
-    /// The bell came with a release (its ring, or the end of our sleep): the
-    /// next attempt expects the key free ([`MySqlLeases::take_rung`]).
+    /// The key, taken on the server by the wait on the bell: its token and
+    /// deadline ([`super::bound`]).
+    took: Option<(FencingToken, Instant)>,
+    /// A release ended our sleep as the first in line: the next attempt
+    /// expects the key free ([`MySqlLeases::take_rung`]).
     rung: bool,
     /// The server cannot carry the bell: poll from now on.
     polling: bool,
     /// The last wait ended at once: poll before the next.
     poll_once: bool,
+    /// The acquire has ended without a grant: a wait on the bell still on frees
+    /// the key if it takes it.
+    gave_up: bool,
+}
+
+impl State {
+    /// What a wait on the bell came to, for the next attempt.
+    fn record(&mut self, rung: Rung) {
+        match rung {
+            Rung::Took {
+                bell,
+                token,
+                deadline,
+            } => (self.bell, self.took) = (Some(bell), Some((token, deadline))),
+            Rung::Ours { bell } => self.bell = Some(bell),
+            Rung::TimedOut { at_once } => self.poll_once = at_once,
+            Rung::Unusable => self.polling = true,
+        }
+    }
 }
 
 impl Waiter<'_> {
+    /// The grant of a key the wait on the bell took: its bell kept with it, its
+    /// confirmation due unless it is released first ([`bound::confirm`]).
+    fn took_on_ring(&self, mut bell: Bell, token: FencingToken, deadline: Instant) -> Grant {
+        let (leases, req) = (self.leases, self.req);
+        let released = (bound::CONFIRM_AFTER, bell.on_ring());
+        let how = leases.confirmation.clone();
+        let lease = (req.key.clone(), &req.owner, token);
+        let loss = bound::confirm(how, lease, released, deadline);
+        leases.doorbells.keep(&req.key, &req.owner, bell);
+        Grant::of(req, token, deadline).with_loss_signal(loss)
+    }
+
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
         lock(&self.state)
     }
@@ -70,6 +108,37 @@ impl Waiter<'_> {
     }
 }
 
+/// A future that, dropped before its end, is finished in a task of its own: the
+/// wait on a bell, whose server may take the key for us at any moment.
+struct FinishedOnDrop(Option<Pin<Box<dyn Future<Output = Result<()>> + Send>>>);
+
+impl FinishedOnDrop {
+    fn new(wait: impl Future<Output = Result<()>> + Send + 'static) -> Self {
+        Self(Some(Box::pin(wait)))
+    }
+}
+
+impl Future for FinishedOnDrop {
+    type Output = Result<()>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
+        let Some(wait) = self.0.as_mut() else {
+            return Poll::Ready(Ok(()));
+        };
+        let done = ready!(wait.as_mut().poll(cx));
+        self.0 = None;
+        Poll::Ready(done)
+    }
+}
+
+impl Drop for FinishedOnDrop {
+    fn drop(&mut self) {
+        if let (Some(wait), Ok(runtime)) = (self.0.take(), tokio::runtime::Handle::try_current()) {
+            runtime.spawn(wait);
+        }
+    }
+}
+
 fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
     state
         .lock()
@@ -81,13 +150,22 @@ impl Contender for Waiter<'_> {
     async fn attempt(&mut self) -> Result<Attempt> {
         let leases = self.leases;
         let armed = Armed::new([self.wake.clone()]);
-        let (bell, rung) = {
+        let (bell, rung, took) = {
             let mut state = self.state();
-            (state.bell.take(), std::mem::take(&mut state.rung))
+            (
+                state.bell.take(),
+                std::mem::take(&mut state.rung),
+                state.took.take(),
+            )
         };
-        let granted = match bell {
-            // Woken by the bell (or first in line): on its connection.
-            Some(mut bell) => {
+        let granted = match (bell, took) {
+            // Rung, and the key taken on the server with the wake-up.
+            (Some(bell), Some((token, deadline))) => {
+                return Ok(Attempt::Granted(self.took_on_ring(bell, token, deadline)));
+            }
+            // First in line, or the key was not free when rung: on the bell's
+            // connection.
+            (Some(mut bell), None) => {
                 let granted = match bell.connection() {
                     Some(conn) if rung => leases.take_rung(conn, self.req).await,
                     Some(conn) => leases.acquire_exclusive_on(conn, self.req).await,
@@ -113,7 +191,7 @@ impl Contender for Waiter<'_> {
                     }
                 }
             }
-            None => match leases.try_acquire(self.req).await {
+            (None, _) => match leases.try_acquire(self.req).await {
                 Ok(granted) => granted,
                 Err(e) => return failed(e),
             },
@@ -152,23 +230,52 @@ impl Contender for Waiter<'_> {
         };
         let (state, statements) = (self.state.clone(), leases.doorbells.wait_statements());
         let (key, cap) = (self.req.key.clone(), self.within_wait(BELL_CAP));
-        Ok(Attempt::Busy(Busy::trusting(async move {
-            let rung = doorbell::wait(bell, statements, key, cap).await;
-            let mut state = lock(&state);
-            match rung {
-                Rung::Ours { bell, rung } => (state.bell, state.rung) = (Some(bell), rung),
-                Rung::TimedOut { at_once } => state.poll_once = at_once,
-                Rung::Unusable => state.polling = true,
+        let taker = Taker {
+            owner: self.req.owner.to_hex(),
+            label: self.req.stored_label(),
+            ttl: self.req.ttl,
+        };
+        // Dropped while it waits (the acquire cancelled, or out of time), the
+        // wait is finished in a task of its own, which frees a key it took.
+        let owner = taker.owner.clone();
+        let wait = async move {
+            let rung = bell_wait::wait(bell, statements.clone(), key.clone(), taker, cap).await;
+            let left_behind = {
+                let mut state = lock(&state);
+                if state.gave_up {
+                    Some(rung)
+                } else {
+                    state.record(rung);
+                    None
+                }
+            };
+            if let Some(Rung::Took { bell, .. }) = left_behind {
+                bell_wait::release_taken(bell, &statements, &key, &owner).await;
             }
             Ok(())
-        })))
+        };
+        Ok(Attempt::Busy(Busy::trusting(FinishedOnDrop::new(wait))))
     }
 
-    /// A bell we got but leave without a grant goes to the next waiter.
+    /// A bell we got but leave without a grant goes to the next waiter; a key
+    /// the wait took that no attempt reported (the acquire was cancelled as it
+    /// came) is released first. A wait still on frees what it takes.
     async fn give_up(&mut self, _: &LockError) {
-        let bell = self.state().bell.take();
-        if let Some(bell) = bell {
-            self.leases.doorbells.ring_unkept(bell).await;
+        let (bell, took) = {
+            let mut state = self.state();
+            state.gave_up = true;
+            (state.bell.take(), state.took.take())
+        };
+        let Some(bell) = bell else {
+            return;
+        };
+        if took.is_none() {
+            return self.leases.doorbells.ring_unkept(bell).await;
+        }
+        let (key, owner) = (&self.req.key, &self.req.owner);
+        self.leases.doorbells.keep(key, owner, bell);
+        if let Err(e) = self.leases.release(key, owner).await {
+            tracing::debug!(error = %e, "MySQL: could not release a key taken for a cancelled acquire");
         }
     }
 }

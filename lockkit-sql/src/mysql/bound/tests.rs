@@ -1,0 +1,81 @@
+#![cfg(test)] // Test code throughout: clippy.toml allows unwrap, expect and panic here.
+
+//! Confirming a bound lease ([`super::confirm`]) against a real MariaDB: it
+//! clears `bound` while the lease is still the holder's, and fires the grant's
+//! loss signal once the key was taken over.
+
+use std::time::Duration;
+
+use lockkit_core::{FencingToken, LockKey, OwnerId};
+use lockkit_testkit::MariaDb;
+use sqlx::MySqlPool;
+use tokio::time::timeout;
+
+use super::super::{MySqlDriver, MySqlOptions};
+use super::confirm;
+
+const KEY: &str = "stock";
+
+/// The key's row, held by `owner` with `fence`, bound to the bell at `bound`.
+async fn set_row(admin: &MySqlPool, owner: &OwnerId, fence: i64, bound: i64) {
+    sqlx::query(
+        "REPLACE INTO lockkit_locks (name, owner, fence, expires_at, bound) \
+         VALUES (?, ?, ?, NOW(6) + INTERVAL 60 SECOND, ?)",
+    )
+    .bind(KEY)
+    .bind(owner.to_hex())
+    .bind(fence)
+    .bind(bound)
+    .execute(admin)
+    .await
+    .unwrap();
+}
+
+fn far() -> tokio::time::Instant {
+    tokio::time::Instant::now() + Duration::from_secs(60)
+}
+
+#[tokio::test]
+async fn a_confirmation_clears_the_binding_or_signals_a_lease_taken_over() {
+    let db = MariaDb::start().await.unwrap();
+    let driver = MySqlDriver::connect(MySqlOptions::from_url(&db.url()).unwrap())
+        .await
+        .unwrap();
+    let admin = MySqlPool::connect(&db.url()).await.unwrap();
+    let how = driver.backend().confirmation.clone();
+    let (key, owner) = (LockKey::new(KEY).unwrap(), OwnerId::new());
+
+    // Still ours: confirmed, and no loss.
+    set_row(&admin, &owner, 5, 5).await;
+    // The hold goes on (its sender kept): confirmed at once.
+    let (_going_on, released) = tokio::sync::oneshot::channel();
+    let lease = (key.clone(), &owner, FencingToken(5));
+    let loss = confirm(how.clone(), lease, (Duration::ZERO, released), far());
+    lockkit_conformance::until(
+        "the lease is confirmed",
+        Duration::from_secs(10),
+        || async {
+            let bound: Option<i64> =
+                sqlx::query_scalar("SELECT bound FROM lockkit_locks WHERE name = ?")
+                    .bind(KEY)
+                    .fetch_one(&admin)
+                    .await
+                    .unwrap();
+            bound.is_none()
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(loss.reason(), None);
+
+    // Taken over (by the next holder of the bell) before it was confirmed.
+    let next = OwnerId::new();
+    set_row(&admin, &next, 6, 6).await;
+    let (_going_on, released) = tokio::sync::oneshot::channel();
+    let lease = (key, &owner, FencingToken(5));
+    let loss = confirm(how, lease, (Duration::ZERO, released), far());
+    let reason = timeout(Duration::from_secs(10), loss.fired())
+        .await
+        .unwrap();
+    assert!(reason.contains("took the lease over"), "{reason}");
+}
