@@ -79,3 +79,38 @@ async fn a_confirmation_clears_the_binding_or_signals_a_lease_taken_over() {
         .unwrap();
     assert!(reason.contains("took the lease over"), "{reason}");
 }
+
+#[tokio::test]
+async fn a_hold_released_before_its_confirmation_is_due_sends_none() {
+    let db = MariaDb::start().await.unwrap();
+    let driver = MySqlDriver::connect(MySqlOptions::from_url(&db.url()).unwrap())
+        .await
+        .unwrap();
+    let admin = MySqlPool::connect(&db.url()).await.unwrap();
+    let how = driver.backend().confirmation.clone();
+    let (key, owner) = (LockKey::new(KEY).unwrap(), OwnerId::new());
+    // The key is someone else's now: a confirmation sent would fire the loss.
+    set_row(&admin, &OwnerId::new(), 6, 6).await;
+    let due = Duration::from_millis(200);
+
+    // Two holds, due at the same time: one still going on, one released.
+    let (_going_on, kept) = tokio::sync::oneshot::channel();
+    let lease = (key.clone(), &owner, FencingToken(5));
+    let control = confirm(how.clone(), lease, (due, kept), far());
+    let (ringing, released) = tokio::sync::oneshot::channel::<()>();
+    let lease = (key, &owner, FencingToken(5));
+    let loss = confirm(how, lease, (due, released), far());
+    drop(ringing);
+
+    // The one going on confirms, and learns it was taken over; the released
+    // one, due at the same moment, sends nothing, so learns nothing, even a
+    // second later.
+    timeout(Duration::from_secs(10), control.fired())
+        .await
+        .unwrap();
+    assert!(
+        timeout(Duration::from_secs(1), loss.fired()).await.is_err(),
+        "a released hold sent its confirmation: {:?}",
+        loss.reason()
+    );
+}
