@@ -8,7 +8,10 @@ use sqlx::{AssertSqlSafe, MySqlPool};
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, timeout};
 
-use super::{KEY, LONG, TTL, attempts, bell_taken, first_in_line_waiter, locker, until, waiting};
+use super::{
+    KEY, LONG, TTL, attempts, bell_holder, bell_taken, first_in_line_waiter, locker, status, until,
+    waiting,
+};
 use lockkit_testkit::MariaDb;
 
 /// Whether connection `id` has been sleeping (`SLEEP`) for less than `ms`.
@@ -23,27 +26,6 @@ async fn sleeping_for_less_than(admin: &MySqlPool, id: i64, ms: u32) -> bool {
     .await
     .unwrap();
     n > 0
-}
-
-/// The connection that holds the bell of `KEY`, if any.
-async fn bell_holder(admin: &MySqlPool) -> Option<i64> {
-    sqlx::query_scalar("SELECT IS_USED_LOCK(SHA1(CONCAT('lockkit-wake:', DATABASE(), '.', ?)))")
-        .bind(format!("lockkit_locks:{KEY}"))
-        .fetch_one(admin)
-        .await
-        .unwrap()
-}
-
-/// A global status counter (`Com_kill`, …).
-async fn status(admin: &MySqlPool, name: &str) -> i64 {
-    let value: String = sqlx::query_scalar(
-        "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = ?",
-    )
-    .bind(name)
-    .fetch_one(admin)
-    .await
-    .unwrap();
-    value.parse().unwrap()
 }
 
 /// A lone waiter behind a holder that took its lock without waiting (so has no

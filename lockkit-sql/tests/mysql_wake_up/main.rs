@@ -41,16 +41,18 @@ async fn blocked_on_bells(admin: &MySqlPool) -> i64 {
     .unwrap()
 }
 
+/// The connection that holds the bell of `KEY`, if any.
+async fn bell_holder(admin: &MySqlPool) -> Option<i64> {
+    sqlx::query_scalar("SELECT IS_USED_LOCK(SHA1(CONCAT('lockkit-wake:', DATABASE(), '.', ?)))")
+        .bind(format!("lockkit_locks:{KEY}"))
+        .fetch_one(admin)
+        .await
+        .unwrap()
+}
+
 /// Whether some session holds the bell of `KEY`.
 async fn bell_taken(admin: &MySqlPool) -> bool {
-    let holder: Option<i64> = sqlx::query_scalar(
-        "SELECT IS_USED_LOCK(SHA1(CONCAT('lockkit-wake:', DATABASE(), '.', ?)))",
-    )
-    .bind(format!("lockkit_locks:{KEY}"))
-    .fetch_one(admin)
-    .await
-    .unwrap();
-    holder.is_some()
+    bell_holder(admin).await.is_some()
 }
 
 /// INSERT and UPDATE statements the server has run: every exclusive acquire
@@ -60,13 +62,19 @@ async fn bell_taken(admin: &MySqlPool) -> bool {
 /// holds its key: a bound lease is confirmed a second in, and the watchdog's
 /// first renewal comes a third of [`TTL`] in, after the counts are read.
 async fn attempts(admin: &MySqlPool) -> i64 {
-    sqlx::query_scalar(
-        "SELECT CAST(SUM(VARIABLE_VALUE) AS SIGNED) FROM information_schema.GLOBAL_STATUS \
-         WHERE VARIABLE_NAME IN ('COM_INSERT', 'COM_UPDATE')",
+    status(admin, "Com_insert").await + status(admin, "Com_update").await
+}
+
+/// A global status counter (`Com_kill`, …).
+async fn status(admin: &MySqlPool, name: &str) -> i64 {
+    let value: String = sqlx::query_scalar(
+        "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = ?",
     )
+    .bind(name)
     .fetch_one(admin)
     .await
-    .unwrap()
+    .unwrap();
+    value.parse().unwrap()
 }
 
 /// Waits (for at most 10 s) until `check` holds.
