@@ -10,7 +10,8 @@ use sqlx::mysql::MySqlConnection;
 use sqlx::{AssertSqlSafe, Either, Row};
 use tokio::time::Instant;
 
-use super::doorbell::{self, Bell};
+use super::bound;
+use super::doorbell::Bell;
 use crate::connect::Within;
 use crate::error::is_interrupted;
 
@@ -27,10 +28,6 @@ pub(super) struct WaitStatements {
     pub(super) wait_and_take: Arc<str>,
     /// The first in line's wait: see [`super::first_in_line::sleep_statement`].
     pub(super) sleep: Arc<str>,
-    /// The release ([`super::sql::release`]) and the ring, for a key taken for
-    /// an acquire that has ended ([`release_taken`]).
-    pub(super) release: Arc<str>,
-    pub(super) ring: Arc<str>,
     /// Each statement's limit (`request_timeout_ms`). A wait's is this past its
     /// own end: after that, its connection is given up for dead.
     pub(super) timeout: Duration,
@@ -193,28 +190,41 @@ async fn answers(conn: &mut MySqlConnection, batch: Arc<str>) -> Answers {
     answers
 }
 
-/// Frees a key the wait took for an acquire that has ended, on the bell's
-/// connection, and rings the bell: the next waiter gets both.
-pub(super) async fn release_taken(
-    mut bell: Bell,
-    statements: &WaitStatements,
-    key: &LockKey,
-    owner: &str,
-) {
-    let name = bell.name().to_owned();
-    if let Some(conn) = bell.connection() {
-        let freed = sqlx::query(AssertSqlSafe(statements.release.clone()))
-            .bind(name)
-            .bind(key.as_str())
-            .bind(owner)
-            .execute(conn)
-            .within(statements.timeout)
-            .await;
-        if let Err(e) = freed {
-            tracing::debug!(error = %e, "MySQL: could not free a key taken for an acquire that ended");
+/// Frees the key that the bell's wait was armed for ([`super::bound::arm`]),
+/// if its owner still holds it, and rings the bell, in one request on the
+/// bell's connection ([`super::bound::RELEASE_AND_RING`]): a waited-for hold's
+/// release, or a key taken for an acquire that has ended. Whether it freed a
+/// hold; `None` if that is not known (no connection, or no answer to the
+/// release in time): the bell is then closed, which rings it too, and the
+/// caller releases on another connection.
+pub(super) async fn release_and_ring(mut bell: Bell, limit: Duration) -> Option<bool> {
+    let conn = bell.connection()?;
+    let answers = async {
+        let (mut freed, mut rung) = (None, false);
+        let mut stream = sqlx::raw_sql(AssertSqlSafe(bound::RELEASE_AND_RING)).fetch_many(conn);
+        while let Some(next) = stream.next().await {
+            match next {
+                Ok(Either::Left(done)) if freed.is_none() => {
+                    freed = Some(done.rows_affected() > 0);
+                }
+                Ok(Either::Left(_)) => rung = true,
+                Ok(Either::Right(_)) => {}
+                Err(e) => {
+                    tracing::debug!(error = %e, "MySQL: a release on the bell's connection failed");
+                    break;
+                }
+            }
         }
+        (freed, rung)
+    };
+    let (freed, rung) = tokio::time::timeout(limit, answers)
+        .await
+        .unwrap_or((None, false));
+    if rung {
+        // The connection holds no bell now, and goes back to the pool.
+        drop(bell.release_connection());
     }
-    doorbell::ring(bell, &statements.ring, statements.timeout).await;
+    freed
 }
 
 /// A wake-up meant for the bell's last holder landed on this wait, late: the

@@ -64,6 +64,8 @@ pub(super) const WAIT_AND_TAKE: &str = "EXECUTE lockkit_wait; EXECUTE lockkit_ta
 /// 2. `lockkit_take`, holding the bell, takes the key if it is free, expired
 ///    or bound (to a bell that is now ours): binds it to the bell, and the
 ///    token is the statement's last-insert id.
+///
+/// And `lockkit_release`, for [`RELEASE_AND_RING`].
 pub(super) fn prepare(t: &str) -> String {
     format!(
         "PREPARE lockkit_wait FROM 'SELECT @lockkit_wait + 0e0, GET_LOCK(@lockkit_bell, @lockkit_wait),
@@ -72,9 +74,17 @@ pub(super) fn prepare(t: &str) -> String {
              owner = @lockkit_owner, label = @lockkit_label,
              expires_at = NOW(6) + INTERVAL @lockkit_ttl MICROSECOND, bound = fence
          WHERE name = @lockkit_name AND IS_USED_LOCK(@lockkit_bell) = CONNECTION_ID()
-           AND (owner IS NULL OR expires_at <= NOW(6) OR bound = fence)'"
+           AND (owner IS NULL OR expires_at <= NOW(6) OR bound = fence)';
+         PREPARE lockkit_release FROM 'UPDATE `{t}` SET owner = NULL,
+             expires_at = ''1970-01-01 00:00:01''
+         WHERE name = @lockkit_name AND owner = @lockkit_owner AND expires_at > NOW(6)'"
     )
 }
+
+/// A hold's release on the bell's connection it waited on, which [`arm`] set
+/// for its key and owner: frees the key if it is still the owner's, and rings
+/// the bell, in one request ([`prepare`]'s `lockkit_release`).
+pub(super) const RELEASE_AND_RING: &str = "EXECUTE lockkit_release; DO RELEASE_LOCK(@lockkit_bell)";
 
 /// Confirms a bound lease: it no longer needs the bell. Binds: name, owner,
 /// token.

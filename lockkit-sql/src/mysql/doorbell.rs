@@ -4,8 +4,9 @@
 //! Every key has a bell, the user lock `SHA1('lockkit-wake:<db>.<table>:<key>')`.
 //! A waiter blocks in `GET_LOCK(bell, t)` on a connection of its own; a holder
 //! that waited for its lock keeps the bell it was woken with, and rings it by
-//! `RELEASE_LOCK` when it releases: the server grants the bell to the waiter
-//! that asked first, one waiter, no herd. That waiter's wait takes the key on
+//! `RELEASE_LOCK` when it releases, in the release's own request on the
+//! bell's connection ([`super::bell_wait::release_and_ring`]): the server
+//! grants the bell to the waiter that asked first, one waiter, no herd. That waiter's wait takes the key on
 //! the server as soon as the bell is rung, in the same request
 //! ([`super::bound`]: the grant comes back with the wake-up), keeps the bell
 //! with its grant, and rings it in turn. If the key was not free, it attempts
@@ -161,8 +162,6 @@ impl Doorbells {
                 arm: bound::arm(table).into(),
                 wait_and_take: bound::WAIT_AND_TAKE.into(),
                 sleep: first_in_line::sleep_statement(table).into(),
-                release: super::sql::release(table).into(),
-                ring: ring.clone(),
                 timeout,
             },
             ring,

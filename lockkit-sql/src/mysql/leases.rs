@@ -15,7 +15,7 @@ use sqlx::mysql::{MySql, MySqlArguments, MySqlConnection, MySqlPool};
 use tokio::time::Instant;
 
 use super::doorbell::{self, Doorbells};
-use super::{bound, holder_sql, sql, waiting};
+use super::{bell_wait, bound, holder_sql, sql, waiting};
 use crate::connect::Within;
 use crate::error::is_conflict;
 use crate::holds::{HolderRow, KeyRow};
@@ -336,25 +336,30 @@ impl LeaseBackend for MySqlLeases {
             .map_err(db_error)
     }
 
-    /// Releases, then wakes the next waiter in another process: rings the bell
-    /// kept with the hold (it waited for the lock), or else wakes the waiter
-    /// first in line on the key's bell.
+    /// Releases, and wakes the next waiter in another process. A hold that
+    /// waited for its lock releases and rings the bell kept with it in one
+    /// request, on the bell's connection ([`bell_wait::release_and_ring`]);
+    /// any other release wakes the waiter first in line on the key's bell.
     async fn release(&self, key: &LockKey, owner: &OwnerId) -> Result<bool> {
-        let kept = self.doorbells.take_kept(key, owner);
-        let released = match self.release_exclusive(key, owner, kept.is_some()).await {
+        let rung = match self.doorbells.take_kept(key, owner) {
+            Some(bell) => match bell_wait::release_and_ring(bell, self.timeout).await {
+                Some(true) => return Ok(true),
+                // Not an exclusive hold of ours, or not known: the statements
+                // below. The bell is rung (or closed) either way.
+                Some(false) | None => true,
+            },
+            None => false,
+        };
+        match self.release_exclusive(key, owner, rung).await {
             Ok(false) => {
                 let released = self.release_holder(key, owner).await;
-                if matches!(released, Ok(true)) {
+                if matches!(released, Ok(true)) && !rung {
                     self.wake_first_in_line(key).await;
                 }
                 released
             }
             other => other,
-        };
-        if let Some(bell) = kept {
-            self.doorbells.ring_unkept(bell).await;
         }
-        released
     }
 
     async fn force_release(&self, key: &LockKey) -> Result<bool> {

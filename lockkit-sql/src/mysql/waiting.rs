@@ -237,9 +237,9 @@ impl Contender for Waiter<'_> {
         };
         // Dropped while it waits (the acquire cancelled, or out of time), the
         // wait is finished in a task of its own, which frees a key it took.
-        let owner = taker.owner.clone();
+        let limit = statements.timeout;
         let wait = async move {
-            let rung = bell_wait::wait(bell, statements.clone(), key.clone(), taker, cap).await;
+            let rung = bell_wait::wait(bell, statements, key, taker, cap).await;
             let left_behind = {
                 let mut state = lock(&state);
                 if state.gave_up {
@@ -250,7 +250,7 @@ impl Contender for Waiter<'_> {
                 }
             };
             if let Some(Rung::Took { bell, .. }) = left_behind {
-                bell_wait::release_taken(bell, &statements, &key, &owner).await;
+                bell_wait::release_and_ring(bell, limit).await;
             }
             Ok(())
         };

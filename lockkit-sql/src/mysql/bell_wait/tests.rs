@@ -2,7 +2,9 @@
 
 //! A wait on a bell ([`super::wait`]) against a real MariaDB: rung, it takes the
 //! key on the server, bound to its bell, and dates the lease from the take;
-//! rung onto a key still held, it takes nothing.
+//! rung onto a key still held, it takes nothing. The key it took is released
+//! and the bell rung in one request ([`super::release_and_ring`]), which
+//! frees the key only if it is still the taker's.
 
 use std::time::Duration;
 
@@ -13,7 +15,7 @@ use tokio::task::JoinHandle;
 use tokio::time::{Instant, timeout};
 
 use super::super::{MySqlDriver, MySqlOptions};
-use super::{Rung, Taker, wait};
+use super::{Rung, Taker, release_and_ring, wait};
 use crate::lease::LeaseBackend;
 
 const TTL: Duration = Duration::from_secs(60);
@@ -152,4 +154,66 @@ async fn a_wait_rung_onto_a_held_key_keeps_the_bell_and_takes_nothing() {
     assert!(matches!(rung, Rung::Ours { .. }), "{rung:?}");
     let after = row(&mut other).await;
     assert_eq!((after.0, after.1, after.3), (before.0, held.0 as i64, None));
+}
+
+/// A wait that took `KEY`: its bell.
+async fn took(db: &MariaDb, driver: &MySqlDriver, other: &mut MySqlConnection) -> Rung {
+    let waiting = blocked_wait(db, driver).await;
+    ring(other, true).await;
+    let rung = timeout(Duration::from_secs(10), waiting)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(matches!(rung, Rung::Took { .. }), "{rung:?}");
+    rung
+}
+
+/// Whether some session holds `KEY`'s bell.
+async fn bell_held(conn: &mut MySqlConnection) -> bool {
+    let holder: Option<i64> = sqlx::query_scalar(
+        "SELECT IS_USED_LOCK(SHA1(CONCAT('lockkit-wake:', DATABASE(), '.', ?)))",
+    )
+    .bind(format!("lockkit_locks:{KEY}"))
+    .fetch_one(conn)
+    .await
+    .unwrap();
+    holder.is_some()
+}
+
+#[tokio::test]
+async fn a_taken_key_is_freed_and_its_bell_rung_on_the_bells_connection() {
+    let (db, driver, mut other, _) = held_with_its_bell().await;
+    let Rung::Took { bell, token, .. } = took(&db, &driver, &mut other).await else {
+        unreachable!()
+    };
+    assert!(bell_held(&mut other).await);
+
+    let freed = release_and_ring(bell, Duration::from_secs(5)).await;
+    assert_eq!(freed, Some(true));
+    let (owner, fence, ..) = row(&mut other).await;
+    assert_eq!((owner, fence), (None, token.0 as i64));
+    assert!(!bell_held(&mut other).await, "the bell was not rung");
+}
+
+#[tokio::test]
+async fn a_key_taken_over_since_is_left_alone_and_the_bell_rung_anyway() {
+    let (db, driver, mut other, _) = held_with_its_bell().await;
+    let Rung::Took { bell, .. } = took(&db, &driver, &mut other).await else {
+        unreachable!()
+    };
+    // Someone else holds the key now (as if the lease had ended and been taken).
+    sqlx::query(
+        "UPDATE lockkit_locks SET owner = 'someone else', fence = fence + 1 WHERE name = ?",
+    )
+    .bind(KEY)
+    .execute(&mut other)
+    .await
+    .unwrap();
+    let before = row(&mut other).await;
+
+    let freed = release_and_ring(bell, Duration::from_secs(5)).await;
+    assert_eq!(freed, Some(false));
+    let after = row(&mut other).await;
+    assert_eq!((after.0, after.1), (before.0, before.1));
+    assert!(!bell_held(&mut other).await, "the bell was not rung");
 }
