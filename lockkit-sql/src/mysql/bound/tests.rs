@@ -2,7 +2,8 @@
 
 //! Confirming a bound lease ([`super::confirm`]) against a real MariaDB: it
 //! clears `bound` while the lease is still the holder's, and fires the grant's
-//! loss signal once the key was taken over.
+//! loss signal once the key was taken over; a hold released before its
+//! confirmation is due sends none.
 
 use std::time::Duration;
 
@@ -12,7 +13,7 @@ use sqlx::MySqlPool;
 use tokio::time::timeout;
 
 use super::super::{MySqlDriver, MySqlOptions};
-use super::confirm;
+use super::{Confirmation, confirm};
 
 const KEY: &str = "stock";
 
@@ -31,18 +32,25 @@ async fn set_row(admin: &MySqlPool, owner: &OwnerId, fence: i64, bound: i64) {
     .unwrap();
 }
 
-fn far() -> tokio::time::Instant {
-    tokio::time::Instant::now() + Duration::from_secs(60)
-}
-
-#[tokio::test]
-async fn a_confirmation_clears_the_binding_or_signals_a_lease_taken_over() {
+/// A server, an admin pool on it, and the confirmation of a driver on it
+/// (which made the tables; kept, with the server, for the whole test).
+async fn started() -> (MariaDb, MySqlDriver, MySqlPool, Confirmation) {
     let db = MariaDb::start().await.unwrap();
     let driver = MySqlDriver::connect(MySqlOptions::from_url(&db.url()).unwrap())
         .await
         .unwrap();
     let admin = MySqlPool::connect(&db.url()).await.unwrap();
     let how = driver.backend().confirmation.clone();
+    (db, driver, admin, how)
+}
+
+fn far() -> tokio::time::Instant {
+    tokio::time::Instant::now() + Duration::from_secs(60)
+}
+
+#[tokio::test]
+async fn a_confirmation_clears_the_binding_or_signals_a_lease_taken_over() {
+    let (_db, _driver, admin, how) = started().await;
     let (key, owner) = (LockKey::new(KEY).unwrap(), OwnerId::new());
 
     // Still ours: confirmed, and no loss.
@@ -82,12 +90,7 @@ async fn a_confirmation_clears_the_binding_or_signals_a_lease_taken_over() {
 
 #[tokio::test]
 async fn a_hold_released_before_its_confirmation_is_due_sends_none() {
-    let db = MariaDb::start().await.unwrap();
-    let driver = MySqlDriver::connect(MySqlOptions::from_url(&db.url()).unwrap())
-        .await
-        .unwrap();
-    let admin = MySqlPool::connect(&db.url()).await.unwrap();
-    let how = driver.backend().confirmation.clone();
+    let (_db, _driver, admin, how) = started().await;
     let (key, owner) = (LockKey::new(KEY).unwrap(), OwnerId::new());
     // The key is someone else's now: a confirmation sent would fire the loss.
     set_row(&admin, &OwnerId::new(), 6, 6).await;
