@@ -220,10 +220,7 @@ pub(super) async fn release_and_ring(mut bell: Bell, limit: Duration) -> Option<
     let (freed, rung) = tokio::time::timeout(limit, answers)
         .await
         .unwrap_or((None, false));
-    if rung {
-        // The connection holds no bell now, and goes back to the pool.
-        drop(bell.release_connection());
-    }
+    bell.finish(rung);
     freed
 }
 

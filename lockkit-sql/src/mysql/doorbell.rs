@@ -6,8 +6,9 @@
 //! that waited for its lock keeps the bell it was woken with, and rings it by
 //! `RELEASE_LOCK` when it releases, in the release's own request on the
 //! bell's connection ([`super::bell_wait::release_and_ring`]): the server
-//! grants the bell to the waiter that asked first, one waiter, no herd. That waiter's wait takes the key on
-//! the server as soon as the bell is rung, in the same request
+//! grants the bell to the waiter that asked first, one waiter, no herd. That
+//! waiter's wait takes the key on the server as soon as the bell is rung, in
+//! the same request
 //! ([`super::bound`]: the grant comes back with the wake-up), keeps the bell
 //! with its grant, and rings it in turn. If the key was not free, it attempts
 //! as every waiter does.
@@ -120,6 +121,14 @@ impl Bell {
     /// The connection, which holds no bell: back to the pool when dropped.
     pub(super) fn release_connection(&mut self) -> Option<PoolConnection<MySql>> {
         self.conn.take()
+    }
+
+    /// Done with the bell: its connection goes back to the pool if it was
+    /// `rung` (it holds no bell now), or else is closed, which frees the bell.
+    pub(super) fn finish(mut self, rung: bool) {
+        if rung {
+            drop(self.conn.take());
+        }
     }
 }
 
@@ -284,9 +293,8 @@ pub(super) async fn ring(mut bell: Bell, statement: &Arc<str>, limit: Duration) 
         .execute(&mut **conn)
         .within(limit)
         .await;
-    match rung {
-        // Rung: the connection holds no bell now, and goes back to the pool.
-        Ok(_) => drop(bell.conn.take()),
-        Err(e) => tracing::debug!(error = %e, "MySQL doorbell: closing it instead"),
+    if let Err(e) = &rung {
+        tracing::debug!(error = %e, "MySQL doorbell: closing it instead");
     }
+    bell.finish(rung.is_ok());
 }

@@ -341,16 +341,16 @@ impl LeaseBackend for MySqlLeases {
     /// request, on the bell's connection ([`bell_wait::release_and_ring`]);
     /// any other release wakes the waiter first in line on the key's bell.
     async fn release(&self, key: &LockKey, owner: &OwnerId) -> Result<bool> {
-        let rung = match self.doorbells.take_kept(key, owner) {
+        let (exclusive, rung) = match self.doorbells.take_kept(key, owner) {
+            // The bell is rung (or closed) either way; a release whose answer
+            // is not known runs again on the pool.
             Some(bell) => match bell_wait::release_and_ring(bell, self.timeout).await {
-                Some(true) => return Ok(true),
-                // Not an exclusive hold of ours, or not known: the statements
-                // below. The bell is rung (or closed) either way.
-                Some(false) | None => true,
+                Some(freed) => (Ok(freed), true),
+                None => (self.release_exclusive(key, owner, true).await, true),
             },
-            None => false,
+            None => (self.release_exclusive(key, owner, false).await, false),
         };
-        match self.release_exclusive(key, owner, rung).await {
+        match exclusive {
             Ok(false) => {
                 let released = self.release_holder(key, owner).await;
                 if matches!(released, Ok(true)) && !rung {

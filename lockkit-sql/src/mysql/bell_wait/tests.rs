@@ -10,16 +10,22 @@ use std::time::Duration;
 
 use lockkit_core::{AcquireRequest, FencingToken, LockKey, OwnerId, Wait};
 use lockkit_testkit::MariaDb;
-use sqlx::{Connection, MySqlConnection, MySqlPool};
+use sqlx::{AssertSqlSafe, Connection, MySqlConnection, MySqlPool};
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, timeout};
 
+use super::super::doorbell::BELL;
 use super::super::{MySqlDriver, MySqlOptions};
 use super::{Rung, Taker, release_and_ring, wait};
 use crate::lease::LeaseBackend;
 
 const TTL: Duration = Duration::from_secs(60);
 const KEY: &str = "stock";
+
+/// What [`BELL`] makes `KEY`'s bell of.
+fn bell_name() -> String {
+    format!("lockkit_locks:{KEY}")
+}
 
 /// A server, a driver on it, and `KEY` held (its token) by a holder whose bell
 /// is held on `other`.
@@ -36,12 +42,11 @@ async fn held_with_its_bell() -> (MariaDb, MySqlDriver, MySqlConnection, Fencing
     );
     let held = driver.backend().try_acquire(&req).await.unwrap().unwrap();
     let mut other = MySqlConnection::connect(&db.url()).await.unwrap();
-    let got: i64 =
-        sqlx::query_scalar("SELECT GET_LOCK(SHA1(CONCAT('lockkit-wake:', DATABASE(), '.', ?)), 5)")
-            .bind(format!("lockkit_locks:{KEY}"))
-            .fetch_one(&mut other)
-            .await
-            .unwrap();
+    let got: i64 = sqlx::query_scalar(AssertSqlSafe(format!("SELECT GET_LOCK({BELL}, 5)")))
+        .bind(bell_name())
+        .fetch_one(&mut other)
+        .await
+        .unwrap();
     assert_eq!(got, 1);
     (db, driver, other, held.token)
 }
@@ -82,8 +87,8 @@ async fn ring(other: &mut MySqlConnection, free: bool) {
             .await
             .unwrap();
     }
-    sqlx::query("DO RELEASE_LOCK(SHA1(CONCAT('lockkit-wake:', DATABASE(), '.', ?)))")
-        .bind(format!("lockkit_locks:{KEY}"))
+    sqlx::query(AssertSqlSafe(format!("DO RELEASE_LOCK({BELL})")))
+        .bind(bell_name())
         .execute(&mut *other)
         .await
         .unwrap();
@@ -170,13 +175,12 @@ async fn took(db: &MariaDb, driver: &MySqlDriver, other: &mut MySqlConnection) -
 
 /// Whether some session holds `KEY`'s bell.
 async fn bell_held(conn: &mut MySqlConnection) -> bool {
-    let holder: Option<i64> = sqlx::query_scalar(
-        "SELECT IS_USED_LOCK(SHA1(CONCAT('lockkit-wake:', DATABASE(), '.', ?)))",
-    )
-    .bind(format!("lockkit_locks:{KEY}"))
-    .fetch_one(conn)
-    .await
-    .unwrap();
+    let holder: Option<i64> =
+        sqlx::query_scalar(AssertSqlSafe(format!("SELECT IS_USED_LOCK({BELL})")))
+            .bind(bell_name())
+            .fetch_one(conn)
+            .await
+            .unwrap();
     holder.is_some()
 }
 
