@@ -83,6 +83,22 @@ pub enum LockError {
         capability: &'static str,
     },
 
+    /// A release failed, and kept failing until the hold's lease ended: the
+    /// lock was not given back, and is freed as `then` says.
+    #[error("lock `{key}` could not be released ({attempts} attempts; the last: {last}); {then}")]
+    ReleaseFailed {
+        /// The lock that was not released.
+        key: String,
+        /// How many times the release was sent.
+        attempts: u32,
+        /// When the lock is freed instead: at the end of its lease, or of the
+        /// driver's session.
+        then: &'static str,
+        /// The last attempt's error.
+        #[source]
+        last: Box<LockError>,
+    },
+
     /// The backend could not be reached, or the connection broke.
     #[error("connection error ({driver}): {message}")]
     Connection {

@@ -25,6 +25,9 @@ struct Probe {
     renewals: AtomicUsize,
     /// Capabilities to claim instead of mem's.
     caps: Option<Capabilities>,
+    /// How many releases fail with a backend error before one goes through.
+    failing_releases: AtomicUsize,
+    releases: AtomicUsize,
 }
 
 #[async_trait]
@@ -54,8 +57,81 @@ impl LockDriver for Probe {
         self.inner.extend_many(renewals).await
     }
     async fn release(&self, key: &LockKey, owner: &OwnerId) -> Result<bool> {
+        self.releases.fetch_add(1, Ordering::SeqCst);
+        let failing = self.failing_releases.load(Ordering::SeqCst);
+        if failing > 0 {
+            self.failing_releases.store(failing - 1, Ordering::SeqCst);
+            return Err(LockError::Backend {
+                driver: "probe",
+                message: "the release statement failed".into(),
+                source: None,
+            });
+        }
         self.inner.release(key, owner).await
     }
+}
+
+/// A probe whose first `failing` releases fail with a backend error.
+fn failing_releases(failing: usize) -> Arc<Probe> {
+    Arc::new(Probe {
+        failing_releases: AtomicUsize::new(failing),
+        ..Probe::default()
+    })
+}
+
+#[tokio::test]
+async fn a_failed_release_is_sent_again_until_it_succeeds() {
+    let probe = failing_releases(2);
+    let locker = Locker::new(probe.clone());
+    let guard = locker.try_lock("k").await.unwrap();
+    guard.release().await.unwrap();
+    assert_eq!(probe.releases.load(Ordering::SeqCst), 3);
+    let _free = locker.try_lock("k").await.unwrap();
+}
+
+#[tokio::test]
+async fn a_release_failing_until_the_lease_ends_says_so() {
+    let probe = failing_releases(usize::MAX);
+    let locker = Locker::new(probe.clone());
+    let lease = Duration::from_millis(400);
+    let guard = locker.lock("k").lease(lease).no_wait().await.unwrap();
+    let deadline = guard.deadline();
+    let err = guard.release().await.unwrap_err();
+    let LockError::ReleaseFailed { attempts, .. } = &err else {
+        panic!("expected ReleaseFailed, got {err:?}");
+    };
+    assert!(*attempts > 1, "{err}");
+    assert_eq!(probe.releases.load(Ordering::SeqCst), *attempts as usize);
+    assert!(
+        err.to_string().contains("freed when its lease ends"),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains("the release statement failed"),
+        "{err}"
+    );
+    // It gave up only when another try would land after the lease's end.
+    let pause_cap = Duration::from_millis(1500);
+    assert!(
+        Instant::now() + pause_cap >= deadline,
+        "gave up early: {err}"
+    );
+}
+
+#[tokio::test]
+async fn a_dropped_guard_whose_release_fails_is_released_on_a_later_try() {
+    let probe = failing_releases(2);
+    let (a, b) = (Locker::new(probe.clone()), Locker::new(probe.clone()));
+    let guard = a
+        .lock("k")
+        .ttl(Duration::from_secs(30))
+        .no_wait()
+        .await
+        .unwrap();
+    drop(guard);
+    // Freed well before its 30 s lease would have freed it.
+    let _held = b.lock("k").wait(Duration::from_secs(10)).await.unwrap();
+    assert_eq!(probe.releases.load(Ordering::SeqCst), 3);
 }
 
 #[tokio::test]

@@ -10,7 +10,7 @@ use tokio::time::Instant;
 use super::hold::{Hold, LostReason};
 use super::locker::Inner;
 use super::lost::lost_future;
-use crate::driver::LockDriver;
+use super::release::Release;
 use crate::error::{LockError, Result};
 use crate::types::{FencingToken, LockKey, OwnerId, validate_ttl};
 
@@ -193,18 +193,32 @@ impl LockGuard {
         }
     }
 
+    /// What releasing `hold` takes: tried until its lease ends.
+    fn release_of(&self, hold: &Hold) -> Release {
+        Release {
+            driver: self.inner.driver.clone(),
+            key: hold.key.clone(),
+            owner: hold.owner.clone(),
+            deadline: hold.deadline(),
+        }
+    }
+
     /// Releases this guard's share of the hold; the backend lock is released when the
-    /// last reentrant guard is.
+    /// last reentrant guard is. A release that fails (a backend error, a broken
+    /// connection) is sent again after a pause, until it succeeds or the hold's
+    /// lease ends.
     ///
     /// # Errors
     ///
     /// [`LockError::Lost`] if the backend no longer had our hold (it expired or was
     /// taken over: the critical section may have overlapped with another holder's),
-    /// or a backend error. Either way, the guard is gone.
+    /// [`LockError::ReleaseFailed`] if every attempt failed until the lease ended,
+    /// or an error that retrying cannot mend. Either way, the guard is gone.
     ///
     /// # Cancel safety
     ///
-    /// If the future is dropped, the release continues in the background.
+    /// If the future is dropped, the release continues in the background, tried
+    /// again after failures as here.
     pub async fn release(mut self) -> Result<()> {
         let Some(hold) = self.hold.take() else {
             return Ok(());
@@ -213,10 +227,9 @@ impl LockGuard {
             return Ok(());
         }
         self.inner.forget(&hold);
-        let driver = self.inner.driver.clone();
-        let mut background =
-            BackgroundRelease(Some((driver.clone(), hold.key.clone(), hold.owner.clone())));
-        let result = driver.release(&hold.key, &hold.owner).await;
+        let release = self.release_of(&hold);
+        let mut background = BackgroundRelease(Some(release.clone()));
+        let result = release.run().await;
         background.0 = None;
         match result {
             Ok(true) => {
@@ -242,44 +255,18 @@ impl Drop for LockGuard {
         };
         if hold.leave() {
             self.inner.forget(&hold);
-            release_in_background(
-                self.inner.driver.clone(),
-                hold.key.clone(),
-                hold.owner.clone(),
-            );
+            self.release_of(&hold).in_background();
         }
     }
 }
 
-struct BackgroundRelease(Option<(Arc<dyn LockDriver>, LockKey, OwnerId)>);
+/// A release under way: finished in the background if its future is dropped.
+struct BackgroundRelease(Option<Release>);
 
 impl Drop for BackgroundRelease {
     fn drop(&mut self) {
-        if let Some((driver, key, owner)) = self.0.take() {
-            release_in_background(driver, key, owner);
-        }
-    }
-}
-
-/// Releases `(key, owner)` on a background task, if a Tokio runtime is available.
-pub(crate) fn release_in_background(driver: Arc<dyn LockDriver>, key: LockKey, owner: OwnerId) {
-    match tokio::runtime::Handle::try_current() {
-        Ok(handle) => {
-            handle.spawn(async move {
-                // Bounded: a release that cannot finish is covered by the TTL.
-                let attempt =
-                    tokio::time::timeout(Duration::from_secs(10), driver.release(&key, &owner));
-                match attempt.await {
-                    Ok(Ok(_)) => tracing::debug!(%key, "released in background"),
-                    Ok(Err(error)) => {
-                        tracing::warn!(%key, %error, "background release failed; the lock frees at its TTL")
-                    }
-                    Err(_) => tracing::warn!(%key, "background release timed out; the lock frees at its TTL"),
-                }
-            });
-        }
-        Err(_) => {
-            tracing::warn!(%key, "no Tokio runtime to release on; the lock frees at its TTL");
+        if let Some(release) = self.0.take() {
+            release.in_background();
         }
     }
 }

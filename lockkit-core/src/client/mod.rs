@@ -15,6 +15,7 @@ pub mod metrics;
 mod observe;
 mod pending;
 mod registry;
+mod release;
 mod request;
 mod semaphore;
 mod watchdog;

@@ -12,7 +12,9 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use super::guard::release_in_background;
+use tokio::time::Instant;
+
+use super::release::Release;
 use crate::driver::{AcquireRequest, Cancellation, Grant, LockDriver};
 use crate::error::{LockError, Result};
 
@@ -56,11 +58,8 @@ impl PendingAcquire {
 
     /// Releases, in the background, whatever the finished attempt may hold.
     pub(crate) fn release_later(&self) {
-        release_in_background(
-            self.driver.clone(),
-            self.request.key.clone(),
-            self.request.owner.clone(),
-        );
+        let deadline = Instant::now() + self.request.ttl;
+        release_after_cancel(self.driver.clone(), &self.request, deadline);
     }
 }
 
@@ -76,7 +75,7 @@ impl Drop for PendingAcquire {
                 handle.spawn(async move {
                     if let Ok(grant) = attempt.await {
                         tracing::debug!(key = %grant.key, "acquire finished after its caller left; releasing");
-                        release_in_background(driver, request.key.clone(), request.owner.clone());
+                        release_after_cancel(driver, &request, grant.deadline);
                     }
                 });
             }
@@ -85,4 +84,16 @@ impl Drop for PendingAcquire {
             }
         }
     }
+}
+
+/// Releases, in the background, what an acquire whose caller left may hold,
+/// until `deadline`, when such a hold's lease ends.
+fn release_after_cancel(driver: Arc<dyn LockDriver>, request: &AcquireRequest, deadline: Instant) {
+    Release {
+        driver,
+        key: request.key.clone(),
+        owner: request.owner.clone(),
+        deadline,
+    }
+    .in_background();
 }
