@@ -4,18 +4,15 @@
 //! Every key has a bell, the user lock `SHA1('lockkit-wake:<db>.<table>:<key>')`.
 //! A waiter blocks in `GET_LOCK(bell, t)` on a connection of its own; a holder
 //! that waited for its lock keeps the bell it was woken with, and rings it by
-//! `RELEASE_LOCK` when it releases, in the release's own request on the
-//! bell's connection ([`super::bell_wait::release_and_ring`]): the server
-//! grants the bell to the waiter that asked first, one waiter, no herd. That
-//! waiter's wait takes the key on the server as soon as the bell is rung, in
-//! the same request
-//! ([`super::bound`]: the grant comes back with the wake-up), keeps the bell
-//! with its grant, and rings it in turn. If the key was not free, it attempts
-//! as every waiter does.
+//! `RELEASE_LOCK` when it releases: the server grants the bell to the waiter
+//! that asked first, one waiter, no herd. That waiter attempts, keeps the bell
+//! with its grant, and rings it in turn. A waiter that a release woke expects
+//! the key free: its attempt is a plain `UPDATE` of the free row
+//! ([`super::sql::take_free`]), and the whole upsert only if that took nothing.
 //!
 //! A holder that took its lock without waiting has no bell (the uncontended path
 //! costs nothing): the first waiter behind it gets the free bell at once, keeps
-//! it, and *sleeps* on its connection ([`first_in_line`]); the others queue
+//! it, and *sleeps* on its connection ([`super::first_in_line`]); the others queue
 //! behind that waiter in `GET_LOCK`. An exclusive release reads who holds the
 //! bell in its own statement (`IS_USED_LOCK`, returned by `LAST_INSERT_ID`); a
 //! shared, permit or forced release asks in one more statement, if it left the
@@ -40,12 +37,9 @@
 //!   servers, or that rewrites `KILL` (ProxySQL, MaxScale, a balancer over
 //!   several primaries), neither the bells nor the wake-up hold: connect to the
 //!   server itself.
-//! - `IS_USED_LOCK` is unsafe for statement-based binary logging: with `MIXED`
-//!   (MariaDB's default) or `ROW` (MySQL 8's), the statements that read it are
-//!   logged as row events. With `binlog_format=STATEMENT` every exclusive
-//!   release and every wait's take logs a warning, and a replica skips the take
-//!   (its `WHERE` reads `IS_USED_LOCK`, `NULL` there): the replica's fence
-//!   counter falls behind, and after a failover to it tokens can repeat.
+//! - `IS_USED_LOCK` is unsafe for statement-based binary logging: with
+//!   `binlog_format=STATEMENT` every exclusive release logs a warning, and with
+//!   `MIXED` it is logged as a row event. Replicas' data is unaffected.
 //!
 //! Bells live on a pool of their own, [`BELL_CONNECTIONS`] per driver: one
 //! connection per waiter while it waits, and per held lock that was waited for,
@@ -60,10 +54,8 @@ use lockkit_core::{LockKey, OwnerId};
 use sqlx::mysql::{MySql, MySqlConnection, MySqlPool, MySqlPoolOptions};
 use sqlx::pool::PoolConnection;
 use sqlx::{AssertSqlSafe, ConnectOptions};
-use tokio::sync::oneshot;
 
 use super::bell_wait::WaitStatements;
-use super::{bound, first_in_line};
 use crate::connect::Within;
 
 /// The longest a waiter blocks on a bell before it looks at the lock again.
@@ -95,9 +87,6 @@ pub(super) struct Doorbells {
 pub(super) struct Bell {
     conn: Option<PoolConnection<MySql>>,
     name: String,
-    /// Dropped with the bell (rung, or closed): tells a hold's pending
-    /// confirmation that the hold is over ([`Bell::on_ring`]).
-    ringing: Option<oneshot::Sender<()>>,
 }
 
 impl Bell {
@@ -111,24 +100,9 @@ impl Bell {
         &self.name
     }
 
-    /// Answers once the bell is rung or closed: a hold that keeps it is over.
-    pub(super) fn on_ring(&mut self) -> oneshot::Receiver<()> {
-        let (ringing, rung) = oneshot::channel();
-        self.ringing = Some(ringing);
-        rung
-    }
-
     /// The connection, which holds no bell: back to the pool when dropped.
     pub(super) fn release_connection(&mut self) -> Option<PoolConnection<MySql>> {
         self.conn.take()
-    }
-
-    /// Done with the bell: its connection goes back to the pool if it was
-    /// `rung` (it holds no bell now), or else is closed, which frees the bell.
-    pub(super) fn finish(mut self, rung: bool) {
-        if rung {
-            drop(self.conn.take());
-        }
     }
 }
 
@@ -148,18 +122,7 @@ impl Doorbells {
         let options = (*pool.connect_options())
             .clone()
             .log_slow_statements(log::LevelFilter::Warn, BELL_CAP + timeout);
-        let prepare: Arc<str> = bound::prepare(table).into();
-        let ring: Arc<str> = format!("DO RELEASE_LOCK({BELL})").into();
         let bells = MySqlPoolOptions::new()
-            .after_connect(move |conn, _| {
-                let prepare = prepare.clone();
-                Box::pin(async move {
-                    sqlx::raw_sql(AssertSqlSafe(prepare))
-                        .execute(conn)
-                        .await
-                        .map(drop)
-                })
-            })
             .max_connections(BELL_CONNECTIONS)
             .min_connections(0)
             .acquire_timeout(timeout)
@@ -167,13 +130,8 @@ impl Doorbells {
             .connect_lazy_with(options);
         Self {
             pool: bells,
-            wait: WaitStatements {
-                arm: bound::arm(table).into(),
-                wait_and_take: bound::WAIT_AND_TAKE.into(),
-                sleep: first_in_line::sleep_statement(table).into(),
-                timeout,
-            },
-            ring,
+            wait: WaitStatements::new(table, timeout),
+            ring: format!("DO RELEASE_LOCK({BELL})").into(),
             bell_holder: format!(
                 "SELECT CAST(COALESCE(IS_USED_LOCK({BELL}), 0) AS UNSIGNED) FROM `{table}` \
                  WHERE name = ? AND (owner IS NULL OR expires_at <= NOW(6))"
@@ -217,11 +175,10 @@ impl Doorbells {
         Some(Bell {
             conn: Some(conn),
             name: self.bell_name(key),
-            ringing: None,
         })
     }
 
-    /// The statements [`super::bell_wait::wait`] and [`first_in_line::sleep`] run.
+    /// The statements [`super::bell_wait::wait`] and [`super::first_in_line::sleep`] run.
     pub(super) fn wait_statements(&self) -> WaitStatements {
         self.wait.clone()
     }
@@ -268,7 +225,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 pub(super) const BELL: &str = "SHA1(CONCAT('lockkit-wake:', DATABASE(), '.', ?))";
 
 /// Wakes the waiter first in line on a bell, whose connection is `holder`: ends
-/// its [`first_in_line::sleep`] (`KILL QUERY`). Sent on `conn`, the connection
+/// its [`super::first_in_line::sleep`] (`KILL QUERY`). Sent on `conn`, the connection
 /// that just read `holder` from the server's lock table, so that it reaches the
 /// same server. Best effort: a connection that is gone or not ours to kill
 /// (another database user) is left to its sleep's end.
@@ -282,9 +239,7 @@ pub(super) async fn wake(conn: &mut MySqlConnection, holder: u64, limit: Duratio
     }
 }
 
-/// Rings `bell` with `statement` (`RELEASE_LOCK`); a bell that cannot be rung is
-/// closed, which frees it too.
-pub(super) async fn ring(mut bell: Bell, statement: &Arc<str>, limit: Duration) {
+async fn ring(mut bell: Bell, statement: &Arc<str>, limit: Duration) {
     let Some(conn) = bell.conn.as_mut() else {
         return;
     };
@@ -293,8 +248,9 @@ pub(super) async fn ring(mut bell: Bell, statement: &Arc<str>, limit: Duration) 
         .execute(&mut **conn)
         .within(limit)
         .await;
-    if let Err(e) = &rung {
-        tracing::debug!(error = %e, "MySQL doorbell: closing it instead");
+    match rung {
+        // Rung: the connection holds no bell now, and goes back to the pool.
+        Ok(_) => drop(bell.conn.take()),
+        Err(e) => tracing::debug!(error = %e, "MySQL doorbell: closing it instead"),
     }
-    bell.finish(rung.is_ok());
 }

@@ -52,7 +52,7 @@ impl LeaseDriver<MySqlLeases> {
 }
 
 /// Creates the key and holders tables if missing, and gives a key table made by
-/// an earlier lockkit the columns it lacks ([`sql::LATER_COLUMNS`]).
+/// an earlier lockkit its `label` column.
 async fn create_tables(pool: &MySqlPool, t: &str) -> Result<()> {
     for ddl in [sql::create_table(t), holder_sql::create_holders(t)] {
         sqlx::query(AssertSqlSafe(ddl))
@@ -60,17 +60,13 @@ async fn create_tables(pool: &MySqlPool, t: &str) -> Result<()> {
             .await
             .map_err(db_error)?;
     }
-    for column in sql::LATER_COLUMNS {
-        let has: i64 = sqlx::query_scalar(sql::HAS_COLUMN)
-            .bind(t)
-            .bind(column.0)
-            .fetch_one(pool)
-            .await
-            .map_err(db_error)?;
-        if has > 0 {
-            continue;
-        }
-        let added = sqlx::query(AssertSqlSafe(sql::add_column(t, column)))
+    let has_label: i64 = sqlx::query_scalar(sql::HAS_LABEL)
+        .bind(t)
+        .fetch_one(pool)
+        .await
+        .map_err(db_error)?;
+    if has_label == 0 {
+        let added = sqlx::query(AssertSqlSafe(sql::add_label(t)))
             .execute(pool)
             .await;
         // Another driver may have added it meanwhile (1060: duplicate column).

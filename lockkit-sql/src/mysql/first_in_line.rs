@@ -17,13 +17,12 @@ use crate::error::is_interrupted;
 /// holder's lease ends, for at most the time bound first. One statement, so that
 /// a release landing at any point of it ends it: before the look, the look sees
 /// the key free; after, the release's `KILL QUERY` ends the sleep, and `SLEEP`
-/// answers 1 (0 when it slept out, or when the key was free). A lease bound to
-/// the bell, which we hold, is void ([`super::bound`]): 1 at once, as if woken.
-/// Binds: the cap in seconds, name.
+/// answers 1 (0 when it slept out, or when the key was free). Binds: the cap in
+/// seconds, name.
 pub(super) fn sleep_statement(table: &str) -> String {
     format!(
-        "SELECT CAST(COALESCE((SELECT IF(bound <=> fence, 1, SLEEP(LEAST(?, \
-             TIMESTAMPDIFF(MICROSECOND, NOW(6), expires_at) / 1000000))) FROM `{table}` \
+        "SELECT CAST(COALESCE((SELECT SLEEP(LEAST(?, TIMESTAMPDIFF(MICROSECOND, NOW(6), \
+             expires_at) / 1000000)) FROM `{table}` \
              WHERE name = ? AND owner IS NOT NULL AND expires_at > NOW(6)), 0) AS SIGNED)"
     )
 }

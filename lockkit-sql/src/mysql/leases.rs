@@ -15,7 +15,7 @@ use sqlx::mysql::{MySql, MySqlArguments, MySqlConnection, MySqlPool};
 use tokio::time::Instant;
 
 use super::doorbell::{self, Doorbells};
-use super::{bell_wait, bound, holder_sql, sql, waiting};
+use super::{holder_sql, sql, waiting};
 use crate::connect::Within;
 use crate::error::is_conflict;
 use crate::holds::{HolderRow, KeyRow};
@@ -42,8 +42,6 @@ pub struct MySqlLeases {
     pub(super) timeout: Duration,
     /// How releases wake waiters in other processes.
     pub(super) doorbells: Doorbells,
-    /// How a lease a waiter took with its wake-up is confirmed.
-    pub(super) confirmation: bound::Confirmation,
 }
 
 /// Every statement, built once per driver.
@@ -97,12 +95,6 @@ impl MySqlLeases {
             },
             wakers: KeyWakers::default(),
             doorbells: Doorbells::new(&pool, table, timeout),
-            confirmation: bound::Confirmation {
-                pool: pool.clone(),
-                confirm: bound::confirm_statement(table).into(),
-                fence: bound::fence_statement(table).into(),
-                timeout,
-            },
             pool,
             timeout,
         }
@@ -194,7 +186,6 @@ impl MySqlLeases {
             .bind(&owner)
             .bind(&owner)
             .bind(&owner)
-            .bind(&owner)
             .bind(ttl);
         Ok(match self.take(conn, req, query).await? {
             Taken::Granted(grant) => Some(grant),
@@ -202,11 +193,10 @@ impl MySqlLeases {
         })
     }
 
-    /// An attempt on `conn`, the bell's, by the waiter first in line that a
-    /// release just woke: the key is most likely free, so first the cheaper
-    /// statement that only takes a free, expired or void bound row
-    /// ([`sql::take_free`]); if it took nothing (the key was taken again first,
-    /// or has no row), the whole attempt ([`Self::acquire_exclusive_on`]).
+    /// An attempt on `conn` by a waiter that a release just woke: the key is
+    /// most likely free, so first the cheaper statement that only takes a free
+    /// or expired row ([`sql::take_free`]); if it took nothing (the key was taken
+    /// again first, or has no row), the whole attempt ([`Self::acquire_exclusive_on`]).
     pub(super) async fn take_rung(
         &self,
         conn: &mut MySqlConnection,
@@ -217,8 +207,7 @@ impl MySqlLeases {
             .bind(req.owner.to_hex())
             .bind(label.as_deref())
             .bind(ttl_us(req.ttl))
-            .bind(req.key.as_str())
-            .bind(self.doorbells.bell_name(&req.key));
+            .bind(req.key.as_str());
         match self.take(conn, req, query).await? {
             Taken::Granted(grant) => Ok(Some(grant)),
             Taken::Refused => self.acquire_exclusive_on(conn, req).await,
@@ -336,30 +325,25 @@ impl LeaseBackend for MySqlLeases {
             .map_err(db_error)
     }
 
-    /// Releases, and wakes the next waiter in another process. A hold that
-    /// waited for its lock releases and rings the bell kept with it in one
-    /// request, on the bell's connection ([`bell_wait::release_and_ring`]);
-    /// any other release wakes the waiter first in line on the key's bell.
+    /// Releases, then wakes the next waiter in another process: rings the bell
+    /// kept with the hold (it waited for the lock), or else wakes the waiter
+    /// first in line on the key's bell.
     async fn release(&self, key: &LockKey, owner: &OwnerId) -> Result<bool> {
-        let (exclusive, rung) = match self.doorbells.take_kept(key, owner) {
-            // The bell is rung (or closed) either way; a release whose answer
-            // is not known runs again on the pool.
-            Some(bell) => match bell_wait::release_and_ring(bell, self.timeout).await {
-                Some(freed) => (Ok(freed), true),
-                None => (self.release_exclusive(key, owner, true).await, true),
-            },
-            None => (self.release_exclusive(key, owner, false).await, false),
-        };
-        match exclusive {
+        let kept = self.doorbells.take_kept(key, owner);
+        let released = match self.release_exclusive(key, owner, kept.is_some()).await {
             Ok(false) => {
                 let released = self.release_holder(key, owner).await;
-                if matches!(released, Ok(true)) && !rung {
+                if matches!(released, Ok(true)) {
                     self.wake_first_in_line(key).await;
                 }
                 released
             }
             other => other,
+        };
+        if let Some(bell) = kept {
+            self.doorbells.ring_unkept(bell).await;
         }
+        released
     }
 
     async fn force_release(&self, key: &LockKey) -> Result<bool> {

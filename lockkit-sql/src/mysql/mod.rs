@@ -108,7 +108,6 @@
 //! ```
 
 mod bell_wait;
-mod bound;
 mod doorbell;
 mod driver;
 mod first_in_line;

@@ -11,37 +11,30 @@ pub(super) fn create_table(t: &str) -> String {
             owner CHAR(32) NULL,
             fence BIGINT NOT NULL,
             expires_at DATETIME(6) NOT NULL,
-            label TEXT NULL,
-            bound BIGINT NULL
+            label TEXT NULL
         ) ENGINE=InnoDB"
     )
 }
 
-/// The key table's columns that an earlier lockkit did not make, each with its
-/// definition: `label`, and `bound` (see [`super::bound`]).
-pub(super) const LATER_COLUMNS: [(&str, &str); 2] =
-    [("label", "TEXT NULL"), ("bound", "BIGINT NULL")];
+/// Whether the key table has its `label` column (a table made by an earlier
+/// lockkit has not). Binds: table.
+pub(super) const HAS_LABEL: &str = "SELECT COUNT(*) FROM information_schema.COLUMNS
+     WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = 'label'";
 
-/// Whether the key table has a column. Binds: table, column.
-pub(super) const HAS_COLUMN: &str = "SELECT COUNT(*) FROM information_schema.COLUMNS
-     WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = ?";
-
-/// Adds a column: its name and definition.
-pub(super) fn add_column(t: &str, (name, definition): (&str, &str)) -> String {
-    format!("ALTER TABLE {t} ADD COLUMN {name} {definition}")
+/// Adds the `label` column.
+pub(super) fn add_label(t: &str) -> String {
+    format!("ALTER TABLE {t} ADD COLUMN label TEXT NULL")
 }
 
 /// Takes the key if free, expired or ours, in one statement: a key never seen
 /// is created held by us with token 1, an existing row is taken if free,
 /// expired or already ours (then with its token kept). The token comes back as
 /// the statement's last-insert id, 0 if the key is someone else's (the row is
-/// then left as it was). A lease it grants is not bound to a bell: granted
-/// again to its owner, a bound lease is confirmed ([`super::bound`]).
-/// Assignments run left to right, so `fence`, `label`, `bound` and `owner` read
-/// the old owner and expiry, and `expires_at` the new owner. (Shared holds and
-/// permits keep the owner at [`crate::holds::MANY`], which is nobody's id.)
-/// Binds: name, owner, TTL µs, label; then owner, owner (`fence`); owner,
-/// label; owner; owner, owner; owner, TTL µs.
+/// then left as it was). Assignments run left to right, so `fence`, `label`
+/// and `owner` read the old owner and expiry, and `expires_at` the new owner.
+/// (Shared holds and permits keep the owner at [`crate::holds::MANY`], which is
+/// nobody's id.) Binds: name, owner, TTL µs, label; then owner, owner (`fence`);
+/// owner, label; owner, owner; owner, TTL µs.
 pub(super) fn acquire(t: &str) -> String {
     const FREE_OR_OURS: &str = "owner IS NULL OR owner = ? OR expires_at <= NOW(6)";
     format!(
@@ -52,24 +45,20 @@ pub(super) fn acquire(t: &str) -> String {
                  LAST_INSERT_ID(IF(owner = ? AND expires_at > NOW(6), fence, fence + 1)),
                  fence + 0 * LAST_INSERT_ID(0)),
              label = IF({FREE_OR_OURS}, ?, label),
-             bound = IF({FREE_OR_OURS}, NULL, bound),
              owner = IF({FREE_OR_OURS}, ?, owner),
              expires_at = IF(owner = ?, NOW(6) + INTERVAL ? MICROSECOND, expires_at)"
     )
 }
 
-/// Takes the key if it is free, expired or bound to a bell we now hold, by
-/// updating its row: what the waiter first in line runs when a release woke it,
-/// expecting the key free ([`acquire`] takes a missing or held row's answer).
-/// Only on the connection that holds the key's bell ([`super::bound`]). The
-/// token is the last-insert id; no row changes if the key is held, or has no
-/// row. Binds: owner, label, TTL µs, name, the bell's `'<table>:<key>'`.
+/// Takes the key if it is free or expired, by updating its row: what a waiter
+/// that a release woke runs, expecting the key free ([`acquire`] takes a missing
+/// or held row's answer). The token is the last-insert id; no row changes if the
+/// key is held, or has no row. Binds: owner, label, TTL µs, name.
 pub(super) fn take_free(t: &str) -> String {
     format!(
         "UPDATE {t} SET fence = LAST_INSERT_ID(fence + 1), owner = ?, label = ?,
-             expires_at = NOW(6) + INTERVAL ? MICROSECOND, bound = NULL
-         WHERE name = ? AND (owner IS NULL OR expires_at <= NOW(6)
-             OR (bound = fence AND IS_USED_LOCK({BELL}) = CONNECTION_ID()))"
+             expires_at = NOW(6) + INTERVAL ? MICROSECOND
+         WHERE name = ? AND (owner IS NULL OR expires_at <= NOW(6))"
     )
 }
 
@@ -92,11 +81,10 @@ pub(super) fn list(t: &str) -> String {
     )
 }
 
-/// Pushes out our live lease (and confirms it, if a waiter took it bound to
-/// its bell: [`super::bound`]). Binds: TTL µs, name, owner.
+/// Pushes out our live lease. Binds: TTL µs, name, owner.
 pub(super) fn extend(t: &str) -> String {
     format!(
-        "UPDATE {t} SET expires_at = NOW(6) + INTERVAL ? MICROSECOND, bound = NULL
+        "UPDATE {t} SET expires_at = NOW(6) + INTERVAL ? MICROSECOND
          WHERE name = ? AND owner = ? AND expires_at > NOW(6)"
     )
 }

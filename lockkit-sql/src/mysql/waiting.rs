@@ -2,20 +2,17 @@
 //! between attempts, instead of polling. A failed connection is transient, as
 //! for every SQL waiter (see `crate::wait`).
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use lockkit_core::driver::{Attempt, Busy, Contender, wait_for_grant};
-use lockkit_core::{AcquireRequest, FencingToken, Grant, LockError, Result, Wait, async_trait};
+use lockkit_core::{AcquireRequest, Grant, LockError, Result, Wait, async_trait};
 use tokio::time::Instant;
 
-use super::bell_wait::{self, Rung, Taker};
+use super::bell_wait::{self, Rung};
 use super::doorbell::{BELL_CAP, Bell};
+use super::first_in_line;
 use super::leases::MySqlLeases;
-use super::{bound, first_in_line};
 use crate::error::{is_transient, was_interrupted};
 use crate::lease::LeaseBackend;
 use crate::wait::{Armed, failed};
@@ -42,58 +39,50 @@ struct Waiter<'a> {
     req: &'a AcquireRequest,
     /// This process's wake-up of the key, for as long as the acquire waits.
     wake: Arc<tokio::sync::Notify>,
-    /// What the waits on the bell learnt, for the next attempt.
+    /// Where the waiter stands: set by each wait on the bell, taken by the
+    /// attempt after it.
     state: Arc<Mutex<State>>,
 }
 
+/// Where a waiter stands between two attempts.
 #[derive(Default)]
-struct State {
-    /// The bell, once a wait on it got it: we are first in line.
-    bell: Option<Bell>,
-    /// The key, taken on the server by the wait on the bell: its token and
-    /// deadline ([`super::bound`]).
-    took: Option<(FencingToken, Instant)>,
-    /// A release ended our sleep as the first in line: the next attempt
+enum State {
+    /// No bell: attempt on the pool, then wait on the key's bell.
+    #[default]
+    Free,
+    /// The key's bell is ours: attempt on its connection, and keep the bell
+    /// with a grant (its holder rings it at the release). `rung`: the bell came
+    /// with a release (its ring, or the end of our sleep), so the attempt
     /// expects the key free ([`MySqlLeases::take_rung`]).
-    rung: bool,
+    Bell { bell: Bell, rung: bool },
+    /// The last wait on the bell ended at once: poll once, then wait again.
+    PollOnce,
     /// The server cannot carry the bell: poll from now on.
-    polling: bool,
-    /// The last wait ended at once: poll before the next.
-    poll_once: bool,
-    /// The acquire has ended without a grant: a wait on the bell still on frees
-    /// the key if it takes it.
-    gave_up: bool,
+    Polling,
 }
 
 impl State {
-    /// What a wait on the bell came to, for the next attempt.
-    fn record(&mut self, rung: Rung) {
+    /// Where a wait on the bell leaves the waiter.
+    fn after_wait(rung: Rung) -> Self {
         match rung {
-            Rung::Took {
-                bell,
-                token,
-                deadline,
-            } => (self.bell, self.took) = (Some(bell), Some((token, deadline))),
-            Rung::Ours { bell } => self.bell = Some(bell),
-            Rung::TimedOut { at_once } => self.poll_once = at_once,
-            Rung::Unusable => self.polling = true,
+            Rung::Ours { bell, rung } => State::Bell { bell, rung },
+            Rung::TimedOut { at_once: true } => State::PollOnce,
+            Rung::TimedOut { at_once: false } => State::Free,
+            Rung::Unusable => State::Polling,
+        }
+    }
+
+    /// Where the first in line's sleep leaves it: with the bell, woken or not,
+    /// unless its connection failed (then the next waiter has the bell).
+    fn after_sleep(slept: Option<(Bell, bool)>) -> Self {
+        match slept {
+            Some((bell, woken)) => State::Bell { bell, rung: woken },
+            None => State::Free,
         }
     }
 }
 
 impl Waiter<'_> {
-    /// The grant of a key the wait on the bell took: its bell kept with it, its
-    /// confirmation due unless it is released first ([`bound::confirm`]).
-    fn took_on_ring(&self, mut bell: Bell, token: FencingToken, deadline: Instant) -> Grant {
-        let (leases, req) = (self.leases, self.req);
-        let released = (bound::CONFIRM_AFTER, bell.on_ring());
-        let how = leases.confirmation.clone();
-        let lease = (req.key.clone(), &req.owner, token);
-        let loss = bound::confirm(how, lease, released, deadline);
-        leases.doorbells.keep(&req.key, &req.owner, bell);
-        Grant::of(req, token, deadline).with_loss_signal(loss)
-    }
-
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
         lock(&self.state)
     }
@@ -106,36 +95,39 @@ impl Waiter<'_> {
         }
         .min(cap)
     }
-}
 
-/// A future that, dropped before its end, is finished in a task of its own: the
-/// wait on a bell, whose server may take the key for us at any moment.
-struct FinishedOnDrop(Option<Pin<Box<dyn Future<Output = Result<()>> + Send>>>);
-
-impl FinishedOnDrop {
-    fn new(wait: impl Future<Output = Result<()>> + Send + 'static) -> Self {
-        Self(Some(Box::pin(wait)))
-    }
-}
-
-impl Future for FinishedOnDrop {
-    type Output = Result<()>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
-        let Some(wait) = self.0.as_mut() else {
-            return Poll::Ready(Ok(()));
-        };
-        let done = ready!(wait.as_mut().poll(cx));
-        self.0 = None;
-        Poll::Ready(done)
-    }
-}
-
-impl Drop for FinishedOnDrop {
-    fn drop(&mut self) {
-        if let (Some(wait), Ok(runtime)) = (self.0.take(), tokio::runtime::Handle::try_current()) {
-            runtime.spawn(wait);
+    /// An attempt on the bell's connection: the one that just answered, so no
+    /// pool and no ping.
+    async fn attempt_with(&self, bell: &mut Bell, rung: bool) -> Result<Option<Grant>> {
+        let leases = self.leases;
+        match bell.connection() {
+            Some(conn) if rung => leases.take_rung(conn, self.req).await,
+            Some(conn) => leases.acquire_exclusive_on(conn, self.req).await,
+            None => leases.try_acquire(self.req).await,
         }
+    }
+
+    /// Waits on the key's bell: the next state is what the wait comes to.
+    fn wait_on(&self, bell: Bell) -> Busy {
+        let (state, statements) = (self.state.clone(), self.leases.doorbells.wait_statements());
+        let (key, cap) = (self.req.key.clone(), self.within_wait(BELL_CAP));
+        Busy::trusting(async move {
+            let rung = bell_wait::wait(bell, statements, key, cap).await;
+            *lock(&state) = State::after_wait(rung);
+            Ok(())
+        })
+    }
+
+    /// First in line (we have the bell) behind a holder without one: nothing
+    /// will ring. Sleeps on the bell's connection, where the release wakes us.
+    fn sleep_on(&self, bell: Bell) -> Busy {
+        let (state, statements) = (self.state.clone(), self.leases.doorbells.wait_statements());
+        let (key, cap) = (self.req.key.clone(), self.within_wait(FIRST_IN_LINE_CAP));
+        Busy::trusting(async move {
+            let slept = first_in_line::sleep(bell, statements, key, cap).await;
+            *lock(&state) = State::after_sleep(slept);
+            Ok(())
+        })
     }
 }
 
@@ -150,132 +142,58 @@ impl Contender for Waiter<'_> {
     async fn attempt(&mut self) -> Result<Attempt> {
         let leases = self.leases;
         let armed = Armed::new([self.wake.clone()]);
-        let (bell, rung, took) = {
-            let mut state = self.state();
-            (
-                state.bell.take(),
-                std::mem::take(&mut state.rung),
-                state.took.take(),
-            )
-        };
-        let granted = match (bell, took) {
-            // Rung, and the key taken on the server with the wake-up.
-            (Some(bell), Some((token, deadline))) => {
-                return Ok(Attempt::Granted(self.took_on_ring(bell, token, deadline)));
-            }
-            // First in line, or the key was not free when rung: on the bell's
-            // connection.
-            (Some(mut bell), None) => {
-                let granted = match bell.connection() {
-                    Some(conn) if rung => leases.take_rung(conn, self.req).await,
-                    Some(conn) => leases.acquire_exclusive_on(conn, self.req).await,
-                    None => leases.try_acquire(self.req).await,
-                };
-                match granted {
-                    Ok(Some(grant)) => {
-                        leases.doorbells.keep(&self.req.key, &self.req.owner, bell);
-                        return Ok(Attempt::Granted(grant));
-                    }
-                    // A release's wake-up ended this attempt instead of our
-                    // sleep ([`first_in_line`]): it rolled back; attempt again.
-                    Err(e) if was_interrupted(&e) => {
-                        self.state().bell = Some(bell);
-                        return Ok(Attempt::Busy(Busy::woken_by(async { Ok(()) })));
-                    }
-                    // Its connection may be the one that failed: closing it
-                    // frees the bell for the next waiter.
-                    Err(e) if is_transient(&e) => return failed(e),
-                    other => {
-                        self.state().bell = Some(bell);
-                        other?
-                    }
+        // Taken out: an attempt dropped half-way closes a bell it had, which
+        // frees the bell for the next waiter.
+        let state = std::mem::take(&mut *self.state());
+        let (mut bell, rung) = match state {
+            State::Bell { bell, rung } => (bell, rung),
+            other => {
+                match leases.try_acquire(self.req).await {
+                    Ok(Some(grant)) => return Ok(Attempt::Granted(grant)),
+                    Ok(None) => {}
+                    Err(e) => return failed(e),
                 }
+                return Ok(Attempt::Busy(match other {
+                    State::Polling => {
+                        *self.state() = State::Polling;
+                        armed.busy()
+                    }
+                    State::PollOnce => armed.busy(),
+                    _ => match leases.doorbells.connection(&self.req.key).await {
+                        Some(bell) => self.wait_on(bell),
+                        // Every bell connection is in use: poll.
+                        None => armed.busy(),
+                    },
+                }));
             }
-            (None, _) => match leases.try_acquire(self.req).await {
-                Ok(granted) => granted,
-                Err(e) => return failed(e),
-            },
         };
-        if let Some(grant) = granted {
-            return Ok(Attempt::Granted(grant));
-        }
-        let poll = armed.busy();
-        // First in line (we have the bell) behind a holder without one: nothing
-        // will ring. Sleep on the bell's connection, where the release wakes us.
-        let (first_in_line, must_poll) = {
-            let mut state = self.state();
-            let bell = state.bell.take();
-            let must_poll = state.polling || std::mem::take(&mut state.poll_once);
-            (bell, must_poll)
-        };
-        if let Some(bell) = first_in_line {
-            let (state, statements) = (self.state.clone(), leases.doorbells.wait_statements());
-            let (key, cap) = (self.req.key.clone(), self.within_wait(FIRST_IN_LINE_CAP));
-            return Ok(Attempt::Busy(Busy::trusting(async move {
-                let slept = first_in_line::sleep(bell, statements, key, cap).await;
-                let mut state = lock(&state);
-                (state.bell, state.rung) = match slept {
-                    Some((bell, woken)) => (Some(bell), woken),
-                    None => (None, false),
-                };
-                Ok(())
-            })));
-        }
-        // The bell cannot be used now: poll as every SQL waiter does.
-        if must_poll {
-            return Ok(Attempt::Busy(poll));
-        }
-        let Some(bell) = leases.doorbells.connection(&self.req.key).await else {
-            return Ok(Attempt::Busy(poll));
-        };
-        let (state, statements) = (self.state.clone(), leases.doorbells.wait_statements());
-        let (key, cap) = (self.req.key.clone(), self.within_wait(BELL_CAP));
-        let taker = Taker {
-            owner: self.req.owner.to_hex(),
-            label: self.req.stored_label(),
-            ttl: self.req.ttl,
-        };
-        // Dropped while it waits (the acquire cancelled, or out of time), the
-        // wait is finished in a task of its own, which frees a key it took.
-        let limit = statements.timeout;
-        let wait = async move {
-            let rung = bell_wait::wait(bell, statements, key, taker, cap).await;
-            let left_behind = {
-                let mut state = lock(&state);
-                if state.gave_up {
-                    Some(rung)
-                } else {
-                    state.record(rung);
-                    None
-                }
-            };
-            if let Some(Rung::Took { bell, .. }) = left_behind {
-                bell_wait::release_and_ring(bell, limit).await;
+        match self.attempt_with(&mut bell, rung).await {
+            Ok(Some(grant)) => {
+                leases.doorbells.keep(&self.req.key, &self.req.owner, bell);
+                Ok(Attempt::Granted(grant))
             }
-            Ok(())
-        };
-        Ok(Attempt::Busy(Busy::trusting(FinishedOnDrop::new(wait))))
+            Ok(None) => Ok(Attempt::Busy(self.sleep_on(bell))),
+            // A release's wake-up ended this attempt instead of our sleep
+            // ([`first_in_line`]): it rolled back; attempt again.
+            Err(e) if was_interrupted(&e) => {
+                *self.state() = State::Bell { bell, rung: false };
+                Ok(Attempt::Busy(Busy::woken_by(async { Ok(()) })))
+            }
+            // Its connection may be the one that failed: closing it frees the
+            // bell for the next waiter.
+            Err(e) if is_transient(&e) => failed(e),
+            Err(e) => {
+                *self.state() = State::Bell { bell, rung: false };
+                Err(e)
+            }
+        }
     }
 
-    /// A bell we got but leave without a grant goes to the next waiter; a key
-    /// the wait took that no attempt reported (the acquire was cancelled as it
-    /// came) is released first. A wait still on frees what it takes.
+    /// A bell we got but leave without a grant goes to the next waiter.
     async fn give_up(&mut self, _: &LockError) {
-        let (bell, took) = {
-            let mut state = self.state();
-            state.gave_up = true;
-            (state.bell.take(), state.took.take())
-        };
-        let Some(bell) = bell else {
-            return;
-        };
-        if took.is_none() {
-            return self.leases.doorbells.ring_unkept(bell).await;
-        }
-        let (key, owner) = (&self.req.key, &self.req.owner);
-        self.leases.doorbells.keep(key, owner, bell);
-        if let Err(e) = self.leases.release(key, owner).await {
-            tracing::debug!(error = %e, "MySQL: could not release a key taken for a cancelled acquire");
+        let state = std::mem::take(&mut *self.state());
+        if let State::Bell { bell, .. } = state {
+            self.leases.doorbells.ring_unkept(bell).await;
         }
     }
 }

@@ -16,7 +16,6 @@ use sqlx::MySqlPool;
 use tokio::task::JoinHandle;
 use tokio::time::timeout;
 
-mod bound;
 mod first_in_line;
 
 const KEY: &str = "stock/42";
@@ -56,11 +55,10 @@ async fn bell_taken(admin: &MySqlPool) -> bool {
 }
 
 /// INSERT and UPDATE statements the server has run: every exclusive acquire
-/// attempt runs one or two (`INSERT … ON DUPLICATE KEY UPDATE`; the waiter
-/// first in line, woken, first tries an `UPDATE` of the free row; a rung wait
-/// runs its `UPDATE` once the bell is rung). Nothing else updates while a test
-/// holds its key: a bound lease is confirmed a second in, and the watchdog's
-/// first renewal comes a third of [`TTL`] in, after the counts are read.
+/// attempt runs one or two (`INSERT … ON DUPLICATE KEY UPDATE`; a waiter a
+/// release woke first tries an `UPDATE` of the free row). Nothing else updates
+/// while a test holds its key: the watchdog's first renewal comes a third of
+/// [`TTL`] in, after every test here has ended.
 async fn attempts(admin: &MySqlPool) -> i64 {
     status(admin, "Com_insert").await + status(admin, "Com_update").await
 }
