@@ -9,7 +9,7 @@
 //! |---|---|---|---|---|
 //! | [`sqlite`] | `sqlite` | `sqlite://path`, `sqlite::memory:` | machine-wide monotonic | polling (+ in-process) |
 //! | [`postgres`] | `postgres` | `postgres://`, `postgresql://` | server's `clock_timestamp()` | `LISTEN/NOTIFY` + polling fallback |
-//! | [`mysql`] | `mysql` | `mysql://`, `mariadb://` | server's `NOW(6)` | polling (+ in-process) |
+//! | [`mysql`] | `mysql` | `mysql://`, `mariadb://` | server's `UTC_TIMESTAMP(6)` | `GET_LOCK` on a bell (+ in-process) |
 //!
 //! PostgreSQL and MySQL/MariaDB connect over TLS with sqlx's own URL options
 //! (`sslmode`, `sslrootcert`, `sslcert`, `sslkey`; `ssl-mode`, `ssl-ca`, `ssl-cert`,

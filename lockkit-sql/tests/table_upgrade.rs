@@ -68,3 +68,38 @@ async fn mariadb_upgrades_a_table_from_an_earlier_lockkit() {
     }
     new_modes_carry_the_old_counter_on(&server.url()).await;
 }
+
+#[tokio::test]
+async fn mariadb_turns_a_latin1_label_column_into_utf8mb4() {
+    // The server's default character set is latin1: an earlier lockkit's tables
+    // got latin1 `label` columns.
+    let server = lockkit_testkit::MariaDb::start_with_settings(&["--character-set-server=latin1"])
+        .await
+        .unwrap();
+    let pool = sqlx::MySqlPool::connect(&server.url()).await.unwrap();
+    sqlx::query(
+        "CREATE TABLE lockkit_locks (
+             name VARCHAR(512) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL PRIMARY KEY,
+             owner CHAR(32) NULL, fence BIGINT NOT NULL, expires_at DATETIME(6) NOT NULL,
+             label TEXT NULL)",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    let locker: Locker = lockkit::connect(&server.url())
+        .await
+        .unwrap()
+        .with_label("работник/🔒");
+    let charsets: Vec<String> = sqlx::query_scalar(
+        "SELECT CHARACTER_SET_NAME FROM information_schema.COLUMNS
+         WHERE TABLE_SCHEMA = DATABASE() AND COLUMN_NAME = 'label' ORDER BY TABLE_NAME",
+    )
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    assert_eq!(charsets, ["utf8mb4", "utf8mb4"], "key and holders tables");
+    let lock = locker.lock("🔒").no_wait().await.unwrap();
+    let seen = locker.inspect("🔒").await.unwrap();
+    assert_eq!(seen.holders[0].label.as_deref(), Some("работник/🔒"));
+    lock.release().await.unwrap();
+}

@@ -39,7 +39,7 @@ pub use error::TestkitError;
 pub use etcd::{Etcd, EtcdCluster};
 pub use foreign::{ForeignClient, curator_holder, foreign_program, interop_python};
 pub use logs::{capture_logs, logged_lines, logged_within, one_outage_logged};
-pub use mariadb::MariaDb;
+pub use mariadb::{HOSTILE_SETTINGS as MARIADB_HOSTILE_SETTINGS, MariaDb};
 pub use port::free_port;
 pub use postgres::Postgres;
 pub use process::Server;

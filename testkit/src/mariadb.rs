@@ -32,6 +32,24 @@ const INSTALL_ARGS: [&str; 5] = [
     "--skip-name-resolve",
 ];
 
+/// Server settings real deployments run with, under which lockkit's promises
+/// must hold (see [`MariaDb::start_with_settings`]): latin1, MariaDB's built-in
+/// default character set (explicit here); a `sql_mode` that changes how
+/// statements read (assignments made at once, `"` quoting identifiers, `||`
+/// concatenating, `\` taken literally, strict `GROUP BY`) on top of the
+/// default; SERIALIZABLE transactions; and statement-based binary logging.
+pub const HOSTILE_SETTINGS: &[&str] = &[
+    "--character-set-server=latin1",
+    "--collation-server=latin1_swedish_ci",
+    "--sql-mode=STRICT_TRANS_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_AUTO_CREATE_USER,\
+     NO_ENGINE_SUBSTITUTION,SIMULTANEOUS_ASSIGNMENT,ANSI_QUOTES,PIPES_AS_CONCAT,\
+     NO_BACKSLASH_ESCAPES,ONLY_FULL_GROUP_BY",
+    "--transaction-isolation=SERIALIZABLE",
+    "--log-bin",
+    "--binlog-format=STATEMENT",
+    "--server-id=1",
+];
+
 impl MariaDb {
     /// Starts a server on a copy of a data directory `mariadb-install-db` made
     /// (once per machine: see the `template` module), and creates the `lockkit`
@@ -42,7 +60,20 @@ impl MariaDb {
     /// [`TestkitError::NotFound`] if MariaDB is not installed; `NotReady` with the
     /// log's tail if it does not come up.
     pub async fn start() -> Result<Self, TestkitError> {
-        Self::start_with(None).await
+        Self::start_with(None, &[]).await
+    }
+
+    /// As [`start`](Self::start), with `settings` added to the server's command
+    /// line: the settings real deployments run with, for the tests that must
+    /// hold under them (`--character-set-server=latin1`, `--sql-mode=…`,
+    /// `--transaction-isolation=SERIALIZABLE`, `--log-bin
+    /// --binlog-format=STATEMENT`: binary logging is off unless they turn it on).
+    ///
+    /// # Errors
+    ///
+    /// As [`start`](Self::start).
+    pub async fn start_with_settings(settings: &[&str]) -> Result<Self, TestkitError> {
+        Self::start_with(None, settings).await
     }
 
     /// Starts a server that accepts TLS connections only
@@ -54,7 +85,7 @@ impl MariaDb {
     ///
     /// As [`start`](Self::start); `NotFound` or `Setup` from `openssl`.
     pub async fn start_tls() -> Result<Self, TestkitError> {
-        Self::start_with(Some(false)).await
+        Self::start_with(Some(false), &[]).await
     }
 
     /// As [`start_tls`](Self::start_tls), but `root` must also present a client
@@ -65,10 +96,10 @@ impl MariaDb {
     ///
     /// As [`start_tls`](Self::start_tls).
     pub async fn start_mutual_tls() -> Result<Self, TestkitError> {
-        Self::start_with(Some(true)).await
+        Self::start_with(Some(true), &[]).await
     }
 
-    async fn start_with(mutual: Option<bool>) -> Result<Self, TestkitError> {
+    async fn start_with(mutual: Option<bool>, settings: &[&str]) -> Result<Self, TestkitError> {
         let mariadbd = find_binary("mariadbd", "LOCKKIT_MARIADB_BIN")?;
         let install = find_binary("mariadb-install-db", "LOCKKIT_MARIADB_INSTALL_BIN")?;
         let dir = temp_dir()?;
@@ -113,9 +144,12 @@ impl MariaDb {
             format!("--tmpdir={}", tmp.display()),
             "--innodb-buffer-pool-size=64M".into(),
             "--innodb-flush-log-at-trx-commit=2".into(),
-            "--skip-log-bin".into(),
             "--max-connections=300".into(),
         ];
+        if !settings.iter().any(|s| s.starts_with("--log-bin")) {
+            args.push("--skip-log-bin".into());
+        }
+        args.extend(settings.iter().map(|s| s.to_string()));
         if let Some((certs, _)) = &tls {
             args.extend([
                 format!("--ssl-ca={}", certs.ca.display()),
@@ -179,6 +213,16 @@ impl MariaDb {
                 probe_command(cmd)
             })
             .await
+    }
+
+    /// The server's error log so far (its warnings: MariaDB logs a statement
+    /// that is unsafe for statement-based binary logging there).
+    ///
+    /// # Errors
+    ///
+    /// [`TestkitError::Io`] if the log cannot be read.
+    pub fn error_log(&self) -> Result<String, TestkitError> {
+        Ok(std::fs::read_to_string(self._dir.path().join("error.log"))?)
     }
 
     /// The `mariadb` client connected to the `lockkit` database as `root` (batch

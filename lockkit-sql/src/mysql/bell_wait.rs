@@ -69,7 +69,7 @@ impl WaitStatements {
 fn lease_left_statement(table: &str) -> String {
     format!(
         "SELECT LEAST(?, GREATEST(0, COALESCE((\
-             SELECT TIMESTAMPDIFF(MICROSECOND, NOW(6), expires_at) FROM `{table}` \
+             SELECT TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) FROM `{table}` \
              WHERE name = ? AND owner IS NOT NULL), 0)) / 1000000) + 0e0"
     )
 }

@@ -134,7 +134,7 @@ impl Doorbells {
             ring: format!("DO RELEASE_LOCK({BELL})").into(),
             bell_holder: format!(
                 "SELECT CAST(COALESCE(IS_USED_LOCK({BELL}), 0) AS UNSIGNED) FROM `{table}` \
-                 WHERE name = ? AND (owner IS NULL OR expires_at <= NOW(6))"
+                 WHERE name = ? AND (owner IS NULL OR expires_at <= UTC_TIMESTAMP(6))"
             )
             .into(),
             table: table.to_owned(),
@@ -221,8 +221,12 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// A bell's name from `'<table>:<key>'`: within `GET_LOCK`'s 64 characters, and
-/// apart from other databases' tables of the same name.
-pub(super) const BELL: &str = "SHA1(CONCAT('lockkit-wake:', DATABASE(), '.', ?))";
+/// apart from other databases' tables of the same name. `DATABASE()` is
+/// utf8mb3: converted, so that a key holding a character utf8mb3 lacks (an
+/// emoji) does not make the `CONCAT` fail (invariant M6); the name of any other
+/// key is the same as before.
+pub(super) const BELL: &str =
+    "SHA1(CONCAT('lockkit-wake:', CONVERT(DATABASE() USING utf8mb4), '.', ?))";
 
 /// Wakes the waiter first in line on a bell, whose connection is `holder`: ends
 /// its [`super::first_in_line::sleep`] (`KILL QUERY`). Sent on `conn`, the connection

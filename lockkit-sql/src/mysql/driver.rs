@@ -1,7 +1,6 @@
 //! [`MySqlDriver`]: the lease table over a sqlx MySQL pool.
 
 use lockkit_core::Result;
-use sqlx::AssertSqlSafe;
 use sqlx::mysql::MySqlPool;
 
 use super::leases::{MySqlLeases, db_error};
@@ -51,30 +50,11 @@ impl LeaseDriver<MySqlLeases> {
     }
 }
 
-/// Creates the key and holders tables if missing, and gives a key table made by
-/// an earlier lockkit its `label` column.
+/// Creates the key and holders tables if missing, with utf8mb4 labels.
 async fn create_tables(pool: &MySqlPool, t: &str) -> Result<()> {
-    for ddl in [sql::create_table(t), holder_sql::create_holders(t)] {
-        sqlx::query(AssertSqlSafe(ddl))
-            .execute(pool)
-            .await
-            .map_err(db_error)?;
-    }
-    let has_label: i64 = sqlx::query_scalar(sql::HAS_LABEL)
-        .bind(t)
-        .fetch_one(pool)
+    let ddl = [sql::create_table(t), holder_sql::create_holders(t)];
+    let labelled = [t.to_owned(), format!("{t}_holders")];
+    super::migrate::tables(pool, &ddl, &labelled)
         .await
-        .map_err(db_error)?;
-    if has_label == 0 {
-        let added = sqlx::query(AssertSqlSafe(sql::add_label(t)))
-            .execute(pool)
-            .await;
-        // Another driver may have added it meanwhile (1060: duplicate column).
-        if let Err(e) = added
-            && e.as_database_error().and_then(|d| d.code()).as_deref() != Some("42S21")
-        {
-            return Err(db_error(e));
-        }
-    }
-    Ok(())
+        .map_err(db_error)
 }

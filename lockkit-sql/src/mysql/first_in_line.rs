@@ -21,9 +21,9 @@ use crate::error::is_interrupted;
 /// seconds, name.
 pub(super) fn sleep_statement(table: &str) -> String {
     format!(
-        "SELECT CAST(COALESCE((SELECT SLEEP(LEAST(?, TIMESTAMPDIFF(MICROSECOND, NOW(6), \
+        "SELECT CAST(COALESCE((SELECT SLEEP(LEAST(?, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), \
              expires_at) / 1000000)) FROM `{table}` \
-             WHERE name = ? AND owner IS NOT NULL AND expires_at > NOW(6)), 0) AS SIGNED)"
+             WHERE name = ? AND owner IS NOT NULL AND expires_at > UTC_TIMESTAMP(6)), 0) AS SIGNED)"
     )
 }
 

@@ -266,12 +266,10 @@ pub(super) async fn on_pool(
 ) -> lockkit_core::Result<SessionDriver<GetLock>> {
     let t = &options.settings.table;
     let raw = options.settings.raw_keys;
-    for ddl in [create_fences(t), create_holds(t)] {
-        sqlx::query(AssertSqlSafe(ddl))
-            .execute(&pool)
-            .await
-            .map_err(|e| crate::error::db_error("mysql-get-lock", e))?;
-    }
+    let ddl = [create_fences(t), create_holds(t)];
+    super::migrate::tables(&pool, &ddl, &[format!("{t}_session_holds")])
+        .await
+        .map_err(|e| crate::error::db_error("mysql-get-lock", e))?;
     Ok(SessionDriver::new(GetLock {
         pool,
         namespace: t.clone(),

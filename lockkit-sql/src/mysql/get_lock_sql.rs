@@ -3,13 +3,15 @@
 //! of a semaphore is `SHA1('<table>:<key>\x01i')`. The holds' records keep the
 //! hash of the name a hold took.
 
+use super::sql::{LABEL, TEXT};
+
 /// The fences table of `GET_LOCK` mode.
 pub(super) fn create_fences(t: &str) -> String {
     format!(
         "CREATE TABLE IF NOT EXISTS {t}_fences (
             name VARCHAR(512) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL PRIMARY KEY,
             fence BIGINT NOT NULL
-        ) ENGINE=InnoDB"
+        ) ENGINE=InnoDB {TEXT}"
     )
 }
 
@@ -23,9 +25,9 @@ pub(super) fn create_holds(t: &str) -> String {
             mode VARCHAR(16) NOT NULL,
             lim BIGINT NULL,
             token BIGINT NOT NULL,
-            label TEXT NULL,
+            label {LABEL},
             PRIMARY KEY (name, session, lock_name)
-        ) ENGINE=InnoDB"
+        ) ENGINE=InnoDB {TEXT}"
     )
 }
 

@@ -5,7 +5,7 @@
 //! locks the key row ([`lock_key`]); InnoDB's first consistent read, which comes
 //! after, sees every hold committed before the lock was granted.
 
-use super::sql::ms_left;
+use super::sql::{LABEL, TEXT, ms_left};
 use crate::holds::MANY;
 
 /// Creates the holders table if missing.
@@ -18,9 +18,9 @@ pub(super) fn create_holders(t: &str) -> String {
             lim BIGINT NULL,
             token BIGINT NOT NULL,
             expires_at DATETIME(6) NOT NULL,
-            label TEXT NULL,
+            label {LABEL},
             PRIMARY KEY (name, owner)
-        ) ENGINE=InnoDB"
+        ) ENGINE=InnoDB {TEXT}"
     )
 }
 
@@ -51,15 +51,16 @@ pub(super) fn holders(t: &str) -> String {
 }
 
 /// Bumps the key's counter (the token comes back as the last-insert id) and
-/// keeps the key row at [`MANY`] with the latest expiry. Assignments run left to
-/// right, so `expires_at` reads the old owner. Binds: TTL µs, TTL µs, name.
+/// keeps the key row at [`MANY`] with the latest expiry. `expires_at` reads
+/// the owner and is assigned before it, so it reads the old owner in whichever
+/// order the server assigns (invariant M3). Binds: TTL µs, TTL µs, name.
 pub(super) fn claim(t: &str) -> String {
     format!(
         "UPDATE {t} SET
              fence = LAST_INSERT_ID(fence + 1),
-             expires_at = IF(owner = '{MANY}' AND expires_at > NOW(6),
-                             GREATEST(expires_at, NOW(6) + INTERVAL ? MICROSECOND),
-                             NOW(6) + INTERVAL ? MICROSECOND),
+             expires_at = IF(owner = '{MANY}' AND expires_at > UTC_TIMESTAMP(6),
+                             GREATEST(expires_at, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND),
+                             UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND),
              owner = '{MANY}',
              label = NULL
          WHERE name = ?"
@@ -71,7 +72,7 @@ pub(super) fn claim(t: &str) -> String {
 pub(super) fn insert_holder(t: &str) -> String {
     format!(
         "INSERT INTO {t}_holders (name, owner, mode, lim, token, expires_at, label)
-         VALUES (?, ?, ?, ?, LAST_INSERT_ID(), NOW(6) + INTERVAL ? MICROSECOND, ?)
+         VALUES (?, ?, ?, ?, LAST_INSERT_ID(), UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, ?)
          ON DUPLICATE KEY UPDATE mode = VALUES(mode), lim = VALUES(lim),
              token = VALUES(token), expires_at = VALUES(expires_at), label = VALUES(label)"
     )
@@ -79,7 +80,9 @@ pub(super) fn insert_holder(t: &str) -> String {
 
 /// Forgets one expired holders row. Binds: name, owner.
 pub(super) fn forget_dead(t: &str) -> String {
-    format!("DELETE FROM {t}_holders WHERE name = ? AND owner = ? AND expires_at <= NOW(6)")
+    format!(
+        "DELETE FROM {t}_holders WHERE name = ? AND owner = ? AND expires_at <= UTC_TIMESTAMP(6)"
+    )
 }
 
 /// Pushes out a live shared hold or permit and the key row's expiry with it, to
@@ -90,30 +93,31 @@ pub(super) fn forget_dead(t: &str) -> String {
 pub(super) fn extend_holder(t: &str) -> String {
     format!(
         "UPDATE {t} AS k STRAIGHT_JOIN {t}_holders AS h ON h.name = k.name SET
-             h.expires_at = NOW(6) + INTERVAL ? MICROSECOND,
-             k.expires_at = GREATEST(k.expires_at, NOW(6) + INTERVAL ? MICROSECOND)
-         WHERE k.name = ? AND h.owner = ? AND h.expires_at > NOW(6)
-           AND k.owner = '{MANY}' AND k.expires_at > NOW(6)"
+             h.expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND,
+             k.expires_at = GREATEST(k.expires_at, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND)
+         WHERE k.name = ? AND h.owner = ? AND h.expires_at > UTC_TIMESTAMP(6)
+           AND k.owner = '{MANY}' AND k.expires_at > UTC_TIMESTAMP(6)"
     )
 }
 
 /// Removes a live shared hold or permit (the key row locked). Binds: name, owner.
 pub(super) fn release_holder(t: &str) -> String {
-    format!("DELETE FROM {t}_holders WHERE name = ? AND owner = ? AND expires_at > NOW(6)")
+    format!(
+        "DELETE FROM {t}_holders WHERE name = ? AND owner = ? AND expires_at > UTC_TIMESTAMP(6)"
+    )
 }
 
 /// After a hold went: the key row's expiry becomes the latest of the live holds
-/// left, and with none left the key is free (assignments run left to right).
-/// Binds: name, name.
+/// left, and with none left the key is free. Both assignments read the joined
+/// latest expiry, not each other, so the order the server assigns in does not
+/// matter (invariant M3). Binds: name, name.
 pub(super) fn settle(t: &str) -> String {
     format!(
-        "UPDATE {t} SET
-             expires_at = COALESCE(
-                 (SELECT MAX(h.expires_at) FROM {t}_holders AS h
-                  WHERE h.name = ? AND h.expires_at > NOW(6)),
-                 '1970-01-01 00:00:01'),
-             owner = IF(expires_at > NOW(6), '{MANY}', NULL)
-         WHERE name = ? AND owner = '{MANY}'"
+        "UPDATE {t} AS k, (SELECT MAX(h.expires_at) AS latest FROM {t}_holders AS h
+                          WHERE h.name = ? AND h.expires_at > UTC_TIMESTAMP(6)) AS l
+         SET k.expires_at = COALESCE(l.latest, '1970-01-01 00:00:01'),
+             k.owner = IF(l.latest IS NULL, NULL, '{MANY}')
+         WHERE k.name = ? AND k.owner = '{MANY}'"
     )
 }
 

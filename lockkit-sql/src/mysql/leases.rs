@@ -14,7 +14,7 @@ use sqlx::AssertSqlSafe;
 use sqlx::mysql::{MySql, MySqlArguments, MySqlConnection, MySqlPool};
 use tokio::time::Instant;
 
-use super::doorbell::{self, Doorbells};
+use super::doorbell::Doorbells;
 use super::{holder_sql, sql, waiting};
 use crate::connect::Within;
 use crate::error::is_conflict;
@@ -122,10 +122,12 @@ impl MySqlLeases {
 }
 
 impl MySqlLeases {
-    /// Frees `owner`'s exclusive hold of `key`: whether it had one. The release
-    /// statement reports who holds the key's bell ([`sql::release`]); unless the
-    /// hold kept a bell of its own (`rings`: it is rung after this), that is the
-    /// waiter first in line, woken on the same connection ([`doorbell::wake`]).
+    /// Frees `owner`'s exclusive hold of `key`: whether it had one. Unless the
+    /// hold kept a bell of its own (`rings`: it is rung after this), whoever
+    /// holds the key's bell is the waiter first in line, asked for and woken on
+    /// the same connection ([`Doorbells::wake_first_in_line`]). Asked in a
+    /// statement of its own, after the release: `IS_USED_LOCK` in a statement
+    /// that writes is unsafe for statement-based replication (invariant M5).
     async fn release_exclusive(&self, key: &LockKey, owner: &OwnerId, rings: bool) -> Result<bool> {
         let mut conn = self
             .pool
@@ -134,19 +136,17 @@ impl MySqlLeases {
             .await
             .map_err(db_error)?;
         let done = sqlx::query(AssertSqlSafe(self.statements.release.clone()))
-            .bind(self.doorbells.bell_name(key))
             .bind(key.as_str())
             .bind(owner.to_hex())
             .execute(&mut *conn)
             .within(self.timeout)
             .await
             .map_err(db_error)?;
-        let bell_holder = done.last_insert_id();
         if done.rows_affected() == 0 {
             return Ok(false);
         }
-        if bell_holder > 0 && !rings {
-            doorbell::wake(&mut conn, bell_holder, self.timeout).await;
+        if !rings {
+            self.doorbells.wake_first_in_line(&mut conn, key).await;
         }
         Ok(true)
     }

@@ -12,6 +12,14 @@ use crate::connect::Within;
 use crate::error::{is_conflict, retry_conflicts};
 use crate::holds::{self, HolderRow, InspectRow, KeyRow};
 
+/// How a shared hold's or permit's transaction starts: at REPEATABLE READ, the
+/// level its statements were written for, whatever the server's default
+/// (invariant M4). Under SERIALIZABLE, the holders read would take next-key
+/// locks into the next key's rows, and two keys' acquires could deadlock.
+/// (Not READ COMMITTED: with statement-based binary logging InnoDB refuses
+/// its writes.)
+const BEGIN: &str = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ; START TRANSACTION";
+
 /// A deadlock with another transaction is [`LockError::Contended`], which
 /// [`MySqlLeases::try_acquire_many`] turns into "busy": nothing took effect.
 fn conflict_or(key: &LockKey, e: sqlx::Error) -> LockError {
@@ -49,7 +57,7 @@ impl MySqlLeases {
         key: &LockKey,
     ) -> Result<(Transaction<'static, MySql>, KeyRow), sqlx::Error> {
         let st = &self.statements;
-        let mut tx = self.pool.begin().within(self.timeout).await?;
+        let mut tx = self.pool.begin_with(BEGIN).within(self.timeout).await?;
         for _ in 0..2 {
             let row: Option<KeyRow> = sqlx::query_as(AssertSqlSafe(st.lock_key.clone()))
                 .bind(key.as_str())

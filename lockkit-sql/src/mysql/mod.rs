@@ -26,21 +26,64 @@
 //! ) ENGINE=InnoDB;
 //! ```
 //!
-//! A key table made by an earlier lockkit gets its `label` column at connect.
+//! Both are created on first use with utf8mb4 text, whatever the server's
+//! default character set; a table made by an earlier lockkit gets its `label`
+//! column at connect, or has it turned into utf8mb4.
 //!
-//! # Guarantees and limits
+//! # Invariants
+//!
+//! What exclusion and fencing rest on, server settings included. Code that
+//! relies on one cites its number; each names the test that proves it.
+//!
+//! 1. **One statement decides.** Every grant comes from one statement that reads
+//!    and writes the key's row under InnoDB's row lock: the exclusive upsert
+//!    ([`sql`]'s `acquire`, or `take_free` for a waiter a release woke), or the
+//!    shared path's transaction that locks the row first. A wake-up (the bell,
+//!    `KILL QUERY`) is only a hint: a waiter it wakes still runs that statement,
+//!    and losing the bell's connection slows a hand-off to a poll, never grants.
+//!    Proved by the whole conformance suite (`conformance_mysql.rs`); faults on
+//!    the bell's connection in the reliability suite (`wake_up_connection_killed`).
+//! 2. **Tokens only grow.** The row's `fence` is bumped by every grant of every
+//!    mode and never reset or deleted but by `purge`: `fencing_tokens_increase_across_holders`,
+//!    `permit_tokens_increase_across_permits`.
+//! 3. **No statement depends on the order the server assigns in.** MariaDB's
+//!    `SIMULTANEOUS_ASSIGNMENT` reads every old value; the default reads each
+//!    assigned column's new one. Each assignment reads only columns assigned
+//!    after it, or a condition with the same answer on the old row and the new
+//!    one; nor does any statement depend on `ANSI_QUOTES`, `PIPES_AS_CONCAT`,
+//!    `NO_BACKSLASH_ESCAPES` or `ONLY_FULL_GROUP_BY` (`mysql_hostile`: the suite
+//!    on a server with all five; with the upsert as it was, 18 of its cases fail).
+//! 4. **Transactions run at REPEATABLE READ**, whatever the server's default:
+//!    the shared path sets it for each of its transactions (`mysql_hostile`,
+//!    under `SERIALIZABLE`).
+//! 5. **Expiry reads one clock, in UTC.** Every lease is judged on the server's
+//!    `UTC_TIMESTAMP(6)`, never `NOW(6)`, which follows each session's time zone
+//!    (sessions in two zones, or a zone changing for daylight saving, would see
+//!    a live lease as expired): `a_lease_holds_for_sessions_in_any_time_zone`.
+//!    A jump of the server's clock still moves every expiry; client deadlines
+//!    stay monotonic. No statement that writes is unsafe for statement-based
+//!    binary logging, so a replica's fence counters stay the primary's under
+//!    `binlog_format=STATEMENT`:
+//!    `no_statement_is_unsafe_for_statement_based_binary_logging`.
+//! 6. **Text is utf8mb4.** Every table, column and bell name is utf8mb4 with a
+//!    binary collation, and every connection talks utf8mb4 (`from_pool` refuses
+//!    a pool that does not, and the URL takes no `charset`): a key, label or
+//!    election value holds any text, emoji included, on a latin1 server
+//!    (`unicode_keys_labels_and_values_round_trip` in `mysql_hostile`;
+//!    `a_pool_that_does_not_talk_utf8mb4_is_refused`,
+//!    `mariadb_turns_a_latin1_label_column_into_utf8mb4`). The binary
+//!    collation pads: keys that differ only in trailing spaces are one lock.
+//!
+//! # How it works
 //!
 //! - Acquire is one `INSERT … ON DUPLICATE KEY UPDATE`: a key seen for the first
 //!   time is created held, with token 1; an existing row is taken only if free,
-//!   expired or ours. Its assignments run left to right (the fencing bump reads the
-//!   old owner before it is replaced), and it returns the new token through
-//!   `LAST_INSERT_ID(expr)` in the same reply: 0 when the key is someone else's,
-//!   which leaves the row as it was. So a refused attempt is one statement, as a
-//!   grant is. InnoDB row locks make it atomic. An attempt waits for the key
-//!   row's lock, at any isolation level: behind a shared hold's short
-//!   transaction, or an application's own transaction on the key table, for at
-//!   most `request_timeout_ms`. A deadlock counts as "busy", as on the shared
-//!   path.
+//!   expired or ours. It returns the new token through `LAST_INSERT_ID(expr)` in
+//!   the same reply: 0 when the key is someone else's, which leaves the row as it
+//!   was. So a refused attempt is one statement, as a grant is. An attempt waits
+//!   for the key row's lock: behind a shared hold's short transaction, or an
+//!   application's own transaction on the key table, for at most
+//!   `request_timeout_ms`. A deadlock counts as "busy", as on the shared path.
 //! - A read (shared) hold or a semaphore permit is one short transaction: lock the
 //!   key row (`SELECT … FOR UPDATE`), read its holders, decide by
 //!   [`lockkit_core::driver::admit`], bump the counter and record the hold (6
@@ -48,15 +91,13 @@
 //!   "busy" and the waiter tries again. The semaphore's limit is stored with each
 //!   permit; a request with another limit fails with `Config`. Waiters are not
 //!   queued: a stream of readers can keep a waiting writer out.
-//! - Lease expiry is judged on the **server's wall clock** (`NOW(6)`): a jump of the
-//!   database server's clock moves every expiry. Client deadlines stay monotonic.
 //! - There is no `LISTEN/NOTIFY` in MySQL: an exclusive waiter in another process
 //!   waits in `GET_LOCK` on the key's *bell*, which a holder that waited for its
 //!   lock keeps and rings (`RELEASE_LOCK`) at its release: one waiter wakes, the
 //!   first to ask, and attempts at once. A holder that got its lock without
 //!   waiting has no bell: the first waiter behind it sleeps on the bell's
-//!   connection, and that holder's release (its statement reads who holds the
-//!   bell) ends the sleep with `KILL QUERY`; the others wait in `GET_LOCK`
+//!   connection, and that holder's release (a statement after it reads who
+//!   holds the bell) ends the sleep with `KILL QUERY`; the others wait in `GET_LOCK`
 //!   behind that one. The first in line looks again every 250 ms at most, for
 //!   a release that woke no one (`KILL` needs the same database user, or the
 //!   privilege to kill others' statements; not through a proxy: see
@@ -116,6 +157,7 @@ mod get_lock_sql;
 mod holder_sql;
 mod leases;
 mod many;
+mod migrate;
 mod options;
 mod sql;
 mod waiting;
@@ -192,8 +234,29 @@ pub async fn from_pool(
     pool: sqlx::MySqlPool,
     options: MySqlOptions,
 ) -> lockkit_core::Result<Arc<dyn LockDriver>> {
+    check_charset(&pool).await?;
     if options.settings.session_mode {
         return Ok(Arc::new(get_lock::on_pool(pool, options).await?));
     }
     Ok(Arc::new(MySqlDriver::from_pool(pool, options).await?))
+}
+
+/// Refuses a pool whose connections do not talk utf8mb4 (invariant M6): keys
+/// and labels sent in another character set are stored as other text, so two
+/// clients set differently would take one lock under two names. lockkit's own
+/// pools use sqlx's default, utf8mb4 (the URL takes no `charset`).
+async fn check_charset(pool: &sqlx::MySqlPool) -> lockkit_core::Result<()> {
+    let (client, connection): (String, String) =
+        sqlx::query_as("SELECT @@character_set_client, @@character_set_connection")
+            .fetch_one(pool)
+            .await
+            .map_err(leases::db_error)?;
+    if client == "utf8mb4" && connection == "utf8mb4" {
+        return Ok(());
+    }
+    Err(lockkit_core::LockError::Config(format!(
+        "the pool's connections use character set {client} (client) and {connection} \
+         (connection); lockkit needs utf8mb4, or keys and labels are stored as other text: \
+         connect with MySqlConnectOptions::charset(\"utf8mb4\") (sqlx's default)"
+    )))
 }

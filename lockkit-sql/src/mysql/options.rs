@@ -16,8 +16,6 @@ const URL: ServerUrl = ServerUrl {
         "ssl-cert",
         "sslkey",
         "ssl-key",
-        "charset",
-        "collation",
         "statement-cache-capacity",
         "socket",
         "timezone",

@@ -1,7 +1,13 @@
 //! The key table's statements, with the table name spliced in (validated as an
 //! identifier). The holders table's are in [`super::holder_sql`].
 
-use super::doorbell::BELL;
+/// Every lockkit table's text, whatever the server's default character set
+/// (MariaDB's built-in default is latin1): keys, labels and election values
+/// hold any Unicode text, emoji included, compared byte by byte.
+pub(super) const TEXT: &str = "DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin";
+
+/// A `label` column: the owner's label and an election's value, any text.
+pub(super) const LABEL: &str = "TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NULL";
 
 /// Creates the key table if missing.
 pub(super) fn create_table(t: &str) -> String {
@@ -11,42 +17,38 @@ pub(super) fn create_table(t: &str) -> String {
             owner CHAR(32) NULL,
             fence BIGINT NOT NULL,
             expires_at DATETIME(6) NOT NULL,
-            label TEXT NULL
-        ) ENGINE=InnoDB"
+            label {LABEL}
+        ) ENGINE=InnoDB {TEXT}"
     )
-}
-
-/// Whether the key table has its `label` column (a table made by an earlier
-/// lockkit has not). Binds: table.
-pub(super) const HAS_LABEL: &str = "SELECT COUNT(*) FROM information_schema.COLUMNS
-     WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = 'label'";
-
-/// Adds the `label` column.
-pub(super) fn add_label(t: &str) -> String {
-    format!("ALTER TABLE {t} ADD COLUMN label TEXT NULL")
 }
 
 /// Takes the key if free, expired or ours, in one statement: a key never seen
 /// is created held by us with token 1, an existing row is taken if free,
 /// expired or already ours (then with its token kept). The token comes back as
 /// the statement's last-insert id, 0 if the key is someone else's (the row is
-/// then left as it was). Assignments run left to right, so `fence`, `label`
-/// and `owner` read the old owner and expiry, and `expires_at` the new owner.
-/// (Shared holds and permits keep the owner at [`crate::holds::MANY`], which is
-/// nobody's id.) Binds: name, owner, TTL µs, label; then owner, owner (`fence`);
-/// owner, label; owner, owner; owner, TTL µs.
+/// then left as it was). (Shared holds and permits keep the owner at
+/// [`crate::holds::MANY`], which is nobody's id.)
+///
+/// Its meaning does not depend on the order in which the server assigns
+/// (invariant M3: `SIMULTANEOUS_ASSIGNMENT` reads old values, the default
+/// reads each assigned column's new one). Every assignment but the last reads
+/// only columns assigned after it; the last, `expires_at`, asks "free, expired
+/// or ours?", which has the same answer on the old row and on the new one:
+/// taken, the new owner is ours; refused, owner and expiry are unchanged.
+/// Binds: name, owner, TTL µs, label; then owner, owner (`fence`); owner,
+/// label; owner, owner; owner, TTL µs.
 pub(super) fn acquire(t: &str) -> String {
-    const FREE_OR_OURS: &str = "owner IS NULL OR owner = ? OR expires_at <= NOW(6)";
+    const FREE_OR_OURS: &str = "owner IS NULL OR owner = ? OR expires_at <= UTC_TIMESTAMP(6)";
     format!(
         "INSERT INTO {t} (name, owner, fence, expires_at, label)
-         VALUES (?, ?, LAST_INSERT_ID(1), NOW(6) + INTERVAL ? MICROSECOND, ?)
+         VALUES (?, ?, LAST_INSERT_ID(1), UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, ?)
          ON DUPLICATE KEY UPDATE
              fence = IF({FREE_OR_OURS},
-                 LAST_INSERT_ID(IF(owner = ? AND expires_at > NOW(6), fence, fence + 1)),
+                 LAST_INSERT_ID(IF(owner = ? AND expires_at > UTC_TIMESTAMP(6), fence, fence + 1)),
                  fence + 0 * LAST_INSERT_ID(0)),
              label = IF({FREE_OR_OURS}, ?, label),
              owner = IF({FREE_OR_OURS}, ?, owner),
-             expires_at = IF(owner = ?, NOW(6) + INTERVAL ? MICROSECOND, expires_at)"
+             expires_at = IF({FREE_OR_OURS}, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, expires_at)"
     )
 }
 
@@ -57,8 +59,8 @@ pub(super) fn acquire(t: &str) -> String {
 pub(super) fn take_free(t: &str) -> String {
     format!(
         "UPDATE {t} SET fence = LAST_INSERT_ID(fence + 1), owner = ?, label = ?,
-             expires_at = NOW(6) + INTERVAL ? MICROSECOND
-         WHERE name = ? AND (owner IS NULL OR expires_at <= NOW(6))"
+             expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND
+         WHERE name = ? AND (owner IS NULL OR expires_at <= UTC_TIMESTAMP(6))"
     )
 }
 
@@ -67,7 +69,7 @@ pub(super) fn take_free(t: &str) -> String {
 pub(super) fn proclaim(t: &str) -> String {
     format!(
         "UPDATE {t} SET label = ?
-         WHERE name = ? AND owner = ? AND expires_at > NOW(6)"
+         WHERE name = ? AND owner = ? AND expires_at > UTC_TIMESTAMP(6)"
     )
 }
 
@@ -76,7 +78,7 @@ pub(super) fn proclaim(t: &str) -> String {
 pub(super) fn list(t: &str) -> String {
     format!(
         "SELECT name FROM {t}
-         WHERE owner IS NOT NULL AND expires_at > NOW(6) AND LEFT(name, ?) = ?
+         WHERE owner IS NOT NULL AND expires_at > UTC_TIMESTAMP(6) AND LEFT(name, ?) = ?
          ORDER BY name LIMIT ?"
     )
 }
@@ -84,20 +86,16 @@ pub(super) fn list(t: &str) -> String {
 /// Pushes out our live lease. Binds: TTL µs, name, owner.
 pub(super) fn extend(t: &str) -> String {
     format!(
-        "UPDATE {t} SET expires_at = NOW(6) + INTERVAL ? MICROSECOND
-         WHERE name = ? AND owner = ? AND expires_at > NOW(6)"
+        "UPDATE {t} SET expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND
+         WHERE name = ? AND owner = ? AND expires_at > UTC_TIMESTAMP(6)"
     )
 }
 
-/// Frees our live lease, and reports in `LAST_INSERT_ID` who holds the key's
-/// bell (the connection id, 0 if nobody): the waiter first in line, which the
-/// release wakes ([`super::doorbell`]). `fence + 0 * …` leaves the fence as it
-/// is. Binds: the bell's `'<table>:<key>'`, name, owner.
+/// Frees our live lease. Binds: name, owner.
 pub(super) fn release(t: &str) -> String {
     format!(
-        "UPDATE {t} SET owner = NULL, expires_at = '1970-01-01 00:00:01',
-             fence = fence + 0 * LAST_INSERT_ID(COALESCE(IS_USED_LOCK({BELL}), 0))
-         WHERE name = ? AND owner = ? AND expires_at > NOW(6)"
+        "UPDATE {t} SET owner = NULL, expires_at = '1970-01-01 00:00:01'
+         WHERE name = ? AND owner = ? AND expires_at > UTC_TIMESTAMP(6)"
     )
 }
 
@@ -106,7 +104,7 @@ pub(super) fn release(t: &str) -> String {
 pub(super) fn force_release(t: &str) -> String {
     format!(
         "UPDATE {t} SET owner = NULL, expires_at = '1970-01-01 00:00:01', label = NULL
-         WHERE name = ? AND owner IS NOT NULL AND expires_at > NOW(6)"
+         WHERE name = ? AND owner IS NOT NULL AND expires_at > UTC_TIMESTAMP(6)"
     )
 }
 
@@ -118,5 +116,5 @@ pub(super) fn purge(t: &str) -> String {
 
 /// The milliseconds left of a lease ending at `column`, 0 once it has ended.
 pub(super) fn ms_left(column: &str) -> String {
-    format!("GREATEST(0, TIMESTAMPDIFF(MICROSECOND, NOW(6), {column}) DIV 1000)")
+    format!("GREATEST(0, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), {column}) DIV 1000)")
 }
