@@ -1,6 +1,9 @@
 //! The conformance suite against a real MariaDB server from the testkit (one
-//! throwaway server per test), in lease mode and in GET_LOCK mode; and both
-//! again over TLS, against a server that accepts TLS connections only.
+//! throwaway server per test), in lease mode and in GET_LOCK mode; both again
+//! over TLS, against a server that accepts TLS connections only; and both on a
+//! server with the settings of [`MARIADB_HOSTILE_SETTINGS`] (latin1, a sql_mode
+//! that changes how statements read, SERIALIZABLE, statement-based binary
+//! logging).
 
 use std::sync::Arc;
 
@@ -10,7 +13,7 @@ mod suites;
 use lockkit_conformance::{UrlHarness, url_backend};
 use lockkit_core::{LockDriver, LockError};
 use lockkit_sql::mysql::MySqlOptions;
-use lockkit_testkit::MariaDb;
+use lockkit_testkit::{MARIADB_HOSTILE_SETTINGS, MariaDb};
 
 async fn connect(url: &str) -> Result<Arc<dyn LockDriver>, LockError> {
     lockkit_sql::mysql::connect(MySqlOptions::from_url(url)?).await
@@ -70,3 +73,18 @@ url_backend!(
 lease_suite!(mysql_tls, UrlHarness<TlsLease>);
 
 session_suite!(mysql_tls_get_lock, UrlHarness<TlsGetLock>);
+
+url_backend!(
+    /// Lease mode on a server with hostile settings.
+    HostileLease: MariaDb = MariaDb::start_with_settings(MARIADB_HOSTILE_SETTINGS), |s| s.url(), connect
+);
+
+url_backend!(
+    /// `mode=get_lock` on a server with hostile settings.
+    HostileGetLock: MariaDb = MariaDb::start_with_settings(MARIADB_HOSTILE_SETTINGS),
+        |s| format!("{}?mode=get_lock", s.url()), connect
+);
+
+lease_suite!(mysql_hostile, UrlHarness<HostileLease>);
+
+session_suite!(mysql_hostile_get_lock, UrlHarness<HostileGetLock>);

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use lockkit_core::{LockError, MAX_KEY_LEN};
+use lockkit_core::{Inspect, LockError, MAX_KEY_LEN};
 
 use super::expect_contended;
 use crate::check::{CaseResult, ensure, fail};
@@ -84,5 +84,60 @@ pub(crate) async fn invalid_ttls_are_rejected(ctx: &Ctx) -> CaseResult {
     }
     expect_contended(b.try_lock(key.as_str()).await, "after refused extends")?;
     g.release().await?;
+    Ok(())
+}
+
+/// Keys, owner labels and election values in any Unicode text, emoji included,
+/// whatever the backend's own default character set: taken, excluding, released
+/// at once (another owner takes the key without waiting), and read back
+/// unchanged where the driver inspects.
+pub(crate) async fn unicode_keys_labels_and_values_round_trip(ctx: &Ctx) -> CaseResult {
+    const LABEL: &str = "работник/工人/🔒";
+    const VALUE: &str = "領導者/🎉/é";
+    let caps = ctx.capabilities();
+    let inspects = caps.inspect != Inspect::No;
+    let a = ctx.locker().await?.with_label(LABEL);
+    let b = ctx.locker().await?;
+    let key = ctx.key("orders/🔒/склад");
+    let held = a.try_lock(key.as_str()).await?;
+    expect_contended(b.try_lock(key.as_str()).await, "an emoji key held")?;
+    if inspects {
+        let seen = b.inspect(key.as_str()).await?;
+        let holder = seen.holders.first();
+        ensure!(
+            holder.is_some_and(|h| h.token == held.token()),
+            "inspect shows {:?}, not token {}",
+            seen.holders,
+            held.token()
+        );
+        let label = holder.and_then(|h| h.label.as_deref());
+        ensure!(
+            label.is_none_or(|l| l == LABEL),
+            "the label read back as {label:?}"
+        );
+    }
+    held.release().await?;
+    b.try_lock(key.as_str()).await?.release().await?;
+    if caps.permits {
+        let (sa, sb) = (
+            a.semaphore(ctx.key("pool/🔒"), 1),
+            b.semaphore(ctx.key("pool/🔒"), 1),
+        );
+        let permit = sa.try_acquire().await?;
+        expect_contended(sb.try_acquire().await, "an emoji semaphore's one permit")?;
+        permit.release().await?;
+        sb.try_acquire().await?.release().await?;
+    }
+    let name = ctx.key("leader/👑");
+    let lead = a.election(name.as_str()).campaign(VALUE).await?;
+    if inspects {
+        let leader = b.election(name.as_str()).leader().await?;
+        let value = leader.as_ref().and_then(|l| l.value.as_deref());
+        ensure!(
+            value == Some(VALUE),
+            "the leader's value read back as {value:?}"
+        );
+    }
+    lead.resign().await?;
     Ok(())
 }

@@ -178,6 +178,7 @@ define_cases! {$;
     process::abandoned_by_killed_process_is_freed_after_ttl,
     input::invalid_keys_are_rejected,
     input::invalid_ttls_are_rejected,
+    input::unicode_keys_labels_and_values_round_trip,
     election::one_leader_at_a_time_with_increasing_terms,
     election::resign_hands_the_lead_to_the_next_candidate,
     election::a_killed_leader_is_replaced_within_its_lease,
