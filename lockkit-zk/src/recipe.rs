@@ -78,6 +78,18 @@ impl Recipe {
                 key.as_str()
             )));
         }
+        if self != Self::Lockkit
+            && let Some(c) = path.chars().find(|&c| refused_in_paths(c))
+        {
+            return Err(LockError::Config(format!(
+                "with recipe={} a key is the lock's ZooKeeper path, and ZooKeeper refuses \
+                 U+{:04X} in a path (characters outside the Basic Multilingual Plane, such \
+                 as emoji, private-use and control characters): use recipe=lockkit, which \
+                 escapes keys",
+                self.name(),
+                u32::from(c)
+            )));
+        }
         Ok(())
     }
 
@@ -123,6 +135,13 @@ impl Recipe {
 
 /// The owner's 32 hex digits as a UUID is written (8-4-4-4-12), as Curator
 /// writes the id of its protected nodes.
+/// Whether ZooKeeper refuses `c` in a path: it checks the Java string, so any
+/// character outside the Basic Multilingual Plane (a surrogate pair there),
+/// and control, private-use and `U+FFF0`… characters.
+fn refused_in_paths(c: char) -> bool {
+    matches!(u32::from(c), 0..=0x1F | 0x7F..=0x9F | 0xE000..=0xF8FF | 0xFFF0..)
+}
+
 pub(crate) fn uuid_form(owner: &OwnerId) -> String {
     let hex = owner.to_hex();
     format!(
@@ -146,6 +165,22 @@ mod tests {
         assert_eq!(k("a/b c"), "/lockkit/a%2Fb%20c");
         assert_eq!(k(".."), "/lockkit/..%00");
         assert_eq!(k("é"), "/lockkit/%C3%A9");
+    }
+
+    #[test]
+    fn a_foreign_recipe_refuses_keys_zookeeper_refuses_in_paths() {
+        for recipe in [Recipe::Curator, Recipe::Kazoo] {
+            for key in ["orders/🔒", "a\u{E000}"] {
+                let e = recipe.check(&LockKey::new(key).unwrap()).unwrap_err();
+                assert!(e.to_string().contains("refuses U+"), "{e}");
+            }
+            assert!(recipe.check(&LockKey::new("склад/工人/é").unwrap()).is_ok());
+        }
+        assert!(
+            Recipe::Lockkit
+                .check(&LockKey::new("orders/🔒").unwrap())
+                .is_ok()
+        );
     }
 
     #[test]

@@ -141,6 +141,7 @@ lockkit_conformance::suite!(
     skip {
         expired_lease_is_reacquirable: "session-bound: a hold lasts as long as its session, there is no per-lock lease to expire",
         release_never_deletes_a_newer_holders_lock: "needs lease expiry; release_after_the_hold_vanished_never_touches_the_new_holder proves the same with the node deleted",
+        unicode_keys_labels_and_values_round_trip: "with recipe=kazoo the key is a ZooKeeper path, which cannot hold characters outside the Basic Multilingual Plane: such keys are refused with Config (recipe.rs)",
     },
     with {
         fifo_order,
