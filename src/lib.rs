@@ -177,8 +177,8 @@ pub(crate) fn no_driver(url: &str) -> String {
         let guess = port.and_then(|p| BUILT_IN.iter().find(|d| d.default_port == Some(p)));
         return match guess {
             Some(d) => format!(
-                "no scheme; did you mean `{}://{url}`? Write SCHEME://…, with one of: {compiled}",
-                d.schemes[0]
+                "no scheme; did you mean `{}`? Write SCHEME://…, with one of: {compiled}",
+                lockkit_core::redact_url(&format!("{}://{url}", d.schemes[0]))
             ),
             None => format!("no scheme; write SCHEME://…, with one of: {compiled}"),
         };

@@ -33,7 +33,7 @@ pub(crate) struct Args {
     #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     stock: u64,
     /// Lock backend (default: a SQLite lock file beside the inventory; no server).
-    #[arg(long, env = "LOCKKIT_URL")]
+    #[arg(long, env = "LOCKKIT_URL", hide_env_values = true)]
     url: Option<String>,
     /// Print the result as JSON.
     #[arg(long)]

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::human::human_duration;
 use crate::types::{MAX_KEY_LEN, MAX_TTL, MIN_TTL};
+use crate::url::redact_url;
 
 /// A `Result` whose error defaults to [`LockError`].
 pub type Result<T, E = LockError> = std::result::Result<T, E>;
@@ -257,89 +258,4 @@ pub fn error_chain(e: &(dyn StdError + 'static)) -> String {
         next = cause.source();
     }
     out
-}
-
-/// A user name as `Debug` and logs may show it: `***` if it contains `@` or `/`,
-/// which a user name parsed out of a URL does only when a password with an
-/// unescaped `@` was split in the wrong place (the same rule as [`redact_url`]).
-///
-/// ```
-/// use lockkit::driver::shown_user;
-/// assert_eq!(shown_user("root"), "root");
-/// assert_eq!(shown_user("s3cret@["), "***");
-/// ```
-pub fn shown_user(user: &str) -> &str {
-    if user.contains(['@', '/']) {
-        "***"
-    } else {
-        user
-    }
-}
-
-/// Replaces the password (or a userinfo with no `:`, which may well be a secret
-/// written in the wrong place) and any `token`/`password` query values in a URL
-/// with `***`, so the URL can be shown in errors and logs.
-///
-/// # Examples
-///
-/// ```
-/// use lockkit::redact_url;
-///
-/// assert_eq!(redact_url("redis://user:hunter2@host:6379/0"), "redis://user:***@host:6379/0");
-/// // Unescaped `@` or `/` in a password: still hidden whole.
-/// assert_eq!(redact_url("redis://user:p@ss/w@host"), "redis://user:***@host");
-/// assert_eq!(redact_url("consul://host?token=abc&dc=x"), "consul://host?token=***&dc=x");
-/// assert_eq!(redact_url("zk://s3cret@host:2181"), "zk://***@host:2181");
-/// assert_eq!(redact_url("sqlite:///tmp/x.db"), "sqlite:///tmp/x.db");
-/// ```
-pub fn redact_url(url: &str) -> String {
-    let (base, query) = match url.split_once('?') {
-        Some((b, q)) => (b, Some(q)),
-        None => (url, None),
-    };
-    let mut out = String::with_capacity(url.len());
-    match base.split_once("://") {
-        Some((scheme, rest)) => {
-            out.push_str(scheme);
-            out.push_str("://");
-            // The last `@` ends the userinfo, so that a password with an unescaped
-            // `@` or `/` in it is hidden whole.
-            match rest.rsplit_once('@') {
-                Some((userinfo, host_and_path)) => {
-                    match userinfo.split_once(':') {
-                        // A name with `@` or `/` in it may be part of a secret.
-                        Some((user, _password)) if shown_user(user) == user => {
-                            out.push_str(user);
-                            out.push_str(":***");
-                        }
-                        // A lone name may be a token written in the wrong place.
-                        _ => out.push_str("***"),
-                    }
-                    out.push('@');
-                    out.push_str(host_and_path);
-                }
-                None => out.push_str(rest),
-            }
-        }
-        None => out.push_str(base),
-    }
-    if let Some(query) = query {
-        out.push('?');
-        let parts: Vec<String> = query
-            .split('&')
-            .map(|pair| match pair.split_once('=') {
-                Some((k, _)) if is_secret_param(k) => format!("{k}=***"),
-                _ => pair.to_string(),
-            })
-            .collect();
-        out.push_str(&parts.join("&"));
-    }
-    out
-}
-
-fn is_secret_param(name: &str) -> bool {
-    let name = name.to_ascii_lowercase();
-    ["password", "pass", "token", "secret", "auth"]
-        .iter()
-        .any(|s| name.contains(s))
 }

@@ -35,12 +35,13 @@ pub use driver::{
     AcquireRequest, Cancellation, Capabilities, ConnectFuture, DriverEntry, Grant, Holder, Inspect,
     Inspection, LockDriver, LockMode, Renewal, Wait, WakeUp, url_scheme,
 };
-pub use error::{KeyError, LockError, Result, TtlError, error_chain, redact_url, shown_user};
+pub use error::{KeyError, LockError, Result, TtlError, error_chain};
 pub use human::human_duration;
 pub use loss::LossSignal;
 pub use types::{
     FencingToken, LockKey, MAX_KEY_LEN, MAX_LABEL_LEN, MAX_TTL, MIN_TTL, OwnerId, validate_ttl,
 };
+pub use url::{redact_url, shown_user};
 
 /// Re-exported so drivers implement [`LockDriver`] with the same macro version.
 pub use async_trait::async_trait;

@@ -130,7 +130,7 @@ impl EtcdOptions {
             reason: why.to_string(),
         };
         let mut parsed = ParsedUrl::parse(url, &["etcd", "etcds"], "etcd://host:2379[,host:port…]")
-            .map_err(|_| bad("the scheme must be etcd (or etcds for TLS); e.g. etcd://host:2379[,host:port…]"))?;
+            .map_err(|e| bad(&reason(e)))?;
         let tls_scheme = parsed.scheme() == "etcds";
         let server = parsed.server().map_err(|e| bad(&reason(e)))?;
         if !server.path.trim_end_matches('/').is_empty() {

@@ -191,7 +191,7 @@ impl ServerSettings {
             )));
         }
         settings.timeouts = query.take_timeouts(DEFAULT_TIMEOUTS)?;
-        let body = parsed.body();
+        let body = client_body(&parsed)?;
         let passed = parsed.query.finish_passing(kind.client_options)?;
         settings.tls = TlsGiven::from_passed(&passed, kind.tls);
         let mut client_url = format!("{}:{body}", kind.schemes[0]);
@@ -207,5 +207,24 @@ impl ServerSettings {
     pub(crate) fn pool_size(&self) -> u32 {
         self.pool_size
             .unwrap_or(if self.session_mode { 32 } else { 8 })
+    }
+}
+
+/// The URL's body for sqlx's parser: as written, but with the userinfo
+/// re-encoded, so that a password with an unescaped `/` or `@` reaches the
+/// server whole.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+fn client_body(parsed: &lockkit_core::url::ParsedUrl<'_>) -> Result<String, LockError> {
+    let body = parsed.body();
+    match parsed.server() {
+        Ok(server) => match server.userinfo {
+            Some(userinfo) => {
+                let userinfo = lockkit_core::url::reencoded_userinfo(userinfo)
+                    .map_err(|why| parsed.invalid(why))?;
+                Ok(format!("//{userinfo}@{}{}", server.hosts, server.path))
+            }
+            None => Ok(body.to_owned()),
+        },
+        Err(_) => Ok(body.to_owned()),
     }
 }

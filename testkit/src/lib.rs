@@ -38,7 +38,9 @@ pub use consul::{ConsulStandIn, StandInOptions};
 pub use error::TestkitError;
 pub use etcd::{Etcd, EtcdCluster};
 pub use foreign::{ForeignClient, curator_holder, foreign_program, interop_python};
-pub use logs::{capture_logs, logged_lines, logged_within, one_outage_logged};
+pub use logs::{
+    capture_every_log, capture_logs, logged, logged_lines, logged_within, one_outage_logged,
+};
 pub use mariadb::{HOSTILE_SETTINGS as MARIADB_HOSTILE_SETTINGS, MariaDb};
 pub use port::free_port;
 pub use postgres::Postgres;

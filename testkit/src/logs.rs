@@ -1,5 +1,5 @@
 //! What a test process logged: one `tracing` subscriber per test binary that keeps
-//! every line at `INFO` and above, for the tests that assert what a library logs
+//! every line at `INFO` and above (or any level it is asked for), for the tests that assert what a library logs
 //! (a warning it owes, a password it must never show).
 //!
 //! Under `cargo test` every test of a binary shares it: look for your own lines.
@@ -29,14 +29,30 @@ impl std::io::Write for Capture {
 /// calls do nothing. (A process that set another subscriber first captures
 /// nothing.)
 pub fn capture_logs() {
+    capture_logs_at(tracing_subscriber::filter::LevelFilter::INFO);
+}
+
+/// As [`capture_logs`], keeping every line, `TRACE` included: whichever of the
+/// two a process calls first sets the level.
+pub fn capture_every_log() {
+    capture_logs_at(tracing_subscriber::filter::LevelFilter::TRACE);
+}
+
+fn capture_logs_at(level: tracing_subscriber::filter::LevelFilter) {
     static INSTALLED: Once = Once::new();
     INSTALLED.call_once(|| {
         let _ = tracing_subscriber::fmt()
-            .with_max_level(tracing_subscriber::filter::LevelFilter::INFO)
+            .with_max_level(level)
             .with_ansi(false)
             .with_writer(|| Capture)
             .try_init();
     });
+}
+
+/// Everything logged so far (since [`capture_logs`]).
+pub fn logged() -> String {
+    let logged = LOGGED.lock().unwrap_or_else(|e| e.into_inner());
+    String::from_utf8_lossy(&logged).into_owned()
 }
 
 /// The lines logged so far (since [`capture_logs`]) that contain `text`.

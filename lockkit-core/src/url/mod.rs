@@ -34,11 +34,13 @@
 mod parsed;
 mod prefix;
 mod query;
+mod redact;
 mod suggest;
 
 pub use parsed::{ParsedUrl, Server};
 pub use prefix::PrefixRule;
 pub use query::{Query, Timeouts};
+pub use redact::{redact_url, shown_user};
 pub use suggest::did_you_mean;
 
 /// Decodes `%XX` escapes (as in URL userinfo and option values); `None` for a
@@ -77,13 +79,69 @@ pub fn credentials(userinfo: &str) -> Result<(String, String), &'static str> {
     let (user, password) = userinfo
         .split_once(':')
         .ok_or("credentials are written user:password@")?;
-    let user = percent_decode(user).ok_or("the user name is not valid percent-encoded UTF-8")?;
-    let password =
-        percent_decode(password).ok_or("the password is not valid percent-encoded UTF-8")?;
+    let user = percent_decode(user)
+        .ok_or("the user name is not valid percent-encoded UTF-8: write a `%` in it as %25")?;
+    let password = percent_decode(password).ok_or(
+        "the password is not valid percent-encoded UTF-8: percent-encode it (a `%` as %25, \
+         `?` as %3F, `#` as %23, `/` as %2F, `@` as %40, `:` as %3A)",
+    )?;
     if user.is_empty() {
         return Err("the user name is empty");
     }
     Ok((user, password))
+}
+
+/// A userinfo as a client library's URL parser reads it: each part decoded and
+/// percent-encoded again, so that a password written with an unescaped `/`,
+/// `@` or `:` (which lockkit reads up to the last `@`) reaches the library
+/// whole, and the library's own parser never splits it elsewhere.
+///
+/// # Examples
+///
+/// ```
+/// use lockkit::driver::url::reencoded_userinfo;
+///
+/// assert_eq!(reencoded_userinfo("app:p@ss/w:rd").as_deref(), Ok("app:p%40ss%2Fw%3Ard"));
+/// assert_eq!(reencoded_userinfo("app:p%40ss").as_deref(), Ok("app:p%40ss"));
+/// assert_eq!(reencoded_userinfo("token").as_deref(), Ok("token"));
+/// ```
+///
+/// # Errors
+///
+/// Why not, as [`credentials`] says it, for a part that is not valid
+/// percent-encoded UTF-8.
+pub fn reencoded_userinfo(userinfo: &str) -> Result<String, &'static str> {
+    let (user, password) = match userinfo.split_once(':') {
+        Some((user, password)) => (user, Some(password)),
+        None => (userinfo, None),
+    };
+    let decoded = |part: &str, why: &'static str| percent_decode(part).ok_or(why);
+    let mut out = percent_encode(&decoded(
+        user,
+        "the user name is not valid percent-encoded UTF-8: write a `%` in it as %25",
+    )?);
+    if let Some(password) = password {
+        out.push(':');
+        out.push_str(&percent_encode(&decoded(
+            password,
+            "the password is not valid percent-encoded UTF-8: percent-encode it (a `%` as \
+             %25, `?` as %3F, `#` as %23, `/` as %2F, `@` as %40, `:` as %3A)",
+        )?));
+    }
+    Ok(out)
+}
+
+/// Every byte of `s` but the unreserved (`A–Z a–z 0–9 - . _ ~`) as `%XX`.
+fn percent_encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 /// Checks one `host:port` of a server list (a name, an IPv4 address or a

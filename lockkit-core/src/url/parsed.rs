@@ -1,7 +1,14 @@
 //! [`ParsedUrl`]: a connection URL taken apart once, for every driver.
 
 use super::query::{Query, one_of};
-use crate::error::{LockError, redact_url};
+use super::redact_url;
+use crate::error::LockError;
+
+/// Why a URL whose userinfo seems to hold `?` or `#` is refused: it cannot be
+/// told from an option value that holds `@`.
+const UNENCODED: &str = "the user name or password holds a character that ends it in a URL \
+     (`?`, `#`, `/`, `@`, `:`, `%`), or an option value holds `@`: percent-encode them \
+     (`?` as %3F, `#` as %23, `/` as %2F, `@` as %40, `:` as %3A, `%` as %25)";
 
 /// A connection URL taken apart: the scheme (lowercased: `Redis://` is `redis://`),
 /// the part before the `?`, and the [`Query`] options.
@@ -78,6 +85,11 @@ impl<'a> ParsedUrl<'a> {
                 ))
             })?;
         let after = &url[scheme.len() + 1..];
+        if let Some((userinfo, _)) = after.strip_prefix("//").and_then(|r| r.rsplit_once('@'))
+            && userinfo.contains(['?', '#'])
+        {
+            return Err(bad(UNENCODED.into()));
+        }
         if after.contains('#') {
             return Err(bad(
                 "a URL fragment (#…) is not supported; write options as ?name=value".into(),
@@ -163,6 +175,20 @@ mod tests {
         assert_eq!(s.userinfo, Some("u:p@ss"));
         assert_eq!(s.host_list().collect::<Vec<_>>(), ["h1:1", "h2:2"]);
         assert_eq!(s.path, "/chroot/x");
+    }
+
+    #[test]
+    fn a_userinfo_holding_a_query_or_fragment_mark_is_refused_with_the_fix() {
+        for url in [
+            "redis://app:hunter2?x@127.0.0.1:1",
+            "redis://app:p@ss:w/rd#?%&@h:1",
+        ] {
+            let e = ParsedUrl::parse(url, &["redis"], "redis://h:p")
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("percent-encode"), "{e}");
+            assert!(!e.contains("hunter2") && !e.contains("rd#"), "{e}");
+        }
     }
 
     #[test]

@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use super::percent_decode;
 use super::prefix::PrefixRule;
+use super::redact::{is_secret_option, redact_url};
 use super::suggest::did_you_mean;
-use crate::error::{LockError, redact_url};
+use crate::error::LockError;
 
 /// The options of a connection URL, taken one by one.
 ///
@@ -139,9 +140,10 @@ impl Query {
         match v.parse::<u64>() {
             Ok(ms) if range.contains(&ms) => Ok(Some(Duration::from_millis(ms))),
             _ => Err(self.invalid(format!(
-                "`{name}` must be a whole number of milliseconds from {} to {}, got `{v}`",
+                "`{name}` must be a whole number of milliseconds from {} to {}, got `{}`",
                 range.start(),
-                range.end()
+                range.end(),
+                shown_value(name, &v)
             ))),
         }
     }
@@ -163,7 +165,11 @@ impl Query {
             Some((_, value)) => Ok(Some(*value)),
             None => {
                 let names: Vec<&str> = choices.iter().map(|(t, _)| *t).collect();
-                Err(self.invalid(format!("`{name}` must be {}, got `{v}`", one_of(&names))))
+                Err(self.invalid(format!(
+                    "`{name}` must be {}, got `{}`",
+                    one_of(&names),
+                    shown_value(name, &v)
+                )))
             }
         }
     }
@@ -301,6 +307,11 @@ impl Timeouts {
     pub const fn new(connect: Duration, request: Duration) -> Self {
         Self { connect, request }
     }
+}
+
+/// An option's value as an error may show it: `***` for a secret option's.
+fn shown_value<'v>(name: &str, value: &'v str) -> &'v str {
+    if is_secret_option(name) { "***" } else { value }
 }
 
 #[cfg(test)]

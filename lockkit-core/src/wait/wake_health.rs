@@ -11,7 +11,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::error::redact_url;
+use crate::url::redact_url;
 
 /// The health of one wake-up channel, as the task that reads it sees it.
 ///
