@@ -46,7 +46,7 @@ pub use port::free_port;
 pub use postgres::Postgres;
 pub use process::Server;
 pub use proxy::{Fault, FaultProxy};
-pub use redis::{Redis, RedisCluster, RedisMasters, RedisSentinels, TlsFiles};
+pub use redis::{Redis, RedisCluster, RedisMasters, RedisSentinels, RedisSettings, TlsFiles};
 pub use silent::SilentServer;
 pub use zookeeper::{ZooKeeper, ZooKeeperEnsemble};
 

@@ -1,7 +1,8 @@
 //! Redis: one instance, or N independent masters (for Redlock), or a Cluster, or
 //! a master with replicas under sentinels.
 //!
-//! [`Redis`] is here; [`launch`] runs redis-server and waits for it, [`tls`] holds a
+//! [`Redis`] is here; [`launch`] runs redis-server and waits for it, [`settings`]
+//! starts it as a deployment may have it, [`tls`] holds a
 //! TLS server's certificates, [`masters`], [`cluster`] and [`sentinel`] the
 //! multi-server setups, [`failover`] a Cluster's failover, and [`ask`] the raw
 //! command those use to watch nodes.
@@ -12,6 +13,7 @@ mod failover;
 mod launch;
 mod masters;
 mod sentinel;
+mod settings;
 mod tls;
 
 use std::ops::{Deref, DerefMut};
@@ -23,6 +25,7 @@ use crate::process::{Server, temp_dir};
 pub use cluster::RedisCluster;
 pub use masters::RedisMasters;
 pub use sentinel::RedisSentinels;
+pub use settings::RedisSettings;
 pub use tls::TlsFiles;
 
 /// A throwaway Redis server on 127.0.0.1, without persistence; plain TCP, or TLS
