@@ -4,7 +4,7 @@
 use lockkit_core::{LockError, Result};
 use redis::cluster::ClusterClient;
 
-use crate::connection::Conn;
+use crate::connection::{Conn, Link, server_name};
 use crate::driver::{NAME, RedisDriver};
 use crate::error::connect_error;
 use crate::options::{RedisOptions, WakeMode};
@@ -39,9 +39,11 @@ impl RedisDriver {
     ///
     /// [`LockError::Connection`] if the server cannot be reached;
     /// [`LockError::Config`] if it is a cluster node (use
-    /// [`from_cluster_client`](Self::from_cluster_client)) or refuses the
-    /// client's credentials.
+    /// [`from_cluster_client`](Self::from_cluster_client)), refuses the
+    /// client's credentials, or its `maxmemory-policy` is not `noeviction` (see
+    /// [`Eviction`](crate::Eviction); `options.with_eviction`).
     pub async fn from_client(client: redis::Client, options: RedisOptions) -> Result<Self> {
+        let server = server_name(&client);
         let (conn, cluster_node) = Conn::single(client.clone(), &options)
             .await
             .map_err(|e| connect_error(e, &options))?;
@@ -52,7 +54,8 @@ impl RedisDriver {
             )));
         }
         let wake_clients = (options.wake == WakeMode::Notify).then(|| vec![client]);
-        Self::on(Conn::Single(conn), wake_clients, options).await
+        let conn = Conn::new(Link::Single(conn), &options, server);
+        Self::on(conn, wake_clients, options).await
     }
 
     /// The driver on the application's `ClusterClient`: its seeds, credentials
@@ -71,12 +74,15 @@ impl RedisDriver {
     ///
     /// # Errors
     ///
-    /// [`LockError::Connection`] if no seed answers.
+    /// [`LockError::Connection`] if no seed answers; [`LockError::Config`] if a
+    /// master's `maxmemory-policy` is not `noeviction` (see
+    /// [`Eviction`](crate::Eviction)).
     pub async fn from_cluster_client(client: ClusterClient, options: RedisOptions) -> Result<Self> {
         let conn = client
             .get_async_connection()
             .await
             .map_err(|e| connect_error(e, &options))?;
-        Self::on(Conn::Cluster(conn), None, options).await
+        let conn = Conn::new(Link::Cluster(conn), &options, "the cluster".into());
+        Self::on(conn, None, options).await
     }
 }

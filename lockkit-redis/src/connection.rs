@@ -1,6 +1,7 @@
 //! [`Conn`]: a single server or a cluster, behind one `ConnectionLike`, so every
-//! script call is written once.
+//! script call is written once; and the eviction check before its requests.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
@@ -8,46 +9,94 @@ use redis::cluster::ClusterClientBuilder;
 use redis::cluster_async::ClusterConnection;
 use redis::{Cmd, Pipeline, RedisFuture, Value};
 
+use crate::eviction::{self, Checked};
 use crate::options::{RedisOptions, Topology};
 use crate::sentinel::SentinelConn;
 use crate::tls;
 
+/// A [`Link`] whose servers' eviction policy is checked before the first request,
+/// after any error that may mean it reconnected, and every
+/// [`RECHECK`](eviction::RECHECK) (see [`eviction`]): a refusal fails the request
+/// instead.
+#[derive(Debug, Clone)]
+pub(crate) struct Conn {
+    link: Link,
+    checked: Arc<Checked>,
+    /// The server, as a refusal names it (on a cluster, each master is named by
+    /// its address instead).
+    server: Arc<str>,
+}
+
 /// A connection to a single server (reconnecting) or to a cluster (routing by
 /// slot, following MOVED/ASK redirects and refreshing its slot map).
 #[derive(Clone)]
-pub(crate) enum Conn {
+pub(crate) enum Link {
     Single(ConnectionManager),
     Cluster(ClusterConnection),
     /// The master of a Sentinel-watched group, followed across failovers.
     Sentinel(SentinelConn),
 }
 
-impl std::fmt::Debug for Conn {
+impl std::fmt::Debug for Link {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
-            Conn::Single(_) => "Conn::Single",
-            Conn::Cluster(_) => "Conn::Cluster",
-            Conn::Sentinel(_) => "Conn::Sentinel",
+            Link::Single(_) => "Link::Single",
+            Link::Cluster(_) => "Link::Cluster",
+            Link::Sentinel(_) => "Link::Sentinel",
         })
     }
 }
 
 impl Conn {
+    /// `link`, checked as `options.eviction` says; `server` names it in a refusal.
+    pub(crate) fn new(link: Link, options: &RedisOptions, server: String) -> Self {
+        Self {
+            link,
+            checked: Arc::new(Checked::new(options.eviction)),
+            server: server.into(),
+        }
+    }
+
+    /// The Sentinel connection, if this is one.
+    pub(crate) fn sentinel(&self) -> Option<&SentinelConn> {
+        match &self.link {
+            Link::Sentinel(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// Checks the eviction policy if it is due (see [`Checked::ensure`]).
+    async fn checked(&mut self) -> redis::RedisResult<()> {
+        let Conn {
+            link,
+            checked,
+            server,
+        } = self;
+        let check = async move {
+            match link {
+                Link::Cluster(c) => eviction::check_cluster(c).await,
+                link => eviction::check_server(link, server).await,
+            }
+        };
+        checked.ensure(check).await
+    }
+
     /// Connects as `options` say; a `redis://` URL that reaches a cluster node
     /// switches to the cluster, with that node as the seed.
     pub(crate) async fn connect(options: &RedisOptions) -> redis::RedisResult<Self> {
         if let Some(target) = &options.sentinel {
-            return Ok(Conn::Sentinel(
-                SentinelConn::connect(options, target).await?,
-            ));
+            let link = Link::Sentinel(SentinelConn::connect(options, target).await?);
+            let server = format!("the Sentinel master `{}`", target.master);
+            return Ok(Conn::new(link, options, server));
         }
         if options.topology == Topology::Detect
             && let Some(node) = options.nodes.first()
         {
             let client = tls::client(node, options.tls.as_ref())?;
+            let server = server_name(&client);
             let (conn, cluster_node) = Self::single(client, options).await?;
             if !cluster_node {
-                return Ok(Conn::Single(conn));
+                return Ok(Conn::new(Link::Single(conn), options, server));
             }
             tracing::debug!("the server is a cluster node: using the cluster");
         }
@@ -62,7 +111,8 @@ impl Conn {
             builder = builder.certs(certs.clone());
         }
         let cluster = builder.build()?;
-        Ok(Conn::Cluster(cluster.get_async_connection().await?))
+        let link = Link::Cluster(cluster.get_async_connection().await?);
+        Ok(Conn::new(link, options, "the cluster".into()))
     }
 
     /// A reconnecting connection to the server `client` names, and whether that
@@ -87,16 +137,54 @@ impl Conn {
     }
 
     pub(crate) fn is_cluster(&self) -> bool {
-        matches!(self, Conn::Cluster(_))
+        matches!(self.link, Link::Cluster(_))
     }
+}
+
+/// `Redis at host:port`, for a refusal.
+pub(crate) fn server_name(client: &redis::Client) -> String {
+    format!("Redis at {}", client.get_connection_info().addr())
 }
 
 impl ConnectionLike for Conn {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        Box::pin(async move {
+            self.checked().await?;
+            let reply = self.link.req_packed_command(cmd).await;
+            if let Err(e) = &reply {
+                self.checked.after_error(e);
+            }
+            reply
+        })
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        Box::pin(async move {
+            self.checked().await?;
+            let reply = self.link.req_packed_commands(pipeline, offset, count).await;
+            if let Err(e) = &reply {
+                self.checked.after_error(e);
+            }
+            reply
+        })
+    }
+
+    fn get_db(&self) -> i64 {
+        self.link.get_db()
+    }
+}
+
+impl ConnectionLike for Link {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         match self {
-            Conn::Single(c) => c.req_packed_command(cmd),
-            Conn::Cluster(c) => c.req_packed_command(cmd),
-            Conn::Sentinel(c) => c.req_packed_command(cmd),
+            Link::Single(c) => c.req_packed_command(cmd),
+            Link::Cluster(c) => c.req_packed_command(cmd),
+            Link::Sentinel(c) => c.req_packed_command(cmd),
         }
     }
 
@@ -107,17 +195,17 @@ impl ConnectionLike for Conn {
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
         match self {
-            Conn::Single(c) => c.req_packed_commands(pipeline, offset, count),
-            Conn::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
-            Conn::Sentinel(c) => c.req_packed_commands(pipeline, offset, count),
+            Link::Single(c) => c.req_packed_commands(pipeline, offset, count),
+            Link::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+            Link::Sentinel(c) => c.req_packed_commands(pipeline, offset, count),
         }
     }
 
     fn get_db(&self) -> i64 {
         match self {
-            Conn::Single(c) => c.get_db(),
-            Conn::Cluster(c) => c.get_db(),
-            Conn::Sentinel(c) => c.get_db(),
+            Link::Single(c) => c.get_db(),
+            Link::Cluster(c) => c.get_db(),
+            Link::Sentinel(c) => c.get_db(),
         }
     }
 }

@@ -44,23 +44,25 @@ pub struct RedisDriver {
 
 impl RedisDriver {
     /// Connects (with automatic reconnection; to the cluster if the URL names one
-    /// or the server is a cluster node) and subscribes to this driver's wake
-    /// channel.
+    /// or the server is a cluster node), checks the servers' eviction policy (see
+    /// [`Eviction`](crate::Eviction)) and subscribes to this driver's wake channel.
     ///
     /// # Errors
     ///
     /// [`LockError::Connection`](lockkit_core::LockError::Connection) if the server
-    /// cannot be reached.
+    /// cannot be reached; [`LockError::Config`](lockkit_core::LockError::Config) if
+    /// its `maxmemory-policy` (a cluster's, any master's) is not `noeviction`, or
+    /// cannot be read, and the URL does not say `eviction=accept`.
     pub async fn connect(options: RedisOptions) -> Result<Self> {
         let conn = Conn::connect(&options)
             .await
             .map_err(|e| connect_error(e, &options))?;
-        let wake_clients = match (options.wake, &conn) {
+        let wake_clients = match (options.wake, conn.sentinel()) {
             (WakeMode::Poll, _) => None,
-            (WakeMode::Notify, Conn::Sentinel(sentinel)) => {
+            (WakeMode::Notify, Some(sentinel)) => {
                 Some(sentinel.data_clients().await.map_err(redis_error)?)
             }
-            (WakeMode::Notify, _) => Some(
+            (WakeMode::Notify, None) => Some(
                 options
                     .nodes
                     .iter()
@@ -80,6 +82,7 @@ impl RedisDriver {
         options: RedisOptions,
     ) -> Result<Self> {
         let scripts = Arc::new(Scripts::new());
+        // The first requests on `conn`: the eviction policy is checked first.
         let mut loading = conn.clone();
         scripts.load_all(&mut loading).await.map_err(redis_error)?;
         let wake_prefix = wake_prefix(&options.prefix);

@@ -4,12 +4,16 @@
 use lockkit_core::LockError;
 
 use crate::driver::NAME;
+use crate::eviction::refusal;
 use crate::options::RedisOptions;
 use crate::tls;
 
 /// A failed request: a [`LockError::Connection`] if the connection is at fault
 /// (retryable), else a [`LockError::Backend`].
 pub(crate) fn redis_error(e: redis::RedisError) -> LockError {
+    if let Some(why) = refusal(&e) {
+        return LockError::Config(why);
+    }
     if e.is_io_error() || e.is_connection_dropped() || e.is_connection_refusal() || e.is_timeout() {
         LockError::connection(NAME, e)
     } else {
@@ -22,6 +26,9 @@ pub(crate) fn redis_error(e: redis::RedisError) -> LockError {
 /// configuration error (not "check that the server is running").
 pub(crate) fn connect_error(e: redis::RedisError, options: &RedisOptions) -> LockError {
     use redis::ErrorKind;
+    if let Some(why) = refusal(&e) {
+        return LockError::Config(why);
+    }
     let text = lockkit_core::redact_url(&e.to_string());
     if e.is_timeout() || text.contains("timed out") {
         return LockError::Connection {

@@ -152,6 +152,7 @@ mod connection;
 mod contender;
 mod driver;
 mod error;
+mod eviction;
 mod inspect;
 mod keys;
 mod list;
@@ -167,6 +168,7 @@ mod url;
 mod wait;
 
 pub use driver::RedisDriver;
+pub use eviction::Eviction;
 pub use keys::KeyLayout;
 pub use options::{FenceSeed, RedisOptions, WakeMode};
 pub use redlock::{RedlockDriver, RedlockOptions};

@@ -7,6 +7,7 @@ use lockkit_core::LockError;
 use lockkit_core::url::{PrefixRule, Timeouts};
 use redis::TlsCertificates;
 
+use crate::eviction::Eviction;
 use crate::keys::KeyLayout;
 use crate::replicas::ReplicaAck;
 use crate::url::{DEFAULT_PREFIX, DEFAULT_TIMEOUTS};
@@ -130,6 +131,8 @@ pub struct RedisOptions {
     pub(crate) keys: KeyLayout,
     pub(crate) wake: WakeMode,
     pub(crate) fence_seed: FenceSeed,
+    /// `eviction=refuse|accept`.
+    pub(crate) eviction: Eviction,
     /// `wait_replicas` and `wait_timeout_ms`.
     pub(crate) replica_ack: Option<ReplicaAck>,
     /// From `tls_ca`/`tls_cert`/`tls_key`; `None` for plain TCP, or TLS verified
@@ -150,6 +153,7 @@ impl fmt::Debug for RedisOptions {
             .field("keys", &self.keys)
             .field("wake", &self.wake)
             .field("fence_seed", &self.fence_seed)
+            .field("eviction", &self.eviction)
             .field("replica_ack", &self.replica_ack)
             .field("tls", &self.tls)
             .field("timeouts", &self.timeouts)
@@ -221,6 +225,19 @@ impl RedisOptions {
         self.fence_seed = seed;
         self
     }
+
+    /// What is done with a server whose eviction policy can evict lockkit's keys
+    /// (`?eviction=`; default [`Eviction::Refuse`]).
+    pub fn eviction(&self) -> Eviction {
+        self.eviction
+    }
+
+    /// Refuses or accepts a server whose eviction policy can evict lockkit's keys,
+    /// as `eviction` says. [`Eviction::Accept`] is unsafe: see there.
+    pub fn with_eviction(mut self, eviction: Eviction) -> Self {
+        self.eviction = eviction;
+        self
+    }
 }
 
 /// `redis://127.0.0.1:6379` with lockkit's defaults: prefix `lockkit`, tagged
@@ -237,6 +254,7 @@ impl Default for RedisOptions {
             keys: KeyLayout::default(),
             wake: WakeMode::Notify,
             fence_seed: FenceSeed::default(),
+            eviction: Eviction::default(),
             replica_ack: None,
             tls: None,
             timeouts: DEFAULT_TIMEOUTS,

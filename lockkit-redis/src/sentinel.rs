@@ -11,6 +11,10 @@
 //! hold as its own again. While no other master is promoted yet, the command
 //! fails as `MASTERDOWN`, which a waiting acquire retries for as long as it
 //! waits.
+//!
+//! Every master it moves to has its eviction policy checked before it is used
+//! (see [`eviction`](crate::eviction)): a promoted replica that may evict
+//! lockkit's keys fails the request with the refusal instead.
 
 use std::sync::{Arc, RwLock};
 
@@ -20,6 +24,7 @@ use redis::{
 };
 
 use crate::connection::Conn;
+use crate::eviction::{self, Eviction};
 use crate::options::{RedisOptions, SentinelTarget};
 use crate::tls;
 
@@ -140,6 +145,17 @@ fn failing_over(e: RedisError) -> RedisError {
     ))
 }
 
+/// After `e` made the driver ask the sentinels (`refreshed`): `Ok` if it moved to
+/// another master; else the error for the request: that master's eviction
+/// policy refused, or `e` as a failover in progress.
+fn moved(refreshed: RedisResult<bool>, e: RedisError) -> RedisResult<()> {
+    match refreshed {
+        Ok(true) => Ok(()),
+        Err(refused) if eviction::refusal(&refused).is_some() => Err(refused),
+        _ => Err(failing_over(e)),
+    }
+}
+
 /// `READONLY`: the node was demoted to a replica, and wrote nothing.
 fn is_readonly(e: &RedisError) -> bool {
     matches!(e.kind(), ErrorKind::Server(ServerErrorKind::ReadOnly))
@@ -151,9 +167,7 @@ impl ConnectionLike for SentinelConn {
             let (addr, mut conn) = self.current();
             match conn.req_packed_command(cmd).await {
                 Err(e) if master_moved(&e) => {
-                    if !matches!(self.refresh(&addr).await, Ok(true)) {
-                        return Err(failing_over(e));
-                    }
+                    moved(self.refresh(&addr).await, e)?;
                     // The old master is gone or demoted: what it did with the
                     // command no longer counts, except what it passed on to the
                     // new one, where every script takes the same owner's hold as
@@ -176,7 +190,7 @@ impl ConnectionLike for SentinelConn {
             let (addr, mut conn) = self.current();
             match conn.req_packed_commands(pipeline, offset, count).await {
                 Err(e) if master_moved(&e) => {
-                    let _ = self.refresh(&addr).await;
+                    moved(self.refresh(&addr).await, e.clone())?;
                     Err(failing_over(e))
                 }
                 other => other,
@@ -245,7 +259,8 @@ async fn master_addr(options: &RedisOptions, target: &SentinelTarget) -> RedisRe
 }
 
 /// A reconnecting connection to the master at `addr`, checked to answer `ROLE`
-/// as a master (a sentinel may still name a node that was just demoted).
+/// as a master (a sentinel may still name a node that was just demoted), and
+/// its eviction policy checked.
 async fn connect_master(
     options: &RedisOptions,
     target: &SentinelTarget,
@@ -255,7 +270,13 @@ async fn connect_master(
     let (mut conn, _) = Conn::single(client, options).await?;
     let role: Vec<Value> = redis::cmd("ROLE").query_async(&mut conn).await?;
     match role.first() {
-        Some(Value::BulkString(r)) if r.as_slice() == b"master" => Ok(conn),
+        Some(Value::BulkString(r)) if r.as_slice() == b"master" => {
+            if options.eviction == Eviction::Refuse {
+                let server = format!("the Sentinel master `{}` at {addr}", target.master);
+                eviction::check_server(&mut conn, &server).await?;
+            }
+            Ok(conn)
+        }
         _ => Err(RedisError::from((
             ErrorKind::Client,
             "the node the sentinels name is not a master (yet)",

@@ -7,6 +7,7 @@ use lockkit_core::tls::TlsPaths;
 use lockkit_core::url::{ParsedUrl, PrefixRule, Query, Server, Timeouts, host_port};
 use lockkit_core::{LockError, redact_url};
 
+use crate::eviction::take_eviction;
 use crate::keys::KeyLayout;
 use crate::options::{FenceSeed, RedisOptions, SentinelTarget, Topology, WakeMode};
 use crate::replicas::take_replica_ack;
@@ -71,7 +72,9 @@ impl RedisOptions {
     ///
     /// Query options: `prefix=NAME` (key prefix, default `lockkit`; no braces),
     /// `keys=tagged|plain` (see [`KeyLayout`]), `wake=notify|poll` (see [`WakeMode`]), `fence_seed=counter|clock` (see
-    /// [`FenceSeed`]), `connect_timeout_ms=N` (default 2000) and
+    /// [`FenceSeed`]), `eviction=refuse|accept` (default `refuse`: a server whose
+    /// `maxmemory-policy` is not `noeviction` is refused; `accept` is unsafe, see
+    /// [`Eviction`](crate::Eviction)), `connect_timeout_ms=N` (default 2000) and
     /// `request_timeout_ms=N` (each command, default 5000), and the redis crate's
     /// `protocol=resp2|resp3`. Any other option is an
     /// [`InvalidUrl`](LockError::InvalidUrl) that names it: a mistyped safety
@@ -122,6 +125,7 @@ impl RedisOptions {
         let keys = take_keys(query)?;
         let wake = take_wake(query)?;
         let fence_seed = take_fence_seed(query)?;
+        let eviction = take_eviction(query)?;
         let replica_ack = take_replica_ack(query)?;
         let timeouts = query.take_timeouts(DEFAULT_TIMEOUTS)?;
         let tls_paths = TlsPaths::from_query(query)?;
@@ -158,6 +162,7 @@ impl RedisOptions {
             keys,
             wake,
             fence_seed,
+            eviction,
             replica_ack,
             tls,
             timeouts,

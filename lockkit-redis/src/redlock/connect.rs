@@ -23,7 +23,9 @@ impl RedlockDriver {
     /// # Errors
     ///
     /// [`LockError::Connection`] naming how many masters answered when fewer than a
-    /// quorum did within a few seconds.
+    /// quorum did within a few seconds; [`LockError::Config`] if a master that
+    /// answered has a `maxmemory-policy` other than `noeviction`, or one that
+    /// cannot be read (see [`RedlockOptions::eviction`]).
     pub async fn connect(options: RedlockOptions) -> Result<Self> {
         let masters = options
             .masters
@@ -35,6 +37,7 @@ impl RedlockDriver {
                     shown.clone(),
                     options.connect_timeout,
                     options.tls.as_ref(),
+                    options.eviction,
                 )
             })
             .collect::<Result<Vec<_>>>()?;
@@ -68,6 +71,11 @@ impl RedlockDriver {
                 }
             }))
             .await;
+        // A master that answered with an eviction policy that is refused is a
+        // setting to fix: refused now, even if a quorum runs `noeviction`.
+        if let Some(why) = masters.iter().find_map(Master::refused) {
+            return Err(LockError::Config(why));
+        }
         for (m, reply) in masters.iter().zip(&replies) {
             if !matches!(reply, Reply::Answered(_)) {
                 m.prime_in_background(scripts.clone());

@@ -13,6 +13,7 @@ use lockkit_core::{LockError, Result, redact_url};
 use redis::RedisResult;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
+use crate::eviction::{self, Checked, Eviction};
 use crate::keys::Names;
 use crate::options::FenceSeed;
 use crate::scripts::Scripts;
@@ -27,6 +28,10 @@ pub(crate) struct Master {
     pub(crate) shown: String,
     conn: ConnectionManager,
     client: redis::Client,
+    /// Whether its eviction policy was found safe (see [`timed`](Self::timed)).
+    checked: Checked,
+    /// `Redlock master <shown>`, as a refusal names it.
+    server: String,
     /// This driver's wake channel on this master, once subscribed.
     wake: Arc<OnceLock<Arc<Subscriptions>>>,
 }
@@ -67,6 +72,7 @@ impl Master {
         shown: String,
         connect_timeout: Duration,
         tls: Option<&redis::TlsCertificates>,
+        eviction: Eviction,
     ) -> Result<Self> {
         let client = crate::tls::client(url, tls).map_err(|e| LockError::InvalidUrl {
             url: shown.clone(),
@@ -93,9 +99,11 @@ impl Master {
                 }
             })?;
         Ok(Self {
+            server: format!("Redlock master {shown}"),
             shown,
             conn,
             client,
+            checked: Checked::new(eviction),
             wake: Arc::default(),
         })
     }
@@ -157,20 +165,41 @@ impl Master {
         self.wake.get().map(|subs| subs.waiter())
     }
 
+    /// The refusal of this master's eviction policy, if its last check refused it.
+    pub(crate) fn refused(&self) -> Option<String> {
+        self.checked.refused()
+    }
+
     /// Whether releases on this master can wake our waiters right now.
     pub(crate) fn wakes(&self) -> bool {
         self.wake.get().is_some_and(|subs| subs.is_live())
     }
 
-    /// Runs `call` on this master's connection, giving up after `limit`.
+    /// Runs `call` on this master's connection, giving up after `limit`. First,
+    /// if it is due, the master's eviction policy is checked within the same
+    /// limit: a master whose policy is refused fails every request with the
+    /// refusal, and so counts as failed for the quorum (see
+    /// [`RedlockOptions::eviction`](super::RedlockOptions::eviction)).
     pub(crate) async fn timed<T, F, Fut>(&self, limit: Duration, call: F) -> Reply<T>
     where
         F: FnOnce(ConnectionManager) -> Fut,
         Fut: Future<Output = RedisResult<T>>,
     {
-        match tokio::time::timeout(limit, call(self.conn.clone())).await {
+        let checked_call = async {
+            let mut conn = self.conn.clone();
+            self.checked
+                .ensure(eviction::check_server(&mut conn, &self.server))
+                .await?;
+            call(conn)
+                .await
+                .inspect_err(|e| self.checked.after_error(e))
+        };
+        match tokio::time::timeout(limit, checked_call).await {
             Ok(Ok(v)) => Reply::Answered(v),
-            Ok(Err(e)) => Reply::Failed(format!("{}: {}", self.shown, redact_url(&e.to_string()))),
+            Ok(Err(e)) => match eviction::refusal(&e) {
+                Some(why) => Reply::Failed(why),
+                None => Reply::Failed(format!("{}: {}", self.shown, redact_url(&e.to_string()))),
+            },
             Err(_) => Reply::Failed(format!("{}: no answer within {limit:?}", self.shown)),
         }
     }

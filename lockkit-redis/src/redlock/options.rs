@@ -7,6 +7,7 @@ use lockkit_core::tls::TlsPaths;
 use lockkit_core::url::{ParsedUrl, PrefixRule, Timeouts};
 use lockkit_core::{LockError, redact_url};
 
+use crate::eviction::{Eviction, take_eviction};
 use crate::keys::KeyLayout;
 use crate::options::{FenceSeed, WakeMode};
 use crate::url::{DEFAULT_PREFIX, take_fence_seed, take_keys, take_prefix, take_wake};
@@ -57,6 +58,8 @@ pub struct RedlockOptions {
     pub(crate) fence_seed: FenceSeed,
     pub(crate) keys: KeyLayout,
     pub(crate) wake: WakeMode,
+    /// `eviction=refuse|accept`.
+    pub(crate) eviction: Eviction,
     /// From `tls_ca`/`tls_cert`/`tls_key` (`redlocks://`): the same for every
     /// master; `None` for plain masters, or TLS against the system roots.
     pub(crate) tls: Option<redis::TlsCertificates>,
@@ -73,6 +76,7 @@ impl fmt::Debug for RedlockOptions {
             .field("request_timeout", &self.request_timeout)
             .field("connect_timeout", &self.connect_timeout)
             .field("wake", &self.wake)
+            .field("eviction", &self.eviction)
             .field("tls", &self.tls)
             .finish()
     }
@@ -91,13 +95,15 @@ impl RedlockOptions {
             fence_seed: FenceSeed::Counter,
             keys: KeyLayout::Tagged,
             wake: WakeMode::Notify,
+            eviction: Eviction::Refuse,
             tls: None,
         }
     }
 
-    /// Parses `redlock://[user:password@]host1:port1,host2:port2,…[/db][?prefix=NAME&drift_ms=N&retry_ms=N&request_timeout_ms=N&connect_timeout_ms=N&fence_seed=counter|clock&wake=notify|poll&keys=tagged|plain]`
+    /// Parses `redlock://[user:password@]host1:port1,host2:port2,…[/db][?prefix=NAME&drift_ms=N&retry_ms=N&request_timeout_ms=N&connect_timeout_ms=N&fence_seed=counter|clock&wake=notify|poll&keys=tagged|plain&eviction=refuse|accept]`
     /// (`fence_seed`: see [`crate::FenceSeed`]; each master seeds its own counter;
-    /// `wake`: see [`RedlockOptions::wake`]).
+    /// `wake`: see [`RedlockOptions::wake`]; `eviction`: see
+    /// [`RedlockOptions::eviction`], `accept` is unsafe).
     ///
     /// The credentials and the database apply to every master; a host without a port
     /// uses 6379. `drift_ms` is the fixed part of the clock-drift allowance (default
@@ -184,6 +190,7 @@ impl RedlockOptions {
         };
         options.fence_seed = take_fence_seed(query)?;
         options.wake = take_wake(query)?;
+        options.eviction = take_eviction(query)?;
         let tls_paths = TlsPaths::from_query(query)?;
         parsed.query.finish()?;
         options.tls = crate::tls::load(
@@ -287,6 +294,24 @@ impl RedlockOptions {
     /// [`retry_delay`](Self::retry_delay).
     pub fn wake(mut self, wake: WakeMode) -> Self {
         self.wake = wake;
+        self
+    }
+
+    /// What is done with a master whose `maxmemory-policy` is not `noeviction`, or
+    /// cannot be read (`?eviction=`; default [`Eviction::Refuse`]).
+    ///
+    /// With `Refuse`, each master's policy is read before its first request, again
+    /// after an error after which its connection may reconnect, and at least every
+    /// 10 s. At [`connect`](super::RedlockDriver::connect), a master that answers
+    /// with such a policy fails the connect with
+    /// [`LockError::Config`](lockkit_core::LockError::Config), even if a quorum
+    /// runs `noeviction`: it is a setting to fix, not an outage. Later (a master
+    /// that was down at connect, or reconnects with another policy), each request
+    /// to that master fails with the refusal, and it counts as a failed master for
+    /// the quorum: its votes and its fencing counter are not used, as those of a
+    /// master that is down. [`Eviction::Accept`] is unsafe: see there.
+    pub fn eviction(mut self, eviction: Eviction) -> Self {
+        self.eviction = eviction;
         self
     }
 

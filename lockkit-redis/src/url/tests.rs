@@ -26,6 +26,7 @@ fn bad_urls_get_typed_errors_without_the_password() {
         "redis-cluster://:hunter2@h1:1/3",
         "redis://:hunter2@h:1?prefix={x}",
         "redis://:hunter2@h:1?wake=sometimes",
+        "redis://:hunter2@h:1?eviction=sometimes",
         "memcache://:hunter2@h:1",
     ] {
         let e = RedisOptions::from_url(url).unwrap_err();
@@ -33,6 +34,16 @@ fn bad_urls_get_typed_errors_without_the_password() {
         assert!(!e.to_string().contains("hunter2"), "{e}");
         assert!(!format!("{e:?}").contains("hunter2"), "{e:?}");
     }
+}
+
+#[test]
+fn eviction_is_refused_unless_the_url_accepts_it() {
+    let default = RedisOptions::from_url("redis://h:1").unwrap();
+    assert_eq!(default.eviction(), crate::Eviction::Refuse);
+    let accept = RedisOptions::from_url("redis-sentinel://s:1/m?eviction=accept").unwrap();
+    assert_eq!(accept.eviction(), crate::Eviction::Accept);
+    let redlock = crate::RedlockOptions::from_url("redlock://h1:1,h2:2,h3:3?eviction=accept");
+    assert_eq!(redlock.unwrap().eviction, crate::Eviction::Accept);
 }
 
 /// A file in the temp dir holding `text`, removed on drop.
