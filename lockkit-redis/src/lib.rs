@@ -12,7 +12,38 @@
 //!
 //! Options: `?prefix=NAME` (default `lockkit`), `?wake=notify|poll` (see
 //! [`WakeMode`]), `?fence_seed=counter|clock` (see [`FenceSeed`]),
-//! `?wait_replicas=N&wait_timeout_ms=T` (see [`ReplicaAck`]).
+//! `?wait_replicas=N&wait_timeout_ms=T` (see [`ReplicaAck`]),
+//! `?eviction=refuse|accept` (see [Eviction](#eviction); `accept` is unsafe).
+//!
+//! # Eviction
+//!
+//! lockkit's keys must never be evicted: a fencing counter has no TTL, and a
+//! counter Redis evicts starts again, so tokens repeat; a held lock evicted
+//! before its lease ends is granted to a second client. Only
+//! `maxmemory-policy noeviction` (Redis's default) guarantees that; any other
+//! policy can evict them once Redis reaches `maxmemory`: `allkeys-*` any key,
+//! `volatile-*` the keys with a TTL, held locks among them.
+//!
+//! So the driver reads the policy (`CONFIG GET maxmemory-policy`, or `INFO
+//! memory` where `CONFIG` is renamed or denied, as on managed services) of every
+//! server it writes to: the server, every Cluster master, the Sentinel master
+//! and every master a failover moves it to, every Redlock master. It reads it
+//! when it connects (the application-client constructors too), again before the
+//! next request after any error after which the client may reconnect, and at
+//! least every 10 s while in use (the cluster client reconnects to a node
+//! without reporting it). Any policy but `noeviction`, or one it cannot read, is
+//! refused with a [`LockError::Config`](lockkit_core::LockError::Config) naming
+//! the setting, what it can evict and the fix: `CONFIG SET maxmemory-policy
+//! noeviction` (and in the config file), or a Redis of its own for the locks.
+//! After connect, the refusal fails the requests instead (on a Cluster, while a
+//! master cannot be asked during a failover, requests go ahead and the check
+//! waits for it); a Redlock master refused after connect counts as failed for
+//! the quorum (see [`RedlockOptions::eviction`]).
+//!
+//! `?eviction=accept` ([`Eviction::Accept`]) connects without reading the
+//! policy. **It is unsafe** on a server that may evict: RELIABILITY.md's
+//! *allkeys-lru, eviction=accept* row shows a cache filling such a Redis, its
+//! fencing counter evicted and tokens starting again from 1.
 //!
 //! # TLS
 //!
