@@ -36,6 +36,7 @@ mod report;
 mod trial;
 
 mod elections;
+mod eviction;
 mod failover;
 mod redis_data;
 

@@ -151,7 +151,9 @@ the master drops their links; once the master has made a grant no replica will s
 and a worker holds it (or, with `wait_replicas`, as soon as the master made it), \
 the master is SIGKILLed, the replicas are thawed and one of them promoted; holds last \
 3 s and leases 4 s in these rows, so that, as in production, they outlast the \
-failover). \
+failover); *filled to maxmemory by a cache* (Redis with `--maxmemory 4mb \
+--maxmemory-policy allkeys-lru`, connected with `eviction=accept`: another client \
+writes 64 KB values until the history shows a violation, 4 s at most). \
 Every server is real and on 127.0.0.1, except Consul: those rows ran against the \
 testkit's Consul stand-in, which follows Consul's documented HTTP semantics but is \
 not Consul.\n\n";
