@@ -24,6 +24,7 @@ mod etcd;
 mod foreign;
 mod logs;
 mod mariadb;
+mod pgbouncer;
 mod port;
 mod postgres;
 mod process;
@@ -42,6 +43,7 @@ pub use logs::{
     capture_every_log, capture_logs, logged, logged_lines, logged_within, one_outage_logged,
 };
 pub use mariadb::{HOSTILE_SETTINGS as MARIADB_HOSTILE_SETTINGS, MariaDb};
+pub use pgbouncer::{PgBouncer, PoolMode};
 pub use port::free_port;
 pub use postgres::Postgres;
 pub use process::Server;

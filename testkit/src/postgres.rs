@@ -55,7 +55,7 @@ const INITDB_ARGS: [&str; 8] = [
 ];
 
 /// The uid and gid of a system user, from /etc/passwd.
-fn user_ids(name: &str) -> Result<(u32, u32), TestkitError> {
+pub(crate) fn user_ids(name: &str) -> Result<(u32, u32), TestkitError> {
     let passwd = std::fs::read_to_string("/etc/passwd")?;
     passwd
         .lines()
@@ -78,7 +78,19 @@ impl Postgres {
     /// [`TestkitError::NotFound`] if PostgreSQL is not installed; `NotReady` with the
     /// log's tail if it does not come up.
     pub async fn start() -> Result<Self, TestkitError> {
-        Self::start_with(None).await
+        Self::start_with(None, &[]).await
+    }
+
+    /// As [`start`](Self::start), with each of `settings` (`name=value`) set on
+    /// the server's command line (`-c`): the settings real deployments run
+    /// with, for the tests that must hold under them
+    /// (`default_transaction_isolation=serializable`, `idle_session_timeout=2s`).
+    ///
+    /// # Errors
+    ///
+    /// As [`start`](Self::start).
+    pub async fn start_with_settings(settings: &[&str]) -> Result<Self, TestkitError> {
+        Self::start_with(None, settings).await
     }
 
     /// Starts a server that accepts TLS connections only (`ssl=on`, and
@@ -90,7 +102,7 @@ impl Postgres {
     ///
     /// As [`start`](Self::start); `NotFound` or `Setup` from `openssl`.
     pub async fn start_tls() -> Result<Self, TestkitError> {
-        Self::start_with(Some(false)).await
+        Self::start_with(Some(false), &[]).await
     }
 
     /// As [`start_tls`](Self::start_tls), but clients must also present a
@@ -101,10 +113,10 @@ impl Postgres {
     ///
     /// As [`start_tls`](Self::start_tls).
     pub async fn start_mutual_tls() -> Result<Self, TestkitError> {
-        Self::start_with(Some(true)).await
+        Self::start_with(Some(true), &[]).await
     }
 
-    async fn start_with(mutual: Option<bool>) -> Result<Self, TestkitError> {
+    async fn start_with(mutual: Option<bool>, settings: &[&str]) -> Result<Self, TestkitError> {
         let bin = bin_dir()?;
         let _ = find_binary(
             &bin.join("postgres").display().to_string(),
@@ -165,6 +177,9 @@ impl Postgres {
         .map(String::from)
         .to_vec();
         let mut args = args;
+        for setting in settings {
+            args.extend(["-c".to_string(), setting.to_string()]);
+        }
         if let Some((certs, _)) = &tls {
             args.extend([
                 "-c".into(),
