@@ -53,23 +53,35 @@ pub(crate) fn is_conflict(e: &sqlx::Error) -> bool {
         .is_some_and(|code| code.starts_with("40"))
 }
 
-/// Runs `attempt` again, up to 3 more times, while it collides with another
-/// transaction ([`is_conflict`]): for releases, which must not fail because a
-/// renewal of the same key deadlocked with them.
+/// Runs `attempt` again while it collides with another transaction
+/// ([`is_conflict`]), after a short pause spread at random (1 ms doubling to
+/// 16 ms), at most [`CONFLICT_TRIES`] times in all: what an autocommit
+/// statement under SERIALIZABLE (a serialization failure), or a release whose
+/// transaction deadlocked with a renewal, needs. Each try has a new snapshot,
+/// and took no effect before.
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 pub(crate) async fn retry_conflicts<T, F, Fut>(mut attempt: F) -> Result<T, sqlx::Error>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, sqlx::Error>>,
 {
-    let mut left = 3;
+    let mut pause = std::time::Duration::from_millis(1);
+    let mut left = CONFLICT_TRIES;
     loop {
+        left -= 1;
         match attempt().await {
-            Err(e) if is_conflict(&e) && left > 0 => left -= 1,
+            Err(e) if is_conflict(&e) && left > 0 => {
+                tokio::time::sleep(pause.mul_f64(0.5 + fastrand::f64())).await;
+                pause = (pause * 2).min(std::time::Duration::from_millis(16));
+            }
             other => return other,
         }
     }
 }
+
+/// How many times [`retry_conflicts`] tries.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+const CONFLICT_TRIES: u32 = 20;
 
 /// Whether `KILL QUERY` ended the statement (MySQL's error 1317, "query execution
 /// was interrupted"; not the other SQLSTATE 70100 errors, such as a statement

@@ -22,6 +22,12 @@ pub trait ServerKind: Send + Sync + 'static {
     const OPTIONS: &'static str;
     /// How its URL is read.
     const URL: ServerUrl;
+
+    /// The client's connect options as lockkit uses them, from what the URL
+    /// says.
+    fn client_defaults(options: ConnectOptions<Self::Db>) -> ConnectOptions<Self::Db> {
+        options
+    }
 }
 
 /// Settings for a database server's drivers. `Debug` never shows the password.
@@ -68,6 +74,7 @@ impl<K: ServerKind> ServerOptions<K> {
         let (settings, client_url) = ServerSettings::parse(url, K::URL)?;
         let connect = <ConnectOptions<K::Db> as FromStr>::from_str(&client_url)
             .map_err(|e| LockError::invalid_url(url, redact_url(&e.to_string())))?;
+        let connect = K::client_defaults(connect);
         Ok(Self { connect, settings })
     }
 

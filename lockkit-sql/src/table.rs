@@ -41,6 +41,8 @@ pub struct ServerUrl {
     pub(crate) server: &'static str,
     /// How this database's URL spells its TLS options, for error messages.
     pub(crate) tls: TlsNames,
+    /// Whether the URL takes `pooler=detect|transaction` (PostgreSQL).
+    pub(crate) pooler: bool,
 }
 
 /// A database's TLS option names and the `mode` values that matter.
@@ -130,6 +132,9 @@ pub(crate) struct ServerSettings {
     pub(crate) kind: ServerUrl,
     /// The TLS options it gave.
     pub(crate) tls: TlsGiven,
+    /// `pooler=transaction`: a transaction-mode pooler (PgBouncer) is between
+    /// lockkit and the server, whether or not connecting detects it.
+    pub(crate) transaction_pooler: bool,
 }
 
 #[cfg(any(feature = "postgres", feature = "mysql"))]
@@ -142,6 +147,7 @@ impl std::fmt::Debug for ServerSettings {
             .field("raw_keys", &self.raw_keys)
             .field("pool_size", &self.pool_size())
             .field("timeouts", &self.timeouts)
+            .field("transaction_pooler", &self.transaction_pooler)
             .finish()
     }
 }
@@ -159,6 +165,7 @@ impl ServerSettings {
             timeouts: DEFAULT_TIMEOUTS,
             kind,
             tls: TlsGiven::default(),
+            transaction_pooler: false,
         }
     }
 
@@ -189,6 +196,11 @@ impl ServerSettings {
                 "`key=raw` names the server's own session locks: use it with `mode={}`",
                 kind.session
             )));
+        }
+        if kind.pooler {
+            settings.transaction_pooler = query
+                .take_choice("pooler", &[("detect", false), ("transaction", true)])?
+                .unwrap_or(false);
         }
         settings.timeouts = query.take_timeouts(DEFAULT_TIMEOUTS)?;
         let body = client_body(&parsed)?;

@@ -1,6 +1,9 @@
 //! The conformance suite against a real PostgreSQL server from the testkit (one
-//! throwaway server per test), in lease mode and in advisory mode; and both
-//! again over TLS, against a server that accepts TLS connections only.
+//! throwaway server per test), in lease mode and in advisory mode; both again
+//! over TLS, against a server that accepts TLS connections only; both on a
+//! server whose transactions are SERIALIZABLE by default; the lease mode through
+//! PgBouncer in transaction pooling mode, with PgBouncer's defaults; and the
+//! advisory mode through PgBouncer in session pooling mode.
 
 use std::sync::Arc;
 
@@ -10,7 +13,7 @@ mod suites;
 use lockkit_conformance::{UrlHarness, url_backend};
 use lockkit_core::{LockDriver, LockError};
 use lockkit_sql::postgres::PgOptions;
-use lockkit_testkit::Postgres;
+use lockkit_testkit::{PgBouncer, PoolMode, Postgres};
 
 async fn connect(url: &str) -> Result<Arc<dyn LockDriver>, LockError> {
     lockkit_sql::postgres::connect(PgOptions::from_url(url)?).await
@@ -82,3 +85,50 @@ lease_suite!(
 );
 
 session_suite!(postgres_tls_advisory, UrlHarness<TlsAdvisory>);
+
+/// The server setting the SERIALIZABLE suites run under.
+const SERIALIZABLE: &[&str] = &["default_transaction_isolation=serializable"];
+
+url_backend!(
+    /// Lease mode, every transaction SERIALIZABLE unless it says otherwise.
+    SerializableLease: Postgres = Postgres::start_with_settings(SERIALIZABLE), |s| s.url(), connect
+);
+
+url_backend!(
+    /// Advisory mode, every transaction SERIALIZABLE unless it says otherwise.
+    SerializableAdvisory: Postgres = Postgres::start_with_settings(SERIALIZABLE),
+        |s| format!("{}?mode=advisory", s.url()), connect
+);
+
+lease_suite!(
+    postgres_serializable,
+    UrlHarness<SerializableLease>,
+    observe_wakes_on_the_backend_signal
+);
+
+session_suite!(
+    postgres_serializable_advisory,
+    UrlHarness<SerializableAdvisory>
+);
+
+url_backend!(
+    /// Lease mode through PgBouncer in transaction pooling mode (detected at
+    /// connect): plain-text statements, polling waiters.
+    PgBouncerLease: PgBouncer = PgBouncer::start(PoolMode::Transaction), |s| s.url(), connect
+);
+
+url_backend!(
+    /// Advisory mode through PgBouncer in session pooling mode: a client
+    /// connection keeps its server connection, so sessions are sessions.
+    PgBouncerSessionAdvisory: PgBouncer = PgBouncer::start(PoolMode::Session),
+        |s| format!("{}?mode=advisory", s.url()), connect
+);
+
+// No `observe_wakes_on_the_backend_signal`: behind a transaction-mode pooler
+// nothing is notified, and the driver says so (`watch` false).
+lease_suite!(postgres_pgbouncer, UrlHarness<PgBouncerLease>);
+
+session_suite!(
+    postgres_pgbouncer_session_advisory,
+    UrlHarness<PgBouncerSessionAdvisory>
+);

@@ -23,6 +23,7 @@ const URL: ServerUrl = ServerUrl {
     ],
     session: "get_lock",
     server: "MySQL",
+    pooler: false,
     tls: TlsNames {
         mode: "ssl-mode",
         ca: "ssl-ca",

@@ -19,6 +19,7 @@ use super::listen::{self, Listener};
 use super::options::PgOptions;
 use super::queue::Wakeups;
 use crate::connect::Within;
+use crate::error::is_conflict;
 use crate::session::{self, LiveHold, SessionBackend, SessionDriver, Taken};
 
 /// A [`live_holds`] row: mode, limit, token, label, session.
@@ -135,15 +136,26 @@ impl SessionBackend for Advisory {
         taken: Taken,
         label: Option<&str>,
     ) -> Result<u64, sqlx::Error> {
-        let fence: i64 = sqlx::query_scalar(AssertSqlSafe(self.bump.clone()))
-            .bind(key.as_str())
-            .bind(self.taken_name(key, taken))
-            .bind(session::mode_name(mode))
-            .bind(mode.limit().map(i64::from))
-            .bind(label)
-            .fetch_one(&mut **conn)
-            .within(self.timeout)
-            .await?;
+        // Two permits of one key bump its counter at once: under SERIALIZABLE
+        // the second may fail to serialize, having done nothing; it tries again
+        // (as `retry_conflicts` would, on this one connection).
+        let name = self.taken_name(key, taken);
+        let mut tries = 0;
+        let fence: i64 = loop {
+            let bumped = sqlx::query_scalar(AssertSqlSafe(self.bump.clone()))
+                .bind(key.as_str())
+                .bind(&name)
+                .bind(session::mode_name(mode))
+                .bind(mode.limit().map(i64::from))
+                .bind(label)
+                .fetch_one(&mut **conn)
+                .within(self.timeout)
+                .await;
+            match bumped {
+                Err(e) if is_conflict(&e) && tries < 20 => tries += 1,
+                other => break other?,
+            }
+        };
         Ok(fence as u64)
     }
 
@@ -293,6 +305,14 @@ pub(super) async fn on_pool(
     pool: PgPool,
     options: PgOptions,
 ) -> lockkit_core::Result<SessionDriver<Advisory>> {
+    let pooled = super::pooler::transaction_pooler(&pool, &options.settings)
+        .await
+        .map_err(super::leases::db_error)?;
+    if pooled {
+        return Err(lockkit_core::LockError::Config(
+            super::pooler::NO_SESSIONS.into(),
+        ));
+    }
     let t = &options.settings.table;
     let raw = options.settings.raw_keys;
     migrate(&pool, &[create_fences(t), create_holds(t)]).await?;

@@ -16,10 +16,31 @@ pub(super) fn id_of(param: &str, raw: bool) -> String {
     }
 }
 
+/// Keeps the session alive while it holds a lock (invariant P3): PostgreSQL 14+
+/// ends a session idle for `idle_session_timeout`, and its advisory locks with
+/// it, between two of the watchdog's checks. Turned off for this session,
+/// where the server has the setting. A second column of each statement that
+/// takes a lock, so that it costs no round trip.
+macro_rules! keep_session {
+    () => {
+        "(SELECT set_config('idle_session_timeout', '0', false)
+          WHERE current_setting('idle_session_timeout', true) IS NOT NULL)"
+    };
+}
+
+/// The same on its own, for the `LISTEN` connection, also a long-lived idle
+/// session: a server that ended it every `idle_session_timeout` would leave
+/// releases unheard while it reconnects.
+pub(super) const KEEP_SESSION: &str = concat!("SELECT ", keep_session!());
+
 /// Tries the key's own lock, `pg_try_advisory_lock` or `…_shared`, without
 /// waiting. `$1` the key's lock name.
 pub(super) fn try_lock(function: &str, raw: bool) -> String {
-    format!("SELECT {function}({})", id_of("$1", raw))
+    format!(
+        "SELECT {function}({}), {}",
+        id_of("$1", raw),
+        keep_session!()
+    )
 }
 
 /// The fences table.
@@ -62,12 +83,14 @@ pub(super) fn bump_fence(t: &str, raw: bool) -> String {
 /// Takes the key's own id shared, then the first free slot of `$2..$3`: the
 /// slot, -1 when every one was taken (the shared lock is then held), -2 when an
 /// exclusive holder refused the shared lock. `$1` the key's lock name.
-pub(super) const TRY_PERMIT: &str =
+pub(super) const TRY_PERMIT: &str = concat!(
     "SELECT CASE WHEN pg_try_advisory_lock_shared(hashtextextended($1, 0))
                  THEN COALESCE((SELECT s FROM generate_series($2::int4, $3::int4) AS s
                                 WHERE pg_try_advisory_lock(hashtextextended($1 || chr(1) || s, 0))
                                 LIMIT 1), -1)
-                 ELSE -2 END";
+                 ELSE -2 END, ",
+    keep_session!()
+);
 
 /// The first free slot of `$2..$3` (the key's shared id already held), or -1.
 /// `$1` the key's lock name.

@@ -8,10 +8,10 @@ use sqlx::AssertSqlSafe;
 use sqlx::postgres::PgPool;
 
 use super::leases::{PgLeases, db_error};
-use super::listen;
 use super::options::PgOptions;
 use super::queue::Wakeups;
 use super::{holder_sql, sql, waiter_sql};
+use super::{listen, pooler};
 use crate::lease::LeaseDriver;
 
 /// The PostgreSQL lease-table driver. See the [module docs](super).
@@ -22,21 +22,19 @@ pub(super) fn channel(table: &str) -> String {
     format!("lockkit_{table}")
 }
 
-/// Runs the `ddl` statements under a transaction-scoped advisory lock: `CREATE
-/// TABLE IF NOT EXISTS` can still collide on the catalog when two sessions race.
+/// Runs the `ddl` statements under a transaction-scoped advisory lock (`CREATE
+/// TABLE IF NOT EXISTS` can still collide on the catalog when two sessions
+/// race), in one plain-text request: one transaction, which any pooler passes.
 pub(super) async fn migrate(pool: &PgPool, ddl: &[String]) -> Result<()> {
-    let mut tx = pool.begin().await.map_err(db_error)?;
-    sqlx::query("SELECT pg_advisory_xact_lock(hashtext('lockkit-migrate'))")
-        .execute(&mut *tx)
+    let batch = format!(
+        "BEGIN; SELECT pg_advisory_xact_lock(hashtext('lockkit-migrate')); {}; COMMIT",
+        ddl.join("; ")
+    );
+    sqlx::raw_sql(AssertSqlSafe(batch))
+        .execute(pool)
         .await
         .map_err(db_error)?;
-    for statement in ddl {
-        sqlx::query(AssertSqlSafe(statement.clone()))
-            .execute(&mut *tx)
-            .await
-            .map_err(db_error)?;
-    }
-    tx.commit().await.map_err(db_error)
+    Ok(())
 }
 
 /// The lease mode's tables: keys, holders of shared holds and permits, and
@@ -71,10 +69,16 @@ impl LeaseDriver<PgLeases> {
     /// table.
     pub async fn from_pool(pool: PgPool, options: PgOptions) -> Result<Self> {
         migrate(&pool, &schema(&options.settings.table)).await?;
+        let pooled = pooler::transaction_pooler(&pool, &options.settings)
+            .await
+            .map_err(db_error)?;
         let t = &options.settings.table;
         let channel = channel(t);
         let wakeups = Arc::new(Wakeups::default());
-        let listener = listen::spawn(pool.clone(), channel.clone(), wakeups.clone());
+        // Behind a transaction-mode pooler, `LISTEN` would register on a server
+        // connection others use, and hear nothing: waiters poll.
+        let listener =
+            (!pooled).then(|| listen::spawn(pool.clone(), channel.clone(), wakeups.clone()));
         let timeout = options.settings.timeouts.request;
         Ok(Self::new(PgLeases::new(
             pool, t, channel, wakeups, listener, timeout,

@@ -9,14 +9,16 @@ use lockkit_core::{
     AcquireRequest, Capabilities, FencingToken, Grant, LockError, LockKey, OwnerId, Renewal,
     Result, WakeUp, async_trait,
 };
-use sqlx::AssertSqlSafe;
+use sqlx::Row;
 use sqlx::postgres::PgPool;
 use tokio::time::Instant;
 
 use super::listen::Listener;
 use super::queue::{self, Wakeups};
+use super::wire::{Value, Wire};
 use super::{holder_sql, sql, waiter_sql};
 use crate::connect::Within;
+use crate::error::retry_conflicts;
 use crate::holds::{HolderRow, KeyRow};
 use crate::lease::LeaseBackend;
 use crate::renew;
@@ -37,7 +39,11 @@ pub struct PgLeases {
     pub(super) pool: PgPool,
     pub(super) statements: Statements,
     pub(super) wakeups: Arc<Wakeups>,
-    _listener: Listener,
+    /// None behind a transaction-mode pooler, where `LISTEN` hears nothing:
+    /// waiters poll.
+    listener: Option<Listener>,
+    /// How statements reach the server.
+    pub(super) wire: Wire,
     /// Each statement (`request_timeout_ms`).
     pub(super) timeout: Duration,
 }
@@ -94,21 +100,25 @@ impl PgLeases {
             Take::Queued(_) => &statements.acquire_queued,
         };
         let sent = Instant::now();
-        let mut query = sqlx::query_scalar(AssertSqlSafe(statement.clone()))
-            .bind(req.key.as_str())
-            .bind(req.owner.to_hex())
-            .bind(ttl_ms(req.ttl))
-            .bind(req.stored_label());
+        let (owner, label) = (req.owner.to_hex(), req.stored_label());
+        let mut values = vec![
+            Value::Text(req.key.as_str()),
+            Value::Text(&owner),
+            Value::Float(ttl_ms(req.ttl)),
+            Value::MaybeText(label.as_deref()),
+        ];
         match which {
             Take::First | Take::Again => {}
-            Take::Join(waiter) => query = query.bind(waiter).bind(ttl_ms(queue::ROW_TTL)),
-            Take::Queued(waiter) => query = query.bind(waiter),
+            Take::Join(waiter) => {
+                values.extend([Value::Text(waiter), Value::Float(ttl_ms(queue::ROW_TTL))]);
+            }
+            Take::Queued(waiter) => values.push(Value::Text(waiter)),
         }
-        let fence: Option<i64> = query
-            .fetch_optional(&self.pool)
+        let row = retry_conflicts(|| self.wire.row(&self.pool, statement, &values))
             .within(self.timeout)
             .await
             .map_err(db_error)?;
+        let fence: Option<i64> = row.map(|r| r.try_get(0)).transpose().map_err(db_error)?;
         Ok(fence.map(|f| Grant::of(req, FencingToken(f as u64), sent + req.ttl)))
     }
 
@@ -119,7 +129,7 @@ impl PgLeases {
         table: &str,
         channel: String,
         wakeups: Arc<Wakeups>,
-        listener: Listener,
+        listener: Option<Listener>,
         timeout: Duration,
     ) -> Self {
         Self {
@@ -146,7 +156,12 @@ impl PgLeases {
                 channel,
             },
             wakeups,
-            _listener: listener,
+            wire: if listener.is_some() {
+                Wire::Prepared
+            } else {
+                Wire::Simple
+            },
+            listener,
             timeout,
         }
     }
@@ -161,22 +176,31 @@ impl LeaseBackend for PgLeases {
     const WAKE_ON_RELEASE: bool = false;
 
     fn capabilities(&self) -> Capabilities {
+        let notified = self.listener.is_some();
         Capabilities::baseline()
             .with_shared(true)
             .with_permits(true)
             .with_inspect(Inspect::Holders)
             .with_proclaim(true)
             .with_list(true)
-            .with_wake_up(WakeUp::Notify)
-            .with_watch(true)
+            .with_wake_up(if notified {
+                WakeUp::Notify
+            } else {
+                WakeUp::Poll
+            })
+            .with_watch(notified)
     }
 
     fn wakers(&self) -> &KeyWakers {
         &self.wakeups.all
     }
 
-    /// An exclusive acquire that waits joins the key's queue ([`queue`]).
+    /// An exclusive acquire that waits joins the key's queue ([`queue`]);
+    /// behind a transaction-mode pooler, where no release is heard, it polls.
     async fn wait_exclusive(&self, req: &AcquireRequest) -> Result<Grant> {
+        if self.listener.is_none() {
+            return crate::lease::poll_for(self, req).await;
+        }
         queue::acquire(self, req).await
     }
 
@@ -205,65 +229,92 @@ impl LeaseBackend for PgLeases {
     }
 
     async fn extend(&self, key: &LockKey, owner: &OwnerId, ttl: Duration) -> Result<bool> {
-        let renewed: i64 = sqlx::query_scalar(AssertSqlSafe(self.statements.extend.clone()))
-            .bind(key.as_str())
-            .bind(owner.to_hex())
-            .bind(ttl_ms(ttl))
-            .fetch_one(&self.pool)
-            .within(self.timeout)
-            .await
-            .map_err(db_error)?;
+        let owner = owner.to_hex();
+        let values = [
+            Value::Text(key.as_str()),
+            Value::Text(&owner),
+            Value::Float(ttl_ms(ttl)),
+        ];
+        let renewed: i64 = retry_conflicts(|| {
+            self.wire
+                .scalar(&self.pool, &self.statements.extend, &values)
+        })
+        .within(self.timeout)
+        .await
+        .map_err(db_error)?;
         Ok(renewed > 0)
     }
 
     async fn proclaim(&self, key: &LockKey, owner: &OwnerId, text: &str) -> Result<bool> {
-        let done = sqlx::query(AssertSqlSafe(self.statements.proclaim.clone()))
-            .bind(key.as_str())
-            .bind(owner.to_hex())
-            .bind(text)
-            .execute(&self.pool)
-            .within(self.timeout)
-            .await
-            .map_err(db_error)?;
-        Ok(done.rows_affected() > 0)
+        let owner = owner.to_hex();
+        let values = [
+            Value::Text(key.as_str()),
+            Value::Text(&owner),
+            Value::Text(text),
+        ];
+        let stored: i64 = retry_conflicts(|| {
+            self.wire
+                .scalar(&self.pool, &self.statements.proclaim, &values)
+        })
+        .within(self.timeout)
+        .await
+        .map_err(db_error)?;
+        Ok(stored > 0)
     }
 
     async fn list(&self, prefix: &str, limit: usize) -> Result<Vec<String>> {
-        sqlx::query_scalar(AssertSqlSafe(self.statements.list.clone()))
-            .bind(i32::try_from(prefix.chars().count()).unwrap_or(i32::MAX))
-            .bind(prefix)
-            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
-            .fetch_all(&self.pool)
+        let values = [
+            Value::Int(i64::try_from(prefix.chars().count()).unwrap_or(i64::MAX)),
+            Value::Text(prefix),
+            Value::Int(i64::try_from(limit).unwrap_or(i64::MAX)),
+        ];
+        let rows = retry_conflicts(|| self.wire.rows(&self.pool, &self.statements.list, &values))
             .within(self.timeout)
             .await
+            .map_err(db_error)?;
+        rows.iter()
+            .map(|r| r.try_get(0))
+            .collect::<Result<_, _>>()
             .map_err(db_error)
     }
 
     async fn extend_batch(&self, ttl: Duration, batch: &[Renewal]) -> Result<Vec<bool>> {
         let names: Vec<&str> = batch.iter().map(|r| r.key.as_str()).collect();
         let owners: Vec<String> = batch.iter().map(|r| r.owner.to_hex()).collect();
-        let rows = sqlx::query_as::<_, (String, String)>(AssertSqlSafe(
-            self.statements.extend_many.clone(),
-        ))
-        .bind(ttl_ms(ttl))
-        .bind(&names)
-        .bind(&owners)
-        .fetch_all(&self.pool)
+        let values = [
+            Value::Float(ttl_ms(ttl)),
+            Value::Texts(names),
+            Value::Texts(owners.iter().map(String::as_str).collect()),
+        ];
+        let rows = retry_conflicts(|| {
+            self.wire
+                .rows(&self.pool, &self.statements.extend_many, &values)
+        })
         .within(self.timeout)
         .await
         .map_err(db_error)?;
+        let rows = rows
+            .iter()
+            .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
+            .collect::<Result<Vec<(String, String)>, sqlx::Error>>()
+            .map_err(db_error)?;
         Ok(renew::renewed_flags(batch, rows))
     }
 
     async fn release(&self, key: &LockKey, owner: &OwnerId) -> Result<bool> {
-        let freed: i64 = sqlx::query_scalar(AssertSqlSafe(self.statements.release.clone()))
-            .bind(key.as_str())
-            .bind(owner.to_hex())
-            .bind(&self.statements.channel)
-            .fetch_one(&self.pool)
-            .within(self.timeout)
-            .await
-            .map_err(db_error)?;
+        let hex = owner.to_hex();
+        let values = [
+            Value::Text(key.as_str()),
+            Value::Text(&hex),
+            Value::Text(&self.statements.channel),
+        ];
+        let freed: i64 = retry_conflicts(|| {
+            self.wire
+                .scalar(&self.pool, &self.statements.release, &values)
+        })
+        .within(self.timeout)
+        .await
+        .map_err(db_error)?;
         Ok(freed > 0 || self.release_holder(key, owner).await?)
     }
 
@@ -272,12 +323,14 @@ impl LeaseBackend for PgLeases {
     }
 
     async fn purge(&self, key: &LockKey) -> Result<()> {
-        sqlx::query(AssertSqlSafe(self.statements.purge.clone()))
-            .bind(key.as_str())
-            .execute(&self.pool)
-            .within(self.timeout)
-            .await
-            .map_err(db_error)?;
+        let key_only = [Value::Text(key.as_str())];
+        retry_conflicts(|| {
+            self.wire
+                .rows(&self.pool, &self.statements.purge, &key_only)
+        })
+        .within(self.timeout)
+        .await
+        .map_err(db_error)?;
         Ok(())
     }
 }

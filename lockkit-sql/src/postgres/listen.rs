@@ -6,10 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lockkit_core::driver::WakeUpHealth;
-use sqlx::PgPool;
 use sqlx::postgres::PgListener;
+use sqlx::{AssertSqlSafe, PgPool};
 use tokio::task::JoinHandle;
 
+use super::advisory_sql::KEEP_SESSION;
 use super::leases::NAME;
 use super::queue::Wakeups;
 
@@ -38,6 +39,9 @@ pub(super) fn spawn(pool: PgPool, channel: String, wakeups: Arc<Wakeups>) -> Lis
             let listening = async {
                 let mut listener = PgListener::connect_with(&pool).await?;
                 listener.listen(&channel).await?;
+                sqlx::raw_sql(AssertSqlSafe(KEEP_SESSION))
+                    .execute(&mut listener)
+                    .await?;
                 Ok::<_, sqlx::Error>(listener)
             };
             let mut listener = match listening.await {
@@ -61,6 +65,13 @@ pub(super) fn spawn(pool: PgPool, channel: String, wakeups: Arc<Wakeups>) -> Lis
                     Ok(None) => {
                         tracing::debug!("LISTEN connection lost and re-established");
                         wakeups.wake_all();
+                        let kept = sqlx::raw_sql(AssertSqlSafe(KEEP_SESSION))
+                            .execute(&mut listener)
+                            .await;
+                        if let Err(error) = kept {
+                            health.down(&error);
+                            break;
+                        }
                     }
                     Err(error) => {
                         health.down(&error);

@@ -4,10 +4,11 @@
 
 use lockkit_core::driver::{AcquireRequest, Admission, Grant, admit};
 use lockkit_core::{FencingToken, LockError, LockKey, OwnerId, Result};
-use sqlx::{AssertSqlSafe, Postgres, Transaction};
+use sqlx::{FromRow, Postgres, Transaction};
 use tokio::time::Instant;
 
 use super::leases::{NAME, PgLeases, db_error, ttl_ms};
+use super::wire::Value;
 use crate::connect::Within;
 use crate::error::{is_conflict, retry_conflicts};
 use crate::holds::{self, HolderRow, InspectRow, KeyRow};
@@ -25,6 +26,11 @@ fn conflict_or(key: &LockKey, e: sqlx::Error) -> LockError {
     }
 }
 
+/// How a shared hold's or permit's transaction starts: at READ COMMITTED, the
+/// level its statements were written for, whatever the server's default
+/// (invariant P5).
+const BEGIN: &str = "BEGIN ISOLATION LEVEL READ COMMITTED";
+
 impl PgLeases {
     /// A transaction whose first statement has locked `key`'s row: its owner,
     /// fence, ms left and label.
@@ -32,13 +38,18 @@ impl PgLeases {
         &self,
         key: &LockKey,
     ) -> Result<(Transaction<'static, Postgres>, KeyRow), sqlx::Error> {
-        let mut tx = self.pool.begin().within(self.timeout).await?;
-        let row: KeyRow = sqlx::query_as(AssertSqlSafe(self.statements.lock_key.clone()))
-            .bind(key.as_str())
-            .fetch_one(&mut *tx)
+        let mut tx = self.pool.begin_with(BEGIN).within(self.timeout).await?;
+        let row = self
+            .wire
+            .row(
+                &mut *tx,
+                &self.statements.lock_key,
+                &[Value::Text(key.as_str())],
+            )
             .within(self.timeout)
-            .await?;
-        Ok((tx, row))
+            .await?
+            .ok_or(sqlx::Error::RowNotFound)?;
+        Ok((tx, KeyRow::from_row(&row)?))
     }
 
     /// One attempt at a shared hold or permit: the grant, or `None` when it must
@@ -55,23 +66,32 @@ impl PgLeases {
         let sent = Instant::now();
         let st = &self.statements;
         let (mut tx, row) = self.lock_key(&req.key).await.map_err(db_error)?;
-        let many: Vec<HolderRow> = sqlx::query_as(AssertSqlSafe(st.live_holders.clone()))
-            .bind(req.key.as_str())
-            .fetch_all(&mut *tx)
+        let many = self
+            .wire
+            .rows(&mut *tx, &st.live_holders, &[Value::Text(req.key.as_str())])
             .within(self.timeout)
             .await
+            .and_then(|rows| {
+                rows.iter()
+                    .map(HolderRow::from_row)
+                    .collect::<Result<Vec<_>, _>>()
+            })
             .map_err(db_error)?;
+        let (owner, label) = (req.owner.to_hex(), req.stored_label());
         let held = holds::held(Some(&row), &many);
         let token = match admit(NAME, req, &held, []) {
             Admission::Wait => return Ok(None),
             Admission::Refuse(e) => return Err(e),
             Admission::Reenter(token) => {
                 // Ours already (a retry, or a read under our write hold): renew it.
-                let renewed: i64 = sqlx::query_scalar(AssertSqlSafe(st.extend.clone()))
-                    .bind(req.key.as_str())
-                    .bind(req.owner.to_hex())
-                    .bind(ttl_ms(req.ttl))
-                    .fetch_one(&mut *tx)
+                let values = [
+                    Value::Text(req.key.as_str()),
+                    Value::Text(&owner),
+                    Value::Float(ttl_ms(req.ttl)),
+                ];
+                let renewed: i64 = self
+                    .wire
+                    .scalar(&mut *tx, &st.extend, &values)
                     .within(self.timeout)
                     .await
                     .map_err(db_error)?;
@@ -81,14 +101,17 @@ impl PgLeases {
                 token
             }
             Admission::Admit => {
-                let token: i64 = sqlx::query_scalar(AssertSqlSafe(st.grant.clone()))
-                    .bind(req.key.as_str())
-                    .bind(req.owner.to_hex())
-                    .bind(ttl_ms(req.ttl))
-                    .bind(holds::mode_name(req.mode))
-                    .bind(req.mode.limit().map(i64::from))
-                    .bind(req.stored_label())
-                    .fetch_one(&mut *tx)
+                let values = [
+                    Value::Text(req.key.as_str()),
+                    Value::Text(&owner),
+                    Value::Float(ttl_ms(req.ttl)),
+                    Value::Text(holds::mode_name(req.mode)),
+                    Value::MaybeInt(req.mode.limit().map(i64::from)),
+                    Value::MaybeText(label.as_deref()),
+                ];
+                let token: i64 = self
+                    .wire
+                    .scalar(&mut *tx, &st.grant, &values)
                     .within(self.timeout)
                     .await
                     .map_err(db_error)?;
@@ -126,13 +149,13 @@ impl PgLeases {
         owner: Option<&OwnerId>,
     ) -> Result<i64, sqlx::Error> {
         let (mut tx, _) = self.lock_key(key).await?;
-        let mut q = sqlx::query_scalar(AssertSqlSafe(statement.clone())).bind(key.as_str());
-        if let Some(owner) = owner {
-            q = q.bind(owner.to_hex());
-        }
-        let n: i64 = q
-            .bind(&self.statements.channel)
-            .fetch_one(&mut *tx)
+        let owner = owner.map(OwnerId::to_hex);
+        let mut values = vec![Value::Text(key.as_str())];
+        values.extend(owner.as_deref().map(Value::Text));
+        values.push(Value::Text(&self.statements.channel));
+        let n: i64 = self
+            .wire
+            .scalar(&mut *tx, statement, &values)
             .within(self.timeout)
             .await?;
         tx.commit().within(self.timeout).await?;
@@ -144,12 +167,19 @@ impl PgLeases {
         &self,
         key: &LockKey,
     ) -> Result<(Option<KeyRow>, Vec<HolderRow>)> {
-        let rows: Vec<InspectRow> = sqlx::query_as(AssertSqlSafe(self.statements.inspect.clone()))
-            .bind(key.as_str())
-            .fetch_all(&self.pool)
-            .within(self.timeout)
-            .await
-            .map_err(db_error)?;
+        let key_only = [Value::Text(key.as_str())];
+        let rows = retry_conflicts(|| {
+            self.wire
+                .rows(&self.pool, &self.statements.inspect, &key_only)
+        })
+        .within(self.timeout)
+        .await
+        .and_then(|rows| {
+            rows.iter()
+                .map(InspectRow::from_row)
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .map_err(db_error)?;
         Ok(holds::split(rows))
     }
 }

@@ -37,7 +37,51 @@
 //!
 //! A key table made by an earlier lockkit gets its `label` column at connect.
 //!
-//! # Guarantees and limits
+//! # Invariants
+//!
+//! What exclusion and fencing rest on, server settings included. Code that
+//! relies on one cites its number; each names the test that proves it.
+//!
+//! 1. **One statement decides.** Every grant comes from one statement guarded by
+//!    the key's row: the exclusive upsert, or the shared path's transaction that
+//!    locks the row first. `NOTIFY` only wakes: a waiter it wakes still runs the
+//!    statement, and a lost `LISTEN` connection slows a hand-off to a poll
+//!    (≤ 250 ms), never grants. The whole conformance suite
+//!    (`conformance_postgres.rs`); the `LISTEN` connection killed around grants
+//!    and releases in the reliability suite (`wake_up_connection_killed`).
+//! 2. **Tokens only grow**: the row's `fence` is bumped by every grant of every
+//!    mode and reset by nothing but `purge` (`fencing_tokens_increase_across_holders`).
+//! 3. **A session-bound hold keeps its session.** An advisory holder's session
+//!    turns `idle_session_timeout` off as it takes its lock (PostgreSQL 14+
+//!    would end it, and free the lock, while it waits for the watchdog's next
+//!    check); so does the `LISTEN` connection
+//!    (`an_idle_advisory_holder_keeps_its_session_past_idle_session_timeout`,
+//!    `leases_and_their_waiters_work_under_idle_session_timeout`). A
+//!    connection that held an advisory lock goes back to its pool with the
+//!    setting off, the application's own with `from_pool` included.
+//! 4. **Behind a transaction-mode pooler** (PgBouncer's `pool_mode=transaction`,
+//!    found at connect, or said by `?pooler=transaction`), nothing depends on
+//!    the session: statements go as plain text with their values written in
+//!    (no prepared statement, which belongs to the server connection), one
+//!    request each (a transaction is one request too); there is no `LISTEN`
+//!    (waiters poll); and advisory mode, whose locks are the session's, is
+//!    refused with `Config`. No startup parameter PgBouncer refuses is sent
+//!    (`extra_float_digits`; the URL's `options` is the user's).
+//!    (`through_a_transaction_pooler_statements_go_as_text_and_waiters_poll`,
+//!    `advisory_mode_is_refused_behind_a_transaction_pooler`; the whole suite
+//!    through PgBouncer, `postgres_pgbouncer`, with PgBouncer's defaults.)
+//!    The probe finds a pooler that hands a second connection the server the
+//!    first just gave back, or moves a connection between servers; under a
+//!    busy pooler it can miss one, so say it in the URL.
+//! 5. **Statements mean what they say at any isolation level.** Each lease
+//!    statement is written for READ COMMITTED, where a row's latest version is
+//!    re-checked; the shared path's transactions begin at READ COMMITTED
+//!    whatever the server's default, and a single statement that fails to
+//!    serialize (SERIALIZABLE by default) did nothing and is run again
+//!    (`postgres_serializable`: the suite under
+//!    `default_transaction_isolation=serializable`).
+//!
+//! # How it works
 //!
 //! - An exclusive acquire is one `INSERT … ON CONFLICT DO UPDATE … WHERE
 //!   free-or-expired-or-ours RETURNING fence`; extend and release are one statement
@@ -142,9 +186,11 @@ mod leases;
 mod listen;
 mod many;
 mod options;
+mod pooler;
 mod queue;
 mod sql;
 mod waiter_sql;
+mod wire;
 
 pub use driver::PgDriver;
 pub use leases::PgLeases;

@@ -29,6 +29,7 @@ const URL: ServerUrl = ServerUrl {
     ],
     session: "advisory",
     server: "PostgreSQL",
+    pooler: true,
     tls: TlsNames {
         mode: "sslmode",
         ca: "sslrootcert",
@@ -56,6 +57,15 @@ impl ServerKind for PgServer {
     const NAME: &'static str = "postgres";
     const OPTIONS: &'static str = "PgOptions";
     const URL: ServerUrl = URL;
+
+    /// No `extra_float_digits` startup parameter (sqlx sends one by default):
+    /// PgBouncer refuses every connection that sends it, and lockkit reads no
+    /// floating-point value.
+    fn client_defaults(
+        options: sqlx::postgres::PgConnectOptions,
+    ) -> sqlx::postgres::PgConnectOptions {
+        options.extra_float_digits(None)
+    }
 }
 
 /// Settings for [`super::PgDriver`]. `Debug` never shows the password.
@@ -66,6 +76,16 @@ impl ServerOptions<PgServer> {
     /// the README): no TTL, freed when the holding session ends.
     pub fn advisory(self, on: bool) -> Self {
         self.session_mode(on)
+    }
+
+    /// Says that a transaction-mode pooler (PgBouncer's `pool_mode=transaction`)
+    /// is between lockkit and PostgreSQL, as the URL's `pooler=transaction` does:
+    /// statements then go as plain text, waiters poll, and advisory mode is
+    /// refused. Connecting detects most such poolers by itself (see the module
+    /// docs, invariant P4).
+    pub fn transaction_pooler(mut self, on: bool) -> Self {
+        self.settings.transaction_pooler = on;
+        self
     }
 }
 

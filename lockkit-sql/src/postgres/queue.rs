@@ -20,6 +20,7 @@ use tokio::time::Instant;
 
 use super::leases::{PgLeases, Take, db_error, ttl_ms};
 use crate::connect::Within;
+use crate::error::retry_conflicts;
 use crate::lease::LeaseBackend;
 use crate::wait::{Armed, failed};
 
@@ -156,14 +157,16 @@ impl Queued<'_> {
     }
 
     async fn requeue(&self, waiter: &str) -> Result<()> {
-        sqlx::query(AssertSqlSafe(self.leases.statements.requeue.clone()))
-            .bind(self.req.key.as_str())
-            .bind(waiter)
-            .bind(ttl_ms(ROW_TTL))
-            .execute(&self.leases.pool)
-            .within(self.leases.timeout)
-            .await
-            .map_err(db_error)?;
+        retry_conflicts(|| {
+            sqlx::query(AssertSqlSafe(self.leases.statements.requeue.clone()))
+                .bind(self.req.key.as_str())
+                .bind(waiter)
+                .bind(ttl_ms(ROW_TTL))
+                .execute(&self.leases.pool)
+        })
+        .within(self.leases.timeout)
+        .await
+        .map_err(db_error)?;
         Ok(())
     }
 
@@ -239,13 +242,15 @@ impl Dequeue {
     /// Best effort: a row left behind expires, and the next waiter to join,
     /// refresh or leave the key's queue sweeps it.
     async fn run(self) {
-        let deleted = sqlx::query(AssertSqlSafe(self.statement))
-            .bind(&self.key)
-            .bind(&*self.waiter)
-            .bind(&self.channel)
-            .execute(&self.pool)
-            .within(self.timeout)
-            .await;
+        let deleted = retry_conflicts(|| {
+            sqlx::query(AssertSqlSafe(self.statement.clone()))
+                .bind(&self.key)
+                .bind(&*self.waiter)
+                .bind(&self.channel)
+                .execute(&self.pool)
+        })
+        .within(self.timeout)
+        .await;
         if let Err(e) = deleted {
             tracing::debug!(error = %e, "leaving the waiter queue failed; the row will expire");
         }

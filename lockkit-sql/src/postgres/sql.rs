@@ -73,8 +73,10 @@ const TAKE_IF_FREE: &str = "ON CONFLICT (name) DO UPDATE SET
 /// `$2` owner, `$3` text.
 pub(super) fn proclaim(t: &str) -> String {
     format!(
-        "UPDATE {t} SET label = $3
-         WHERE name = $1 AND owner = $2 AND expires_at > clock_timestamp()"
+        "WITH stored AS (UPDATE {t} SET label = $3
+                         WHERE name = $1 AND owner = $2 AND expires_at > clock_timestamp()
+                         RETURNING 1)
+         SELECT count(*) FROM stored"
     )
 }
 
@@ -83,7 +85,7 @@ pub(super) fn proclaim(t: &str) -> String {
 pub(super) fn list(t: &str) -> String {
     format!(
         "SELECT name FROM {t}
-         WHERE owner IS NOT NULL AND expires_at > clock_timestamp() AND left(name, $1) = $2
+         WHERE owner IS NOT NULL AND expires_at > clock_timestamp() AND left(name, $1::int4) = $2
          ORDER BY name LIMIT $3"
     )
 }

@@ -1,0 +1,120 @@
+//! PostgreSQL as real deployments run it (the driver's invariants P3 and P4):
+//! behind PgBouncer, with PgBouncer's defaults, and with `idle_session_timeout`
+//! shorter than a hold. The whole conformance suite also runs through
+//! PgBouncer and under SERIALIZABLE (`conformance_postgres.rs`).
+#![cfg(test)] // Test code throughout: clippy.toml allows unwrap, expect and panic here.
+
+use std::time::Duration;
+
+use lockkit::{LockError, Locker, WakeUp};
+use lockkit_testkit::{PgBouncer, PoolMode, Postgres};
+
+async fn connect(url: &str) -> Locker {
+    lockkit::connect(url).await.unwrap()
+}
+
+#[tokio::test]
+async fn through_a_transaction_pooler_statements_go_as_text_and_waiters_poll() {
+    let bouncer = PgBouncer::start(PoolMode::Transaction).await.unwrap();
+    // Each driver as another process's: with named prepared statements, the
+    // second one's first statement failed ("prepared statement sqlx_s_1
+    // already exists").
+    for round in 0..3 {
+        let (a, b) = (connect(&bouncer.url()).await, connect(&bouncer.url()).await);
+        assert_eq!(a.capabilities().wake_up, WakeUp::Poll, "round {round}");
+        assert!(!a.capabilities().watch);
+        let held = a.lock("k").no_wait().await.unwrap();
+        assert!(matches!(
+            b.try_lock("k").await,
+            Err(LockError::Contended { .. })
+        ));
+        let waiter = tokio::spawn(async move {
+            let g = b.lock("k").wait(Duration::from_secs(10)).await.unwrap();
+            let token = g.token();
+            g.release().await.unwrap();
+            token
+        });
+        let first = held.token();
+        held.release().await.unwrap();
+        assert!(waiter.await.unwrap() > first);
+    }
+}
+
+#[tokio::test]
+async fn connected_directly_or_through_session_pooling_no_pooler_is_found() {
+    let direct = Postgres::start().await.unwrap();
+    let bouncer = PgBouncer::start(PoolMode::Session).await.unwrap();
+    for url in [direct.url(), bouncer.url()] {
+        let locker = connect(&url).await;
+        assert_eq!(locker.capabilities().wake_up, WakeUp::Notify, "{url}");
+    }
+    // Said outright, a pooler is believed.
+    let told = connect(&format!("{}?pooler=transaction", direct.url())).await;
+    assert_eq!(told.capabilities().wake_up, WakeUp::Poll);
+    told.try_lock("k").await.unwrap().release().await.unwrap();
+}
+
+#[tokio::test]
+async fn advisory_mode_is_refused_behind_a_transaction_pooler() {
+    let bouncer = PgBouncer::start(PoolMode::Transaction).await.unwrap();
+    let url = format!("{}?mode=advisory", bouncer.url());
+    match lockkit::connect(&url).await {
+        Err(LockError::Config(why)) => {
+            assert!(why.contains("pool_mode=session"), "{why}");
+        }
+        other => panic!(
+            "expected a Config error, got {:?}",
+            other.map(|_| "a driver")
+        ),
+    }
+}
+
+/// `idle_session_timeout` shorter than the idle time between two watchdog
+/// checks of a 30 s hold (every 10 s).
+const IDLE_TIMEOUT: &str = "idle_session_timeout=1s";
+
+#[tokio::test]
+async fn an_idle_advisory_holder_keeps_its_session_past_idle_session_timeout() {
+    let server = Postgres::start_with_settings(&[IDLE_TIMEOUT])
+        .await
+        .unwrap();
+    let url = format!("{}?mode=advisory", server.url());
+    let (holder, other) = (connect(&url).await, connect(&url).await);
+    let held = holder
+        .lock("k")
+        .ttl(Duration::from_secs(30))
+        .no_wait()
+        .await
+        .unwrap();
+    let lost = held.lost();
+    // Three times the server's idle limit, with no statement on the session.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(matches!(
+        other.try_lock("k").await,
+        Err(LockError::Contended { .. })
+    ));
+    assert!(!held.is_lost());
+    held.extend(Duration::from_secs(30)).await.unwrap();
+    held.release().await.unwrap();
+    drop(lost);
+    other.try_lock("k").await.unwrap().release().await.unwrap();
+}
+
+#[tokio::test]
+async fn leases_and_their_waiters_work_under_idle_session_timeout() {
+    let server = Postgres::start_with_settings(&[IDLE_TIMEOUT])
+        .await
+        .unwrap();
+    let (a, b) = (connect(&server.url()).await, connect(&server.url()).await);
+    let held = a.lock("k").no_wait().await.unwrap();
+    // Every connection both drivers hold sits idle past the server's limit.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(matches!(
+        b.try_lock("k").await,
+        Err(LockError::Contended { .. })
+    ));
+    let waiter = tokio::spawn(async move { b.lock("k").wait(Duration::from_secs(10)).await });
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    held.release().await.unwrap();
+    waiter.await.unwrap().unwrap().release().await.unwrap();
+}
