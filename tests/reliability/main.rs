@@ -39,6 +39,7 @@ mod elections;
 mod eviction;
 mod failover;
 mod redis_data;
+mod wake_ups;
 
 use failover::failover_during_a_hold;
 use faults::*;

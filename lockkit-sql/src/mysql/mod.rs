@@ -42,7 +42,8 @@
 //!    `KILL QUERY`) is only a hint: a waiter it wakes still runs that statement,
 //!    and losing the bell's connection slows a hand-off to a poll, never grants.
 //!    Proved by the whole conformance suite (`conformance_mysql.rs`); faults on
-//!    the bell's connection in the reliability suite (`wake_up_connection_killed`).
+//!    the bell's connection in the reliability suite
+//!    (`mysql_wake_up_connection_killed_around_grants`).
 //! 2. **Tokens only grow.** The row's `fence` is bumped by every grant of every
 //!    mode and never reset or deleted but by `purge`: `fencing_tokens_increase_across_holders`,
 //!    `permit_tokens_increase_across_permits`.

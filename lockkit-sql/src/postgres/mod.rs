@@ -48,7 +48,8 @@
 //!    statement, and a lost `LISTEN` connection slows a hand-off to a poll
 //!    (≤ 250 ms), never grants. The whole conformance suite
 //!    (`conformance_postgres.rs`); the `LISTEN` connection killed around grants
-//!    and releases in the reliability suite (`wake_up_connection_killed`).
+//!    and releases in the reliability suite
+//!    (`postgres_wake_up_connection_killed_around_grants`).
 //! 2. **Tokens only grow**: the row's `fence` is bumped by every grant of every
 //!    mode and reset by nothing but `purge` (`fencing_tokens_increase_across_holders`).
 //! 3. **A session-bound hold keeps its session.** An advisory holder's session
