@@ -153,7 +153,12 @@ the master is SIGKILLed, the replicas are thawed and one of them promoted; holds
 3 s and leases 4 s in these rows, so that, as in production, they outlast the \
 failover); *filled to maxmemory by a cache* (Redis with `--maxmemory 4mb \
 --maxmemory-policy allkeys-lru`, connected with `eviction=accept`: another client \
-writes 64 KB values until the history shows a violation, 4 s at most). \
+writes 64 KB values until the history shows a violation, 4 s at most); \
+*wake-up connection killed around grants* (the connection that carries the \
+driver's wake-ups, PostgreSQL's `LISTEN` connection, Redis's pub/sub connection or \
+MariaDB's bell connections, killed by the server right after each grant and 60 ms \
+before each release, for 3 s, with holds of 200 ms; a wake-up is a hint, so the \
+hand-off must still complete, by a poll). \
 Every server is real and on 127.0.0.1, except Consul: those rows ran against the \
 testkit's Consul stand-in, which follows Consul's documented HTTP semantics but is \
 not Consul.\n\n";
