@@ -4,7 +4,9 @@
 use std::time::Duration;
 
 use lockkit_core::tls::TlsPaths;
-use lockkit_core::url::{ParsedUrl, PrefixRule, Query, Server, Timeouts, host_port};
+use lockkit_core::url::{
+    ParsedUrl, PrefixRule, Query, Server, Timeouts, host_port, reencoded_userinfo,
+};
 use lockkit_core::{LockError, redact_url};
 
 use crate::eviction::take_eviction;
@@ -142,7 +144,12 @@ impl RedisOptions {
         } else {
             format!("?{}", passthrough.join("&"))
         };
-        let userinfo = server.userinfo.map(|u| format!("{u}@")).unwrap_or_default();
+        // Re-encoded for redis-rs's parser: a password written with an
+        // unescaped `/` or `@` reaches the server whole.
+        let userinfo = match server.userinfo {
+            Some(u) => format!("{}@", reencoded_userinfo(u).map_err(bad)?),
+            None => String::new(),
+        };
         let (nodes, sentinel) = if topology == Topology::Sentinel {
             let (nodes, target) = sentinel_nodes(&server, node_scheme, &userinfo, query, &bad)?;
             (nodes, Some(target))

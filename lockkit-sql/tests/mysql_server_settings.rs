@@ -125,3 +125,23 @@ async fn a_pool_that_does_not_talk_utf8mb4_is_refused() {
         other => panic!("expected a Config error, got {other:?}"),
     }
 }
+
+#[tokio::test]
+async fn a_password_with_url_characters_reaches_the_server_whole() {
+    let server = MariaDb::start().await.unwrap();
+    let admin = sqlx::MySqlPool::connect(&server.url()).await.unwrap();
+    for statement in [
+        "CREATE USER 'app'@'127.0.0.1' IDENTIFIED BY 'p@ss/w:rd?#'",
+        "GRANT ALL ON lockkit.* TO 'app'@'127.0.0.1'",
+    ] {
+        sqlx::query(statement).execute(&admin).await.unwrap();
+    }
+    // Written as it is (lockkit reads the userinfo up to the last `@`; `?` and
+    // `#` must be encoded), and all percent-encoded.
+    let port = server.url().split(':').nth(2).unwrap().to_owned();
+    for password in ["p@ss/w:rd%3F%23", "p%40ss%2Fw%3Ard%3F%23"] {
+        let url = format!("mysql://app:{password}@127.0.0.1:{port}");
+        let locker = lockkit::connect(&url).await.unwrap();
+        locker.try_lock("k").await.unwrap().release().await.unwrap();
+    }
+}

@@ -4,7 +4,7 @@ use std::fmt;
 use std::time::Duration;
 
 use lockkit_core::tls::TlsPaths;
-use lockkit_core::url::{ParsedUrl, PrefixRule, Timeouts};
+use lockkit_core::url::{ParsedUrl, PrefixRule, Timeouts, reencoded_userinfo};
 use lockkit_core::{LockError, redact_url};
 
 use crate::eviction::{Eviction, take_eviction};
@@ -140,6 +140,12 @@ impl RedlockOptions {
                     .into(),
             ));
         }
+        // Re-encoded for redis-rs's parser: a password written with an
+        // unescaped `/` or `@` reaches every master whole.
+        let auth = match server.userinfo {
+            Some(u) => format!("{}@", reencoded_userinfo(u).map_err(|why| bad(why.into()))?),
+            None => String::new(),
+        };
         let mut masters = Vec::new();
         let mut seen: Vec<&str> = Vec::new();
         for (i, host) in server.host_list().enumerate() {
@@ -163,7 +169,6 @@ impl RedlockOptions {
                 )));
             }
             seen.push(host);
-            let auth = server.userinfo.map(|u| format!("{u}@")).unwrap_or_default();
             masters.push(format!("{node_scheme}://{auth}{host}{}", server.path));
         }
         let shown = masters.iter().map(|m| redact_url(m)).collect();
