@@ -86,7 +86,7 @@ impl RedisDriver {
                     && let Err(e) = ack.check(acked)
                 {
                     // Too few replicas have it: give it back, and fail (a
-                    // waiting acquire tries again).
+                    // waiting acquire tries again; invariant R5).
                     let released = lockkit_core::LockDriver::release(self, &req.key, &req.owner);
                     if let Err(release) = released.await {
                         tracing::debug!(error = %release, "could not release an unacknowledged grant; it expires");

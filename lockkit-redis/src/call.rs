@@ -6,7 +6,7 @@
 //! node that ran it. Sent as a command of its own, a reconnect or a cluster
 //! client's retry could carry it elsewhere, where it would count nothing we wrote
 //! and acknowledge at once. In one pipeline with the script, both reach the same
-//! node on the same connection, or fail together.
+//! node on the same connection, or fail together (invariant R5).
 
 use redis::{Cmd, FromRedisValue, RedisResult, Script, ToRedisArgs};
 

@@ -73,7 +73,8 @@ impl Contender for Contending<'_> {
         };
         // Try again at the holder's expiry at the latest (nobody publishes when a
         // lease runs out), plus jitter so waiters do not all retry at once; with
-        // wake-ups working, after NOTIFY_FALLBACK at the latest (a lost message).
+        // wake-ups working, after NOTIFY_FALLBACK at the latest (a lost message:
+        // invariant R6).
         let expiry = Duration::from_millis(u64::try_from(retry_ms.max(1)).unwrap_or(1));
         let notified = self.driver.subs.as_ref().is_some_and(|s| s.is_live());
         let wake = self.waiter.as_ref().filter(|_| notified);

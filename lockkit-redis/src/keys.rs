@@ -32,7 +32,7 @@ impl KeyLayout {
 }
 
 /// The Redis names of one lock, sharing the hash tag `{K}` so that in a cluster
-/// they live in one slot and one script can touch them all (with
+/// they live in one slot and one script can touch them all (invariant R1; with
 /// [`KeyLayout::Plain`] the lock itself is `K`, whose slot is `{K}`'s).
 /// `scripts/queue.lua` describes what each holds. All seven live in one buffer,
 /// built without the formatting machinery: every acquire and release names them.

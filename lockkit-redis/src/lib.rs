@@ -15,19 +15,117 @@
 //! `?wait_replicas=N&wait_timeout_ms=T` (see [`ReplicaAck`]),
 //! `?eviction=refuse|accept` (see [Eviction](#eviction); `accept` is unsafe).
 //!
+//! # Invariants
+//!
+//! What exclusion and fencing rest on, server settings included. Code that
+//! relies on one cites its number (R1…, and RL1… for Redlock); each names the
+//! test that proves it: the conformance suites in `conformance_redis.rs`
+//! (single server, Cluster, Sentinel, over TLS too), this crate's tests, and the
+//! fault trials of the reliability suite (`tests/reliability/`).
+//!
+//! 1. **One script decides.** Every grant, renewal and release, of every mode,
+//!    is one Lua script, atomic on the server. A lock's keys share the hash tag
+//!    `{K}`, so on a Cluster they live in one slot and the script runs on one
+//!    master. A grant writes the lock key only while no other hold excludes it;
+//!    a renewal or release compares the owner in the same script, so it never
+//!    touches a newer holder's hold (`mutual_exclusion_under_contention`,
+//!    `writer_excludes_readers_and_writers`,
+//!    `at_most_limit_permits_under_contention`,
+//!    `release_never_deletes_a_newer_holders_lock`;
+//!    `locking_keeps_working_through_a_slot_migration`).
+//! 2. **The client's lease ends first.** A grant's or renewal's deadline counts
+//!    from before its request was sent; the server's `PX` counts from when the
+//!    script ran. A renewal that finds the hold gone reports `Lost`
+//!    (`extend_keeps_the_lock_and_fails_after_loss`,
+//!    `lost_signal_fires_when_hold_disappears`, `watchdog_keeps_lock_past_ttl`,
+//!    `redis::holder_paused_past_its_lease`). Redis judges expiry, and shared
+//!    holds' and permits' leases (`TIME`), on its wall clock: a jump of the
+//!    server's clock moves every expiry.
+//! 3. **Tokens only grow while the counter survives.** `<prefix>:{K}:fence` has
+//!    no TTL, is `INCR`ed by every grant of every mode, and nothing but `purge`
+//!    deletes it (`fencing_tokens_increase_across_holders`,
+//!    `permit_tokens_increase_across_permits`). Only `appendonly yes` with
+//!    `appendfsync always` keeps it, and the held locks, across a restart
+//!    (`redis_with_fsynced_aof_killed_and_restarted_stays_safe`; an RDB
+//!    snapshot restores it as of the snapshot:
+//!    `a_waiter_outlasts_a_restarted_server_loading_its_snapshot`). Without,
+//!    a restart frees every lock and the counter starts again, so tokens repeat
+//!    (`redis_without_persistence_restarted_resets_the_token_counter`), unless
+//!    `fence_seed=clock` keeps them above the server's clock ([`FenceSeed`]:
+//!    `redis_without_persistence_restarted_with_clock_seeded_tokens_keeps_tokens_rising`,
+//!    `clock_tokens_rise_over_a_counter_set_back_or_lost`,
+//!    `counter_tokens_repeat_when_the_counter_is_set_back`).
+//! 4. **Nothing evicts lockkit's keys.** Only `maxmemory-policy noeviction`
+//!    (Redis's default) guarantees it: under `allkeys-*` a fencing counter can be
+//!    evicted (tokens start again), under `volatile-*` and `allkeys-*` a held lock
+//!    (granted to a second client). Any other policy, or one that cannot be read,
+//!    is refused unless `eviction=accept` (see [Eviction](#eviction);
+//!    `tests/eviction.rs`, e.g.
+//!    `a_server_that_can_evict_keys_with_a_ttl_is_refused_for_held_locks`,
+//!    `a_replica_that_can_evict_is_refused_once_promoted`,
+//!    `a_cluster_master_made_unsafe_is_refused_within_the_periodic_recheck`;
+//!    with `accept`: `redis_used_as_a_cache_with_eviction_accepted`).
+//! 5. **Failover loses what the replica had not received.** Replication is
+//!    asynchronous: on a Sentinel or Cluster failover, a grant the old master had
+//!    not passed on is lost, and the lock can be granted again; so can the
+//!    counter's last bumps, so tokens repeat
+//!    (`redis_sentinel_failover_before_replicating_repeats_a_token`,
+//!    `redis_cluster_failover_before_replicating_repeats_a_token`). Fencing
+//!    tokens checked by the resource are the defence. `fence_seed=clock` keeps
+//!    tokens rising across it
+//!    (`redis_sentinel_failover_before_replicating_with_clock_tokens_keeps_fencing`,
+//!    `redis_cluster_failover_before_replicating_with_clock_tokens_keeps_fencing`);
+//!    `wait_replicas=N` ([`ReplicaAck`]) grants and renews only what N replicas
+//!    acknowledged, with `WAIT` in one pipeline with the script
+//!    (`wait_replicas_grants_only_what_enough_replicas_acknowledged`,
+//!    `wait_replicas_waits_on_the_master_of_the_locks_slot`,
+//!    `redis_sentinel_failover_before_replicating_with_wait_replicas_loses_nothing`,
+//!    `redis_cluster_failover_before_replicating_with_wait_replicas_loses_nothing`).
+//!    That narrows the window without closing it: the sentinels may promote a
+//!    replica that did not acknowledge.
+//! 6. **A wake-up is only a hint.** A pub/sub message makes a waiter run the
+//!    acquire script again, nothing more. A waiter retries anyway after 1 s (a
+//!    lost message) or at the holder's expiry (nobody publishes when a lease runs
+//!    out), and polls while the wake-up connection is down, so a lost wake-up
+//!    slows a hand-off by at most that
+//!    (`a_lost_wake_up_connection_is_logged_once_and_so_is_its_return`; the
+//!    suite with no wake-ups at all, `redis_polling`; no test drops a single
+//!    message).
+//!
+//! Redlock's own, where they differ ([`RedlockDriver`] has the reasoning; its
+//! conformance suites, `redlock` and `redlock_two_of_five_killed`, are in
+//! `conformance_redlock.rs`):
+//!
+//! 1. **A quorum decides, within its validity.** A grant needs `N/2 + 1`
+//!    masters to say yes and ends at `sent + ttl − drift`, before any master's own
+//!    expiry; a failed round releases on every master, those that said no
+//!    included (`mutual_exclusion_under_contention` in `redlock` and
+//!    `redlock_two_of_five_killed`,
+//!    `paused_minority_does_not_stall_acquire_beyond_the_request_timeout`;
+//!    `redlock_two_of_five_masters_killed`,
+//!    `redlock_holder_paused_past_its_lease`). Every master must run
+//!    `noeviction` (`a_redlock_master_that_can_evict_fails_the_connect`,
+//!    `a_redlock_master_made_unsafe_no_longer_counts_for_the_quorum`).
+//! 2. **Tokens grow while a quorum remembers.** A grant's token is the largest
+//!    counter of its quorum, written back to a quorum before the grant is
+//!    reported (`tokens_strictly_increase_while_masters_die_down_to_the_quorum`,
+//!    `reentrant_driver_acquire_keeps_the_written_back_token`,
+//!    `masters_that_agree_on_the_token_skip_the_raise_round`). A master
+//!    restarted without `appendfsync always` breaks this, and exclusion with it
+//!    (two quorums need not share a master that remembers): keep a restarted
+//!    master out for the longest TTL, or use `fence_seed=clock`
+//!    (`redlock_clock_tokens_rise_over_counters_set_back_on_every_master`).
+//! 3. **A wake-up is only a hint**, as in R6: the algorithm's random-delay retry
+//!    remains, about once a second
+//!    (`a_release_wakes_the_waiter_before_it_would_retry`; no test drops a
+//!    message).
+//!
 //! # Eviction
 //!
-//! lockkit's keys must never be evicted: a fencing counter has no TTL, and a
-//! counter Redis evicts starts again, so tokens repeat; a held lock evicted
-//! before its lease ends is granted to a second client. Only
-//! `maxmemory-policy noeviction` (Redis's default) guarantees that; any other
-//! policy can evict them once Redis reaches `maxmemory`: `allkeys-*` any key,
-//! `volatile-*` the keys with a TTL, held locks among them.
-//!
-//! So the driver reads the policy (`CONFIG GET maxmemory-policy`, or `INFO
-//! memory` where `CONFIG` is renamed or denied, as on managed services) of every
-//! server it writes to: the server, every Cluster master, the Sentinel master
-//! and every master a failover moves it to, every Redlock master. It reads it
+//! The check of invariant R4 reads the policy (`CONFIG GET maxmemory-policy`, or
+//! `INFO memory` where `CONFIG` is renamed or denied, as on managed services) of
+//! every server it writes to: the server, every Cluster master, the Sentinel
+//! master and every master a failover moves it to, every Redlock master. It reads it
 //! when it connects (the application-client constructors too), again before the
 //! next request after any error after which the client may reconnect, and at
 //! least every 10 s while in use (the cluster client reconnects to a node
@@ -117,15 +215,8 @@
 //! refusal wrote nothing and is sent once more there, a broken connection's
 //! outcome is unknown and goes back to the caller. The wake channel is
 //! subscribed on a data node of the group (`PUBLISH` on the master reaches its
-//! replicas' subscribers) and moves to another when its node goes away.
-//!
-//! Failover is asynchronous replication's: a grant the old master had not yet
-//! passed to the promoted replica is lost with it, and the lock can be granted
-//! again; so can the last bumps of its fencing counter, so tokens repeat unless
-//! `fence_seed=clock` keeps them above the clock (see [`FenceSeed`]). Fencing
-//! tokens checked by the resource are the defence, as on any single Redis
-//! restarted without persistence. `wait_replicas` narrows the window (see
-//! [`ReplicaAck`]).
+//! replicas' subscribers) and moves to another when its node goes away. What a
+//! failover can lose is invariant R5.
 //!
 //! # Waiting
 //!
@@ -140,41 +231,27 @@
 //! change admits and that were not woken already: the next writer, or the readers
 //! up to the next writer, or one permit waiter per free permit. It publishes to
 //! each one's driver only, naming the waiter: never a herd. A reader released
-//! while other readers hold wakes nobody. A waiter retries anyway after 1 s (a
-//! lost message) or at the holder's expiry (nobody publishes when a lease runs
-//! out), and polls with backoff while the wake-up connection is down or with
-//! `?wake=poll` (polling waiters queue too, so the order holds). A waiter that
-//! dies is skipped after its entry's 3 s lifetime; on a single server, one whose
-//! process is gone is skipped at once (a Cluster's `PUBLISH` counts only the
-//! subscribers on the publishing node, so it cannot tell).
+//! while other readers hold wakes nobody. When a wake-up does not come, see
+//! invariant R6; with `?wake=poll` waiters only poll, with backoff (polling
+//! waiters queue too, so the order holds). A waiter that dies is skipped after
+//! its entry's 3 s lifetime; on a single server, one whose process is gone is
+//! skipped at once (a Cluster's `PUBLISH` counts only the subscribers on the
+//! publishing node, so it cannot tell).
 //!
 //! # Guarantees and limits
 //!
-//! - Acquire, extend and release are each one Lua script (atomic on the server),
-//!   one per file under `scripts/`, sent with EVALSHA (reloaded on NOSCRIPT).
+//! - Each script of invariant R1 is a file under `scripts/`, sent with EVALSHA
+//!   (reloaded on NOSCRIPT).
 //! - A watchdog round renews all of a driver's locks in one script call on a single
 //!   server; on a cluster, one call per hash slot, sent together so that each
 //!   node's connection carries them as one pipeline.
 //! - In a cluster, the connection follows MOVED/ASK redirects and refreshes its
 //!   slot map, so locking keeps working while slots migrate.
-//! - **Redlock** ([`RedlockDriver`]): a quorum of `N/2 + 1` independent masters,
-//!   validity `ttl − elapsed − clock drift`, release on every master, retry after a
-//!   random delay. Its fencing token is the largest counter of the granting quorum,
-//!   written back to a quorum before the grant is reported, so tokens increase as
-//!   long as a quorum of masters keeps its data; a master restarted without
-//!   `appendfsync always` breaks that (see [`RedlockDriver`] for exactly where, and
-//!   the mitigations). Redlock waiters join the lock's waiters set on every
-//!   master, and each master's release wakes the oldest live one there through the
-//!   same wake channels as the single-server driver (one subscription per master);
-//!   the random-delay retry of the algorithm remains as the fallback, about once a
-//!   second while a quorum of masters can wake the waiter (`?wake=poll`: retry
-//!   only).
-//! - **Durability:** without `appendonly yes` + `appendfsync always`, a Redis
-//!   restart loses held locks *and fencing counters*: a counter that restarts from
-//!   zero hands out tokens a protected resource has already seen, which it must then
-//!   refuse (the resource keeps the highest token it saw). On failover to an
-//!   asynchronous replica, the replica may not have the lock yet, so two clients can
-//!   hold it at once; fencing tokens checked by the resource are the defence.
+//! - **Redlock** ([`RedlockDriver`]) over `N` independent masters: invariants
+//!   RL1–RL3. Its waiters join the lock's waiters set on every master, and each
+//!   master's release wakes the oldest live one there through the same wake
+//!   channels as the single-server driver (one subscription per master;
+//!   `?wake=poll`: the random-delay retry only).
 
 mod acquire;
 mod app_client;

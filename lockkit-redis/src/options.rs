@@ -67,10 +67,10 @@ pub enum WakeMode {
 }
 
 /// What a key's fencing tokens rest on: its counter alone, or its counter and the
-/// server's clock. It matters when Redis loses the counter's last bumps: a restart
-/// without persistence (no `appendonly yes` + `appendfsync always`) forgets the
-/// counter, and a failover to a replica that had not yet received the last grants
-/// sets it back.
+/// server's clock (invariants R3, R5, RL2). It matters when Redis loses the
+/// counter's last bumps: a restart without persistence (no `appendonly yes` +
+/// `appendfsync always`) forgets the counter, and a failover to a replica that had
+/// not yet received the last grants sets it back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum FenceSeed {

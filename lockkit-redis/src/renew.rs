@@ -43,8 +43,9 @@ impl RedisDriver {
             if !self.conn.is_cluster() {
                 return self.renew_slot(ttl, &batch).await;
             }
-            // A script may only touch one slot: one call per slot, all sent at
-            // once, so each node's connection carries them as one pipeline.
+            // A script may only touch one slot (invariant R1): one call per slot,
+            // all sent at once, so each node's connection carries them as one
+            // pipeline.
             let mut by_slot: HashMap<Slot, Vec<usize>> = HashMap::new();
             for (i, r) in batch.iter().enumerate() {
                 by_slot

@@ -7,9 +7,10 @@
 //! they did not acknowledge fails, and the watchdog tries again until the lease
 //! ends.
 //!
-//! This narrows the failover window, it does not close it: `WAIT` does not make
-//! Redis replication synchronous, a replica that acknowledged can still lose
-//! the write, and the sentinels may promote a replica that did not acknowledge.
+//! This narrows the failover window (invariant R5), it does not close it: `WAIT`
+//! does not make Redis replication synchronous, a replica that acknowledged can
+//! still lose the write, and the sentinels may promote a replica that did not
+//! acknowledge.
 
 use std::time::Duration;
 

@@ -20,8 +20,9 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 /// With wake-ups working, how long a waiter waits before trying again anyway (a
-/// lost message), which also refreshes its waiters entries: at most this on a
-/// single server or Cluster, this on average with Redlock (its random retry).
+/// lost message: invariant R6), which also refreshes its waiters entries: at most
+/// this on a single server or Cluster, this on average with Redlock (its random
+/// retry).
 pub(crate) const NOTIFY_FALLBACK: Duration = Duration::from_secs(1);
 
 /// How long a waiters entry lives without a refresh: a waiter that died is skipped

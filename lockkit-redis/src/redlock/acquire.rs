@@ -69,7 +69,7 @@ impl RedlockDriver {
             quorum_unreachable(&replies, q).then(|| unreachable_error(&replies, q));
         // Every master granted with the same token: each already holds owner:token
         // and a counter at the token, so the raise round would change nothing (any
-        // later quorum meets them, and its INCR goes past the token).
+        // later quorum meets them, and its INCR goes past the token: invariant RL2).
         let unanimous = replies
             .iter()
             .all(|r| matches!(r, Reply::Answered((1, t)) if u64::try_from(*t) == Ok(token)));
@@ -109,7 +109,8 @@ impl RedlockDriver {
             }
         }
         // Not granted: undo whatever we took, on every master (including those that
-        // said no or did not answer: their "no" may have been a lost "yes").
+        // said no or did not answer: their "no" may have been a lost "yes";
+        // invariant RL1).
         self.release_everywhere(n, owner, limit).await;
         if let Some(e) = unreachable {
             return Outcome::Unreachable(e);

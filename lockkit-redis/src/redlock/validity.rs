@@ -23,7 +23,7 @@ impl RedlockDriver {
         ttl / 100 + self.inner.drift
     }
 
-    /// The lease's validity end for a request sent at `sent`.
+    /// The lease's validity end for a request sent at `sent` (invariant RL1).
     pub(super) fn valid_until(&self, sent: Instant, ttl: Duration) -> Instant {
         sent + ttl.saturating_sub(self.drift(ttl))
     }
