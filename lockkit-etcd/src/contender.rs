@@ -224,7 +224,8 @@ impl Contender for Contending<'_> {
                 let bounded = target.awaits_a_pass();
                 let wake = turn::await_delete(self.inner.clone(), target, q.lease.clone());
                 Ok(Attempt::Busy(if bounded {
-                    // The pass is best effort: look again after a TTL at the latest.
+                    // The pass is best effort: look again after a TTL at the latest
+                    // (invariant E6).
                     Busy::woken_by(wake).or_at(Instant::now() + self.req.ttl)
                 } else {
                     Busy::trusting(wake)

@@ -34,7 +34,7 @@ const RETRY: Duration = Duration::from_millis(500);
 /// One granted hold.
 #[derive(Debug, Clone)]
 pub(crate) struct Record {
-    /// The create_revision of its key: the fencing token.
+    /// The create_revision of its key: the fencing token (invariant E2).
     pub(crate) rev: i64,
     /// The lease its key is attached to.
     pub(crate) lease: Arc<Lease>,

@@ -37,7 +37,7 @@ pub(crate) struct Lease {
 #[derive(Debug)]
 struct State {
     /// When the last round the server answered with TTL > 0 was sent: the lease
-    /// lives at least until `confirmed + ttl`.
+    /// lives at least until `confirmed + ttl` (invariant E4).
     confirmed: Instant,
     /// The server said the lease is gone.
     dead: bool,

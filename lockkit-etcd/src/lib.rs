@@ -5,6 +5,67 @@
 //! endpoint (rustls with ring; without `tls_ca` the server is verified against the
 //! system roots). See [`EtcdOptions::from_url`].
 //!
+//! # Invariants
+//!
+//! What exclusion and fencing rest on, server settings included. Code that
+//! relies on one cites its number (E1…); each names the test that proves it: the
+//! conformance suites in `conformance_etcd.rs` (one member, three, over TLS
+//! too), this crate's tests, and the fault trials of the reliability suite.
+//!
+//! 1. **The queue decides, in create_revision order.** An entry holds only when
+//!    the queue, read in the txn that put it or after, says so: a writer's entry
+//!    has the smallest create_revision, a reader's has no writer's before it, a
+//!    permit's is among the first `limit` behind permits only. Every delete (a
+//!    release, an expiry, a given-up wait, `force_release`) compares
+//!    create_revision or names the owner's own key, so it never removes another
+//!    owner's entry (`mutual_exclusion_under_contention`,
+//!    `writer_excludes_readers_and_writers`,
+//!    `at_most_limit_permits_under_contention`, `fifo_order`,
+//!    `release_never_deletes_a_newer_holders_lock`; with `etcdctl lock`,
+//!    `etcdctl_lock_holds_lockkit_off_until_it_releases`,
+//!    `lockkit_holds_etcdctl_off_and_the_queue_order_is_kept`).
+//! 2. **The token is the entry's create_revision**, which etcd's revisions make
+//!    strictly increasing across the cluster, purges included; moving a hold to
+//!    another lease keeps it. etcd acknowledges a write once a quorum has it in
+//!    its fsynced log, so holds and tokens survive a restart and the leader's
+//!    loss (never run it with `--unsafe-no-fsync`)
+//!    (`fencing_tokens_increase_across_holders`,
+//!    `permit_tokens_increase_across_permits`, `etcd_server_killed_and_restarted`,
+//!    `etcd_cluster_leader_killed`,
+//!    `leader_kill_keeps_the_hold_or_signals_lost_and_acquires_resume_after_election`).
+//! 3. **A grant stands on a live lease.** Before it reads the queue, a waiter
+//!    confirms its lease with a keep-alive round, so it is never granted on an
+//!    expired lease whose entry etcd has not deleted yet (etcd issue 11456:
+//!    `a_waiter_whose_lease_was_revoked_is_granted_only_on_a_live_lease`).
+//! 4. **The guard's deadline never outlives the lease.** It is the earlier of
+//!    two ends: the TTL counted from before the request that found (or renewed)
+//!    the hold, and the lease's TTL counted from before its last confirmed
+//!    keep-alive round. A lease is
+//!    whole seconds, and at least etcd's floor of 1.5 × `--election-timeout`:
+//!    etcd raises a shorter one, so a holder that dies keeps its lock that long
+//!    (the grant's effective TTL says so; the suite on etcd's default timing,
+//!    `etcd_default_flags`). A keep-alive answered TTL 0 reports every hold on
+//!    the lease `Lost`; while rounds fail, the deadline runs out before etcd can
+//!    expire the lease (`watchdog_keeps_lock_past_ttl`,
+//!    `black_holed_holder_sees_lost_before_another_client_is_granted`,
+//!    `abandoned_by_killed_process_is_freed_after_ttl`,
+//!    `etcd::holder_paused_past_its_lease`, `etcd::client_server_partition`).
+//! 5. **A hold deleted behind its back is reported.** Each held key is watched;
+//!    a renewal vouches for a hold without a request only if its watch was
+//!    acknowledged on the stream that answered the round's progress request, and
+//!    checks the others with a compare txn (`lost_signal_fires_when_hold_disappears`,
+//!    `extend_keeps_the_lock_and_fails_after_loss`,
+//!    `a_hold_deleted_while_the_watch_stream_is_down_is_reported_lost_once_it_is_back`).
+//!    On etcd before 3.4.24 / 3.5.8 a delete may be reported one round late
+//!    (etcd issue 15220).
+//! 6. **A watch only wakes.** A waiter watches the entry ahead of it from the
+//!    revision it read, so no delete is missed; woken, it confirms its lease and
+//!    reads the queue again (E3), and a watch that ends, fails or is cancelled (a
+//!    compaction) makes it read again. A permit's pass to the next waiter is best
+//!    effort, looked at again after a TTL at the latest
+//!    (`a_permit_release_wakes_one_waiter_not_the_queue`; hand-offs resume after
+//!    `etcd::client_server_partition`; no test loses a single event).
+//!
 //! # TLS
 //!
 //! `etcds://` speaks TLS to every endpoint through etcd-client's rustls (ring
@@ -29,8 +90,8 @@
 //! find its own entry: same token.
 //!
 //! The holder is the entry with the smallest create_revision, or, when that is a
-//! reader's, every reader before the first writer. The **fencing token** is the
-//! holder's create_revision, which etcd makes strictly increasing.
+//! reader's, every reader before the first writer; the **fencing token** is its
+//! create_revision (invariant E2).
 //!
 //! # Sharing locks with `etcdctl lock` and Go's `concurrency.Mutex`
 //!
@@ -80,10 +141,8 @@
 //! lets in and the one that moves up: about 11.5 gRPC messages per release with 16
 //! waiters and 4 permits, against 22.9 with every waiter watching the queue
 //! (`tests/semaphore.rs`). Permits share the driver's leases, as locks do: O(1)
-//! renewal however many are held. After waking
-//! it confirms its lease with a keep-alive round before reading the queue again,
-//! so it never reports a grant on an expired lease (etcd issue 11456). `try_lock`,
-//! a timed-out and a cancelled acquire delete the entry they created.
+//! renewal however many are held. `try_lock`, a timed-out and a cancelled acquire
+//! delete the entry they created.
 //!
 //! # Leases: one per TTL, not one per lock
 //!
@@ -98,9 +157,8 @@
 //!   stream**, however many holds it renews: no per-lock requests. If the
 //!   keep-alive answers TTL 0, every hold on that lease is reported `Lost` (so each
 //!   guard's `lost()` fires) and the next acquire grants a new lease. If rounds
-//!   fail, renewals fail retryably and each guard's deadline — never later than
-//!   the lease's own expiry, as it counts from before the last confirmed round —
-//!   runs out: `lost()` fires before the server can free the lock.
+//!   fail, renewals fail retryably and each guard's deadline runs out (invariant
+//!   E4).
 //! - A hold deleted behind our back (`force_release`, or by hand) is noticed by
 //!   **a watch on its key**: every granted hold gets one, all multiplexed on one
 //!   etcd watch stream per driver (client-chosen watch ids, from the revision after
@@ -108,21 +166,19 @@
 //!   DELETE event marks the hold gone at once; the next renewal reports it `Lost`.
 //!   One watch per held key rather than one prefix watch per driver, because a
 //!   prefix watch would carry every other client's releases to every driver.
-//!   A quiet stream proves nothing (a black-holed endpoint), so a hold counts as
-//!   vouched for only if its watch was acknowledged on the stream that answered
-//!   this round's progress request; the others (watch not yet acknowledged, stream
-//!   broken or silent) get the old check for that round: one read-only compare
-//!   txn per 128 holds. A broken stream is reopened with backoff and every watch
+//!   A quiet stream proves nothing (a black-holed endpoint), hence invariant E5's
+//!   vouching; the others (watch not yet acknowledged, stream broken or silent)
+//!   get the old check for that round: one read-only compare txn per 128 holds. A
+//!   broken stream is reopened with backoff and every watch
 //!   re-created from the hold's revision, so a delete while it was down is still
 //!   seen (after a compaction: read once, then watched from that read). The client
 //!   sets `require_leader`, so a member cut off from its leader ends our streams
-//!   rather than leaving them quiet. Limit: a delete is reported by the first
-//!   round after its event arrives — typically milliseconds, where the txn saw it
-//!   at the next round; on etcd before 3.4.24 / 3.5.8 a progress answer may
-//!   overtake events (etcd issue 15220), so a delete made just before a round may
-//!   be reported one round later.
+//!   rather than leaving them quiet. A delete is reported by the first round
+//!   after its event arrives — typically milliseconds, where the txn saw it at
+//!   the next round (on old etcd, see invariant E5: a progress answer may
+//!   overtake events).
 //! - A fixed-TTL lock (`.lease(ttl)`) is on the lease of its TTL, and `extend`
-//!   moves it to the lease of the new TTL (its create_revision, the token, stays).
+//!   moves it to the lease of the new TTL.
 //!   Waiting acquires keep their lease alive while they wait.
 //! - Because a lease is shared and whole-second, the driver does not leave expiry
 //!   to the lease alone: it deletes each hold's key (compare-and-delete on its
@@ -133,17 +189,13 @@
 //!
 //! # Guarantees and limits
 //!
-//! - Every write is a txn on create_revision: a release or expiry never deletes
-//!   another owner's entry; `force_release` deletes the current holder's entry.
-//! - etcd is linearizable: a grant acknowledged by a quorum survives a leader
-//!   failover; leases survive it too (the new leader extends them). etcd-client
-//!   balances over every endpoint and keeps sending some requests to a dead one, so
-//!   transient errors are retried with backoff: by an acquire within its wait
-//!   (`try_lock`, and `release`/`force_release`, for up to 750 ms), by the watchdog
-//!   for renewals. Requests retried this way are idempotent (the entry's key names
-//!   its owner; deletes compare create_revision).
-//! - The lease expiry the guard trusts is measured from before the keep-alive round
-//!   that confirmed it, on the monotonic clock.
+//! - Leases survive a leader failover (the new leader extends them).
+//! - etcd-client balances over every endpoint and keeps sending some requests to
+//!   a dead one, so transient errors are retried with backoff: by an acquire
+//!   within its wait (`try_lock`, and `release`/`force_release`, for up to
+//!   750 ms), by the watchdog for renewals. Requests retried this way are
+//!   idempotent (the entry's key names its owner; deletes compare
+//!   create_revision).
 
 mod connection;
 mod contender;

@@ -13,7 +13,7 @@
 //!    writer, or the readers behind a writer: no herd.
 //! 4. On waking we confirm our lease with a keep-alive round *before* reading the
 //!    queue again, so we never report a grant on an expired lease (etcd issue
-//!    11456), and the deadline counts from that round.
+//!    11456; invariant E3), and the deadline counts from that round.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -183,7 +183,7 @@ pub(crate) fn granted(
         grant
     } else {
         // The lease is whole seconds, and etcd raises it to 1.5 × its election
-        // timeout: a holder that dies keeps the lock that long.
+        // timeout: a holder that dies keeps the lock that long (invariant E4).
         grant.with_effective_ttl(effective)
     }
 }
@@ -237,7 +237,8 @@ async fn enqueue(
 }
 
 /// Confirms our lease, then reads the queue: `Some(Granted)` if our entry, of
-/// `mode`, holds; `Some(Requeue)` if it is gone; `None` if someone is still ahead.
+/// `mode`, holds; `Some(Requeue)` if it is gone; `None` if someone is still ahead
+/// (invariants E1, E3).
 pub(crate) async fn check_turn(
     inner: &Inner,
     name: &str,

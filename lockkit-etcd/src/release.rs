@@ -1,7 +1,7 @@
 //! Leaving the queue: `release` (our entry), `force_release` (the holders'
 //! entries, whoever they are) and `purge` (every entry). Each deletes by compare-and-delete on
 //! create_revision, or by our owner's own key, so it never deletes another owner's
-//! entry by mistake, and retries transient errors for [`PATIENCE`].
+//! entry by mistake (invariant E1), and retries transient errors for [`PATIENCE`].
 
 use std::time::Duration;
 

@@ -7,7 +7,7 @@
 //! rest get one read-only compare txn per [`MAX_TXN_OPS`] holds. A lease the
 //! server says is gone reports every hold on it `Lost`; a failed round makes their
 //! renewals fail retryably. The deadline of a renewed hold counts from before its
-//! lease's round, and never passes the lease's own expiry.
+//! lease's round, and never passes the lease's own expiry (invariants E4, E5).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -237,7 +237,8 @@ pub(crate) async fn extend_one(
     )]);
     if lease.id != record.lease.id {
         // Move the key to the lease of the new TTL, keeping its value (label and
-        // any election value); its create_revision (the token) stays.
+        // any election value); its create_revision (the token) stays (invariant
+        // E2).
         txn = txn.and_then([TxnOp::put(
             name.as_str(),
             "",

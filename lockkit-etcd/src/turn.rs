@@ -98,7 +98,7 @@ pub(crate) async fn predecessor(
 
 /// Waits for what `target` names, renewing `lease` every third of its TTL.
 /// Returns on it, or when the watch ends or our lease is gone (the next attempt
-/// re-reads the queue).
+/// re-reads the queue: invariant E6).
 pub(crate) async fn await_delete(
     inner: Arc<Inner>,
     target: Watch,
