@@ -102,7 +102,8 @@ impl<'a> Contending<'a> {
             Ok(())
         };
         // A watch is not lost while the session lives (the client sets it again
-        // after a reconnect); this re-check only bounds the damage if it were.
+        // after a reconnect); this re-check only bounds the damage if it were
+        // (invariant Z5).
         let recheck = self
             .driver
             .options()

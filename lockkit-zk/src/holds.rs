@@ -26,7 +26,8 @@ impl Held {
     /// The grant `req` gets for this hold (a first grant, or a re-entry).
     pub(crate) fn grant(&self, req: &AcquireRequest) -> Grant {
         // The node lives as long as the session; the deadline is the client-side
-        // lease that the watchdog keeps pushing out while the session is connected.
+        // lease that the watchdog keeps pushing out while the session is connected
+        // (invariant Z3).
         Grant::of(req, self.token, Instant::now() + req.ttl).with_loss_signal(self.loss.clone())
     }
 }

@@ -3,6 +3,69 @@
 //! URL: `zk://[user:password@]host:port[,host:port…][/chroot][?session_timeout_ms=N&recipe=NAME]`
 //! (see [`ZkOptions::from_url`]).
 //!
+//! # Invariants
+//!
+//! What exclusion and fencing rest on, server settings included. Code that
+//! relies on one cites its number (Z1…); each names the test that proves it: the
+//! conformance suites in `conformance_zk.rs` (a standalone server, over TLS, an
+//! ensemble, one losing a member), this crate's tests, and the fault trials of
+//! the reliability suite.
+//!
+//! 1. **Sequence order decides.** Each holder or waiter is one ephemeral
+//!    sequential node under the key's node. An exclusive node holds when it is
+//!    first in sequence order, a shared one when no exclusive node is ahead of
+//!    it, a permit when it is among the first `limit` behind permits only; a
+//!    sequential child lockkit did not make is a contender too (exclusive, unless
+//!    it is Curator's or kazoo's reader). The listing that decides follows our
+//!    create in the same session, so it sees every node created before ours that
+//!    is still there (`mutual_exclusion_under_contention`,
+//!    `writer_excludes_readers_and_writers`,
+//!    `at_most_limit_permits_under_contention`, `fifo_order`,
+//!    `zk_ensemble_losing_a_member`,
+//!    `a_foreign_sequential_node_is_an_exclusive_contender`,
+//!    `curator_mutex_and_lockkit_take_turns_in_queue_order`,
+//!    `kazoo_locks_and_lockkit_take_turns_share_readers_and_exclude_writers`).
+//! 2. **The token is the node's czxid**: the zxid of the transaction that
+//!    created it, which ZooKeeper makes strictly increasing across the ensemble.
+//!    A repeated acquire by the holder finds the same node, so the same token. A
+//!    write is acknowledged once a quorum has logged it (fsynced, with
+//!    `forceSync=yes`, the default), so tokens keep rising across a restart and
+//!    the loss of a minority, leader included
+//!    (`fencing_tokens_increase_across_holders`,
+//!    `permit_tokens_increase_across_permits`,
+//!    `reentrant_acquire_returns_same_token`,
+//!    `zookeeper_server_killed_and_restarted`,
+//!    `zookeeper_ensemble_leader_killed`).
+//! 3. **A hold lasts as long as its session, and a dropped connection counts as
+//!    lost.** The nodes are ephemeral: the ensemble deletes them when it expires
+//!    the session, the session timeout after it last heard from the client
+//!    (`session_timeout_ms`, default 10 s, clamped by the server to its
+//!    `minSessionTimeout`..`maxSessionTimeout`). The client gives a connection up
+//!    after 2/5 of that without a reply; at that `Disconnected` every guard's
+//!    `lost()` fires, before the servers can expire the session, and a grant
+//!    made while the connection dropped is born lost
+//!    (`paused_server_past_the_session_timeout_signals_lost_before_another_client_acquires`,
+//!    `killing_the_member_a_holder_uses_signals_lost_and_the_lock_moves_on`,
+//!    `abandoned_by_killed_process_is_freed_after_ttl`,
+//!    `zookeeper::server_paused`, `zookeeper::client_server_partition`). A
+//!    holder *paused* (GC, SIGSTOP) past the session timeout loses its lock before
+//!    it can notice, and learns it when it resumes; fencing tokens checked by the
+//!    protected resource are the defence (`zookeeper::holder_paused_past_its_lease`).
+//! 4. **A deleted node is reported.** Each hold watches its own node, and an
+//!    explicit `extend` syncs its server with the leader and reads the node
+//!    (`lost_signal_fires_when_hold_disappears`,
+//!    `extend_keeps_the_lock_and_fails_after_loss`,
+//!    `a_permit_granted_after_waiting_still_learns_of_its_deletion`). With
+//!    `user:password@` every node gets the ACL `auth`: only that `digest`
+//!    identity may touch it, so give every client of the same locks the same
+//!    credentials (`digest_credentials_keep_other_identities_off_the_lock`);
+//!    without credentials nodes are open to every client.
+//! 5. **A watch only wakes.** Woken by the node it watches or by a change of
+//!    its session's state, a waiter lists the queue again. A watch lost anyway,
+//!    or a permit's pass that never comes, costs at most a session timeout, after
+//!    which it looks again (`a_permit_release_wakes_one_waiter_not_the_queue`;
+//!    no test loses a watch).
+//!
 //! # TLS
 //!
 //! `zks://…?tls_ca=PATH` connects to every server's `secureClientPort` over TLS
@@ -41,9 +104,7 @@
 //!   flight) is resolved by listing the queue for a node carrying our owner id,
 //!   instead of creating a second one that would leak. Requests in the same session
 //!   are applied in order, so the list sees the create if it was applied.
-//! - **The fencing token** is our node's `czxid`: the zxid of the transaction that
-//!   created it, which ZooKeeper makes strictly increasing across the ensemble. A
-//!   repeated acquire by the holder returns the same node, so the same token.
+//! - **The fencing token** is our node's `czxid` (invariant Z2).
 //! - **Release** deletes our node; `try_lock`, a timed-out and a cancelled acquire
 //!   delete the node they queued (retried in the background while the outcome is
 //!   unknown: a node left in a live session would block the queue).
@@ -86,25 +147,20 @@
 //! TTL on the server: the capability `lease_expiry` is false). The session's
 //! heartbeat keeps every node alive, so renewing costs no request: the watchdog's
 //! rounds (`extend_many`) only check, locally, that the session is connected and
-//! the node was not deleted. An explicit `guard.extend()` asks the ensemble: a
-//! `sync` and a read of our node, so it reports `Lost` for a node deleted a moment
-//! ago through another member.
+//! the node was not deleted; an explicit `guard.extend()` asks the ensemble
+//! (invariant Z4), so it reports `Lost` for a node deleted a moment ago through
+//! another member.
 //!
-//! - **Disconnected:** every guard's `lost()` fires at once. The servers may expire
-//!   the session (and hand the lock to the next waiter) before the client learns
-//!   of it, so a holder that can no longer hear the servers must stop trusting its
-//!   lock; if the session survives, the node is still there and `release` deletes
-//!   it as usual.
+//! - **Disconnected:** every guard's `lost()` fires at once (invariant Z3); if the
+//!   session survives, the node is still there and `release` deletes it as usual.
 //! - **Expired** (or closed): every guard is lost and the nodes are gone. The next
 //!   acquire opens a new session.
-//! - **Node deleted** (`force_release`, or by hand): each granted hold has a watch
-//!   on its own node, so `lost()` fires when the deletion event arrives.
+//! - **Node deleted** (`force_release`, or by hand): `lost()` fires when the
+//!   deletion event arrives (invariant Z4).
 //!
-//! The session timeout (`session_timeout_ms`, default 10 s, clamped by the server
-//! to its `minSessionTimeout`..`maxSessionTimeout`) bounds how long a crashed or
-//! partitioned holder keeps its locks; the client declares the connection lost
-//! after 2/5 of it without a reply, before the server can expire the session.
-//! A reply that late is not a failure of a one-shot request: a `try_lock`, a
+//! The session timeout bounds how long a crashed or partitioned holder keeps its
+//! locks (invariant Z3). A reply later than the client's 2/5 of it is not a
+//! failure of a one-shot request: a `try_lock`, a
 //! release, an inspection or a listing tries again for 2/5 of the session timeout
 //! plus 1 s, on the reconnected session (a release's delete and the reads are
 //! safe to send twice; a `try_lock` finds by owner the node a lost create left).
@@ -116,13 +172,6 @@
 //!   acknowledged by a quorum: a grant survives the loss of a minority of members.
 //!   A follower cut off from the quorum stops serving, its clients see
 //!   Disconnected, and their holds are signalled lost.
-//! - A holder that is **paused** (GC, SIGSTOP) past the session timeout loses its
-//!   lock on the server before it can notice; fencing tokens checked by the
-//!   protected resource are the defence. lockkit fires `lost()` as soon as the
-//!   client sees the disconnect, which for a paused process is when it resumes.
-//! - With `user:password@`, every node gets the ACL `auth` (only that `digest`
-//!   identity may touch it): give every client of the same locks the same
-//!   credentials. Without credentials nodes are open to every client.
 //! - One session per driver: every lock of a driver is lost together when its
 //!   session is.
 

@@ -104,8 +104,8 @@ pub(crate) enum Ahead<'a> {
     AnyHolder,
 }
 
-/// What the node at `index` of `queue` waits for, watching one thing so that a
-/// release wakes only whom it lets in (no herd):
+/// What the node at `index` of `queue` waits for (invariant Z1), watching one
+/// thing so that a release wakes only whom it lets in (no herd):
 /// - an exclusive node waits for the node just before it;
 /// - a shared node for the nearest earlier node that is not shared;
 /// - a permit for the nearest earlier node that is not a permit; behind permits

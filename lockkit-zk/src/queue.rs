@@ -21,7 +21,7 @@ pub(crate) struct Mine {
     pub(crate) session: Arc<Session>,
     pub(crate) name: String,
     pub(crate) path: String,
-    /// The node's czxid, once known.
+    /// The node's czxid, once known: the fencing token (invariant Z2).
     czxid: Option<i64>,
 }
 
@@ -216,7 +216,8 @@ impl ZkDriver {
     }
 
     /// Sets a watch on our own node, so its deletion (a break-glass
-    /// `force_release`, an operator's `delete`) signals the hold lost at once. The
+    /// `force_release`, an operator's `delete`) signals the hold lost at once
+    /// (invariant Z4). The
     /// request is sent in the background: it costs the acquire no round trip.
     fn watch_own_node(&self, session: &Arc<Session>, path: &str) {
         let client = session.client.clone();
@@ -252,7 +253,8 @@ fn pass_turn(session: &Arc<Session>, path: &str) {
     let (client, path) = (session.client.clone(), path.to_owned());
     tokio::spawn(async move {
         if let Ok((data, stat)) = client.get_data(&path).await {
-            // Best effort: a waiter that misses it retries after a session timeout.
+            // Best effort: a waiter that misses it retries after a session timeout
+            // (invariant Z5).
             let _ = client.set_data(&path, &data, Some(stat.version)).await;
         }
     });

@@ -1,7 +1,7 @@
 //! Renewal: a hold lasts as long as its session, whose heartbeat keeps every node
 //! alive. A watchdog round (`extend_many`) is a local check that the hold was not
-//! signalled lost and its session is connected; an explicit `extend` asks the
-//! ensemble (a `sync`, then a read of our node).
+//! signalled lost and its session is connected (invariant Z3); an explicit
+//! `extend` asks the ensemble (a `sync`, then a read of our node: invariant Z4).
 
 use std::time::Duration;
 

@@ -3,7 +3,8 @@
 //! Every lock node is ephemeral, so a hold lasts exactly as long as the session
 //! that created it. A task per session follows its state: when the connection
 //! drops (`Disconnected`) every hold of that session is signalled lost at once,
-//! because the servers may expire the session before the client hears of it; when
+//! because the servers may expire the session before the client hears of it
+//! (invariant Z3); when
 //! the session ends (`Expired`, `AuthFailed`, `Closed`) the nodes are gone for
 //! sure. The next acquire then opens a new session.
 //!
@@ -40,7 +41,8 @@ pub(crate) struct Session {
 #[derive(Debug, Default)]
 struct Drops {
     /// How often the connection dropped or the session ended: a grant confirmed
-    /// while this number did not change was confirmed on a live connection.
+    /// while this number did not change was confirmed on a live connection
+    /// (invariant Z3).
     count: AtomicU64,
     /// Fired when the current connection drops (or the session ends).
     loss: std::sync::Mutex<LossSignal>,
