@@ -31,7 +31,7 @@ const SESSION_RETRIES: usize = 3;
 const RECORD_RETRIES: usize = 3;
 
 /// Nothing changes on the key when a lock-delay ends: poll, from 50 ms doubling to
-/// 1 s.
+/// 1 s (invariants C3, C5).
 const POLICY: WaitPolicy = WaitPolicy::DEFAULT.with_poll(Backoff::new(
     Duration::from_millis(50),
     Duration::from_secs(1),
@@ -200,7 +200,7 @@ impl Contender for Contending<'_> {
             unclaimed.as_mut().enable();
             // A connection error is transient (`Attempt::failed`): the `lock` verb
             // grants a session that already holds the key again, and the driver's
-            // claim keeps its owners apart.
+            // claim keeps its owners apart (invariant C1).
             let tried = match self.driver.try_once(self.req, &self.kv_key, &session).await {
                 Ok(tried) => tried,
                 Err(e) => return Attempt::failed(e),

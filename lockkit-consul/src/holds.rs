@@ -4,8 +4,9 @@
 //! Consul knows sessions, not owners: a key acquired by our session would be
 //! acquired again, successfully, for any other owner sharing this driver. So an
 //! owner *claims* a key here before asking Consul, and another owner of the same
-//! driver finds it claimed and waits, as for a lock held elsewhere. (Permits need
-//! no claim: each contends with a session of its own, see `permit_sessions.rs`.)
+//! driver finds it claimed and waits, as for a lock held elsewhere (invariant
+//! C1). (Permits need no claim: each contends with a session of its own, see
+//! `permit_sessions.rs`.)
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -24,7 +25,7 @@ pub(crate) struct Held {
     /// The KV key the session holds: the lock key, or a permit's contender key.
     pub(crate) kv_key: String,
     /// The ModifyIndex of the acquiring write (for a permit, of the transaction
-    /// that gave it a slot).
+    /// that gave it a slot): the fencing token (invariant C2).
     pub(crate) token: FencingToken,
     pub(crate) session: Arc<Session>,
     /// Fired when the session is invalidated (a child of the session's signal,

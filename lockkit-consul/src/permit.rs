@@ -6,7 +6,8 @@
 //! it checks that no lock of the same name is held, locks our contender key
 //! (writing it, so its `ModifyIndex` is the token) and writes the record with us
 //! added and dead holders pruned, by check-and-set on the record's index. Several
-//! contenders racing for one slot: one transaction applies, the others re-read.
+//! contenders racing for one slot: one transaction applies, the others re-read
+//! (invariants C1, C2).
 //!
 //! A contender that must wait locks its contender key (so it has a place in the
 //! queue, by `CreateIndex`) and blocks: the first waiter on the whole prefix (a

@@ -1,6 +1,7 @@
 //! Renewal: one session renew per watchdog round, whatever the number of holds,
 //! then one transaction of `check-session` operations per 64 holds, so a key
-//! deleted behind our back (`force_release`) is reported `Lost` at the next round.
+//! deleted behind our back (`force_release`) is reported `Lost` at the next round
+//! (invariant C4).
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -5,8 +5,8 @@
 //! renewal (watchdog rounds renew it too; one request per session, however many
 //! locks it carries). When Consul answers that the session is gone,
 //! or no renewal has succeeded for a whole TTL (Consul may invalidate it from then
-//! on), every hold of the session is signalled lost; the next acquire creates a
-//! new session.
+//! on), every hold of the session is signalled lost (invariant C3); the next
+//! acquire creates a new session.
 //!
 //! The session knows nothing of its holds: it fires its one [`LossSignal`] when it
 //! ends, and each hold's signal is a [`LossSignal::child`] of it.
@@ -30,7 +30,7 @@ pub(crate) struct Session {
     /// Fired when the session ends; every hold's signal is a child of it.
     loss: LossSignal,
     /// When the last successful renewal (or the create) was sent: Consul keeps the
-    /// session at least one TTL from then.
+    /// session at least one TTL from then (invariant C3).
     renewed_at: std::sync::Mutex<Instant>,
 }
 

@@ -1,7 +1,7 @@
 //! How a waiter learns that what refused it may have changed: a blocking query
 //! (`?index=&wait=`) on one key (a lock, the contender ahead in a semaphore's
 //! queue) or on everything under a semaphore's prefix, bounded by the wait's
-//! deadline.
+//! deadline. It only wakes: the waiter's next attempt decides (invariant C5).
 
 use std::time::Duration;
 
