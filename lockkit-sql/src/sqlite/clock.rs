@@ -1,10 +1,11 @@
 //! The clock lease expiries are stored in.
 //!
 //! SQLite has no server clock, and every process sharing the file must agree on
-//! "now". `CLOCK_MONOTONIC` is machine-wide (the same for all processes on a host),
-//! never jumps with wall-clock changes, and is what `std::time::Instant` reads on
-//! Linux. So expiries are milliseconds on that clock — which also means a SQLite lock
-//! file must only be shared by processes on one machine (as SQLite itself requires).
+//! "now" (invariant S3). `CLOCK_MONOTONIC` is machine-wide (the same for all
+//! processes on a host), never jumps with wall-clock changes, and is what
+//! `std::time::Instant` reads on Linux. So expiries are milliseconds on that
+//! clock — which also means a SQLite lock file must only be shared by processes
+//! on one machine (as SQLite itself requires).
 //!
 //! Milliseconds are rounded so that a lease never ends early: "now" is rounded
 //! down, a lease's expiry up. A holder keeps its lease until its request's start

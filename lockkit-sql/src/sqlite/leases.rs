@@ -46,7 +46,7 @@ impl SqliteLeases {
     }
 
     /// A write transaction, holding SQLite's write lock from its start (so that
-    /// what it reads is what it decides on).
+    /// what it reads is what it decides on: invariant S1).
     pub(super) async fn begin_write(&self) -> Result<Transaction<'static, Sqlite>> {
         self.pool
             .begin_with("BEGIN IMMEDIATE")
@@ -78,7 +78,7 @@ impl SqliteLeases {
 impl LeaseBackend for SqliteLeases {
     const NAME: &'static str = NAME;
     /// Bounds hand-off latency across processes (waiters in the releasing process
-    /// are woken at once).
+    /// are woken at once; invariant S4).
     const POLL_CAP: Duration = Duration::from_millis(50);
     const BATCH_RENEWALS: bool = true;
 

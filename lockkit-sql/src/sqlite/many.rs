@@ -1,5 +1,6 @@
 //! Shared holds and semaphore permits: many holders of one key, in the holders
-//! table, decided by [`lockkit_core::driver::admit`] inside one write transaction.
+//! table, decided by [`lockkit_core::driver::admit`] inside one write transaction
+//! (invariant S1).
 //!
 //! The rows and what they mean are in [`crate::holds`], shared by every lease
 //! table.

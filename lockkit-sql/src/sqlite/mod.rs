@@ -26,30 +26,62 @@
 //! ) WITHOUT ROWID;
 //! ```
 //!
-//! A table made by an earlier lockkit gets its `label` column at connect. Key rows
-//! are kept after release so the fencing counter survives; a row is a few dozen
-//! bytes.
+//! A table made by an earlier lockkit gets its `label` column at connect. A row is
+//! a few dozen bytes.
+//!
+//! # Invariants
+//!
+//! What exclusion and fencing rest on, server settings included. Code that
+//! relies on one cites its number (S1…); each names the test that proves it:
+//! the conformance suite in `conformance_sqlite.rs` (one lock file, a pool per
+//! driver, a child process), this crate's tests, and the fault trials of the
+//! reliability suite.
+//!
+//! 1. **One statement or one write transaction decides.** An exclusive acquire,
+//!    extend and release is each one statement, atomic under SQLite's write lock;
+//!    a shared hold or permit is granted by one `BEGIN IMMEDIATE` transaction,
+//!    which holds the write lock while it reads the key's holds and decides by
+//!    [`lockkit_core::driver::admit`]. Processes share the file's locks: the
+//!    driver opens it in WAL mode with a busy timeout (`busy_timeout_ms`, default
+//!    5 s), so writers queue for the lock instead of failing; a pool given to
+//!    `from_pool` keeps the application's settings
+//!    (`mutual_exclusion_under_contention`, `writer_excludes_readers_and_writers`,
+//!    `at_most_limit_permits_under_contention`,
+//!    `release_never_deletes_a_newer_holders_lock`,
+//!    `a_sqlite_pool_of_the_application_shares_its_file_and_stays_open`).
+//! 2. **Tokens only grow.** The key row's `fence` is bumped by every grant of
+//!    every mode, and the row is kept after release; nothing but `purge` deletes
+//!    it (`fencing_tokens_increase_across_holders`,
+//!    `permit_tokens_increase_across_permits`, `sqlite_refuses_a_stale_token`).
+//!    Durability is SQLite's: in WAL mode with `synchronous=NORMAL` (the driver's
+//!    setting) a power loss can roll back the last commits, a fence bump
+//!    included, so tokens can repeat after one (no dedicated test).
+//! 3. **Expiry reads one clock, the machine's.** Expiries are milliseconds on
+//!    `CLOCK_MONOTONIC`, which every process on a host shares and no jump of the
+//!    wall clock moves. A stored expiry is rounded up and "now" down, and the
+//!    holder's deadline counts from before its statement, so the holder's lease
+//!    ends first. So every process sharing a lock file must run on one machine
+//!    (a file on a network share is not supported, by SQLite either)
+//!    (`expired_lease_is_reacquirable`,
+//!    `abandoned_by_killed_process_is_freed_after_ttl`,
+//!    `sqlite_holder_paused_past_its_lease`, `sqlite_holder_killed`;
+//!    `a_lease_is_never_over_before_its_ttl_has_passed`). The clock starts again
+//!    at boot: a lease written before a reboot stays held until the new clock
+//!    passes it (`force_release` frees it; no dedicated test).
+//! 4. **A wake-up is only a hint, and only in this process.** A release wakes
+//!    the waiters of its key in this process at once; a woken waiter still runs
+//!    its statement. Waiters in other processes poll (2 ms doubling to 50 ms,
+//!    jittered), so a hand-off across processes costs at most a poll
+//!    (`a_sqlite_release_wakes_the_waiters_of_its_key_only_in_this_process`;
+//!    no test loses a wake-up).
 //!
 //! # Guarantees and limits
 //!
-//! - An exclusive acquire, extend and release are each one statement, atomic under
-//!   SQLite's write lock; a shared or permit acquire is one `BEGIN IMMEDIATE`
-//!   transaction that reads the key's holds and decides by
-//!   [`lockkit_core::driver::admit`]. The database runs in WAL mode with a busy
-//!   timeout, so processes sharing the file queue for the write lock instead of
-//!   failing.
 //! - Every mode: exclusive, shared (read-write locks), semaphore permits; and
 //!   inspection of holders (mode, token, lease left, label). Waiters are not queued
 //!   (they poll), so they are not served in order, and a stream of readers can keep
 //!   a waiting writer out.
-//! - Expiries use the machine-wide monotonic clock: all processes sharing a lock file
-//!   must run on the same machine (a file on a network share is not supported — by
-//!   SQLite either).
-//! - Waiters poll with jittered backoff (2 ms doubling to 50 ms); waiters in the same
-//!   process as the releaser are woken at once.
 //! - `sqlite::memory:` is private to one driver: use it for tests.
-//! - Durability follows SQLite's: with `synchronous=NORMAL` in WAL mode a power loss
-//!   can roll back the last commits, including a fencing-counter bump.
 //!
 //! # Examples
 //!

@@ -166,9 +166,9 @@ pub(super) async fn open(options: &SqliteOptions) -> Result<SqlitePool> {
             .max_lifetime(None);
     }
     // Processes that open a new database file at the same moment race to switch
-    // it to WAL and create the table; SQLite answers the loser SQLITE_BUSY at
-    // once (its busy handler is skipped where waiting could deadlock). That is
-    // transient: retry within the busy timeout.
+    // it to WAL and create the table (invariant S1); SQLite answers the loser
+    // SQLITE_BUSY at once (its busy handler is skipped where waiting could
+    // deadlock). That is transient: retry within the busy timeout.
     let table = options.table_name();
     let deadline = Instant::now() + options.busy_timeout_value();
     let mut pause = Duration::from_millis(5);

@@ -99,9 +99,9 @@ pub(super) fn create_holders(table: &str) -> String {
 }
 
 /// Takes the lock exclusively if it is free, expired or already ours; bumps the
-/// fencing counter unless the current live holder is re-acquiring. Returns the
-/// token, or no row. (Shared holds and permits keep the row's owner at [`MANY`],
-/// which is nobody's id.)
+/// fencing counter unless the current live holder is re-acquiring (invariants
+/// S1, S2). Returns the token, or no row. (Shared holds and permits keep the
+/// row's owner at [`MANY`], which is nobody's id.)
 ///
 /// `?1` name, `?2` owner, `?3` new expiry, `?4` now, `?5` label.
 pub(super) fn acquire(table: &str) -> String {
@@ -274,7 +274,8 @@ pub(super) fn force_release(table: &str) -> String {
     )
 }
 
-/// Deletes the lock's row, fencing counter and all (`purge`: throwaway keys only).
+/// Deletes the lock's row, fencing counter and all (`purge`: throwaway keys only;
+/// invariant S2).
 /// `?1` name.
 pub(super) fn purge(table: &str) -> String {
     format!("DELETE FROM {table} WHERE name = ?1")
