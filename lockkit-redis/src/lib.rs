@@ -88,9 +88,10 @@
 //!    lost message) or at the holder's expiry (nobody publishes when a lease runs
 //!    out), and polls while the wake-up connection is down, so a lost wake-up
 //!    slows a hand-off by at most that
-//!    (`a_lost_wake_up_connection_is_logged_once_and_so_is_its_return`; the
-//!    suite with no wake-ups at all, `redis_polling`; no test drops a single
-//!    message).
+//!    (`redis_wake_up_connection_killed_around_grants`, the pub/sub connection
+//!    killed after each grant and before each release;
+//!    `a_lost_wake_up_connection_is_logged_once_and_so_is_its_return`; the
+//!    suite with no wake-ups at all, `redis_polling`).
 //!
 //! Redlock's own, where they differ ([`RedlockDriver`] has the reasoning; its
 //! conformance suites, `redlock` and `redlock_two_of_five_killed`, are in
