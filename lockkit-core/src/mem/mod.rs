@@ -1,16 +1,44 @@
 //! `mem://`: the process-local reference driver.
 //!
-//! Holds live in a map inside this process, so it gives no protection across
-//! processes; it exists to define the contract precisely (the conformance suite's
-//! reference), to test the client machinery, and for single-process programs and
-//! tests. `mem://` is the process-wide default store; `mem://name` is a named store,
-//! shared by every driver connected to the same name.
+//! Holds live in a map inside this process (invariant MEM1); it exists to define
+//! the contract precisely (the conformance suite's reference), to test the client
+//! machinery, and for single-process programs and tests. `mem://` is the
+//! process-wide default store; `mem://name` is a named store, shared by every
+//! driver connected to the same name.
 //!
 //! It grants every mode — exclusive, shared, semaphore permits — and inspects.
 //! Waiters queue per key and are served first come, first served: a reader never
 //! overtakes a writer queued before it, and queued permits count against the
 //! limit. A release wakes exactly the waiters it makes room for (one, for a
 //! mutex), plus the next one in line.
+//!
+//! # Invariants
+//!
+//! What exclusion and fencing rest on (MEM1…), each with the test that proves
+//! it, in the `mem` conformance suite (`tests/conformance.rs`) or this module's
+//! tests.
+//!
+//! 1. **One mutex decides, in this process only.** Every grant, renewal and
+//!    release runs under the store's mutex. A store lives in this process's
+//!    memory: it gives no protection across processes (`cross_process` is
+//!    false; the suite skips the cases that need a second process), and nothing
+//!    of it survives the process (`mutual_exclusion_under_contention`,
+//!    `writer_excludes_readers_and_writers`,
+//!    `at_most_limit_permits_under_contention`,
+//!    `release_never_deletes_a_newer_holders_lock`).
+//! 2. **Tokens only grow.** A key's counter is bumped by every grant of every
+//!    mode, and reset by nothing but `purge`, which drops the key
+//!    (`fencing_tokens_increase_across_holders`,
+//!    `permit_tokens_increase_across_permits`).
+//! 3. **A lease ends on one clock.** A grant's deadline and the hold's expiry in
+//!    the store are one instant of tokio's monotonic clock, and an extend pushes
+//!    it out only before it has passed (`expired_lease_is_reacquirable`,
+//!    `extend_keeps_the_lock_and_fails_after_loss`,
+//!    `lost_signal_fires_when_hold_disappears`).
+//! 4. **A wake-up is only a hint.** A woken waiter runs its attempt again under
+//!    the mutex; the first one blocked looks again at the holders' earliest
+//!    expiry, which nobody announces (`a_release_wakes_one_waiter`, `fifo_order`,
+//!    `a_dropped_wait_leaves_the_queue_and_lets_the_next_in`).
 //!
 //! # Examples
 //!
