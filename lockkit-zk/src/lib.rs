@@ -15,10 +15,11 @@
 //!    sequential node under the key's node. An exclusive node holds when it is
 //!    first in sequence order, a shared one when no exclusive node is ahead of
 //!    it, a permit when it is among the first `limit` behind permits only; a
-//!    sequential child lockkit did not make is a contender too (exclusive, unless
-//!    it is Curator's or kazoo's reader). The listing that decides follows our
-//!    create in the same session, so it sees every node created before ours that
-//!    is still there (`mutual_exclusion_under_contention`,
+//!    sequential child lockkit did not make is a contender too, never granted
+//!    past (exclusive, unless it is Curator's or kazoo's reader). The listing
+//!    that decides follows our create in the same session, so it sees every node
+//!    created before ours that is still there
+//!    (`mutual_exclusion_under_contention`,
 //!    `writer_excludes_readers_and_writers`,
 //!    `at_most_limit_permits_under_contention`, `fifo_order`,
 //!    `zk_ensemble_losing_a_member`,
@@ -118,11 +119,10 @@
 //!
 //! # Sharing locks with Curator and kazoo (`?recipe=`)
 //!
-//! Whatever the recipe, every sequential child of a lock's node is a contender
-//! in sequence order, whoever made it: lockkit never grants past a node it does
-//! not recognise (Curator's and kazoo's readers, `__READ__` and `__rlock__`, are
-//! shared; anything else exclusive). To let those libraries see lockkit's nodes
-//! too, name them as the library does ([`Recipe`]):
+//! Whatever the recipe, lockkit counts every sequential child of a lock's node
+//! as a contender (invariant Z1; Curator's and kazoo's readers, `__READ__` and
+//! `__rlock__`, as shared). To let those libraries see lockkit's nodes too, name
+//! them as the library does ([`Recipe`]):
 //!
 //! - `recipe=curator`: Curator's `InterProcessMutex` (`_c_<owner uuid>-lock-`).
 //!   Shared holds are `Unsupported`: the mutex would not read them as readers.
