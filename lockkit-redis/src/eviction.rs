@@ -132,8 +132,13 @@ impl Checked {
             Ok(false) => {}
             Err(e) => {
                 let refused = refusal(e);
-                if refused.is_some() && s.refused.is_none() {
-                    tracing::warn!(error = %e, "Redis eviction policy refused");
+                // At connect the refusal is the connect's error; later, the
+                // requests it fails say only that much, so it is logged once.
+                if let Some(why) = &refused
+                    && s.refused.is_none()
+                    && s.passed.is_some()
+                {
+                    tracing::warn!(reason = %why, "Redis eviction policy refused after a reconnect");
                 }
                 s.refused = refused;
             }
