@@ -89,18 +89,17 @@ async fn a_failed_release_is_sent_again_until_it_succeeds() {
     let _free = locker.try_lock("k").await.unwrap();
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_release_failing_until_the_lease_ends_says_so() {
     let probe = failing_releases(usize::MAX);
     let locker = Locker::new(probe.clone());
-    let lease = Duration::from_millis(400);
+    let lease = Duration::from_secs(5);
     let guard = locker.lock("k").lease(lease).no_wait().await.unwrap();
     let deadline = guard.deadline();
     let err = guard.release().await.unwrap_err();
     let LockError::ReleaseFailed { attempts, .. } = &err else {
         panic!("expected ReleaseFailed, got {err:?}");
     };
-    assert!(*attempts > 1, "{err}");
     assert_eq!(probe.releases.load(Ordering::SeqCst), *attempts as usize);
     assert!(
         err.to_string().contains("freed when its lease ends"),
@@ -110,12 +109,73 @@ async fn a_release_failing_until_the_lease_ends_says_so() {
         err.to_string().contains("the release statement failed"),
         "{err}"
     );
-    // It gave up only when another try would land after the lease's end.
-    let pause_cap = Duration::from_millis(1500);
+    // Tried until one more try would land after the lease's end (the longest
+    // pause, 1 s, spread by up to half), and not after it.
+    let now = Instant::now();
     assert!(
-        Instant::now() + pause_cap >= deadline,
+        now + Duration::from_millis(1500) >= deadline,
         "gave up early: {err}"
     );
+    assert!(now <= deadline, "tried past the lease: {err}");
+    assert!(*attempts >= 6, "{err}");
+}
+
+#[tokio::test]
+async fn a_release_that_finds_the_hold_gone_on_a_later_try_says_lost() {
+    let probe = failing_releases(1);
+    let (a, b) = (Locker::new(probe.clone()), Locker::new(probe.clone()));
+    let guard = a
+        .lock("k")
+        .ttl(Duration::from_secs(30))
+        .no_wait()
+        .await
+        .unwrap();
+    let key = guard.key().clone();
+    // The first try fails; before the second, the hold is broken and another
+    // owner takes the key: the second finds the hold gone.
+    let releasing = tokio::spawn(guard.release());
+    let first_try = async {
+        while probe.releases.load(Ordering::SeqCst) == 0 {
+            tokio::task::yield_now().await;
+        }
+    };
+    timeout(Duration::from_secs(5), first_try).await.unwrap();
+    assert!(probe.inner.force_release(&key).await.unwrap());
+    let _taken = b.try_lock("k").await.unwrap();
+    match releasing.await.unwrap() {
+        Err(LockError::Lost { reason, .. }) => assert!(reason.contains("tried again"), "{reason}"),
+        other => panic!("expected Lost, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn an_acquire_by_the_same_owner_waits_for_its_release_under_way() {
+    let probe = failing_releases(3);
+    let (a, b) = (Locker::new(probe.clone()), Locker::new(probe.clone()));
+    let owner = OwnerId::new();
+    let first = a.lock("k").owner(owner.clone()).no_wait().await.unwrap();
+    drop(first);
+    // The dropped guard's release fails three times and is tried again in the
+    // background; the same owner's acquire must not be taken for that hold.
+    let again = a
+        .lock("k")
+        .owner(owner.clone())
+        .wait(Duration::from_secs(10))
+        .await
+        .unwrap();
+    assert_eq!(
+        probe.releases.load(Ordering::SeqCst),
+        4,
+        "granted before the release ended"
+    );
+    // Held, and not freed by a late try of the old release.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(matches!(
+        b.try_lock("k").await,
+        Err(LockError::Contended { .. })
+    ));
+    assert_eq!(probe.releases.load(Ordering::SeqCst), 4);
+    again.release().await.unwrap();
 }
 
 #[tokio::test]

@@ -38,6 +38,12 @@ impl Locker {
         if let Some(guard) = self.reenter(&request)? {
             return Ok(guard);
         }
+        // The owner's hold of the key may still be being released: the backend
+        // would grant this as that hold, and the release then free it.
+        self.inner
+            .releases
+            .wait_for(&key, &request.owner, &request.wait)
+            .await?;
 
         let span = tracing::debug_span!(
             "lockkit.acquire",
@@ -50,7 +56,8 @@ impl Locker {
         let labels = Labels::new(&self.inner, req.mode, &key);
         // From here on, dropping this future cancels the wait and releases whatever
         // the in-flight attempt is granted, after it lands (see `pending`).
-        let mut pending = PendingAcquire::start(driver.clone(), request, span.clone());
+        let releases = self.inner.releases.clone();
+        let mut pending = PendingAcquire::start(driver.clone(), releases, request, span.clone());
         let joined = pending.join().await;
         // Never report "acquired" after the lease deadline.
         let late = matches!(&joined, Ok(grant) if Instant::now() >= grant.deadline);

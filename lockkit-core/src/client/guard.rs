@@ -10,7 +10,7 @@ use tokio::time::Instant;
 use super::hold::{Hold, LostReason};
 use super::locker::Inner;
 use super::lost::lost_future;
-use super::release::Release;
+use super::release::{Release, Released};
 use crate::error::{LockError, Result};
 use crate::types::{FencingToken, LockKey, OwnerId, validate_ttl};
 
@@ -195,12 +195,12 @@ impl LockGuard {
 
     /// What releasing `hold` takes: tried until its lease ends.
     fn release_of(&self, hold: &Hold) -> Release {
-        Release {
-            driver: self.inner.driver.clone(),
-            key: hold.key.clone(),
-            owner: hold.owner.clone(),
-            deadline: hold.deadline(),
-        }
+        Release::new(
+            self.inner.releases.begin(&hold.key, &hold.owner),
+            self.inner.driver.clone(),
+            (hold.key.clone(), hold.owner.clone()),
+            hold.deadline(),
+        )
     }
 
     /// Releases this guard's share of the hold; the backend lock is released when the
@@ -226,21 +226,30 @@ impl LockGuard {
         if !hold.leave() {
             return Ok(());
         }
-        self.inner.forget(&hold);
+        // Under way before the hold is forgotten: an acquire by the same owner
+        // finds one or the other, and waits for the release.
         let release = self.release_of(&hold);
+        self.inner.forget(&hold);
         let mut background = BackgroundRelease(Some(release.clone()));
         let result = release.run().await;
         background.0 = None;
         match result {
-            Ok(true) => {
+            Ok(Released::Freed) => {
                 tracing::debug!(key = %hold.key, token = hold.token.get(), "released");
                 Ok(())
             }
-            Ok(false) => {
+            Ok(Released::NotHeld { after_failures }) => {
                 hold.meter.lost();
                 Err(LockError::lost(
                     &hold.key,
-                    "the backend no longer held it at release; the lease had expired or the hold was removed",
+                    if after_failures {
+                        "the backend no longer held it when a release tried again: a failed \
+                         attempt before may have freed it, or the lease had expired or the \
+                         hold was removed"
+                    } else {
+                        "the backend no longer held it at release; the lease had expired or \
+                         the hold was removed"
+                    },
                 ))
             }
             Err(e) => Err(e),
@@ -254,8 +263,9 @@ impl Drop for LockGuard {
             return;
         };
         if hold.leave() {
+            let release = self.release_of(&hold);
             self.inner.forget(&hold);
-            self.release_of(&hold).in_background();
+            release.in_background();
         }
     }
 }

@@ -9,6 +9,7 @@ use tokio::sync::Notify;
 use super::guard::LockGuard;
 use super::label::default_label;
 use super::registry::Registry;
+use super::release::InFlight;
 use super::request::LockRequest;
 use super::semaphore::Semaphore;
 use super::watchdog;
@@ -67,6 +68,8 @@ pub struct Locker {
 pub(crate) struct Inner {
     pub(crate) driver: Arc<dyn LockDriver>,
     pub(super) holds: Registry,
+    /// Releases under way, which an acquire by the same owner waits for.
+    pub(super) releases: Arc<InFlight>,
     watchdog_wake: Arc<Notify>,
     watchdog_started: OnceLock<()>,
     pub(super) default_ttl: Duration,
@@ -115,6 +118,7 @@ impl Locker {
             inner: Arc::new(Inner {
                 driver,
                 holds: Registry::default(),
+                releases: Arc::default(),
                 watchdog_wake: Arc::new(Notify::new()),
                 watchdog_started: OnceLock::new(),
                 default_ttl: ttl,

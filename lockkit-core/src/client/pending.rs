@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
-use super::release::Release;
+use super::release::{InFlight, Release, UnderWay};
 use crate::driver::{AcquireRequest, Cancellation, Grant, LockDriver};
 use crate::error::{LockError, Result};
 
@@ -23,12 +23,15 @@ pub(crate) struct PendingAcquire {
     cancel: Cancellation,
     driver: Arc<dyn LockDriver>,
     request: Arc<AcquireRequest>,
+    /// Where a release of what the attempt may hold is marked under way.
+    releases: Arc<InFlight>,
 }
 
 impl PendingAcquire {
     /// Prepares `driver.acquire(request)`; it runs when [`join`](Self::join)ed.
     pub(crate) fn start(
         driver: Arc<dyn LockDriver>,
+        releases: Arc<InFlight>,
         request: AcquireRequest,
         span: tracing::Span,
     ) -> Self {
@@ -43,6 +46,7 @@ impl PendingAcquire {
             cancel: request.cancel.clone(),
             driver,
             request,
+            releases,
         }
     }
 
@@ -58,8 +62,9 @@ impl PendingAcquire {
 
     /// Releases, in the background, whatever the finished attempt may hold.
     pub(crate) fn release_later(&self) {
+        let under_way = self.releases.begin(&self.request.key, &self.request.owner);
         let deadline = Instant::now() + self.request.ttl;
-        release_after_cancel(self.driver.clone(), &self.request, deadline);
+        release_after_cancel(under_way, self.driver.clone(), &self.request, deadline);
     }
 }
 
@@ -70,12 +75,14 @@ impl Drop for PendingAcquire {
         };
         self.cancel.cancel();
         let (driver, request) = (self.driver.clone(), self.request.clone());
+        // Under way from now: the attempt may yet be granted.
+        let under_way = self.releases.begin(&request.key, &request.owner);
         match tokio::runtime::Handle::try_current() {
             Ok(handle) => {
                 handle.spawn(async move {
                     if let Ok(grant) = attempt.await {
                         tracing::debug!(key = %grant.key, "acquire finished after its caller left; releasing");
-                        release_after_cancel(driver, &request, grant.deadline);
+                        release_after_cancel(under_way, driver, &request, grant.deadline);
                     }
                 });
             }
@@ -88,12 +95,12 @@ impl Drop for PendingAcquire {
 
 /// Releases, in the background, what an acquire whose caller left may hold,
 /// until `deadline`, when such a hold's lease ends.
-fn release_after_cancel(driver: Arc<dyn LockDriver>, request: &AcquireRequest, deadline: Instant) {
-    Release {
-        driver,
-        key: request.key.clone(),
-        owner: request.owner.clone(),
-        deadline,
-    }
-    .in_background();
+fn release_after_cancel(
+    under_way: Arc<UnderWay>,
+    driver: Arc<dyn LockDriver>,
+    request: &AcquireRequest,
+    deadline: Instant,
+) {
+    let hold = (request.key.clone(), request.owner.clone());
+    Release::new(under_way, driver, hold, deadline).in_background();
 }
