@@ -39,7 +39,9 @@ const SECRET_OPTIONS: [&str; 7] = [
 /// assert_eq!(redact_url("redis://app:p@ss:w/rd#?%&@h:1"), "redis://***@h:1");
 /// // Slashes or a scheme missing.
 /// assert_eq!(redact_url("redis:/app:hunter2@h:1"), "redis:***@h:1");
-/// assert_eq!(redact_url("app:hunter2@h:1"), "***@h:1");
+/// // (a user name without a scheme reads as one: only what follows is masked)
+/// assert_eq!(redact_url("app:hunter2@h:1"), "app:***@h:1");
+/// assert_eq!(redact_url("s3cret@h:1"), "***@h:1");
 /// assert_eq!(redact_url("consul://host?token=abc&dc=x"), "consul://host?token=***&dc=x");
 /// assert_eq!(redact_url("zk://s3cret@host:2181"), "zk://***@host:2181");
 /// assert_eq!(redact_url("sqlite:///tmp/x.db"), "sqlite:///tmp/x.db");
@@ -64,6 +66,23 @@ pub fn redact_url(url: &str) -> String {
         },
     };
     let rest = match rest.rsplit_once('@') {
+        // The last `@` may be inside an option's value (`?name=…@…`): the
+        // value's end, up to the next option, is masked too.
+        Some((masked, after))
+            if masked
+                .split_once('?')
+                .is_some_and(|(_, options)| options.contains('=')) =>
+        {
+            out.push_str("***@***");
+            match after.split_once('&') {
+                Some((_, options)) => {
+                    out.push('&');
+                    push_masked_query(&mut out, options);
+                    return out;
+                }
+                None => return out,
+            }
+        }
         Some((_userinfo, after)) => {
             out.push_str("***@");
             after
@@ -95,18 +114,32 @@ pub fn shown_user(user: &str) -> &str {
     if user.contains(RESERVED) { "***" } else { user }
 }
 
-/// The options, each secret one's value masked.
+/// The options, each secret one's value masked; and after a secret value, any
+/// `&`-part that is not `name=value` with a plain name: the rest of a value
+/// with an unescaped `&` in it.
 fn push_masked_query(out: &mut String, query: &str) {
+    let mut in_secret = false;
     for (i, pair) in query.split('&').enumerate() {
         if i > 0 {
             out.push('&');
         }
-        match pair.split_once('=') {
-            Some((name, _)) if is_secret_option(name) => {
+        let name = pair.split_once('=').map(|(name, _)| name);
+        let plain = name.is_some_and(|n| {
+            !n.is_empty()
+                && n.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '%'))
+        });
+        match name {
+            Some(name) if is_secret_option(name) => {
                 out.push_str(name);
                 out.push_str("=***");
+                in_secret = true;
             }
-            _ => out.push_str(pair),
+            _ if in_secret && !plain => out.push_str("***"),
+            _ => {
+                out.push_str(pair);
+                in_secret = false;
+            }
         }
     }
 }
