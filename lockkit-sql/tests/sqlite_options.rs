@@ -137,3 +137,31 @@ async fn watchdog_renews_many_locks_in_one_statement_round() {
         g.release().await.unwrap();
     }
 }
+
+/// A reader renewing after a writer took the key (its row's lease ran out
+/// while the renewal was held up) learns it lost the hold: it never goes on
+/// believing it holds beside the writer.
+#[tokio::test]
+async fn a_read_hold_renewed_after_a_writer_took_the_key_is_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("locks.db");
+    let driver = SqliteDriver::connect(SqliteOptions::new(&path))
+        .await
+        .unwrap();
+    let reader = Locker::new(Arc::new(driver));
+    let read = reader.read_lock("k").no_wait().await.unwrap();
+    // What a writer's grant leaves in the key row once the readers' lease ran
+    // out: the key its own, live.
+    let db = sqlx::SqlitePool::connect(&format!("sqlite://{}", path.display()))
+        .await
+        .unwrap();
+    sqlx::query("UPDATE lockkit_locks SET owner = 'writer', expires_at = expires_at + 60000 WHERE name = 'k'")
+        .execute(&db)
+        .await
+        .unwrap();
+    match read.extend(Duration::from_secs(30)).await {
+        Err(LockError::Lost { .. }) => {}
+        other => panic!("the reader's renewal beside a writer: {other:?}"),
+    }
+    assert!(read.is_lost());
+}

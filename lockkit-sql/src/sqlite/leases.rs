@@ -164,14 +164,10 @@ impl LeaseBackend for SqliteLeases {
         if rest.is_empty() {
             return Ok(renewed);
         }
-        let others: Vec<Renewal> = rest.iter().map(|i| batch[*i].clone()).collect();
-        let statement = sql::extend_many_holders(table, others.len());
-        let many = self.renew_batch(statement, now, expires, &others).await?;
-        for (i, done) in rest.into_iter().zip(many) {
-            if done {
-                renewed[i] = true;
-                self.raise_expiry(batch[i].key.as_str(), expires).await?;
-            }
+        // Each in a write transaction of its own (`extend_many_holder`).
+        for i in rest {
+            let hold = &batch[i];
+            renewed[i] = self.extend_many_holder(&hold.key, &hold.owner, ttl).await?;
         }
         Ok(renewed)
     }

@@ -97,25 +97,17 @@ impl SqliteLeases {
         Ok(Some(Grant::of(req, token, sent + req.ttl)))
     }
 
-    /// Keeps the key row's expiry the latest of its holds' after one was renewed
-    /// to `expires`.
-    pub(super) async fn raise_expiry(&self, key: &str, expires: i64) -> Result<()> {
-        sqlx::query(AssertSqlSafe(self.statements.raise_expiry.clone()))
-            .bind(key)
-            .bind(expires)
-            .execute(&self.pool)
-            .await
-            .map_err(db_error)?;
-        Ok(())
-    }
-
-    /// Renews `owner`'s shared hold or permit; whether it was live.
+    /// Renews `owner`'s shared hold or permit; whether it was live. One write
+    /// transaction: the hold's row, while the key row still keeps shared holds
+    /// and is live, and the key row's expiry raised to the hold's, so that no
+    /// writer takes the key between the two (invariant S1).
     pub(super) async fn extend_many_holder(
         &self,
         key: &LockKey,
         owner: &OwnerId,
         ttl: Duration,
     ) -> Result<bool> {
+        let mut tx = self.begin_write().await?;
         let reading = Reading::now();
         let (now, expires) = (reading.ms(), reading.expiry(ttl));
         let done = sqlx::query(AssertSqlSafe(self.statements.extend_holder.clone()))
@@ -123,13 +115,19 @@ impl SqliteLeases {
             .bind(owner.to_hex())
             .bind(expires)
             .bind(now)
-            .execute(&self.pool)
+            .execute(&mut *tx)
             .await
             .map_err(db_error)?;
         if done.rows_affected() == 0 {
             return Ok(false);
         }
-        self.raise_expiry(key.as_str(), expires).await?;
+        sqlx::query(AssertSqlSafe(self.statements.raise_expiry.clone()))
+            .bind(key.as_str())
+            .bind(expires)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error)?;
+        tx.commit().await.map_err(db_error)?;
         Ok(true)
     }
 

@@ -168,14 +168,10 @@ pub(super) fn insert_holder(table: &str) -> String {
 pub(super) fn extend_holder(table: &str) -> String {
     format!(
         "UPDATE {table}_holders SET expires_at = ?3
-         WHERE name = ?1 AND owner = ?2 AND expires_at > ?4"
+         WHERE name = ?1 AND owner = ?2 AND expires_at > ?4
+           AND EXISTS (SELECT 1 FROM {table}
+                       WHERE name = ?1 AND owner = '{MANY}' AND expires_at > ?4)"
     )
-}
-
-/// Pushes out many live shared holds or permits of the same TTL, as
-/// [`extend_many`].
-pub(super) fn extend_many_holders(table: &str, pairs: usize) -> String {
-    extend_many(&format!("{table}_holders"), pairs)
 }
 
 /// Keeps a key row's expiry the latest of its holds'. `?1` name, `?2` an expiry.
