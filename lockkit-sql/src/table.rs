@@ -110,6 +110,21 @@ pub(crate) const DEFAULT_TIMEOUTS: lockkit_core::url::Timeouts = lockkit_core::u
     std::time::Duration::from_secs(5),
 );
 
+/// What stands between lockkit and a PostgreSQL server, as the URL's `pooler=`
+/// says.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum Pooler {
+    /// Found out at connect (the default).
+    #[default]
+    Detect,
+    /// A transaction-mode pooler (PgBouncer's `pool_mode=transaction`).
+    Transaction,
+    /// Nothing that shares sessions: the server itself, or a pooler in
+    /// session mode, or a plain TCP proxy.
+    None,
+}
+
 /// lockkit's settings for a database server, beside the client's own connect
 /// options (shared by the PostgreSQL and MySQL options).
 #[cfg(any(feature = "postgres", feature = "mysql"))]
@@ -132,9 +147,8 @@ pub(crate) struct ServerSettings {
     pub(crate) kind: ServerUrl,
     /// The TLS options it gave.
     pub(crate) tls: TlsGiven,
-    /// `pooler=transaction`: a transaction-mode pooler (PgBouncer) is between
-    /// lockkit and the server, whether or not connecting detects it.
-    pub(crate) transaction_pooler: bool,
+    /// What the URL says of a connection pooler (`pooler=`, PostgreSQL).
+    pub(crate) pooler: Pooler,
 }
 
 #[cfg(any(feature = "postgres", feature = "mysql"))]
@@ -147,7 +161,7 @@ impl std::fmt::Debug for ServerSettings {
             .field("raw_keys", &self.raw_keys)
             .field("pool_size", &self.pool_size())
             .field("timeouts", &self.timeouts)
-            .field("transaction_pooler", &self.transaction_pooler)
+            .field("pooler", &self.pooler)
             .finish()
     }
 }
@@ -165,7 +179,7 @@ impl ServerSettings {
             timeouts: DEFAULT_TIMEOUTS,
             kind,
             tls: TlsGiven::default(),
-            transaction_pooler: false,
+            pooler: Pooler::Detect,
         }
     }
 
@@ -198,9 +212,12 @@ impl ServerSettings {
             )));
         }
         if kind.pooler {
-            settings.transaction_pooler = query
-                .take_choice("pooler", &[("detect", false), ("transaction", true)])?
-                .unwrap_or(false);
+            let choices = [
+                ("detect", Pooler::Detect),
+                ("transaction", Pooler::Transaction),
+                ("none", Pooler::None),
+            ];
+            settings.pooler = query.take_choice("pooler", &choices)?.unwrap_or_default();
         }
         settings.timeouts = query.take_timeouts(DEFAULT_TIMEOUTS)?;
         let body = client_body(&parsed)?;

@@ -119,9 +119,11 @@ url_backend!(
 
 url_backend!(
     /// Advisory mode through PgBouncer in session pooling mode: a client
-    /// connection keeps its server connection, so sessions are sessions.
+    /// connection keeps its server connection, so sessions are sessions (said
+    /// with `pooler=none`: PgBouncer's own port tells connecting that
+    /// something stands between).
     PgBouncerSessionAdvisory: PgBouncer = PgBouncer::start(PoolMode::Session),
-        |s| format!("{}?mode=advisory", s.url()), connect
+        |s| format!("{}?mode=advisory&pooler=none", s.url()), connect
 );
 
 // No `observe_wakes_on_the_backend_signal`: behind a transaction-mode pooler

@@ -41,16 +41,26 @@ async fn through_a_transaction_pooler_statements_go_as_text_and_waiters_poll() {
 }
 
 #[tokio::test]
-async fn connected_directly_or_through_session_pooling_no_pooler_is_found() {
+async fn connected_directly_no_pooler_is_found_and_in_doubt_one_is_assumed() {
     let direct = Postgres::start().await.unwrap();
-    let bouncer = PgBouncer::start(PoolMode::Session).await.unwrap();
-    for url in [direct.url(), bouncer.url()] {
-        let locker = connect(&url).await;
-        assert_eq!(locker.capabilities().wake_up, WakeUp::Notify, "{url}");
-    }
+    let session = PgBouncer::start(PoolMode::Session).await.unwrap();
+    let notified = |l: &Locker| l.capabilities().wake_up == WakeUp::Notify;
+    assert!(notified(&connect(&direct.url()).await));
+    // Through a pooler in session mode: PgBouncer's own port shows that
+    // something stands between, which is taken for a transaction-mode pooler
+    // unless the URL says otherwise.
+    assert!(!notified(&connect(&session.url()).await));
+    let told = format!("{}?pooler=none", session.url());
+    assert!(notified(&connect(&told).await));
+    let advisory = format!("{}?mode=advisory", session.url());
+    assert!(matches!(
+        lockkit::connect(&advisory).await,
+        Err(LockError::Config(_))
+    ));
+    connect(&format!("{advisory}&pooler=none")).await;
     // Said outright, a pooler is believed.
     let told = connect(&format!("{}?pooler=transaction", direct.url())).await;
-    assert_eq!(told.capabilities().wake_up, WakeUp::Poll);
+    assert!(!notified(&told));
     told.try_lock("k").await.unwrap().release().await.unwrap();
 }
 
@@ -100,21 +110,58 @@ async fn an_idle_advisory_holder_keeps_its_session_past_idle_session_timeout() {
     other.try_lock("k").await.unwrap().release().await.unwrap();
 }
 
+/// The server processes of the drivers' `LISTEN` connections: the sessions
+/// whose last statement turned `idle_session_timeout` off (nothing else of
+/// the lease mode runs it).
+async fn listeners(server: &Postgres) -> Vec<String> {
+    let sql = "SELECT pid FROM pg_stat_activity \
+               WHERE query LIKE '%set_config(''idle_session_timeout''%' ORDER BY pid";
+    let out = server
+        .psql()
+        .unwrap()
+        .args(["-c", sql])
+        .output()
+        .await
+        .unwrap();
+    let mut pids: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    pids.sort();
+    pids
+}
+
 #[tokio::test]
 async fn leases_and_their_waiters_work_under_idle_session_timeout() {
     let server = Postgres::start_with_settings(&[IDLE_TIMEOUT])
         .await
         .unwrap();
     let (a, b) = (connect(&server.url()).await, connect(&server.url()).await);
+    let listening = async {
+        loop {
+            let pids = listeners(&server).await;
+            if pids.len() == 2 {
+                return pids;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    let before = tokio::time::timeout(Duration::from_secs(10), listening)
+        .await
+        .unwrap();
     let held = a.lock("k").no_wait().await.unwrap();
     // Every connection both drivers hold sits idle past the server's limit.
     tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        listeners(&server).await,
+        before,
+        "a LISTEN session was ended"
+    );
     assert!(matches!(
         b.try_lock("k").await,
         Err(LockError::Contended { .. })
     ));
     let waiter = tokio::spawn(async move { b.lock("k").wait(Duration::from_secs(10)).await });
-    tokio::time::sleep(Duration::from_secs(2)).await;
     held.release().await.unwrap();
     waiter.await.unwrap().unwrap().release().await.unwrap();
 }

@@ -60,20 +60,22 @@
 //!    `leases_and_their_waiters_work_under_idle_session_timeout`). A
 //!    connection that held an advisory lock goes back to its pool with the
 //!    setting off, the application's own with `from_pool` included.
-//! 4. **Behind a transaction-mode pooler** (PgBouncer's `pool_mode=transaction`,
-//!    found at connect, or said by `?pooler=transaction`), nothing depends on
-//!    the session: statements go as plain text with their values written in
-//!    (no prepared statement, which belongs to the server connection), one
-//!    request each (a transaction is one request too); there is no `LISTEN`
-//!    (waiters poll); and advisory mode, whose locks are the session's, is
-//!    refused with `Config`. No startup parameter PgBouncer refuses is sent
-//!    (`extra_float_digits`; the URL's `options` is the user's).
+//! 4. **Behind a transaction-mode pooler** (PgBouncer's `pool_mode=transaction`),
+//!    nothing depends on the session: statements go as plain text with their
+//!    values written in (no prepared statement, which belongs to the server
+//!    connection), each one request, or inside one transaction, which the
+//!    pooler keeps on one server connection; there is no `LISTEN` (waiters
+//!    poll); and advisory mode, whose locks are the session's, is refused with
+//!    `Config`. Connecting finds such a pooler unless the URL says
+//!    (`?pooler=transaction|none`), and in doubt takes it for one: when
+//!    PostgreSQL listens on another port than the URL's (a pooler, a proxy, a
+//!    port mapping: `pooler=none` says it shares no sessions), or when its
+//!    sessions move between connections (see `pooler.rs`). No startup
+//!    parameter PgBouncer refuses is sent (`extra_float_digits`; the URL's
+//!    `options` is the user's).
 //!    (`through_a_transaction_pooler_statements_go_as_text_and_waiters_poll`,
 //!    `advisory_mode_is_refused_behind_a_transaction_pooler`; the whole suite
 //!    through PgBouncer, `postgres_pgbouncer`, with PgBouncer's defaults.)
-//!    The probe finds a pooler that hands a second connection the server the
-//!    first just gave back, or moves a connection between servers; under a
-//!    busy pooler it can miss one, so say it in the URL.
 //! 5. **Statements mean what they say at any isolation level.** Each lease
 //!    statement is written for READ COMMITTED, where a row's latest version is
 //!    re-checked; the shared path's transactions begin at READ COMMITTED

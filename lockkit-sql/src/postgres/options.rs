@@ -79,12 +79,17 @@ impl ServerOptions<PgServer> {
     }
 
     /// Says that a transaction-mode pooler (PgBouncer's `pool_mode=transaction`)
-    /// is between lockkit and PostgreSQL, as the URL's `pooler=transaction` does:
-    /// statements then go as plain text, waiters poll, and advisory mode is
-    /// refused. Connecting detects most such poolers by itself (see the module
-    /// docs, invariant P4).
+    /// is between lockkit and PostgreSQL (`on`, as the URL's `pooler=transaction`
+    /// does: statements then go as plain text, waiters poll, and advisory mode is
+    /// refused), or that nothing sharing sessions is (`off`, as
+    /// `pooler=none`). Unsaid, connecting finds out (see the module docs,
+    /// invariant P4).
     pub fn transaction_pooler(mut self, on: bool) -> Self {
-        self.settings.transaction_pooler = on;
+        self.settings.pooler = if on {
+            crate::table::Pooler::Transaction
+        } else {
+            crate::table::Pooler::None
+        };
         self
     }
 }
