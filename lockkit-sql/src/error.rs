@@ -43,45 +43,72 @@ fn sqlx_cause(e: &LockError) -> Option<&sqlx::Error> {
 }
 
 /// Whether the database aborted the statement because it collided with another
-/// transaction (a deadlock, a serialization failure): SQLSTATE class 40, on
-/// PostgreSQL and MySQL alike. Nothing took effect; the attempt may simply be
-/// made again.
+/// transaction: a serialization failure (SQLSTATE 40001, which MySQL also gives
+/// for a deadlock) or PostgreSQL's deadlock (40P01). Nothing took effect; the
+/// attempt may simply be made again. (Not 40003, "statement completion
+/// unknown": that one may have taken effect.)
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 pub(crate) fn is_conflict(e: &sqlx::Error) -> bool {
     e.as_database_error()
         .and_then(|d| d.code())
-        .is_some_and(|code| code.starts_with("40"))
+        .is_some_and(|code| matches!(&*code, "40001" | "40P01"))
 }
 
-/// Runs `attempt` again while it collides with another transaction
-/// ([`is_conflict`]), after a short pause spread at random (1 ms doubling to
-/// 16 ms), at most [`CONFLICT_TRIES`] times in all: what an autocommit
-/// statement under SERIALIZABLE (a serialization failure), or a release whose
-/// transaction deadlocked with a renewal, needs. Each try has a new snapshot,
-/// and took no effect before.
+/// Tries again after conflicts ([`is_conflict`]): a short pause spread at
+/// random (1 ms doubling to 16 ms) before each, [`Self::TRIES`] tries in all.
+/// What an autocommit statement under SERIALIZABLE (a serialization failure),
+/// or a release whose transaction deadlocked with a renewal, needs. Each try
+/// has a new snapshot, and the one before took no effect.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+pub(crate) struct ConflictRetries {
+    left: u32,
+    pauses: lockkit_core::driver::Pauses,
+}
+
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+impl ConflictRetries {
+    const TRIES: u32 = 20;
+
+    pub(crate) fn new() -> Self {
+        use lockkit_core::driver::{Backoff, Jitter};
+        let pauses = Backoff::new(
+            std::time::Duration::from_millis(1),
+            std::time::Duration::from_millis(16),
+            Jitter::Spread,
+        );
+        Self {
+            left: Self::TRIES - 1,
+            pauses: pauses.pauses(),
+        }
+    }
+
+    /// After `e`: whether to try again (a conflict, and tries left), once the
+    /// pause is over.
+    pub(crate) async fn again(&mut self, e: &sqlx::Error) -> bool {
+        if !is_conflict(e) || self.left == 0 {
+            return false;
+        }
+        self.left -= 1;
+        tokio::time::sleep(self.pauses.next_pause()).await;
+        true
+    }
+}
+
+/// Runs `attempt`, trying again after conflicts ([`ConflictRetries`]).
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 pub(crate) async fn retry_conflicts<T, F, Fut>(mut attempt: F) -> Result<T, sqlx::Error>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, sqlx::Error>>,
 {
-    let mut pause = std::time::Duration::from_millis(1);
-    let mut left = CONFLICT_TRIES;
+    let mut retries = ConflictRetries::new();
     loop {
-        left -= 1;
         match attempt().await {
-            Err(e) if is_conflict(&e) && left > 0 => {
-                tokio::time::sleep(pause.mul_f64(0.5 + fastrand::f64())).await;
-                pause = (pause * 2).min(std::time::Duration::from_millis(16));
-            }
+            Err(e) if retries.again(&e).await => {}
             other => return other,
         }
     }
 }
-
-/// How many times [`retry_conflicts`] tries.
-#[cfg(any(feature = "postgres", feature = "mysql"))]
-const CONFLICT_TRIES: u32 = 20;
 
 /// Whether `KILL QUERY` ended the statement (MySQL's error 1317, "query execution
 /// was interrupted"; not the other SQLSTATE 70100 errors, such as a statement

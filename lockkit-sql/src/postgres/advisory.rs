@@ -19,7 +19,7 @@ use super::listen::{self, Listener};
 use super::options::PgOptions;
 use super::queue::Wakeups;
 use crate::connect::Within;
-use crate::error::is_conflict;
+use crate::error::ConflictRetries;
 use crate::session::{self, LiveHold, SessionBackend, SessionDriver, Taken};
 
 /// A [`live_holds`] row: mode, limit, token, label, session.
@@ -137,10 +137,9 @@ impl SessionBackend for Advisory {
         label: Option<&str>,
     ) -> Result<u64, sqlx::Error> {
         // Two permits of one key bump its counter at once: under SERIALIZABLE
-        // the second may fail to serialize, having done nothing; it tries again
-        // (as `retry_conflicts` would, on this one connection).
+        // the second may fail to serialize, having done nothing.
         let name = self.taken_name(key, taken);
-        let mut tries = 0;
+        let mut retries = ConflictRetries::new();
         let fence: i64 = loop {
             let bumped = sqlx::query_scalar(AssertSqlSafe(self.bump.clone()))
                 .bind(key.as_str())
@@ -152,7 +151,7 @@ impl SessionBackend for Advisory {
                 .within(self.timeout)
                 .await;
             match bumped {
-                Err(e) if is_conflict(&e) && tries < 20 => tries += 1,
+                Err(e) if retries.again(&e).await => {}
                 other => break other?,
             }
         };
