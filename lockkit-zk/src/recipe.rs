@@ -133,8 +133,6 @@ impl Recipe {
     }
 }
 
-/// The owner's 32 hex digits as a UUID is written (8-4-4-4-12), as Curator
-/// writes the id of its protected nodes.
 /// Whether ZooKeeper refuses `c` in a path: it checks the Java string, so any
 /// character outside the Basic Multilingual Plane (a surrogate pair there),
 /// and control, private-use and `U+FFF0`… characters.
@@ -142,6 +140,8 @@ fn refused_in_paths(c: char) -> bool {
     matches!(u32::from(c), 0..=0x1F | 0x7F..=0x9F | 0xE000..=0xF8FF | 0xFFF0..)
 }
 
+/// The owner's 32 hex digits as a UUID is written (8-4-4-4-12), as Curator
+/// writes the id of its protected nodes.
 pub(crate) fn uuid_form(owner: &OwnerId) -> String {
     let hex = owner.to_hex();
     format!(

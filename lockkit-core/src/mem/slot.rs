@@ -19,7 +19,8 @@ pub(super) struct Slot {
     pub(super) holders: Vec<MemHold>,
     /// Waiters, first come first.
     pub(super) queue: VecDeque<Queued>,
-    /// The last token handed out for this key; never reset, so tokens only grow.
+    /// The last token handed out for this key; reset by nothing but `purge`
+    /// (which drops the slot), so tokens only grow.
     pub(super) counter: u64,
 }
 

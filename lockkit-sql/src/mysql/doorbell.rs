@@ -13,10 +13,10 @@
 //! A holder that took its lock without waiting has no bell (the uncontended path
 //! costs nothing): the first waiter behind it gets the free bell at once, keeps
 //! it, and *sleeps* on its connection ([`super::first_in_line`]); the others queue
-//! behind that waiter in `GET_LOCK`. An exclusive release reads who holds the
-//! bell in its own statement (`IS_USED_LOCK`, returned by `LAST_INSERT_ID`); a
-//! shared, permit or forced release asks in one more statement, if it left the
-//! key free. A releaser without a bell of its own to ring ends that sleep with
+//! behind that waiter in `GET_LOCK`. A release that left the key free, without a
+//! bell of its own to ring, asks who holds the bell (`IS_USED_LOCK`, in a
+//! `SELECT` of its own: in a statement that writes it would be unsafe for
+//! statement-based binary logging, invariant M5), and ends that sleep with
 //! `KILL QUERY` ([`wake`]), on the connection that read the id, so that it
 //! reaches the server whose lock table named it: the waiter first in line wakes
 //! at once. The sleep also ends when the holder's lease does, and after 250 ms
@@ -37,9 +37,6 @@
 //!   servers, or that rewrites `KILL` (ProxySQL, MaxScale, a balancer over
 //!   several primaries), neither the bells nor the wake-up hold: connect to the
 //!   server itself.
-//! - `IS_USED_LOCK` is unsafe for statement-based binary logging: with
-//!   `binlog_format=STATEMENT` every exclusive release logs a warning, and with
-//!   `MIXED` it is logged as a row event. Replicas' data is unaffected.
 //!
 //! Bells live on a pool of their own, [`BELL_CONNECTIONS`] per driver: one
 //! connection per waiter while it waits, and per held lock that was waited for,
@@ -149,9 +146,8 @@ impl Doorbells {
     }
 
     /// Wakes the waiter first in line on `key`'s bell, if the key is free and
-    /// someone holds its bell (a release that did not run the release
-    /// statement: a shared hold's or permit's, a forced one). On `conn`, as
-    /// [`wake`] wants.
+    /// someone holds its bell: after a release that had no bell of its own to
+    /// ring (any mode's, a forced one). On `conn`, as [`wake`] wants.
     pub(super) async fn wake_first_in_line(&self, conn: &mut MySqlConnection, key: &LockKey) {
         let holder = sqlx::query_scalar::<_, u64>(AssertSqlSafe(self.bell_holder.clone()))
             .bind(self.bell_name(key))

@@ -37,7 +37,7 @@
 //!
 //! 1. **One statement decides.** Every grant comes from one statement that reads
 //!    and writes the key's row under InnoDB's row lock: the exclusive upsert
-//!    ([`sql`]'s `acquire`, or `take_free` for a waiter a release woke), or the
+//!    (`sql.rs`'s `acquire`, or `take_free` for a waiter a release woke), or the
 //!    shared path's transaction that locks the row first. A wake-up (the bell,
 //!    `KILL QUERY`) is only a hint: a waiter it wakes still runs that statement,
 //!    and losing the bell's connection slows a hand-off to a poll, never grants.
