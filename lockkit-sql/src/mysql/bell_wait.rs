@@ -45,7 +45,8 @@ pub(super) struct WaitStatements {
     /// `GET_LOCK` on the bell of `'<table>:<key>'` (bound first), for the time
     /// bound second, in seconds.
     get_lock: Arc<str>,
-    /// The first in line's wait: see [`first_in_line::sleep_statement`].
+    /// The first in line's mark and wait: see [`super::first_in_line`].
+    pub(super) mark: Arc<str>,
     pub(super) sleep: Arc<str>,
     /// Each statement's limit (`request_timeout_ms`). A wait's is this past its
     /// own end: after that, its connection is given up for dead.
@@ -58,6 +59,7 @@ impl WaitStatements {
         Self {
             lease_left: lease_left_statement(table).into(),
             get_lock: format!("SELECT GET_LOCK({BELL}, ?)").into(),
+            mark: super::first_in_line::mark_statement(table).into(),
             sleep: super::first_in_line::sleep_statement(table).into(),
             timeout,
         }

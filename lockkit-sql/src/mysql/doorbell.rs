@@ -13,10 +13,13 @@
 //! A holder that took its lock without waiting has no bell (the uncontended path
 //! costs nothing): the first waiter behind it gets the free bell at once, keeps
 //! it, and *sleeps* on its connection ([`super::first_in_line`]); the others queue
-//! behind that waiter in `GET_LOCK`. A release that left the key free, without a
-//! bell of its own to ring, asks who holds the bell (`IS_USED_LOCK`, in a
-//! `SELECT` of its own: in a statement that writes it would be unsafe for
-//! statement-based binary logging, invariant M5), and ends that sleep with
+//! behind that waiter in `GET_LOCK`. The sleeper marks the key's row with its
+//! connection id first; an exclusive release reads (and clears) the mark in its
+//! own statement, returned by `LAST_INSERT_ID`, and a shared, permit or forced
+//! release that left the key free asks who holds the bell (`IS_USED_LOCK`) in a
+//! `SELECT` (in a statement that writes, `IS_USED_LOCK` would be unsafe for
+//! statement-based binary logging: invariant M5). A releaser without a bell of
+//! its own to ring ends that sleep with
 //! `KILL QUERY` ([`wake`]), on the connection that read the id, so that it
 //! reaches the server whose lock table named it: the waiter first in line wakes
 //! at once. The sleep also ends when the holder's lease does, and after 250 ms

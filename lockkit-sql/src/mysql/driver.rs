@@ -54,7 +54,7 @@ impl LeaseDriver<MySqlLeases> {
 async fn create_tables(pool: &MySqlPool, t: &str) -> Result<()> {
     let ddl = [sql::create_table(t), holder_sql::create_holders(t)];
     let labelled = [t.to_owned(), format!("{t}_holders")];
-    super::migrate::tables(pool, &ddl, &labelled)
+    super::migrate::tables(pool, &ddl, &labelled, Some(t))
         .await
         .map_err(db_error)
 }

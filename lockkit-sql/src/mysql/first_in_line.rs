@@ -1,6 +1,7 @@
 //! The waiter first in line on a key's bell, behind a holder that has no bell to
-//! ring (it took its lock without waiting): it sleeps on the bell's connection,
-//! and the release wakes it by ending that sleep (`KILL QUERY`, see
+//! ring (it took its lock without waiting): it marks the key's row with its
+//! connection's id and sleeps on the bell's connection, and the release, which
+//! reads the mark, wakes it by ending that sleep (`KILL QUERY`, see
 //! [`super::doorbell::wake`]).
 
 use std::time::Duration;
@@ -12,6 +13,18 @@ use super::bell_wait::WaitStatements;
 use super::doorbell::Bell;
 use crate::connect::Within;
 use crate::error::is_interrupted;
+
+/// Before it sleeps, the first in line marks the key's row with its
+/// connection's id (`sleeper`), unless the mark is there already: the release
+/// statement reads it and wakes that connection ([`super::sql::release`]), and
+/// so does a grant clear it. Only while the key is held and live. Binds: name.
+pub(super) fn mark_statement(table: &str) -> String {
+    format!(
+        "UPDATE `{table}` SET sleeper = CONNECTION_ID()
+         WHERE name = ? AND owner IS NOT NULL AND expires_at > UTC_TIMESTAMP(6)
+           AND NOT (sleeper <=> CONNECTION_ID())"
+    )
+}
 
 /// The first in line's wait: while the key is held and live, sleep until the
 /// holder's lease ends, for at most the time bound first. One statement, so that
@@ -39,6 +52,20 @@ pub(super) async fn sleep(
     cap: Duration,
 ) -> Option<(Bell, bool)> {
     let conn = bell.connection()?;
+    let marked = sqlx::query(AssertSqlSafe(statements.mark))
+        .bind(key.as_str())
+        .execute(&mut *conn)
+        .within(statements.timeout)
+        .await;
+    match marked {
+        Ok(_) => {}
+        // A release's wake-up, already.
+        Err(e) if is_interrupted(&e) => return Some((bell, true)),
+        Err(e) => {
+            tracing::debug!(error = %e, "MySQL doorbell: the first in line could not mark the key");
+            return None;
+        }
+    }
     // Every row read, so that an error the server sends after the row (the
     // kill noticed late) stays with this statement, not the next.
     let slept = sqlx::query_scalar::<_, i64>(AssertSqlSafe(statements.sleep))

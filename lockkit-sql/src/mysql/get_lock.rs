@@ -267,7 +267,7 @@ pub(super) async fn on_pool(
     let t = &options.settings.table;
     let raw = options.settings.raw_keys;
     let ddl = [create_fences(t), create_holds(t)];
-    super::migrate::tables(&pool, &ddl, &[format!("{t}_session_holds")])
+    super::migrate::tables(&pool, &ddl, &[format!("{t}_session_holds")], None)
         .await
         .map_err(|e| crate::error::db_error("mysql-get-lock", e))?;
     Ok(SessionDriver::new(GetLock {

@@ -14,7 +14,7 @@ use sqlx::AssertSqlSafe;
 use sqlx::mysql::{MySql, MySqlArguments, MySqlConnection, MySqlPool};
 use tokio::time::Instant;
 
-use super::doorbell::Doorbells;
+use super::doorbell::{self, Doorbells};
 use super::{holder_sql, sql, waiting};
 use crate::connect::Within;
 use crate::error::is_conflict;
@@ -122,12 +122,11 @@ impl MySqlLeases {
 }
 
 impl MySqlLeases {
-    /// Frees `owner`'s exclusive hold of `key`: whether it had one. Unless the
-    /// hold kept a bell of its own (`rings`: it is rung after this), whoever
-    /// holds the key's bell is the waiter first in line, asked for and woken on
-    /// the same connection ([`Doorbells::wake_first_in_line`]). Asked in a
-    /// statement of its own, after the release: `IS_USED_LOCK` in a statement
-    /// that writes is unsafe for statement-based replication (invariant M5).
+    /// Frees `owner`'s exclusive hold of `key`: whether it had one. The release
+    /// statement reports the waiter first in line asleep on the key's bell
+    /// ([`sql::release`]); unless the hold kept a bell of its own (`rings`: it
+    /// is rung after this), that waiter is woken on the same connection
+    /// ([`doorbell::wake`]).
     async fn release_exclusive(&self, key: &LockKey, owner: &OwnerId, rings: bool) -> Result<bool> {
         let mut conn = self
             .pool
@@ -142,11 +141,12 @@ impl MySqlLeases {
             .within(self.timeout)
             .await
             .map_err(db_error)?;
+        let sleeper = done.last_insert_id();
         if done.rows_affected() == 0 {
             return Ok(false);
         }
-        if !rings {
-            self.doorbells.wake_first_in_line(&mut conn, key).await;
+        if sleeper > 0 && !rings {
+            doorbell::wake(&mut conn, sleeper, self.timeout).await;
         }
         Ok(true)
     }
@@ -183,6 +183,7 @@ impl MySqlLeases {
             .bind(&owner)
             .bind(&owner)
             .bind(label)
+            .bind(&owner)
             .bind(&owner)
             .bind(&owner)
             .bind(&owner)

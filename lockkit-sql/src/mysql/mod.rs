@@ -15,7 +15,9 @@
 //!                                   -- table has the holds, NULL when free
 //!     fence BIGINT NOT NULL,        -- last fencing token handed out, every mode
 //!     expires_at DATETIME(6) NOT NULL,
-//!     label TEXT                    -- the exclusive holder's label
+//!     label TEXT,                   -- the exclusive holder's label
+//!     sleeper BIGINT UNSIGNED       -- the waiter first in line asleep on the
+//!                                   -- key's bell: its connection id
 //! ) ENGINE=InnoDB;
 //! CREATE TABLE lockkit_locks_holders (
 //!     name VARCHAR(512) … , owner CHAR(32) NOT NULL,
@@ -97,8 +99,9 @@
 //!   lock keeps and rings (`RELEASE_LOCK`) at its release: one waiter wakes, the
 //!   first to ask, and attempts at once. A holder that got its lock without
 //!   waiting has no bell: the first waiter behind it sleeps on the bell's
-//!   connection, and that holder's release (a statement after it reads who
-//!   holds the bell) ends the sleep with `KILL QUERY`; the others wait in `GET_LOCK`
+//!   connection (after marking the key's row with its connection id), and that
+//!   holder's release (its statement reads the mark) ends the sleep with
+//!   `KILL QUERY`; the others wait in `GET_LOCK`
 //!   behind that one. The first in line looks again every 250 ms at most, for
 //!   a release that woke no one (`KILL` needs the same database user, or the
 //!   privilege to kill others' statements; not through a proxy: see

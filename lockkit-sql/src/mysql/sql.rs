@@ -1,6 +1,10 @@
 //! The key table's statements, with the table name spliced in (validated as an
 //! identifier). The holders table's are in [`super::holder_sql`].
 
+/// The key table's columns an earlier lockkit did not make, with their
+/// definitions: `sleeper` ([`super::first_in_line`]).
+pub(super) const LATER_COLUMNS: [(&str, &str); 1] = [("sleeper", "BIGINT UNSIGNED NULL")];
+
 /// Every lockkit table's text, whatever the server's default character set
 /// (MariaDB's built-in default is latin1): keys, labels and election values
 /// hold any Unicode text, emoji included, compared byte by byte.
@@ -17,7 +21,8 @@ pub(super) fn create_table(t: &str) -> String {
             owner CHAR(32) NULL,
             fence BIGINT NOT NULL,
             expires_at DATETIME(6) NOT NULL,
-            label {LABEL}
+            label {LABEL},
+            sleeper BIGINT UNSIGNED NULL
         ) ENGINE=InnoDB {TEXT}"
     )
 }
@@ -35,8 +40,9 @@ pub(super) fn create_table(t: &str) -> String {
 /// only columns assigned after it; the last, `expires_at`, asks "free, expired
 /// or ours?", which has the same answer on the old row and on the new one:
 /// taken, the new owner is ours; refused, owner and expiry are unchanged.
-/// Binds: name, owner, TTL µs, label; then owner, owner (`fence`); owner,
-/// label; owner, owner; owner, TTL µs.
+/// A grant clears the key's `sleeper` ([`super::first_in_line`]). Binds: name,
+/// owner, TTL µs, label; then owner, owner (`fence`); owner, label; owner
+/// (`sleeper`); owner, owner; owner, TTL µs.
 pub(super) fn acquire(t: &str) -> String {
     const FREE_OR_OURS: &str = "owner IS NULL OR owner = ? OR expires_at <= UTC_TIMESTAMP(6)";
     format!(
@@ -47,6 +53,7 @@ pub(super) fn acquire(t: &str) -> String {
                  LAST_INSERT_ID(IF(owner = ? AND expires_at > UTC_TIMESTAMP(6), fence, fence + 1)),
                  fence + 0 * LAST_INSERT_ID(0)),
              label = IF({FREE_OR_OURS}, ?, label),
+             sleeper = IF({FREE_OR_OURS}, NULL, sleeper),
              owner = IF({FREE_OR_OURS}, ?, owner),
              expires_at = IF({FREE_OR_OURS}, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, expires_at)"
     )
@@ -59,7 +66,7 @@ pub(super) fn acquire(t: &str) -> String {
 pub(super) fn take_free(t: &str) -> String {
     format!(
         "UPDATE {t} SET fence = LAST_INSERT_ID(fence + 1), owner = ?, label = ?,
-             expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND
+             expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, sleeper = NULL
          WHERE name = ? AND (owner IS NULL OR expires_at <= UTC_TIMESTAMP(6))"
     )
 }
@@ -91,10 +98,17 @@ pub(super) fn extend(t: &str) -> String {
     )
 }
 
-/// Frees our live lease. Binds: name, owner.
+/// Frees our live lease, and reports in `LAST_INSERT_ID` the waiter first in
+/// line asleep on the key's bell (its connection id, 0 if none: see
+/// [`super::first_in_line`]), which the release wakes: read from the row's
+/// `sleeper`, which it clears. (Not `IS_USED_LOCK` of the bell, which in a
+/// statement that writes is unsafe for statement-based replication: invariant
+/// M5.) `fence + 0 * …` leaves the fence as it is, and reads `sleeper` before
+/// any order of assignment clears it (invariant M3). Binds: name, owner.
 pub(super) fn release(t: &str) -> String {
     format!(
-        "UPDATE {t} SET owner = NULL, expires_at = '1970-01-01 00:00:01'
+        "UPDATE {t} SET owner = NULL, expires_at = '1970-01-01 00:00:01',
+             fence = fence + 0 * LAST_INSERT_ID(COALESCE(sleeper, 0)), sleeper = NULL
          WHERE name = ? AND owner = ? AND expires_at > UTC_TIMESTAMP(6)"
     )
 }
