@@ -16,7 +16,7 @@ pub(crate) fn http_error(e: reqwest::Error, limit: Duration, https: bool) -> Str
             lockkit_core::human_duration(limit)
         );
     }
-    let text = lockkit_core::redact_url(&lockkit_core::error_chain(&e.without_url()));
+    let text = lockkit_core::url::redact_urls_in(&lockkit_core::error_chain(&e.without_url()));
     let hint = crate::tls::hint(&text, https);
     format!("{text}{hint}")
 }

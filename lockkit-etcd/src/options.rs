@@ -126,7 +126,7 @@ impl EtcdOptions {
     /// TLS file that cannot be read or is not PEM.
     pub fn from_url(url: &str) -> Result<Self, LockError> {
         let bad = |why: &str| LockError::InvalidUrl {
-            url: shown(url),
+            url: redact_url(url),
             reason: why.to_string(),
         };
         let mut parsed = ParsedUrl::parse(url, &["etcd", "etcds"], "etcd://host:2379[,host:port…]")
@@ -161,7 +161,7 @@ impl EtcdOptions {
             prefix,
             tls,
             timeouts,
-            shown: shown(url),
+            shown: redact_url(url),
         })
     }
 
@@ -209,26 +209,6 @@ impl EtcdOptions {
     /// Whether the URL is `etcds://` (TLS to every endpoint).
     pub fn is_tls(&self) -> bool {
         self.tls.is_some()
-    }
-}
-
-/// `url` fit to show: the password redacted, and userinfo without a `:` (which
-/// may well be a secret written in the wrong place) hidden entirely.
-fn shown(url: &str) -> String {
-    let redacted = redact_url(url);
-    let Some((scheme, rest)) = redacted.split_once("://") else {
-        // Without a scheme nothing can be told apart: hide any credentials.
-        return match redacted.rsplit_once('@') {
-            Some((_, host)) => format!("***@{host}"),
-            None => redacted,
-        };
-    };
-    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
-    match rest[..authority_end].rsplit_once('@') {
-        Some((userinfo, _)) if !userinfo.contains(':') => {
-            format!("{scheme}://***@{}", &rest[userinfo.len() + 1..])
-        }
-        _ => redacted,
     }
 }
 

@@ -29,7 +29,7 @@ pub(crate) fn connect_error(e: redis::RedisError, options: &RedisOptions) -> Loc
     if let Some(why) = refusal(&e) {
         return LockError::Config(why);
     }
-    let text = lockkit_core::redact_url(&e.to_string());
+    let text = lockkit_core::url::redact_urls_in(&e.to_string());
     if e.is_timeout() || text.contains("timed out") {
         return LockError::Connection {
             driver: NAME,

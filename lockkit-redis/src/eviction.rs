@@ -17,8 +17,8 @@ use std::future::Future;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-use lockkit_core::url::Query;
-use lockkit_core::{LockError, redact_url};
+use lockkit_core::LockError;
+use lockkit_core::url::{Query, redact_urls_in};
 use redis::aio::ConnectionLike;
 use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{MultipleNodeRoutingInfo, RoutingInfo};
@@ -176,7 +176,7 @@ fn answer(r: RedisResult<Value>) -> RedisResult<Answer> {
             if matches!(e.kind(), ErrorKind::Server(_) | ErrorKind::Extension)
                 && !is_transient(&e) =>
         {
-            Ok(Err(redact_url(&e.to_string())))
+            Ok(Err(redact_urls_in(&e.to_string())))
         }
         Err(e) => Err(e),
     }

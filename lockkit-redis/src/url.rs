@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use lockkit_core::tls::TlsPaths;
 use lockkit_core::url::{
-    ParsedUrl, PrefixRule, Query, Server, Timeouts, host_port, reencoded_userinfo,
+    ParsedUrl, PrefixRule, Query, Server, Timeouts, host_port, redact_urls_in, reencoded_userinfo,
 };
 use lockkit_core::{LockError, redact_url};
 
@@ -159,7 +159,7 @@ impl RedisOptions {
         };
         for node in &nodes {
             tls::client(node, tls.as_ref())
-                .map_err(|e| LockError::invalid_url(url, redact_url(&e.to_string())))?;
+                .map_err(|e| LockError::invalid_url(url, redact_urls_in(&e.to_string())))?;
         }
         Ok(Self {
             nodes,

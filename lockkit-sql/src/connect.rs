@@ -40,7 +40,7 @@ pub(crate) async fn open_pool<DB: Database>(
             let _ = first.close().await;
         }
         Ok(Err(error)) => {
-            let text = lockkit_core::redact_url(&describe(&error));
+            let text = lockkit_core::url::redact_urls_in(&describe(&error));
             let hint = tls_hint(&text, settings);
             return Err(LockError::Connection {
                 driver,

@@ -4,7 +4,8 @@
 use std::fmt;
 use std::str::FromStr;
 
-use lockkit_core::{LockError, redact_url};
+use lockkit_core::LockError;
+use lockkit_core::url::redact_urls_in;
 use sqlx::{Connection, Database, Pool};
 
 use crate::table::{ServerSettings, ServerUrl, validate_table};
@@ -73,7 +74,7 @@ impl<K: ServerKind> ServerOptions<K> {
     pub fn from_url(url: &str) -> Result<Self, LockError> {
         let (settings, client_url) = ServerSettings::parse(url, K::URL)?;
         let connect = <ConnectOptions<K::Db> as FromStr>::from_str(&client_url)
-            .map_err(|e| LockError::invalid_url(url, redact_url(&e.to_string())))?;
+            .map_err(|e| LockError::invalid_url(url, redact_urls_in(&e.to_string())))?;
         let connect = K::client_defaults(connect);
         Ok(Self { connect, settings })
     }

@@ -110,12 +110,9 @@ async fn an_idle_advisory_holder_keeps_its_session_past_idle_session_timeout() {
     other.try_lock("k").await.unwrap().release().await.unwrap();
 }
 
-/// The server processes of the drivers' `LISTEN` connections: the sessions
-/// whose last statement turned `idle_session_timeout` off (nothing else of
-/// the lease mode runs it).
+/// The server processes of the drivers' `LISTEN` connections.
 async fn listeners(server: &Postgres) -> Vec<String> {
-    let sql = "SELECT pid FROM pg_stat_activity \
-               WHERE query LIKE '%set_config(''idle_session_timeout''%' ORDER BY pid";
+    let sql = "SELECT pid FROM pg_stat_activity WHERE query LIKE 'LISTEN %' ORDER BY pid";
     let out = server
         .psql()
         .unwrap()

@@ -63,11 +63,8 @@ async fn client_rows(mut client: tokio::process::Command, flag: &str, sql: &str)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_wake_up_connection_killed_around_grants() {
     let server = Postgres::start().await.unwrap();
-    // The LISTEN connection's last statement turns idle_session_timeout off;
-    // no other connection of the lease mode runs it.
     let kill = "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
-                WHERE query LIKE '%set_config(''idle_session_timeout''%' \
-                  AND pid <> pg_backend_pid()";
+                WHERE query LIKE 'LISTEN %' AND pid <> pg_backend_pid()";
     wake_ups_killed("postgres", &server.url(), || async {
         client_rows(server.psql().unwrap(), "-c", kill).await.len()
     })

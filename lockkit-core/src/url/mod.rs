@@ -40,7 +40,7 @@ mod suggest;
 pub use parsed::{ParsedUrl, Server};
 pub use prefix::PrefixRule;
 pub use query::{Query, Timeouts};
-pub use redact::{redact_url, shown_user};
+pub use redact::{redact_url, redact_urls_in, shown_user};
 pub use suggest::did_you_mean;
 
 /// Decodes `%XX` escapes (as in URL userinfo and option values); `None` for a

@@ -100,6 +100,43 @@ pub fn redact_url(url: &str) -> String {
     out
 }
 
+/// `text` with every URL in it redacted as [`redact_url`] does: for the error
+/// messages of client libraries, which may quote the URL they were given. A
+/// URL is the run of characters around a `://`, from its scheme to the next
+/// white space, quote or bracket; the rest of the text is left as it is (an
+/// `@` in "Access denied for user 'app'@'host'" is not a URL's).
+///
+/// # Examples
+///
+/// ```
+/// use lockkit::driver::url::redact_urls_in;
+///
+/// assert_eq!(
+///     redact_urls_in("cannot reach redis://app:s3cret@h:1/0 (refused)"),
+///     "cannot reach redis://***@h:1/0 (refused)"
+/// );
+/// let denied = "Access denied for user 'root'@'127.0.0.1' (using password: NO)";
+/// assert_eq!(redact_urls_in(denied), denied);
+/// ```
+pub fn redact_urls_in(text: &str) -> String {
+    let ends_url = |c: char| c.is_whitespace() || "\"'`<>()[]{}".contains(c);
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("://") {
+        let start = rest[..at]
+            .rfind(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
+            .map_or(0, |i| i + 1);
+        let end = rest[at + 3..]
+            .find(ends_url)
+            .map_or(rest.len(), |i| at + 3 + i);
+        out.push_str(&rest[..start]);
+        out.push_str(&redact_url(&rest[start..end]));
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// A user name as `Debug` and logs may show it: `***` if it holds a character
 /// that ends a user name in a URL (`@`, `/`, `?`, `#`, `:`, …), which a user
 /// name parsed out of a URL does only when a password with such a character

@@ -11,7 +11,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::url::redact_url;
+use crate::url::redact_urls_in;
 
 /// The health of one wake-up channel, as the task that reads it sees it.
 ///
@@ -52,7 +52,7 @@ impl WakeUpHealth {
     pub fn down(&self, error: &dyn std::fmt::Display) {
         if !self.down.swap(true, Ordering::AcqRel) {
             self.record(1.0);
-            let error = redact_url(&error.to_string());
+            let error = redact_urls_in(&error.to_string());
             tracing::warn!(
                 driver = self.driver,
                 %error,

@@ -9,7 +9,8 @@ use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
 use lockkit_core::driver::WakeUpHealth;
-use lockkit_core::{LockError, Result, redact_url};
+use lockkit_core::url::redact_urls_in;
+use lockkit_core::{LockError, Result};
 use redis::RedisResult;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
@@ -76,7 +77,7 @@ impl Master {
     ) -> Result<Self> {
         let client = crate::tls::client(url, tls).map_err(|e| LockError::InvalidUrl {
             url: shown.clone(),
-            reason: redact_url(&e.to_string()),
+            reason: redact_urls_in(&e.to_string()),
         })?;
         // Bounded and quick: a dead master must fail its request fast (one connect,
         // one retry a few ms later) and is tried again on the next request; the
@@ -93,7 +94,7 @@ impl Master {
                     driver: super::NAME,
                     message: format!(
                         "cannot set up master {shown}: {}",
-                        redact_url(&e.to_string())
+                        redact_urls_in(&e.to_string())
                     ),
                     source: Some(Box::new(e)),
                 }
@@ -198,7 +199,11 @@ impl Master {
             Ok(Ok(v)) => Reply::Answered(v),
             Ok(Err(e)) => match eviction::refusal(&e) {
                 Some(why) => Reply::Failed(why),
-                None => Reply::Failed(format!("{}: {}", self.shown, redact_url(&e.to_string()))),
+                None => Reply::Failed(format!(
+                    "{}: {}",
+                    self.shown,
+                    redact_urls_in(&e.to_string())
+                )),
             },
             Err(_) => Reply::Failed(format!("{}: no answer within {limit:?}", self.shown)),
         }

@@ -4,7 +4,7 @@ use std::fmt;
 use std::time::Duration;
 
 use lockkit_core::tls::TlsPaths;
-use lockkit_core::url::{ParsedUrl, PrefixRule, Timeouts, reencoded_userinfo};
+use lockkit_core::url::{ParsedUrl, PrefixRule, Timeouts, redact_urls_in, reencoded_userinfo};
 use lockkit_core::{LockError, redact_url};
 
 use crate::eviction::{Eviction, take_eviction};
@@ -208,7 +208,7 @@ impl RedlockOptions {
             crate::tls::client(m, options.tls.as_ref()).map_err(|e| {
                 bad(format!(
                     "a master's address is not valid: {}",
-                    redact_url(&e.to_string())
+                    redact_urls_in(&e.to_string())
                 ))
             })?;
         }
@@ -239,7 +239,7 @@ impl RedlockOptions {
                 ));
             }
             crate::tls::client(url, None)
-                .map_err(|e| LockError::invalid_url(url, redact_url(&e.to_string())))?;
+                .map_err(|e| LockError::invalid_url(url, redact_urls_in(&e.to_string())))?;
             if masters.iter().any(|m| m == url) {
                 return Err(LockError::invalid_url(
                     url,

@@ -38,10 +38,7 @@ pub(super) fn spawn(pool: PgPool, channel: String, wakeups: Arc<Wakeups>) -> Lis
         loop {
             let listening = async {
                 let mut listener = PgListener::connect_with(&pool).await?;
-                listener.listen(&channel).await?;
-                sqlx::raw_sql(AssertSqlSafe(KEEP_SESSION))
-                    .execute(&mut listener)
-                    .await?;
+                keep_listening(&mut listener, &channel).await?;
                 Ok::<_, sqlx::Error>(listener)
             };
             let mut listener = match listening.await {
@@ -65,10 +62,7 @@ pub(super) fn spawn(pool: PgPool, channel: String, wakeups: Arc<Wakeups>) -> Lis
                     Ok(None) => {
                         tracing::debug!("LISTEN connection lost and re-established");
                         wakeups.wake_all();
-                        let kept = sqlx::raw_sql(AssertSqlSafe(KEEP_SESSION))
-                            .execute(&mut listener)
-                            .await;
-                        if let Err(error) = kept {
+                        if let Err(error) = keep_listening(&mut listener, &channel).await {
                             health.down(&error);
                             break;
                         }
@@ -81,4 +75,14 @@ pub(super) fn spawn(pool: PgPool, channel: String, wakeups: Arc<Wakeups>) -> Lis
             }
         }
     }))
+}
+
+/// Turns `idle_session_timeout` off for the listener's session (invariant P3),
+/// then listens on `channel` (again, after sqlx reconnected: a no-op on a
+/// channel it listens on), so that `LISTEN` is what `pg_stat_activity` shows.
+async fn keep_listening(listener: &mut PgListener, channel: &str) -> Result<(), sqlx::Error> {
+    sqlx::raw_sql(AssertSqlSafe(KEEP_SESSION))
+        .execute(&mut *listener)
+        .await?;
+    listener.listen(channel).await
 }
