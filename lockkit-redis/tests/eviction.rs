@@ -80,13 +80,7 @@ async fn eviction_accept_connects_to_a_server_that_can_evict() {
     let locker = lockkit::connect(&format!("{}?eviction=accept", server.url()))
         .await
         .unwrap();
-    locker
-        .lock("orders")
-        .await
-        .unwrap()
-        .release()
-        .await
-        .unwrap();
+    takes_and_releases(&locker, "orders").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -96,13 +90,7 @@ async fn where_config_is_renamed_away_the_policy_is_read_from_info() {
         .unwrap();
     assert!(safe.ask("CONFIG GET maxmemory-policy").await.is_none());
     let locker = lockkit::connect(&safe.url()).await.unwrap();
-    locker
-        .lock("orders")
-        .await
-        .unwrap()
-        .release()
-        .await
-        .unwrap();
+    takes_and_releases(&locker, "orders").await;
 
     let unsafe_one = Redis::start_with_settings(&cache("allkeys-lru").without_config_command())
         .await
@@ -116,24 +104,12 @@ async fn a_policy_made_unsafe_is_refused_once_the_client_reconnects() {
     let server = Redis::start().await.unwrap();
     let connected = Instant::now();
     let locker = lockkit::connect(&server.url()).await.unwrap();
-    locker
-        .lock("orders")
-        .await
-        .unwrap()
-        .release()
-        .await
-        .unwrap();
+    takes_and_releases(&locker, "orders").await;
 
     // Changed under the open connection: not seen yet, the connection was checked.
     let set = server.ask("CONFIG SET maxmemory-policy allkeys-lru").await;
     assert_eq!(set.unwrap(), ["OK"]);
-    locker
-        .lock("orders")
-        .await
-        .unwrap()
-        .release()
-        .await
-        .unwrap();
+    takes_and_releases(&locker, "orders").await;
 
     // Its connections dropped, the client reconnects, and the next request
     // checks again (well before the periodic re-check is due).
@@ -164,13 +140,7 @@ async fn the_application_client_constructor_checks_the_policy_too() {
     let accepting = RedisOptions::default().with_eviction(Eviction::Accept);
     let driver = RedisDriver::from_client(client, accepting).await.unwrap();
     let locker = Locker::new(Arc::new(driver));
-    locker
-        .lock("orders")
-        .await
-        .unwrap()
-        .release()
-        .await
-        .unwrap();
+    takes_and_releases(&locker, "orders").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -205,13 +175,7 @@ async fn a_cluster_with_one_master_that_can_evict_is_refused_at_connect() {
     let locker = lockkit::connect(&format!("{url}?eviction=accept"))
         .await
         .unwrap();
-    locker
-        .lock("orders")
-        .await
-        .unwrap()
-        .release()
-        .await
-        .unwrap();
+    takes_and_releases(&locker, "orders").await;
 }
 
 /// The cluster client reconnects to a node without telling (it retries the
@@ -220,13 +184,7 @@ async fn a_cluster_with_one_master_that_can_evict_is_refused_at_connect() {
 async fn a_cluster_master_made_unsafe_is_refused_within_the_periodic_recheck() {
     let cluster = RedisCluster::start(3).await.unwrap();
     let locker = lockkit::connect(&cluster.url()).await.unwrap();
-    locker
-        .lock("orders")
-        .await
-        .unwrap()
-        .release()
-        .await
-        .unwrap();
+    takes_and_releases(&locker, "orders").await;
     let set = cluster.nodes[2]
         .ask("CONFIG SET maxmemory-policy allkeys-lfu")
         .await;
@@ -262,13 +220,7 @@ async fn a_sentinel_master_that_can_evict_is_refused_at_connect() {
     );
     let url = format!("{}?eviction=accept", group.url());
     let locker = lockkit::connect(&url).await.unwrap();
-    locker
-        .lock("orders")
-        .await
-        .unwrap()
-        .release()
-        .await
-        .unwrap();
+    takes_and_releases(&locker, "orders").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -279,13 +231,7 @@ async fn a_replica_that_can_evict_is_refused_once_promoted() {
         assert_eq!(set.unwrap(), ["OK"]);
     }
     let locker = lockkit::connect(&group.url()).await.unwrap();
-    locker
-        .lock("orders")
-        .await
-        .unwrap()
-        .release()
-        .await
-        .unwrap();
+    takes_and_releases(&locker, "orders").await;
 
     let new = group.fail_over(WITHIN).await.unwrap();
     let promoted = Instant::now();
@@ -318,13 +264,7 @@ async fn a_redlock_master_that_can_evict_fails_the_connect() {
     );
     let url = format!("{}?eviction=accept", masters.url());
     let locker = lockkit::connect(&url).await.unwrap();
-    locker
-        .lock("orders")
-        .await
-        .unwrap()
-        .release()
-        .await
-        .unwrap();
+    takes_and_releases(&locker, "orders").await;
 }
 
 /// After connect, a master refused counts as failed for the quorum: locks are
@@ -333,13 +273,7 @@ async fn a_redlock_master_that_can_evict_fails_the_connect() {
 async fn a_redlock_master_made_unsafe_no_longer_counts_for_the_quorum() {
     let masters = RedisMasters::start(3).await.unwrap();
     let locker = lockkit::connect(&masters.url()).await.unwrap();
-    locker
-        .lock("before")
-        .await
-        .unwrap()
-        .release()
-        .await
-        .unwrap();
+    takes_and_releases(&locker, "before").await;
     let bad = &masters.nodes[0];
     assert_eq!(
         bad.ask("CONFIG SET maxmemory-policy volatile-lru")
@@ -390,11 +324,10 @@ async fn a_policy_that_cannot_be_read_is_refused() {
     let locker = lockkit::connect(&format!("{url}?eviction=accept"))
         .await
         .unwrap();
-    locker
-        .lock("orders")
-        .await
-        .unwrap()
-        .release()
-        .await
-        .unwrap();
+    takes_and_releases(&locker, "orders").await;
+}
+
+/// Takes `key` on `locker`, then releases it: the driver works.
+async fn takes_and_releases(locker: &lockkit::Locker, key: &str) {
+    locker.lock(key).await.unwrap().release().await.unwrap();
 }
