@@ -41,6 +41,7 @@ macro_rules! clean_floor_table {
 }
 
 mod consul;
+#[cfg(feature = "etcd")]
 mod etcd;
 mod mem;
 mod mysql;
@@ -83,6 +84,7 @@ pub(crate) enum Floor {
     MySql(mysql::MySqlFloor),
     Mem(mem::MemFloor),
     Redis(redis::RedisFloor),
+    #[cfg(feature = "etcd")]
     Etcd(etcd::EtcdFloor),
     Zk(zk::ZkFloor),
     Consul(consul::ConsulFloor),
@@ -97,6 +99,7 @@ macro_rules! each_floor {
             Floor::MySql($floor) => $body,
             Floor::Mem($floor) => $body,
             Floor::Redis($floor) => $body,
+            #[cfg(feature = "etcd")]
             Floor::Etcd($floor) => $body,
             Floor::Zk($floor) => $body,
             Floor::Consul($floor) => $body,
@@ -117,8 +120,13 @@ impl Floor {
             let floor = redis::RedisFloor::connect(url).await?;
             (Floor::Redis(floor), redis::DESCRIPTION)
         } else if url.starts_with("etcd://") || url.starts_with("etcds://") {
-            let floor = etcd::EtcdFloor::connect(url).await?;
-            (Floor::Etcd(floor), etcd::DESCRIPTION)
+            #[cfg(feature = "etcd")]
+            {
+                let floor = etcd::EtcdFloor::connect(url).await?;
+                (Floor::Etcd(floor), etcd::DESCRIPTION)
+            }
+            #[cfg(not(feature = "etcd"))]
+            return Ok(None);
         } else if url.starts_with("zk://") {
             (Floor::Zk(zk::ZkFloor::connect(url).await?), zk::DESCRIPTION)
         } else if url.starts_with("consul://") {
