@@ -7,13 +7,14 @@ use std::process::ExitCode;
 
 use lockkit::{LockError, LockKey};
 
-use crate::inspect::{self, Target};
+use crate::inspect;
+use crate::url_arg::UrlAndName;
 
 /// What `break` takes.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     #[command(flatten)]
-    target: Target,
+    target: UrlAndName,
     /// Frees it without asking.
     #[arg(long, short = 'y')]
     yes: bool,
@@ -21,8 +22,9 @@ pub(crate) struct Args {
 
 /// Shows the holders, asks, and force-releases.
 pub(crate) async fn run(args: Args) -> Result<ExitCode, LockError> {
-    let key = LockKey::new(args.target.key.as_str())?;
-    let locker = lockkit::connect(&args.target.url).await?;
+    let (url, key) = args.target.get()?;
+    let key = LockKey::new(key)?;
+    let locker = lockkit::connect(&url).await?;
     match locker.inspect(key.as_str()).await {
         Ok(seen) if !seen.is_held() => {
             print!("{}", inspect::table(&seen));

@@ -29,12 +29,9 @@ use crate::run::{CommandArgs, EXIT_LOST, died_of, exec, exit_code};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// The backend, e.g. redis://127.0.0.1:6379.
-    #[arg(value_name = "URL")]
-    url: String,
-    /// The election's name (the lock the leader holds).
-    #[arg(value_name = "NAME")]
-    name: String,
+    /// The backend and the election's name (the lock the leader holds).
+    #[command(flatten)]
+    target: crate::url_arg::UrlAndName,
     /// The value the leader stores, for `leader` and `inspect` to show (default:
     /// this process's label, host/pid).
     #[arg(long)]
@@ -68,12 +65,13 @@ pub(crate) async fn run(args: Args) -> Result<ExitCode, LockError> {
             eprintln!("lockkit elect: {what}");
         }
     };
+    let (url, name) = args.target.get()?;
     let locker = tokio::select! {
-        locker = lockkit::connect(&args.url) => locker?,
+        locker = lockkit::connect(&url) => locker?,
         signal = stop.next() => return Ok(died_of(signal)),
     };
     loop {
-        let ended = term(&locker, &args, &mut stop, &say).await?;
+        let ended = term(&locker, (&args, &name), &mut stop, &say).await?;
         match ended {
             Term::Done(code) => return Ok(code),
             Term::Exited(code) if !args.restart => return Ok(code),
@@ -86,13 +84,13 @@ pub(crate) async fn run(args: Args) -> Result<ExitCode, LockError> {
 /// One campaign and, once leading, one run of the command.
 async fn term(
     locker: &Locker,
-    args: &Args,
+    (args, election_name): (&Args, &str),
     stop: &mut Stop,
     say: &impl Fn(String),
 ) -> Result<Term, LockError> {
-    let election = locker.election(args.name.as_str()).ttl(args.ttl);
+    let election = locker.election(election_name).ttl(args.ttl);
     let value = args.value.clone().unwrap_or_else(default_label);
-    say(format!("campaigning for `{}`", args.name));
+    say(format!("campaigning for `{}`", election_name));
     let leading = tokio::select! {
         leading = election.campaign(value) => leading?,
         // Dropping the campaign cancels it; nothing has run.
@@ -101,11 +99,15 @@ async fn term(
             return Ok(Term::Done(died_of(signal)));
         }
     };
-    say(format!("leading `{}` (term {})", args.name, leading.term()));
+    say(format!(
+        "leading `{}` (term {})",
+        election_name,
+        leading.term()
+    ));
     let env = [
         ("LOCKKIT_TERM", leading.term().to_string()),
         ("LOCKKIT_FENCING_TOKEN", leading.term().to_string()),
-        ("LOCKKIT_ELECTION", args.name.clone()),
+        ("LOCKKIT_ELECTION", election_name.to_owned()),
     ];
     let mut command = match Command::spawn(&args.cmd.command, &env, args.cmd.foreground) {
         Ok(c) => c,
@@ -122,7 +124,7 @@ async fn term(
         reason = &mut lost => {
             eprintln!(
                 "lockkit elect: leadership of `{}` lost ({reason}); stopping the command",
-                args.name
+                election_name
             );
             let _ = command.stop(args.cmd.signal, args.cmd.grace, stop).await;
             drop(leading);
@@ -143,7 +145,7 @@ async fn term(
             Term::Lost
         });
     }
-    say(format!("resigned `{}`", args.name));
+    say(format!("resigned `{}`", election_name));
     let code = exit_code(status);
     Ok(if stopped {
         Term::Done(code)

@@ -3,26 +3,16 @@
 
 use std::process::ExitCode;
 
+use crate::url_arg::UrlAndName;
 use lockkit::driver::human_duration as human;
 use lockkit::{Holder, Inspection, LockError, LockMode};
 use serde_json::{Value, json};
-
-/// One key of one backend: what `inspect` and `break` act on.
-#[derive(Debug, clap::Args)]
-pub(crate) struct Target {
-    /// The backend, e.g. redis://127.0.0.1:6379.
-    #[arg(value_name = "URL")]
-    pub(crate) url: String,
-    /// The lock.
-    #[arg(value_name = "KEY")]
-    pub(crate) key: String,
-}
 
 /// What `inspect` takes.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     #[command(flatten)]
-    target: Target,
+    target: UrlAndName,
     /// Prints JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -30,8 +20,9 @@ pub(crate) struct Args {
 
 /// Reads the key's holders and prints them.
 pub(crate) async fn run(args: Args) -> Result<ExitCode, LockError> {
-    let locker = lockkit::connect(&args.target.url).await?;
-    let seen = locker.inspect(args.target.key.as_str()).await?;
+    let (url, key) = args.target.get()?;
+    let locker = lockkit::connect(&url).await?;
+    let seen = locker.inspect(key.as_str()).await?;
     if args.json {
         println!(
             "{}",

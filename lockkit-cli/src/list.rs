@@ -10,9 +10,8 @@ use crate::inspect::{holder_line, to_json};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// The backend, e.g. redis://127.0.0.1:6379.
-    #[arg(value_name = "URL")]
-    url: String,
+    #[command(flatten)]
+    url: crate::url_arg::OneUrl,
     /// Only the locks whose names start with this.
     #[arg(long, default_value = "")]
     prefix: String,
@@ -25,7 +24,7 @@ pub(crate) struct Args {
 }
 
 pub(crate) async fn run(args: Args) -> Result<ExitCode, LockError> {
-    let locker = lockkit::connect(&args.url).await?;
+    let locker = lockkit::connect(&args.url.get()?).await?;
     let held = locker.list(&args.prefix, args.limit).await?;
     if args.json {
         let all: Vec<Value> = held.iter().map(to_json).collect();

@@ -42,6 +42,39 @@ fn from_env() -> Option<String> {
     std::env::var("LOCKKIT_URL").ok().filter(|u| !u.is_empty())
 }
 
+/// A backend and a name after it (`inspect`, `break`: a key; `elect`: an
+/// election): `URL NAME`, or `NAME` alone with `--url URL` or `LOCKKIT_URL`.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct UrlAndName {
+    /// The backend and the name: `URL NAME`, or `NAME` alone with --url URL or
+    /// LOCKKIT_URL (e.g. redis://127.0.0.1:6379 orders).
+    #[arg(value_name = "[URL] NAME", num_args = 1..=2, required = true)]
+    positional: Vec<String>,
+    /// The backend, as an option.
+    #[arg(long = "url", value_name = "URL")]
+    flag: Option<String>,
+}
+
+impl UrlAndName {
+    /// The URL and the name given.
+    ///
+    /// # Errors
+    ///
+    /// [`LockError::Config`] when no URL is given, or two different ones.
+    pub(crate) fn get(&self) -> Result<(String, String), LockError> {
+        let (url, name) = match self.positional.as_slice() {
+            [url, name] => (Some(url.clone()), name.clone()),
+            [name] => (None, name.clone()),
+            _ => return Err(LockError::Config("give the backend URL and a name".into())),
+        };
+        let one = OneUrl {
+            positional: url,
+            flag: self.flag.clone(),
+        };
+        Ok((one.get()?, name))
+    }
+}
+
 /// One or more backends (`bench`, `compare`).
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct ManyUrls {
