@@ -15,11 +15,11 @@
 //! it, and *sleeps* on its connection ([`super::first_in_line`]); the others queue
 //! behind that waiter in `GET_LOCK`. The sleeper marks the key's row with its
 //! connection id first; an exclusive release reads (and clears) the mark in its
-//! own statement, returned by `LAST_INSERT_ID`, and a shared, permit or forced
-//! release that left the key free asks who holds the bell (`IS_USED_LOCK`) in a
-//! `SELECT` (in a statement that writes, `IS_USED_LOCK` would be unsafe for
-//! statement-based binary logging: invariant M5). A releaser without a bell of
-//! its own to ring ends that sleep with
+//! own statement, returned by `LAST_INSERT_ID`, and only if it was there asks
+//! who holds the bell (`IS_USED_LOCK`, in a `SELECT`: in a statement that
+//! writes it would be unsafe for statement-based binary logging, invariant
+//! M5); a shared, permit or forced release that left the key free asks always.
+//! A releaser without a bell of its own to ring ends that sleep with
 //! `KILL QUERY` ([`wake`]), on the connection that read the id, so that it
 //! reaches the server whose lock table named it: the waiter first in line wakes
 //! at once. The sleep also ends when the holder's lease does, and after 250 ms
@@ -232,7 +232,7 @@ pub(super) const BELL: &str =
 /// that just read `holder` from the server's lock table, so that it reaches the
 /// same server. Best effort: a connection that is gone or not ours to kill
 /// (another database user) is left to its sleep's end.
-pub(super) async fn wake(conn: &mut MySqlConnection, holder: u64, limit: Duration) {
+async fn wake(conn: &mut MySqlConnection, holder: u64, limit: Duration) {
     let kill = sqlx::raw_sql(AssertSqlSafe(format!("KILL QUERY {holder}")))
         .execute(conn)
         .within(limit)

@@ -1,7 +1,7 @@
 //! The waiter first in line on a key's bell, behind a holder that has no bell to
 //! ring (it took its lock without waiting): it marks the key's row with its
 //! connection's id and sleeps on the bell's connection, and the release, which
-//! reads the mark, wakes it by ending that sleep (`KILL QUERY`, see
+//! finds the mark and asks who holds the bell, wakes it by ending that sleep (`KILL QUERY`, see
 //! [`super::doorbell::wake`]).
 
 use std::time::Duration;
@@ -16,8 +16,8 @@ use crate::error::is_interrupted;
 
 /// Before it sleeps, the first in line marks the key's row with its
 /// connection's id (`sleeper`), unless the mark is there already: the release
-/// statement reads it and wakes that connection ([`super::sql::release`]), and
-/// so does a grant clear it. Only while the key is held and live. Binds: name.
+/// statement reads it ([`super::sql::release`]) and then wakes whoever holds
+/// the key's bell; the release and a grant clear it. Only while the key is held and live. Binds: name.
 pub(super) fn mark_statement(table: &str) -> String {
     format!(
         "UPDATE `{table}` SET sleeper = CONNECTION_ID()

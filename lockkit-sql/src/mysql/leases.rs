@@ -14,7 +14,7 @@ use sqlx::AssertSqlSafe;
 use sqlx::mysql::{MySql, MySqlArguments, MySqlConnection, MySqlPool};
 use tokio::time::Instant;
 
-use super::doorbell::{self, Doorbells};
+use super::doorbell::Doorbells;
 use super::{holder_sql, sql, waiting};
 use crate::connect::Within;
 use crate::error::is_conflict;
@@ -123,10 +123,11 @@ impl MySqlLeases {
 
 impl MySqlLeases {
     /// Frees `owner`'s exclusive hold of `key`: whether it had one. The release
-    /// statement reports the waiter first in line asleep on the key's bell
-    /// ([`sql::release`]); unless the hold kept a bell of its own (`rings`: it
-    /// is rung after this), that waiter is woken on the same connection
-    /// ([`doorbell::wake`]).
+    /// statement reports whether a waiter first in line marked the key before
+    /// it slept ([`sql::release`]); unless the hold kept a bell of its own
+    /// (`rings`: it is rung after this), the holder of the key's bell is then
+    /// woken on the same connection ([`Doorbells::wake_first_in_line`]). An
+    /// uncontended release is the one statement.
     async fn release_exclusive(&self, key: &LockKey, owner: &OwnerId, rings: bool) -> Result<bool> {
         let mut conn = self
             .pool
@@ -141,12 +142,16 @@ impl MySqlLeases {
             .within(self.timeout)
             .await
             .map_err(db_error)?;
-        let sleeper = done.last_insert_id();
+        let marked = done.last_insert_id() > 0;
         if done.rows_affected() == 0 {
             return Ok(false);
         }
-        if sleeper > 0 && !rings {
-            doorbell::wake(&mut conn, sleeper, self.timeout).await;
+        // The mark says someone may sleep; whom to wake is asked of the bell
+        // itself, so that a stale mark (its sleeper gone, or a server restarted
+        // since, whose connection ids start again) never kills another
+        // client's statement.
+        if marked && !rings {
+            self.doorbells.wake_first_in_line(&mut conn, key).await;
         }
         Ok(true)
     }

@@ -98,10 +98,9 @@ pub(super) fn extend(t: &str) -> String {
     )
 }
 
-/// Frees our live lease, and reports in `LAST_INSERT_ID` the waiter first in
-/// line asleep on the key's bell (its connection id, 0 if none: see
-/// [`super::first_in_line`]), which the release wakes: read from the row's
-/// `sleeper`, which it clears. (Not `IS_USED_LOCK` of the bell, which in a
+/// Frees our live lease, and reports in `LAST_INSERT_ID` the row's `sleeper`
+/// mark (a connection id, 0 if none: see [`super::first_in_line`]), which it
+/// clears: whether a waiter first in line may be asleep on the key's bell. (Not `IS_USED_LOCK` of the bell, which in a
 /// statement that writes is unsafe for statement-based replication: invariant
 /// M5.) `fence + 0 * …` leaves the fence as it is, and reads `sleeper` before
 /// any order of assignment clears it (invariant M3). Binds: name, owner.
