@@ -14,6 +14,7 @@
 use std::time::Duration;
 
 use lockkit::driver::error_chain;
+use lockkit_testkit::percent_encoded;
 use proptest::prelude::*;
 
 /// Every scheme that takes a password or a token.
@@ -58,24 +59,11 @@ fn password() -> impl Strategy<Value = String> {
         .prop_map(|(a, c, b)| format!("{a}{c}{b}"))
 }
 
-/// Every byte but the unreserved ones as `%XX`.
-fn encoded(s: &str) -> String {
-    s.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() {
-                char::from(b).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
-}
-
 /// The URLs that carry `password` for `scheme`: written as it is and
 /// percent-encoded, after a user name and alone, with every tail; with a
 /// slash or the scheme missing; and as the `token` or `password` option.
 fn urls(scheme: &str, password: &str) -> Vec<String> {
-    let enc = encoded(password);
+    let enc = percent_encoded(password);
     let mut urls = Vec::new();
     for userinfo in [
         format!("app:{password}"),
@@ -127,7 +115,7 @@ async fn shown(url: &str) -> String {
 fn shows(text: &str, password: &str) -> bool {
     let parts = password.split(['@', '&', '?', '#', '=']);
     text.contains(password)
-        || text.contains(&encoded(password))
+        || text.contains(&percent_encoded(password))
         || parts.filter(|p| p.len() >= 6).any(|p| text.contains(p))
 }
 

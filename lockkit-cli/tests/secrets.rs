@@ -10,6 +10,8 @@
 use std::process::Command;
 use std::thread;
 
+use lockkit_testkit::percent_encoded;
+
 /// Passwords with the characters that end a URL part.
 const PASSWORDS: &[&str] = &["hunter2?x", "p@ss:w/rd#?%&", "Zq#7/t@x:y%&", "a%zzb?c#d"];
 
@@ -47,19 +49,6 @@ const VERBS: &[&[&str]] = &[
     &["demo", "--workers", "2", "--stock", "2", "--url", "URL"],
 ];
 
-/// Every byte but the unreserved ones as `%XX`.
-fn encoded(s: &str) -> String {
-    s.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() {
-                char::from(b).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
-}
-
 /// Runs `lockkit` with `args`, the URL in `env` if given, everything logged:
 /// what it printed on both streams.
 fn printed(args: &[String], env_url: Option<&str>) -> String {
@@ -83,7 +72,7 @@ fn no_verb_prints_a_password_at_any_log_level() {
     let (html, json) = (dir.path().join("r.html"), dir.path().join("r.json"));
     let mut runs = Vec::new();
     for password in PASSWORDS {
-        for written in [password.to_string(), encoded(password)] {
+        for written in [password.to_string(), percent_encoded(password)] {
             for url in URLS {
                 let url = url.replace("PW", &written);
                 for verb in VERBS {
@@ -117,7 +106,7 @@ fn no_verb_prints_a_password_at_any_log_level() {
                     let mut leaks = Vec::new();
                     for (password, args, env_url) in chunk {
                         let text = printed(&args, env_url.as_deref());
-                        if text.contains(*password) || text.contains(&encoded(password)) {
+                        if text.contains(*password) || text.contains(&percent_encoded(password)) {
                             leaks.push(format!("{args:?} (LOCKKIT_URL {env_url:?}):\n{text}"));
                         }
                     }

@@ -54,3 +54,17 @@ pub use zookeeper::{ZooKeeper, ZooKeeperEnsemble};
 
 // Its own group: throwaway certificates for the TLS servers above.
 pub use tls::CertAuthority;
+
+/// `s` with every byte but ASCII letters and digits written `%XX`: a password
+/// as a URL carries it, for the tests that check it never shows.
+pub fn percent_encoded(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() {
+                char::from(b).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
