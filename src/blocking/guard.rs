@@ -1,0 +1,102 @@
+//! [`LockGuard`]: a hold of the blocking API, released when dropped.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::{DROP_RELEASE_WITHIN, OwnRuntime, outside_a_runtime};
+use crate::{FencingToken, LockKey, LockMode, Result};
+
+/// A held lock of the blocking API: released when dropped.
+#[must_use = "if unused the lock is released immediately"]
+#[derive(Debug)]
+pub struct LockGuard {
+    guard: Option<crate::LockGuard>,
+    runtime: Arc<OwnRuntime>,
+}
+
+impl LockGuard {
+    pub(super) fn new(guard: crate::LockGuard, runtime: Arc<OwnRuntime>) -> Self {
+        Self {
+            guard: Some(guard),
+            runtime,
+        }
+    }
+
+    fn inner(&self) -> &crate::LockGuard {
+        #[allow(clippy::expect_used)]
+        // BUG: `guard` is only taken by `release` and `drop`, which consume it.
+        self.guard.as_ref().expect("BUG: guard used after release")
+    }
+
+    /// The lock's key.
+    pub fn key(&self) -> &LockKey {
+        self.inner().key()
+    }
+
+    /// The fencing token: send it with every write to the protected resource.
+    pub fn token(&self) -> FencingToken {
+        self.inner().token()
+    }
+
+    /// What the hold excludes.
+    pub fn mode(&self) -> LockMode {
+        self.inner().mode()
+    }
+
+    /// Whether the hold is known to be lost; stop writing when it is.
+    pub fn is_lost(&self) -> bool {
+        self.inner().is_lost()
+    }
+
+    /// When the lease ends unless renewed, on the monotonic clock.
+    pub fn deadline(&self) -> Instant {
+        self.inner().deadline().into_std()
+    }
+
+    /// Pushes the lease out to `ttl` from now.
+    ///
+    /// # Errors
+    ///
+    /// As [`crate::LockGuard::extend`].
+    pub fn extend(&self, ttl: Duration) -> Result<()> {
+        self.runtime.block_on(self.inner().extend(ttl))
+    }
+
+    /// Releases the lock and says whether the backend still had it.
+    ///
+    /// # Errors
+    ///
+    /// As [`crate::LockGuard::release`].
+    pub fn release(mut self) -> Result<()> {
+        let Some(guard) = self.guard.take() else {
+            return Ok(());
+        };
+        if let Err(e) = outside_a_runtime() {
+            drop(guard); // released in the background, on its runtime
+            return Err(e);
+        }
+        self.runtime.block_on(guard.release())
+    }
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        let Some(guard) = self.guard.take() else {
+            return;
+        };
+        if outside_a_runtime().is_err() {
+            // Dropped inside a runtime: release in the background, on ours.
+            let _entered = self.runtime.enter();
+            drop(guard);
+            return;
+        }
+        let released = self.runtime.block_on(async {
+            tokio::time::timeout(DROP_RELEASE_WITHIN, guard.release())
+                .await
+                .unwrap_or(Ok(()))
+        });
+        if let Err(error) = released {
+            tracing::warn!(%error, "release on drop failed");
+        }
+    }
+}
