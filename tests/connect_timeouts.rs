@@ -1,5 +1,5 @@
 //! Every networked driver gives up on a server that accepts connections and never
-//! answers, within its connect timeout (a URL option with a default), with a
+//! answers, within 1.2 × its connect timeout (a URL option with a default), with a
 //! `Connection` error that says so, instead of hanging.
 
 #![cfg(test)] // Test code throughout: clippy.toml allows unwrap, expect and panic here.
@@ -35,8 +35,14 @@ async fn against_a_silent_server(url: &str) -> (LockError, Duration) {
     (err, took)
 }
 
-/// With both timeouts at 300 ms, `connect` gives up well within a few of them (a
-/// client may retry a connection once or twice), and says why.
+/// The most a connect may take: 1.2 × its connect timeout, and a little for the
+/// scheduler of a busy 2-core machine.
+fn limit(connect_timeout: Duration) -> Duration {
+    connect_timeout * 6 / 5 + Duration::from_millis(100)
+}
+
+/// With both timeouts at 300 ms, `connect` gives up within 1.2 × the connect
+/// timeout, however many steps and attempts it makes, and says why.
 async fn honours_short_timeouts(url: &str) {
     let sep = if url.contains('?') { '&' } else { '?' };
     let url = format!(
@@ -44,10 +50,10 @@ async fn honours_short_timeouts(url: &str) {
         SHORT.as_millis()
     );
     let (err, took) = against_a_silent_server(&url).await;
-    let limit = SHORT * 10 + Duration::from_secs(2);
     assert!(
-        took <= limit,
-        "{url}: gave up after {took:?}; limit {limit:?}"
+        took <= limit(SHORT),
+        "{url}: gave up after {took:?}; limit {:?}",
+        limit(SHORT)
     );
     let text = err.to_string();
     assert!(
@@ -56,11 +62,11 @@ async fn honours_short_timeouts(url: &str) {
     );
 }
 
-/// With the default timeouts, `connect` gives up within the defaults (at most 10 s
-/// each), not minutes later.
-async fn honours_default_timeouts(url: &str) {
+/// With the default timeouts, `connect` gives up within 1.2 × the default connect
+/// timeout.
+async fn honours_default_timeouts(url: &str, connect_timeout_ms: u64) {
     let (_, took) = against_a_silent_server(url).await;
-    let limit = Duration::from_secs(40);
+    let limit = limit(Duration::from_millis(connect_timeout_ms));
     assert!(
         took <= limit,
         "{url}: gave up after {took:?}; limit {limit:?}"
@@ -68,7 +74,7 @@ async fn honours_default_timeouts(url: &str) {
 }
 
 macro_rules! silent_server_tests {
-    ($($feature:literal, $name:ident: $url:literal;)*) => {
+    ($($feature:literal, $name:ident: $url:literal, $default_ms:literal;)*) => {
         $(
             #[cfg(feature = $feature)]
             mod $name {
@@ -81,7 +87,7 @@ macro_rules! silent_server_tests {
 
                 #[tokio::test]
                 async fn gives_up_within_its_default_timeouts() {
-                    honours_default_timeouts($url).await;
+                    honours_default_timeouts($url, $default_ms).await;
                 }
             }
         )*
@@ -89,12 +95,12 @@ macro_rules! silent_server_tests {
 }
 
 silent_server_tests! {
-    "redis", redis: "redis://127.0.0.1:{port}";
-    "redis", redis_cluster: "redis-cluster://127.0.0.1:{port}";
-    "redis", redlock: "redlock://127.0.0.1:{port}";
-    "etcd", etcd: "etcd://127.0.0.1:{port}";
-    "zk", zookeeper: "zk://127.0.0.1:{port}";
-    "consul", consul: "consul://127.0.0.1:{port}";
-    "postgres", postgres: "postgres://u@127.0.0.1:{port}/db";
-    "mysql", mysql: "mysql://u@127.0.0.1:{port}/db";
+    "redis", redis: "redis://127.0.0.1:{port}", 2000;
+    "redis", redis_cluster: "redis-cluster://127.0.0.1:{port}", 2000;
+    "redis", redlock: "redlock://127.0.0.1:{port}", 1000;
+    "etcd", etcd: "etcd://127.0.0.1:{port}", 5000;
+    "zk", zookeeper: "zk://127.0.0.1:{port}", 5000;
+    "consul", consul: "consul://127.0.0.1:{port}", 5000;
+    "postgres", postgres: "postgres://u@127.0.0.1:{port}/db", 5000;
+    "mysql", mysql: "mysql://u@127.0.0.1:{port}/db", 5000;
 }

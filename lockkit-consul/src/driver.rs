@@ -80,7 +80,10 @@ impl ConsulDriver {
     /// The driver on `api`: checks that the agent answers and knows a leader,
     /// and creates the session.
     async fn on(api: Api, options: ConsulOptions) -> Result<Self> {
-        api.leader().await?;
+        let agent = format!("the Consul agent ({options})");
+        (options.timeouts)
+            .connecting(crate::driver::NAME, &agent, api.leader())
+            .await?;
         let prefix = options.prefix.clone();
         let driver = Self {
             sessions: Sessions::new(api, options),

@@ -54,9 +54,16 @@ impl RedisDriver {
     /// its `maxmemory-policy` (a cluster's, any master's) is not `noeviction`, or
     /// cannot be read, and the URL does not say `eviction=accept`.
     pub async fn connect(options: RedisOptions) -> Result<Self> {
-        let conn = Conn::connect(&options)
-            .await
-            .map_err(|e| connect_error(e, &options))?;
+        let server = format!("Redis ({})", options.shown);
+        let connecting = async {
+            Conn::connect(&options)
+                .await
+                .map_err(|e| connect_error(e, &options))
+        };
+        let conn = options
+            .timeouts
+            .connecting(NAME, &server, connecting)
+            .await?;
         let wake_clients = match (options.wake, conn.sentinel()) {
             (WakeMode::Poll, _) => None,
             (WakeMode::Notify, Some(sentinel)) => {

@@ -31,6 +31,7 @@
 //! # Ok::<(), lockkit::LockError>(())
 //! ```
 
+mod connecting;
 mod parsed;
 mod prefix;
 mod query;

@@ -42,15 +42,16 @@ impl RedlockDriver {
             })
             .collect::<Result<Vec<_>>>()?;
         let quorum = masters.len() / 2 + 1;
-        // Start-up waits for a quorum of masters to load the scripts (a connection,
-        // with its one retry, and the requests); the others are primed in the
-        // background.
+        // Start-up waits, for one connect timeout at most, for a quorum of masters
+        // to load the scripts (a connection, with its one retry, and the
+        // requests); the others are primed in the background.
         let scripts = Arc::new(Scripts::new());
-        let limit = (options.connect_timeout + options.request_timeout) * 2;
         let replies = gather(
-            masters
-                .iter()
-                .map(|m| m.timed(limit * 2, |c| master::prime(scripts.clone(), c))),
+            masters.iter().map(|m| {
+                m.timed(options.connect_timeout, |c| {
+                    master::prime(scripts.clone(), c)
+                })
+            }),
             |r| answered(r) >= quorum,
         )
         .await;
@@ -107,7 +108,8 @@ impl RedlockDriver {
             // and any that fails, in the background.
             let subscribed = futures_util::future::join_all(masters.iter().zip(&replies).map(
                 |(m, reply)| async {
-                    matches!(reply, Reply::Answered(_)) && m.subscribe(&wake_prefix, limit).await
+                    matches!(reply, Reply::Answered(_))
+                        && m.subscribe(&wake_prefix, options.connect_timeout).await
                 },
             ))
             .await;
