@@ -132,6 +132,12 @@ pub(crate) async fn open(options: &EtcdOptions) -> Result<Client> {
     .await
     {
         Ok(Ok(c)) => c,
+        Ok(Err(e)) if refused_credentials(&e) => {
+            return Err(LockError::Config(format!(
+                "{shown}: etcd refused the credentials in the URL: {}",
+                describe(&e)
+            )));
+        }
         Ok(Err(e)) => return Err(unreachable(describe(&e))),
         Err(_) => {
             return Err(unreachable(format!(
@@ -169,4 +175,12 @@ pub(crate) async fn probe(client: &Client, options: &EtcdOptions) -> Result<()> 
         other => other,
     })?;
     Ok(())
+}
+
+/// Whether etcd refused the URL's user name or password: a setting to fix, so a
+/// [`LockError::Config`] as on every backend.
+fn refused_credentials(e: &etcd_client::Error) -> bool {
+    matches!(e, etcd_client::Error::GRpcStatus(s)
+        if matches!(s.code(), tonic::Code::InvalidArgument | tonic::Code::Unauthenticated)
+            && s.message().contains("authentication failed"))
 }

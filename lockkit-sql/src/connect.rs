@@ -41,6 +41,11 @@ pub(crate) async fn open_pool<DB: Database>(
         }
         Ok(Err(error)) => {
             let text = lockkit_core::url::redact_urls_in(&describe(&error));
+            if let Some(refused) = refused_setting(&error) {
+                return Err(LockError::Config(format!(
+                    "{server} refused the {refused} in the URL: {text}"
+                )));
+            }
             let hint = tls_hint(&text, settings);
             return Err(LockError::Connection {
                 driver,
@@ -141,6 +146,23 @@ fn tls_hint(text: &str, settings: &ServerSettings) -> String {
 
 /// A sqlx error in words, without sqlx's "error communicating with database:"
 /// prefix on an I/O error (the cause is what helps).
+/// What of the URL the server refused, when a connect failed for it: the
+/// credentials (SQLSTATE class 28, as both servers report a wrong user or
+/// password), or the database (PostgreSQL's 3D000, MySQL's 1049). A setting to
+/// fix, so a [`LockError::Config`] as on every backend, not a `Connection`
+/// error to retry.
+fn refused_setting(e: &sqlx::Error) -> Option<&'static str> {
+    let sqlx::Error::Database(db) = e else {
+        return None;
+    };
+    let code = db.code().unwrap_or_default();
+    if code.starts_with("28") {
+        return Some("credentials");
+    }
+    let unknown_mysql_database = code == "42000" && db.message().starts_with("Unknown database");
+    (code == "3D000" || unknown_mysql_database).then_some("database")
+}
+
 fn describe(e: &sqlx::Error) -> String {
     match e {
         sqlx::Error::Io(io) => io.to_string(),

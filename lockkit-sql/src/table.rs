@@ -39,6 +39,9 @@ pub struct ServerUrl {
     pub(crate) session: &'static str,
     /// The server's name in messages ("PostgreSQL").
     pub(crate) server: &'static str,
+    /// Whether a URL must name a database (MySQL has no default one, where
+    /// PostgreSQL takes the user's name).
+    pub(crate) database_required: bool,
     /// How this database's URL spells its TLS options, for error messages.
     pub(crate) tls: TlsNames,
     /// Whether the URL takes `pooler=detect|transaction` (PostgreSQL).
@@ -220,6 +223,17 @@ impl ServerSettings {
             settings.pooler = query.take_choice("pooler", &choices)?.unwrap_or_default();
         }
         settings.timeouts = query.take_timeouts(DEFAULT_TIMEOUTS)?;
+        if kind.database_required
+            && parsed
+                .server()
+                .is_ok_and(|s| s.path.trim_matches('/').is_empty())
+        {
+            return Err(parsed.invalid(format!(
+                "the URL names no database, and {} has no default one: name the database \
+                 that keeps the lock tables, as in {}",
+                kind.server, kind.example
+            )));
+        }
         let body = client_body(&parsed)?;
         let passed = parsed.query.finish_passing(kind.client_options)?;
         settings.tls = TlsGiven::from_passed(&passed, kind.tls);

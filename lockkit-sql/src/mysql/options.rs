@@ -23,6 +23,7 @@ const URL: ServerUrl = ServerUrl {
     ],
     session: "get_lock",
     server: "MySQL",
+    database_required: true,
     pooler: false,
     tls: TlsNames {
         mode: "ssl-mode",

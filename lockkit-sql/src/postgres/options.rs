@@ -29,6 +29,7 @@ const URL: ServerUrl = ServerUrl {
     ],
     session: "advisory",
     server: "PostgreSQL",
+    database_required: false,
     pooler: true,
     tls: TlsNames {
         mode: "sslmode",
