@@ -203,6 +203,28 @@ async fn check_passes_against_an_etcd_with_default_flags() {
     assert_eq!(killed["outcome"]["status"], "passed", "{killed}");
 }
 
+/// ZooKeeper as operators run it (a 2 s tick) and lockkit's default 10 s session:
+/// a killed holder's node lives until the session expires, up to a tick past its
+/// timeout. The suite judges the killed-holder cases by what the driver reports.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_passes_killed_holder_cases_against_zookeeper_defaults() {
+    let zk = lockkit_testkit::ZooKeeper::start_with_default_settings()
+        .await
+        .unwrap();
+    let url = zk.url();
+    let (code, r, err) = tokio::task::spawn_blocking(move || {
+        lockkit(&["check", &url, "--json", "--filter", "killed"])
+    })
+    .await
+    .unwrap();
+    assert_eq!(code, 0, "{err}\n{r}");
+    let cases = r["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 3, "{r}");
+    for case in cases {
+        assert_eq!(case["outcome"]["status"], "passed", "{case}");
+    }
+}
+
 /// `check` and `bench` on a live Redis leave no key behind: not the conformance
 /// cases' locks, fencing counters or waiter sets, not the benchmark's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

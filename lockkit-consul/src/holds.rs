@@ -38,8 +38,11 @@ impl Held {
     pub(crate) fn grant(&self, req: &AcquireRequest) -> Grant {
         // The key lives as long as the session; the deadline is the client-side
         // lease the watchdog pushes out while the session is renewed and the key
-        // is ours.
-        Grant::of(req, self.token, Instant::now() + req.ttl).with_loss_signal(self.loss.clone())
+        // is ours. Should this process vanish, the key outlives it by the
+        // session's invalidation and the lock-delay.
+        Grant::of(req, self.token, Instant::now() + req.ttl)
+            .with_loss_signal(self.loss.clone())
+            .with_effective_ttl(self.session.outlives_its_client)
     }
 }
 

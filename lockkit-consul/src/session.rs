@@ -13,6 +13,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
+use std::time::Duration;
 
 use lockkit_core::{LossSignal, Result};
 use tokio::sync::Mutex;
@@ -32,6 +33,10 @@ pub(crate) struct Session {
     /// When the last successful renewal (or the create) was sent: Consul keeps the
     /// session at least one TTL from then (invariant C3).
     renewed_at: std::sync::Mutex<Instant>,
+    /// How long Consul may keep this session's locks from others after its
+    /// client stops renewing: Consul invalidates a session within twice its TTL,
+    /// and then holds its locks back for the lock-delay.
+    pub(crate) outlives_its_client: Duration,
 }
 
 impl Session {
@@ -129,6 +134,7 @@ impl Sessions {
             gone: AtomicBool::new(false),
             loss: LossSignal::new(),
             renewed_at: std::sync::Mutex::new(sent),
+            outlives_its_client: self.options.session_ttl * 2 + self.options.lock_delay,
         });
         tokio::spawn(keep_alive(
             self.api.clone(),
@@ -180,7 +186,7 @@ impl Drop for Sessions {
             handle.spawn(async move {
                 for session in doomed {
                     let _ = tokio::time::timeout(
-                        std::time::Duration::from_secs(5),
+                        Duration::from_secs(5),
                         api.session_destroy(&session.id),
                     )
                     .await;

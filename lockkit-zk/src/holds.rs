@@ -27,8 +27,11 @@ impl Held {
     pub(crate) fn grant(&self, req: &AcquireRequest) -> Grant {
         // The node lives as long as the session; the deadline is the client-side
         // lease that the watchdog keeps pushing out while the session is connected
-        // (invariant Z3).
-        Grant::of(req, self.token, Instant::now() + req.ttl).with_loss_signal(self.loss.clone())
+        // (invariant Z3). Should this process vanish, the node outlives it by the
+        // session's expiry.
+        Grant::of(req, self.token, Instant::now() + req.ttl)
+            .with_loss_signal(self.loss.clone())
+            .with_effective_ttl(self.session.outlives_its_client())
     }
 }
 

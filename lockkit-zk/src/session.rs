@@ -103,6 +103,14 @@ impl Session {
         }
     }
 
+    /// How long the ensemble may keep this session, and so its nodes, after its
+    /// client stops sending: the negotiated timeout, plus up to one server tick,
+    /// because the server expires sessions at tick boundaries. The server clamps a
+    /// session timeout to at least 2 ticks, so a tick is at most half of it.
+    pub(crate) fn outlives_its_client(&self) -> Duration {
+        self.client.session_timeout() * 3 / 2
+    }
+
     /// Whether the session is connected right now.
     pub(crate) fn is_connected(&self) -> bool {
         self.client.state() == SessionState::SyncConnected

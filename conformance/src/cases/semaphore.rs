@@ -250,11 +250,11 @@ pub(crate) async fn a_killed_holders_permit_is_freed(ctx: &Ctx) -> CaseResult {
         take(&other, &key, mode, None).await,
         "a third permit while the child holds one",
     )?;
+    let limit = child_ttl.max(ttl) + tolerance(Duration::from_millis(700), reference);
     let killed = Instant::now();
     child.kill().await;
-    let g = take(&other, &key, mode, Some(ttl * 3 + Duration::from_secs(5))).await?;
+    let g = take(&other, &key, mode, Some(limit + Duration::from_secs(5))).await?;
     let after = killed.elapsed();
-    let limit = child_ttl.max(ttl) + tolerance(Duration::from_millis(700), reference);
     ensure!(
         after <= limit,
         "the killed holder's permit was freed {} after the kill; limit {}",

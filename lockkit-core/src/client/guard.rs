@@ -80,8 +80,11 @@ impl LockGuard {
     /// after the last renewal if this process vanishes. That is the TTL asked for,
     /// unless the backend raised it (etcd grants no lease under 1.5 × its election
     /// timeout, 2 s with default flags, and only whole seconds). Holds bound to a
-    /// session instead (ZooKeeper, Consul, the SQL session modes) last as long as
-    /// the session; this is then the TTL asked for, which only the client checks.
+    /// session last as long as the session: on ZooKeeper this is how long the
+    /// ensemble may keep a session whose client stopped (its timeout plus a server
+    /// tick), on Consul the session's invalidation (up to twice its TTL) plus the
+    /// lock-delay. The SQL session modes end with the connection, so there it is
+    /// the TTL asked for, which only the client checks.
     pub fn effective_ttl(&self) -> Duration {
         self.hold().effective_ttl
     }

@@ -1,6 +1,7 @@
 //! ZooKeeper: standalone, or a 3-node ensemble (tickTime 200 ms; no cap on
 //! connections from one address, since every client here is on 127.0.0.1); and a
-//! standalone server with a TLS `secureClientPort` (`start_tls`).
+//! standalone server with a TLS `secureClientPort` (`start_tls`), or with
+//! ZooKeeper's own 2 s tick (`start_with_default_settings`).
 
 use std::ops::{Deref, DerefMut};
 use std::path::{Path, PathBuf};
@@ -161,6 +162,32 @@ impl ZooKeeper {
         let dir = temp_dir()?;
         let port = free_port()?;
         let config = write_config(dir.path(), port, &[], None)?;
+        let server = spawn_standalone(dir.path(), port, &config).await?;
+        let mut zk = Self {
+            server,
+            tls: None,
+            _dir: Some(dir),
+        };
+        zk.server.wait_ready(serving).await?;
+        Ok(zk)
+    }
+
+    /// Starts a standalone server with the tick of ZooKeeper's sample
+    /// configuration (`tickTime=2000`, so sessions of 4 s to 40 s), as operators
+    /// run it, instead of the testkit's 200 ms tick.
+    ///
+    /// # Errors
+    ///
+    /// As [`start`](Self::start).
+    pub async fn start_with_default_settings() -> Result<Self, TestkitError> {
+        let dir = temp_dir()?;
+        let port = free_port()?;
+        let config = write_config(dir.path(), port, &[], None)?;
+        let cfg = std::fs::read_to_string(&config)?.replace(
+            "tickTime=200\nminSessionTimeout=400\nmaxSessionTimeout=60000\n",
+            "tickTime=2000\n",
+        );
+        std::fs::write(&config, cfg)?;
         let server = spawn_standalone(dir.path(), port, &config).await?;
         let mut zk = Self {
             server,
