@@ -3,11 +3,11 @@
 //! |---|---|---|
 #![cfg_attr(
     feature = "sqlite",
-    doc = "| `sqlite` (default) | `sqlite://path`, `sqlite::memory:` | [`sqlite`]: a lease table in a local file |"
+    doc = "| `sqlite` (default) | `sqlite://path`, `sqlite:///abs/path`, `sqlite::memory:` | [`sqlite`]: a lease table in a local file |"
 )]
 #![cfg_attr(
     not(feature = "sqlite"),
-    doc = "| `sqlite` (default) | `sqlite://path`, `sqlite::memory:` | `sqlite` (enable the feature) |"
+    doc = "| `sqlite` (default) | `sqlite://path`, `sqlite:///abs/path`, `sqlite::memory:` | `sqlite` (enable the feature) |"
 )]
 #![cfg_attr(
     feature = "postgres",
@@ -27,11 +27,11 @@
 )]
 #![cfg_attr(
     feature = "redis",
-    doc = "| `redis` | `redis://`, `rediss://`, `redis-cluster://`, `redlock://`, `redlocks://` | [`redis`]: single server, Cluster, Redlock |"
+    doc = "| `redis` | `redis://`, `rediss://`, `redis-cluster://`, `rediss-cluster://`, `redis-sentinel://`, `rediss-sentinel://`, `redlock://`, `redlocks://` | [`redis`]: single server, Cluster, Sentinel, Redlock |"
 )]
 #![cfg_attr(
     not(feature = "redis"),
-    doc = "| `redis` | `redis://`, `rediss://`, `redis-cluster://`, `redlock://`, `redlocks://` | `redis` (enable the feature) |"
+    doc = "| `redis` | `redis://`, `rediss://`, `redis-cluster://`, `rediss-cluster://`, `redis-sentinel://`, `rediss-sentinel://`, `redlock://`, `redlocks://` | `redis` (enable the feature) |"
 )]
 #![cfg_attr(
     feature = "etcd",
@@ -66,8 +66,12 @@
     doc = "| `mem` | `mem://`, `mem://name` | `mem` (enable the feature) |"
 )]
 //!
-//! See the README for what each backend guarantees. Writing a driver of your own?
-//! The contract it implements, and the pieces drivers share, are in [`driver`].
+//! Each driver's module is that backend's page: its URL options, key mapping,
+//! numbered invariants, waiting, failure modes and the server settings it needs.
+//! The guides under `docs/` in the repository cover fencing and safety, choosing a
+//! backend, the primitives, interoperability and operating lockkit. Writing a
+//! driver of your own? The contract it implements, and the pieces drivers share,
+//! are in [`driver`].
 #![cfg_attr(not(test), forbid(clippy::panic))]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
@@ -140,6 +144,41 @@ cfg_driver! { "sqlite" =>
     /// `sqlite://`: the SQLite lease-table driver.
     pub use lockkit_sql::sqlite;
 }
+
+/// The README's Rust blocks, run as doc tests.
+#[cfg(all(doctest, feature = "sqlite"))]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDocTests;
+
+/// `docs/fencing-and-safety.md`'s Rust blocks, run as doc tests.
+#[cfg(all(doctest, feature = "sqlite"))]
+#[doc = include_str!("../docs/fencing-and-safety.md")]
+pub struct FencingAndSafetyGuide;
+
+/// `docs/choosing-a-backend.md`'s Rust blocks, run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/choosing-a-backend.md")]
+pub struct ChoosingABackendGuide;
+
+/// `docs/primitives.md`'s Rust blocks, run as doc tests.
+#[cfg(all(doctest, feature = "sqlite"))]
+#[doc = include_str!("../docs/primitives.md")]
+pub struct PrimitivesGuide;
+
+/// `docs/interoperability.md`'s Rust blocks, run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/interoperability.md")]
+pub struct InteroperabilityGuide;
+
+/// `docs/operating.md`'s Rust blocks, run as doc tests.
+#[cfg(all(doctest, feature = "sqlite", feature = "blocking"))]
+#[doc = include_str!("../docs/operating.md")]
+pub struct OperatingGuide;
+
+/// `docs/writing-a-driver.md`'s Rust blocks, run as doc tests.
+#[cfg(all(doctest, feature = "mem"))]
+#[doc = include_str!("../docs/writing-a-driver.md")]
+pub struct WritingADriverGuide;
 
 /// Connects to the backend named by `url` and returns a [`Locker`] over it (for
 /// the bare driver, see [`driver::connect`]).

@@ -30,7 +30,7 @@ use crate::driver::LockMode;
 use crate::error::{LockError, Result};
 use crate::types::LockKey;
 
-/// The names and labels lockkit records under. See the README's "Metrics".
+/// The names and labels lockkit records under. See "Metrics" in docs/operating.md.
 pub mod names {
     /// Histogram, seconds from an acquire's call to its outcome; label `outcome`:
     /// `granted`, `contended`, `timeout` or `error`.
