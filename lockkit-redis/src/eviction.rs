@@ -29,6 +29,27 @@ use crate::error::is_transient;
 
 /// What the driver does with a server whose eviction policy can evict its keys
 /// (any `maxmemory-policy` but `noeviction`), or whose policy it cannot read.
+///
+/// The check of invariant R4 reads the policy (`CONFIG GET maxmemory-policy`, or
+/// `INFO memory` where `CONFIG` is renamed or denied, as on managed services) of
+/// every server it writes to: the server, every Cluster master, the Sentinel
+/// master and every master a failover moves it to, every Redlock master. It reads it
+/// when it connects (the application-client constructors too), again before the
+/// next request after any error after which the client may reconnect, and at
+/// least every 10 s while in use (the cluster client reconnects to a node
+/// without reporting it). Any policy but `noeviction`, or one it cannot read, is
+/// refused with a [`LockError::Config`](lockkit_core::LockError::Config) naming
+/// the setting, what it can evict and the fix: `CONFIG SET maxmemory-policy
+/// noeviction` (and in the config file), or a Redis of its own for the locks.
+/// After connect, the refusal fails the requests instead (on a Cluster, while a
+/// master cannot be asked during a failover, requests go ahead and the check
+/// waits for it); a Redlock master refused after connect counts as failed for
+/// the quorum (see [`RedlockOptions::eviction`](crate::RedlockOptions::eviction)).
+///
+/// `?eviction=accept` ([`Eviction::Accept`]) connects without reading the
+/// policy. **It is unsafe** on a server that may evict: RELIABILITY.md's
+/// *allkeys-lru, eviction=accept* row shows a cache filling such a Redis, its
+/// fencing counter evicted and tokens starting again from 1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum Eviction {

@@ -3,6 +3,26 @@
 use lockkit_core::{LockError, LockKey};
 
 /// Where a lock's own key lives (`?keys=`).
+///
+/// # Sharing locks with `SET NX` libraries (`?keys=plain`)
+///
+/// With `keys=plain` ([`KeyLayout::Plain`]) the lock `K` itself is the Redis key
+/// `K`, a string with a `PX` TTL, as redis-py's `Lock`, rslock, node-redlock and
+/// every other `SET K value NX PX ttl` library name theirs; the side keys stay
+/// `<prefix>:{K}:…`, in `K`'s hash slot. Then:
+///
+/// - lockkit and such a library **exclude each other** in both directions: each
+///   sees the key taken. lockkit's readers and permits keep it taken too.
+/// - A library's hold has **no fencing token**; lockkit's tokens keep rising
+///   across it. `inspect` shows it as an exclusive holder with token 0, labelled
+///   as another library's.
+/// - **No order across libraries.** A library's release wakes no lockkit waiter
+///   (they retry every second), and a library polls, so it may take the lock
+///   ahead of queued lockkit waiters.
+/// - A key with a brace is refused (`Config`), and listing is `Unsupported`.
+///
+/// Redisson's hash layout is not supported: no Redisson client can be run where
+/// lockkit is tested.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum KeyLayout {

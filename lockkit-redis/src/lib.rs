@@ -4,7 +4,7 @@
 //! |---|---|
 //! | `redis://[user:password@]host:port[/db]` | one server (a cluster node is detected, and the cluster used) |
 //! | `rediss://…` | the same over TLS |
-//! | `redis-cluster://[user:password@]host:port,host:port…` | Redis Cluster through these seeds |
+//! | `redis-cluster://[user:password@]host:port,host:port…` | Redis Cluster through these seeds (`rediss-cluster://…` over TLS) |
 //! | `redis-sentinel://[user:password@]s1:p1,s2:p2…/MASTER_NAME` | the master of a group watched by these sentinels, followed across failovers (the credentials are the data nodes'; sentinels are asked without them) |
 //! | `rediss-sentinel://…` | the same over TLS, to the sentinels and the data nodes |
 //! | `redlock://[user:password@]h1:p1,h2:p2,…[?drift_ms=N&retry_ms=N&request_timeout_ms=N]` | Redlock over N independent masters ([`RedlockDriver`]) |
@@ -13,7 +13,9 @@
 //! Options: `?prefix=NAME` (default `lockkit`), `?wake=notify|poll` (see
 //! [`WakeMode`]), `?fence_seed=counter|clock` (see [`FenceSeed`]),
 //! `?wait_replicas=N&wait_timeout_ms=T` (see [`ReplicaAck`]),
-//! `?eviction=refuse|accept` (see [Eviction](#eviction); `accept` is unsafe).
+//! `?keys=tagged|plain` (see [`KeyLayout`]), `?eviction=refuse|accept` (see
+//! [`Eviction`]; `accept` is unsafe), and the timeouts below; all of them in
+//! [`RedisOptions::from_url`].
 //!
 //! # Invariants
 //!
@@ -59,7 +61,7 @@
 //!    (Redis's default) guarantees it: under `allkeys-*` a fencing counter can be
 //!    evicted (tokens start again), under `volatile-*` and `allkeys-*` a held lock
 //!    (granted to a second client). Any other policy, or one that cannot be read,
-//!    is refused unless `eviction=accept` (see [Eviction](#eviction);
+//!    is refused unless `eviction=accept` (see [`Eviction`];
 //!    `tests/eviction.rs`, e.g.
 //!    `a_server_that_can_evict_keys_with_a_ttl_is_refused_for_held_locks`,
 //!    `a_replica_that_can_evict_is_refused_once_promoted`,
@@ -121,29 +123,6 @@
 //!    (`a_release_wakes_the_waiter_before_it_would_retry`; no test drops a
 //!    message).
 //!
-//! # Eviction
-//!
-//! The check of invariant R4 reads the policy (`CONFIG GET maxmemory-policy`, or
-//! `INFO memory` where `CONFIG` is renamed or denied, as on managed services) of
-//! every server it writes to: the server, every Cluster master, the Sentinel
-//! master and every master a failover moves it to, every Redlock master. It reads it
-//! when it connects (the application-client constructors too), again before the
-//! next request after any error after which the client may reconnect, and at
-//! least every 10 s while in use (the cluster client reconnects to a node
-//! without reporting it). Any policy but `noeviction`, or one it cannot read, is
-//! refused with a [`LockError::Config`](lockkit_core::LockError::Config) naming
-//! the setting, what it can evict and the fix: `CONFIG SET maxmemory-policy
-//! noeviction` (and in the config file), or a Redis of its own for the locks.
-//! After connect, the refusal fails the requests instead (on a Cluster, while a
-//! master cannot be asked during a failover, requests go ahead and the check
-//! waits for it); a Redlock master refused after connect counts as failed for
-//! the quorum (see [`RedlockOptions::eviction`]).
-//!
-//! `?eviction=accept` ([`Eviction::Accept`]) connects without reading the
-//! policy. **It is unsafe** on a server that may evict: RELIABILITY.md's
-//! *allkeys-lru, eviction=accept* row shows a cache filling such a Redis, its
-//! fencing counter evicted and tokens starting again from 1.
-//!
 //! # TLS
 //!
 //! `rediss://`, `rediss-cluster://` and `rediss-sentinel://` connect over TLS (rustls with the *ring*
@@ -186,25 +165,11 @@
 //! `scripts/queue.lua` describes them in full. Each driver listens on its own
 //! channel `<prefix>:wake:<driver id>`.
 //!
-//! # Sharing locks with `SET NX` libraries (`?keys=plain`)
+//! # Sharing locks with `SET NX` libraries
 //!
-//! With `keys=plain` ([`KeyLayout::Plain`]) the lock `K` itself is the Redis key
-//! `K`, a string with a `PX` TTL, as redis-py's `Lock`, rslock, node-redlock and
-//! every other `SET K value NX PX ttl` library name theirs; the side keys stay
-//! `<prefix>:{K}:…`, in `K`'s hash slot. Then:
-//!
-//! - lockkit and such a library **exclude each other** in both directions: each
-//!   sees the key taken. lockkit's readers and permits keep it taken too.
-//! - A library's hold has **no fencing token**; lockkit's tokens keep rising
-//!   across it. `inspect` shows it as an exclusive holder with token 0, labelled
-//!   as another library's.
-//! - **No order across libraries.** A library's release wakes no lockkit waiter
-//!   (they retry every second), and a library polls, so it may take the lock
-//!   ahead of queued lockkit waiters.
-//! - A key with a brace is refused (`Config`), and listing is `Unsupported`.
-//!
-//! Redisson's hash layout is not supported: no Redisson client can be run where
-//! lockkit is tested.
+//! With `?keys=plain` the lock `K` itself is the Redis key `K`, as redis-py's
+//! `Lock`, rslock and other `SET K value NX PX ttl` libraries name theirs: see
+//! [`KeyLayout::Plain`] for what then holds across libraries, and what does not.
 //!
 //! # Sentinel
 //!
@@ -238,6 +203,70 @@
 //! its entry's 3 s lifetime; on a single server, one whose process is gone is
 //! skipped at once (a Cluster's `PUBLISH` counts only the subscribers on the
 //! publishing node, so it cannot tell).
+//!
+//! # Failure modes
+//!
+//! - **A dropped connection, or a reply later than `request_timeout_ms`**, does
+//!   not fail an acquire at once: the client reconnects, and a waiting acquire
+//!   tries again within its wait, a `try_lock` within 250 ms of its start.
+//!   Sending an acquire twice is safe (a script that already granted this owner
+//!   grants it again, same token), and an attempt whose reply was lost counts as
+//!   queued, so the grant takes its entry out of the waiters set
+//!   (`tests/lost_replies.rs`). A restarted server that answers `LOADING` while
+//!   it loads its dataset is waited out the same way
+//!   (`tests/loading_after_restart.rs`).
+//! - **A restart** without persistence loses every lock and counter (invariant
+//!   R3); **a failover** loses what the replica had not received (R5; what each
+//!   setting changes is tabled on [`ReplicaAck`]).
+//! - **Redis Cluster.** While a slot is migrating, Redis answers a script whose
+//!   keys are only partly moved with TRYAGAIN; a waiting acquire retries through
+//!   it, a `try_lock` retries for 250 ms and then reports a retryable `Backend`
+//!   error (never a grant). When a master dies, its slots are served by no one
+//!   until the other masters agree it failed and promote its replica (the node
+//!   timeout, then the vote): meanwhile a waiting acquire takes the refused
+//!   connections and unfollowable redirects as transient and retries within its
+//!   wait, and the watchdog retries renewals within the lease, so a lease longer
+//!   than the failover survives it.
+//! - **The wake-up connection** going down is logged once (`wake-ups lost`, then
+//!   `wake-ups back`); meanwhile waiters poll (invariant R6).
+//!
+//! # Server settings
+//!
+//! - `maxmemory-policy noeviction` (Redis's default), on every server lockkit
+//!   writes to; anything else is refused (invariant R4, [`Eviction`]).
+//! - `appendonly yes` with `appendfsync always`, for locks and fencing counters
+//!   that survive a restart (invariant R3); or `?fence_seed=clock`
+//!   ([`FenceSeed`]) for tokens that keep rising without it.
+//! - Pub/sub, for woken waiters; without it, `?wake=poll` ([`WakeMode`]).
+//!
+//! # Using the client you already have
+//!
+//! [`RedisDriver::from_client`] builds the driver on the application's
+//! `redis::Client`, opening its own command connection and wake subscription
+//! from it (a `redis::Client` holds none); [`RedisDriver::from_cluster_client`]
+//! on a `ClusterClient`, opening its own cluster connection, and there **waiters
+//! poll**: a `ClusterClient` does not tell its nodes, so no wake subscription can
+//! be opened (`tests/app_client.rs`). Address, credentials and TLS are the
+//! client's, and the driver never closes it. Redlock over clients of the
+//! application's is not offered yet: connect it by URL.
+//!
+//! # Timeouts
+//!
+//! `connect_timeout_ms` (default 2000) and `request_timeout_ms` (each command,
+//! default 5000), on every URL ([`RedisOptions::from_url`]). Redlock: 1000 per
+//! master to connect and 250 per request to a master (`timeout_ms` is its older
+//! name; [`RedlockOptions::from_url`]).
+//!
+//! # Tested against
+//!
+//! Real Redis 7.0 servers started by the testkit: the whole conformance suite
+//! with pub/sub, with `wake=poll` and over TLS (mutual TLS, a wrong CA, a plain
+//! URL to a TLS port: `tests/tls.rs`); a Cluster of 3 masters with a replica
+//! each, and 3 TLS-only masters, with a live slot migration during a hold and a
+//! hold and its waiter carried across the failover of their master
+//! (`tests/cluster.rs`); a master, replicas and sentinels failed over under the
+//! driver, plain and TLS (`tests/sentinel.rs`); Redlock on 5 masters, again with
+//! 2 of 5 killed mid-case, and 3 of 5 killed failing with a clear quorum error.
 //!
 //! # Guarantees and limits
 //!

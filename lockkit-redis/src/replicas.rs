@@ -21,7 +21,41 @@ use redis::{Cmd, ErrorKind, RedisError, RedisResult, ServerErrorKind};
 /// How long `WAIT` waits for the replicas by default.
 const DEFAULT_WAIT_TIMEOUT: Duration = Duration::from_millis(500);
 
-/// How many replicas must acknowledge each grant and renewal, within how long.
+/// How many replicas must acknowledge each grant and renewal, within how long
+/// (`?wait_replicas=N&wait_timeout_ms=T`, Redisson's `syncSlaves`; on `redis://`,
+/// Sentinel and Cluster URLs).
+///
+/// After every grant and renewal the driver sends `WAIT N T`, in one pipeline
+/// with the script that wrote it (`WAIT` counts what its own connection wrote, so
+/// it must reach the same node on the same connection; on a Cluster, the lock's
+/// master). A grant fewer than N replicas acknowledged within `wait_timeout_ms`
+/// (default 500) is released, and the acquire fails with a transient error, which
+/// a waiting acquire retries; an unacknowledged renewal fails, and the watchdog
+/// retries until the lease ends.
+///
+/// It narrows the failover window of invariant R5, it does not close it: `WAIT`
+/// does not make replication synchronous, and the sentinels (or the Cluster's
+/// vote) may promote a replica that did not acknowledge. It also needs N
+/// replicas *after* a failover: a Cluster master with one replica has none once
+/// it is promoted, and every grant in its slots is refused until a replica joins.
+/// While replicas lag, a `WAIT` holds its connection for up to `wait_timeout_ms`,
+/// and the driver's other commands on that connection queue behind it; with the
+/// replicas in sync it rides in the script's round trip.
+///
+/// # Which setting gives which guarantee at a failover
+///
+/// Replication is asynchronous: a master that dies before its replicas received
+/// a grant takes the grant, and its counter bump, with it. RELIABILITY.md shows
+/// each case from a recorded history (*master failed over while a lock is held*,
+/// with the replicas in sync, and *before replicating a grant*, with them cut
+/// off):
+///
+/// | setting | the lock after a failover to a lagging replica | tokens | a fenced resource |
+/// |---|---|---|---|
+/// | default | can be granted again while its holder still believes it holds (until its next renewal finds nothing) | can repeat: the promoted counter is behind | accepts a token equal to the highest it saw, so it can take the older holder's write |
+/// | `fence_seed=clock` ([`FenceSeed::Clock`](crate::FenceSeed::Clock)) | as the default | keep rising (above the server's clock) | refuses the older holder |
+/// | `wait_replicas=N` | a grant counts only once N replicas acknowledged it: lost only if the promoted replica is not one that acknowledged | as the default, for what was not acknowledged | as the default |
+/// | `wait_replicas=N` + `fence_seed=clock` | as `wait_replicas` | keep rising | refuses the older holder |
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReplicaAck {
     /// `wait_replicas=N`.

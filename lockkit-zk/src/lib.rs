@@ -98,9 +98,8 @@
 //!   in); each later waiter watches the node just before it. A waiter granted after
 //!   waiting rewrites its node's data, which wakes the next waiter to take its
 //!   place as the first. A release thus wakes the one waiter it lets in, plus the
-//!   one that moves up: about 5 packets per release with 16 waiters and 4 permits
-//!   (`tests/semaphore.rs`), where a watch on the queue by every waiter costs 12.
-//!   Permits are session-bound, like locks.
+//!   one that moves up, not every waiter (`tests/semaphore.rs` counts the
+//!   packets). Permits are session-bound, like locks.
 //! - **A lost create reply** (the connection dropped while the create was in
 //!   flight) is resolved by listing the queue for a node carrying our owner id,
 //!   instead of creating a second one that would leak. Requests in the same session
@@ -165,6 +164,44 @@
 //! plus 1 s, on the reconnected session (a release's delete and the reads are
 //! safe to send twice; a `try_lock` finds by owner the node a lost create left).
 //! Holds are still signalled lost at the disconnect.
+//!
+//! # Server settings
+//!
+//! - `forceSync=yes` (the default), so that tokens and holds survive a restart
+//!   (invariant Z2).
+//! - `minSessionTimeout`..`maxSessionTimeout` admitting the `session_timeout_ms`
+//!   you ask for: the server clamps it (invariant Z3), and it bounds how long a
+//!   dead or cut-off holder keeps its locks.
+//! - `znode.container.checkIntervalMs` sets how soon empty key nodes are swept
+//!   (see *Cleanup* under the recipe above).
+//! - For TLS, a `secureClientPort`, and `ssl.clientAuth=need` for client
+//!   certificates.
+//!
+//! # Using the client you already have
+//!
+//! [`ZkDriver::from_client`] builds the driver on the application's
+//! `zookeeper_client::Client`: its one session, and the session's events from the
+//! client's state watcher (a dropped connection signals every hold lost). Paths
+//! are under the client's chroot. When that session ends, the driver opens no
+//! other: requests fail with `Connection`, and the application builds a new driver
+//! on a new client (`tests/app_client.rs`).
+//!
+//! # Timeouts
+//!
+//! `session_timeout_ms` (default 10000), `connect_timeout_ms` (opening a session,
+//! default 5000) and `request_timeout_ms` (each request, default 5000): see
+//! [`ZkOptions::from_url`].
+//!
+//! # Tested against
+//!
+//! Real ZooKeeper 3.8 servers started by the testkit: the whole conformance
+//! suite, `fifo_order` and the read-write cases included, on a standalone server,
+//! over TLS with client certificates, on a 3-node ensemble, and on a 3-node
+//! ensemble with a member SIGKILLed mid-case (the two lease-expiry cases are
+//! skipped: there is no per-lock TTL); the server paused past the session
+//! timeout; the holder's only member killed; a node deleted behind its holder; a
+//! lost create reply; digest ACLs; Curator's and kazoo's locks on the same paths
+//! (`tests/interop_recipes.rs`).
 //!
 //! # Guarantees and limits
 //!

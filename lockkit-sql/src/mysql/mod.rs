@@ -55,7 +55,7 @@
 //!    after it, or a condition with the same answer on the old row and the new
 //!    one; nor does any statement depend on `ANSI_QUOTES`, `PIPES_AS_CONCAT`,
 //!    `NO_BACKSLASH_ESCAPES` or `ONLY_FULL_GROUP_BY` (`mysql_hostile`: the suite
-//!    on a server with all five; with the upsert as it was, 18 of its cases fail).
+//!    on a server with all five, which failed cases with the upsert as it was).
 //! 4. **Transactions run at REPEATABLE READ**, whatever the server's default:
 //!    the shared path sets it for each of its transactions (`mysql_hostile`,
 //!    under `SERIALIZABLE`).
@@ -132,6 +132,21 @@
 //! - **Read-write locks are refused** with `Unsupported`: `GET_LOCK` has no
 //!   shared mode. A lock and a semaphore of the same name do not exclude each
 //!   other: use different names.
+//!
+//! # Server settings
+//!
+//! - Commits that survive a crash (`innodb_flush_log_at_trx_commit=1`, the
+//!   default): the fencing counter is as durable as a commit (see the crate docs).
+//! - Any `sql_mode`, isolation level, session time zone, binary-log format and
+//!   server character set is handled (invariants M3–M6).
+//! - For the bell's `KILL QUERY`: the same database user for every client of a
+//!   lock, or the privilege to kill others' statements, and no proxy such as
+//!   ProxySQL between them; otherwise the first waiter finds a release at its
+//!   next look.
+//! - For `GET_LOCK` mode, a pool sized for the locks held at once.
+//!
+//! The URL takes lockkit's options (`table`, `mode`, `key`, the timeouts) and
+//! sqlx's own (TLS, `timezone`, …): see `MySqlOptions::from_url`.
 //!
 //! # Examples
 //!

@@ -163,6 +163,19 @@
 //! - A read hold and a permit of the same key do not exclude each other (both
 //!   hold the key's id shared): use different keys for different primitives.
 //!
+//! # Server settings
+//!
+//! - Commits that survive a crash (`synchronous_commit` on, the default): the
+//!   fencing counter is as durable as a commit (see the crate docs).
+//! - `idle_session_timeout`, a transaction-mode pooler and any default isolation
+//!   level are handled (invariants P3–P5); advisory mode is refused behind such a
+//!   pooler.
+//! - For advisory mode, a pool sized for the locks held at once.
+//!
+//! The URL takes lockkit's options (`table`, `mode`, `key`, `pooler`, the
+//! timeouts) and sqlx's own (TLS, `application_name`, …): see
+//! `PgOptions::from_url`.
+//!
 //! # Examples
 //!
 //! [`PgOptions`] reads the URL as `lockkit::connect` does, before it connects:

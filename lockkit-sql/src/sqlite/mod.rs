@@ -82,6 +82,26 @@
 //!   (they poll), so they are not served in order, and a stream of readers can keep
 //!   a waiting writer out.
 //! - `sqlite::memory:` is private to one driver: use it for tests.
+//! - Options: `?table=NAME&busy_timeout_ms=N` (default 5000); see
+//!   [`SqliteOptions`]. [`SqliteDriver::from_pool`] builds the driver on the
+//!   application's own pool.
+//!
+//! # Failure modes
+//!
+//! **A frozen process.** SQLite's write lock is the database file's, held by
+//! whichever process is writing. A process frozen in the middle of a write —
+//! SIGSTOP, a debugger, a swap storm during a watchdog renewal's `UPDATE` —
+//! keeps it: no other process can acquire, renew or release until it resumes or
+//! dies (their statements fail with `database is locked` after
+//! `busy_timeout_ms`). No lease can help, and nothing is granted twice: it is a
+//! stall, not a safety loss. The reliability trial "holder paused past its lease"
+//! freezes the holder right after its grant, which usually lands between its
+//! writes; once in a clean CI run it did not (what a freeze during one of the
+//! holder's writes produces), and that trial is still to be made to freeze a
+//! SQLite holder only between writes.
+//!
+//! **A power loss** can roll back the last commits, a fence bump included
+//! (invariant S2); **a reboot** restarts the clock (S3).
 //!
 //! # Examples
 //!
