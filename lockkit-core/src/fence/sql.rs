@@ -42,6 +42,43 @@ pub enum Placeholders {
 /// assert!(FencedUpdate::new("inventory; DROP TABLE x", "sku").set("stock").sql(Placeholders::Dollar).is_err());
 /// # Ok::<(), lockkit::LockError>(())
 /// ```
+///
+/// With sqlx 0.9, whose `query()` takes a built `String` only inside
+/// `sqlx::AssertSqlSafe` (the statement is safe as built: its identifiers were
+/// checked, and every value is bound):
+///
+/// ```
+/// use lockkit::FencingToken;
+/// use lockkit::fence::{FencedUpdate, Placeholders};
+/// use sqlx::Connection;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let mut db = sqlx::SqliteConnection::connect("sqlite::memory:").await?;
+/// sqlx::query("CREATE TABLE inventory (sku TEXT PRIMARY KEY, stock BIGINT, fence BIGINT NOT NULL DEFAULT 0)")
+///     .execute(&mut db)
+///     .await?;
+/// sqlx::query("INSERT INTO inventory (sku, stock) VALUES ('sku-42', 10)").execute(&mut db).await?;
+///
+/// let update = FencedUpdate::new("inventory", "sku").set("stock").sql(Placeholders::QuestionNumbered)?;
+/// let written = sqlx::query(sqlx::AssertSqlSafe(update.clone()))
+///     .bind(9_i64) // stock
+///     .bind(i64::try_from(FencingToken(8))?) // the holder's token
+///     .bind("sku-42")
+///     .execute(&mut db)
+///     .await?;
+/// assert_eq!(written.rows_affected(), 1);
+///
+/// // A holder that stalled past its lease comes back with token 7: refused.
+/// let stale = sqlx::query(sqlx::AssertSqlSafe(update))
+///     .bind(8_i64)
+///     .bind(i64::try_from(FencingToken(7))?)
+///     .bind("sku-42")
+///     .execute(&mut db)
+///     .await?;
+/// assert_eq!(stale.rows_affected(), 0); // stale: discard the work
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FencedUpdate {
     table: String,
