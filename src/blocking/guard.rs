@@ -3,8 +3,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{DROP_RELEASE_WITHIN, OwnRuntime, outside_a_runtime};
-use crate::{FencingToken, LockKey, LockMode, Result};
+use super::OwnRuntime;
+use crate::{FencingToken, LockKey, LockMode, OwnerId, Result};
 
 /// A held lock of the blocking API: released when dropped.
 #[must_use = "if unused the lock is released immediately"]
@@ -33,6 +33,12 @@ impl LockGuard {
         self.inner().key()
     }
 
+    /// The owner this hold belongs to; pass it to [`super::LockRequest::owner`]
+    /// to re-enter.
+    pub fn owner(&self) -> &OwnerId {
+        self.inner().owner()
+    }
+
     /// The fencing token: send it with every write to the protected resource.
     pub fn token(&self) -> FencingToken {
         self.inner().token()
@@ -59,44 +65,27 @@ impl LockGuard {
     ///
     /// As [`crate::LockGuard::extend`].
     pub fn extend(&self, ttl: Duration) -> Result<()> {
-        self.runtime.block_on(self.inner().extend(ttl))
+        self.runtime.call(self.inner().extend(ttl))
     }
 
     /// Releases the lock and says whether the backend still had it.
     ///
     /// # Errors
     ///
-    /// As [`crate::LockGuard::release`].
+    /// As [`crate::LockGuard::release`]; [`crate::LockError::Config`] from
+    /// inside an async runtime, the release then going on in the background.
     pub fn release(mut self) -> Result<()> {
-        let Some(guard) = self.guard.take() else {
-            return Ok(());
-        };
-        if let Err(e) = outside_a_runtime() {
-            drop(guard); // released in the background, on its runtime
-            return Err(e);
+        match self.guard.take() {
+            Some(guard) => self.runtime.release(guard),
+            None => Ok(()),
         }
-        self.runtime.block_on(guard.release())
     }
 }
 
 impl Drop for LockGuard {
     fn drop(&mut self) {
-        let Some(guard) = self.guard.take() else {
-            return;
-        };
-        if outside_a_runtime().is_err() {
-            // Dropped inside a runtime: release in the background, on ours.
-            let _entered = self.runtime.enter();
-            drop(guard);
-            return;
-        }
-        let released = self.runtime.block_on(async {
-            tokio::time::timeout(DROP_RELEASE_WITHIN, guard.release())
-                .await
-                .unwrap_or(Ok(()))
-        });
-        if let Err(error) = released {
-            tracing::warn!(%error, "release on drop failed");
+        if let Some(guard) = self.guard.take() {
+            self.runtime.release_on_drop(guard);
         }
     }
 }

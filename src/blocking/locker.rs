@@ -1,10 +1,10 @@
 //! [`Locker`]: the blocking client, each call waiting on the calling thread.
 
-use std::future::{Future, IntoFuture};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{LockGuard, OwnRuntime};
+use super::request::Kind;
+use super::{LockGuard, LockRequest, OwnRuntime, Semaphore};
 use crate::{Inspection, Result};
 
 /// A blocking lock client: [`crate::Locker`]'s operations, each waiting on the
@@ -26,29 +26,20 @@ impl Locker {
         }
     }
 
-    /// Takes every later hold with the watchdog lease `ttl` (renewed every
-    /// `ttl / 3`) instead of [`crate::DEFAULT_WATCHDOG_TTL`].
+    pub(super) fn runtime(&self) -> &Arc<OwnRuntime> {
+        &self.runtime
+    }
+
+    /// The watchdog lease set by [`with_ttl`](Self::with_ttl).
+    pub(super) fn ttl(&self) -> Option<Duration> {
+        self.ttl
+    }
+
+    /// Takes every later hold with the watchdog lease `ttl`
+    /// (renewed every `ttl / 3`) instead of [`crate::DEFAULT_WATCHDOG_TTL`].
     pub fn with_ttl(mut self, ttl: Duration) -> Self {
         self.ttl = Some(ttl);
         self
-    }
-
-    /// `request` with this locker's lease, run to its end.
-    fn take(&self, request: crate::LockRequest<'_>) -> Result<LockGuard> {
-        let request = match self.ttl {
-            Some(ttl) => request.ttl(ttl),
-            None => request,
-        };
-        self.guard(self.run(request.into_future()))
-    }
-
-    /// Runs `f` on the runtime, from a thread outside any runtime.
-    fn run<T>(&self, f: impl Future<Output = Result<T>>) -> Result<T> {
-        self.runtime.block_on(f)
-    }
-
-    fn guard(&self, acquired: Result<crate::LockGuard>) -> Result<LockGuard> {
-        acquired.map(|guard| LockGuard::new(guard, self.runtime.clone()))
     }
 
     /// The async locker underneath (its futures must run on a runtime).
@@ -63,25 +54,31 @@ impl Locker {
     ///
     /// As [`crate::Locker::lock`].
     pub fn lock(&self, key: impl Into<String>) -> Result<LockGuard> {
-        self.take(self.locker.lock(key))
+        self.lock_request(key).acquire()
     }
 
     /// Takes the lock `key`, waiting at most `wait`.
     ///
     /// # Errors
     ///
-    /// [`LockError::Timeout`] if it stayed held for `wait`; as [`lock`](Self::lock).
+    /// [`crate::LockError::Timeout`] if it stayed held for `wait`; as
+    /// [`lock`](Self::lock).
     pub fn lock_within(&self, key: impl Into<String>, wait: Duration) -> Result<LockGuard> {
-        self.take(self.locker.lock(key).wait(wait))
+        self.lock_request(key).wait(wait).acquire()
     }
 
     /// Takes the lock `key` if it is free, without waiting.
     ///
     /// # Errors
     ///
-    /// [`LockError::Contended`] if it is held.
+    /// [`crate::LockError::Contended`] if it is held.
     pub fn try_lock(&self, key: impl Into<String>) -> Result<LockGuard> {
-        self.take(self.locker.lock(key).no_wait())
+        self.lock_request(key).no_wait().acquire()
+    }
+
+    /// A request for the lock `key`, as [`crate::Locker::lock`] returns one.
+    pub fn lock_request(&self, key: impl Into<String>) -> LockRequest<'_> {
+        LockRequest::new(self, key.into(), Kind::Exclusive)
     }
 
     /// A read (shared) hold of `key`, waiting as long as it takes.
@@ -90,7 +87,23 @@ impl Locker {
     ///
     /// As [`crate::Locker::read_lock`].
     pub fn read_lock(&self, key: impl Into<String>) -> Result<LockGuard> {
-        self.take(self.locker.read_lock(key))
+        self.read_lock_request(key).acquire()
+    }
+
+    /// A read (shared) hold of `key`, waiting at most `wait` for writers.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::LockError::Timeout`] if a writer held it for `wait`; as
+    /// [`read_lock`](Self::read_lock).
+    pub fn read_lock_within(&self, key: impl Into<String>, wait: Duration) -> Result<LockGuard> {
+        self.read_lock_request(key).wait(wait).acquire()
+    }
+
+    /// A request for a read hold of `key`, as [`crate::Locker::read_lock`]
+    /// returns one.
+    pub fn read_lock_request(&self, key: impl Into<String>) -> LockRequest<'_> {
+        LockRequest::new(self, key.into(), Kind::Shared)
     }
 
     /// A write (exclusive) hold of `key`, waiting as long as it takes.
@@ -99,7 +112,30 @@ impl Locker {
     ///
     /// As [`crate::Locker::write_lock`].
     pub fn write_lock(&self, key: impl Into<String>) -> Result<LockGuard> {
-        self.take(self.locker.write_lock(key))
+        self.write_lock_request(key).acquire()
+    }
+
+    /// A write (exclusive) hold of `key`, waiting at most `wait` for the readers
+    /// and the writer.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::LockError::Timeout`] if it stayed held for `wait`; as
+    /// [`write_lock`](Self::write_lock).
+    pub fn write_lock_within(&self, key: impl Into<String>, wait: Duration) -> Result<LockGuard> {
+        self.write_lock_request(key).wait(wait).acquire()
+    }
+
+    /// A request for the write hold of `key`, as [`crate::Locker::write_lock`]
+    /// returns one. The write hold of a key is its lock.
+    pub fn write_lock_request(&self, key: impl Into<String>) -> LockRequest<'_> {
+        LockRequest::new(self, key.into(), Kind::Exclusive)
+    }
+
+    /// The counting semaphore `key` of `limit` permits, as
+    /// [`crate::Locker::semaphore`].
+    pub fn semaphore(&self, key: impl Into<String>, limit: u32) -> Semaphore {
+        Semaphore::new(self.clone(), key.into(), limit)
     }
 
     /// One permit of the semaphore `key` of `limit` permits, waiting at most
@@ -107,10 +143,24 @@ impl Locker {
     ///
     /// # Errors
     ///
-    /// As [`crate::Semaphore::acquire`].
+    /// [`crate::LockError::Timeout`] if every permit stayed out for `wait`; as
+    /// [`crate::Semaphore::acquire`].
     pub fn permit(&self, key: impl Into<String>, limit: u32, wait: Duration) -> Result<LockGuard> {
-        let semaphore = self.locker.semaphore(key, limit);
-        self.take(semaphore.acquire().wait(wait))
+        self.semaphore(key, limit)
+            .acquire_request()
+            .wait(wait)
+            .acquire()
+    }
+
+    /// One permit of the semaphore `key` of `limit` permits if one is free right
+    /// now.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::LockError::Contended`] when all are out; as
+    /// [`crate::Semaphore::try_acquire`].
+    pub fn try_permit(&self, key: impl Into<String>, limit: u32) -> Result<LockGuard> {
+        self.semaphore(key, limit).try_acquire()
     }
 
     /// Who holds `key` and who waits.
@@ -119,6 +169,6 @@ impl Locker {
     ///
     /// As [`crate::Locker::inspect`].
     pub fn inspect(&self, key: impl Into<String>) -> Result<Inspection> {
-        self.run(self.locker.inspect(key))
+        self.runtime.call(self.locker.inspect(key))
     }
 }

@@ -7,13 +7,31 @@
 //! [`LockGuard`] releases its lock when it is dropped, and the drop returns once
 //! the backend has answered (or after 10 s, when the lease covers the rest).
 //!
+//! # The API, next to the async one
+//!
+//! Each async call that returns a request to `.await` has a blocking twin that
+//! takes the hold with the request's default (waiting as long as it takes), one
+//! with a bounded wait, and one that returns the request to build:
+//!
+//! | async ([`crate::Locker`]) | blocking ([`Locker`]) |
+//! |---|---|
+//! | `lock(k).await`, `.wait(d)`, `try_lock(k)` | [`lock`](Locker::lock), [`lock_within`](Locker::lock_within), [`try_lock`](Locker::try_lock) |
+//! | `read_lock(k).await`, `.wait(d)` | [`read_lock`](Locker::read_lock), [`read_lock_within`](Locker::read_lock_within) |
+//! | `write_lock(k).await`, `.wait(d)` | [`write_lock`](Locker::write_lock), [`write_lock_within`](Locker::write_lock_within) |
+//! | any request: `.ttl`, `.lease`, `.wait`, `.no_wait`, `.owner` | [`lock_request`](Locker::lock_request), [`read_lock_request`](Locker::read_lock_request), [`write_lock_request`](Locker::write_lock_request), [`Semaphore::acquire_request`], then [`LockRequest::acquire`] |
+//! | `semaphore(k, n)`: `acquire`, `try_acquire`, `available` | [`semaphore`](Locker::semaphore): [`Semaphore`]; shorthands [`permit`](Locker::permit), [`try_permit`](Locker::try_permit) |
+//!
+//! A bounded wait that runs out fails with [`LockError::Timeout`]; a `try_` call
+//! that finds the hold taken, with [`LockError::Contended`].
+//!
 //! The blocking API is for threads that are not running async code: called from
-//! inside an async runtime, it refuses with [`LockError::Config`] instead of
-//! blocking that runtime's thread.
+//! inside an async runtime, every call that waits refuses with
+//! [`LockError::Config`] instead of blocking that runtime's thread.
 //!
 //! # Examples
 //!
 //! ```
+//! use std::time::Duration;
 //! # fn main() -> Result<(), lockkit::LockError> {
 //! # let dir = tempfile::tempdir().map_err(|e| lockkit::LockError::Config(e.to_string()))?;
 //! # let url = format!("sqlite://{}", dir.path().join("locks.db").display());
@@ -22,6 +40,15 @@
 //! println!("writing the report with fencing token {}", guard.token());
 //! assert!(locker.try_lock("report:daily").is_err()); // another owner is refused
 //! guard.release()?;
+//!
+//! let reading = locker.read_lock_within("catalog", Duration::from_secs(5))?;
+//! let writing = locker.write_lock_request("catalog").no_wait().acquire();
+//! assert!(matches!(writing, Err(lockkit::LockError::Contended { .. })));
+//! drop(reading); // released before `drop` returns
+//!
+//! let permit = locker.try_permit("exports", 2)?;
+//! assert_eq!(locker.semaphore("exports", 2).available()?, 1);
+//! # drop(permit);
 //! # Ok(()) }
 //! ```
 
@@ -34,9 +61,11 @@ use crate::{LockError, Result};
 
 mod guard;
 mod locker;
+mod request;
 
 pub use guard::LockGuard;
 pub use locker::Locker;
+pub use request::{LockRequest, Semaphore};
 
 /// How long a dropped guard's release may block the thread.
 const DROP_RELEASE_WITHIN: Duration = Duration::from_secs(10);
@@ -66,13 +95,46 @@ struct OwnRuntime(Option<Runtime>);
 
 impl OwnRuntime {
     /// Runs `f` to its end on the runtime, blocking this thread.
-    fn block_on<T>(&self, f: impl Future<Output = Result<T>>) -> Result<T> {
+    fn block_on<F: Future>(&self, f: F) -> Result<F::Output> {
         outside_a_runtime()?;
         match &self.0 {
-            Some(runtime) => runtime.block_on(f),
-            None => Err(LockError::Config(
-                "lockkit's runtime is shut down".to_owned(),
-            )),
+            Some(runtime) => Ok(runtime.block_on(f)),
+            None => Err(shut_down()),
+        }
+    }
+
+    /// Runs the fallible `f` to its end, blocking this thread.
+    fn call<T>(&self, f: impl Future<Output = Result<T>>) -> Result<T> {
+        self.block_on(f)?
+    }
+
+    /// Releases `guard`: waits for the backend's answer on a plain thread; inside
+    /// an async runtime, refuses and leaves the release to the background.
+    fn release(&self, guard: crate::LockGuard) -> Result<()> {
+        if let Err(e) = outside_a_runtime() {
+            let _entered = self.enter();
+            drop(guard); // released in the background, on our runtime
+            return Err(e);
+        }
+        self.call(guard.release())
+    }
+
+    /// Releases `guard` from a `drop`: waits for the backend's answer at most
+    /// [`DROP_RELEASE_WITHIN`] on a plain thread, in the background inside a
+    /// runtime; a failure is logged.
+    fn release_on_drop(&self, guard: crate::LockGuard) {
+        if outside_a_runtime().is_err() {
+            let _entered = self.enter();
+            drop(guard);
+            return;
+        }
+        let released = self.call(async {
+            tokio::time::timeout(DROP_RELEASE_WITHIN, guard.release())
+                .await
+                .unwrap_or(Ok(()))
+        });
+        if let Err(error) = released {
+            tracing::warn!(%error, "release on drop failed");
         }
     }
 
@@ -93,6 +155,10 @@ impl Drop for OwnRuntime {
             }
         }
     }
+}
+
+fn shut_down() -> LockError {
+    LockError::Config("lockkit's runtime is shut down".to_owned())
 }
 
 /// Refuses a call from inside an async runtime, where blocking would stall it.
