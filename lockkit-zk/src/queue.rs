@@ -224,7 +224,6 @@ impl ZkDriver {
         let holds = Arc::downgrade(&self.holds);
         let path = path.to_string();
         tokio::spawn(async move {
-            let why = "the lock node was deleted (force_release, or by hand)";
             loop {
                 match client.check_and_watch_stat(&path).await {
                     Ok((Some(_), watcher)) => match watcher.changed().await.event_type {
@@ -237,12 +236,32 @@ impl ZkDriver {
                     Ok((None, _)) => {}
                     Err(_) => return,
                 }
+                let why = deletion_cause(&client).await;
                 if let Some(holds) = holds.upgrade() {
                     holds.fire_path(&path, why);
                 }
                 return;
             }
         });
+    }
+}
+
+/// Why our node was deleted. The server deletes a session's nodes when the
+/// session expires, and may send that deletion to the session's own watch just
+/// before it closes the connection: a process paused past its session timeout
+/// reads the deletion first. So the session is asked one question (a `sync`)
+/// before the loss is signalled: answered, the session lives, and someone
+/// deleted the node; not answered, the session is over.
+async fn deletion_cause(client: &zookeeper_client::Client) -> &'static str {
+    let bound = client
+        .session_timeout()
+        .min(std::time::Duration::from_secs(1));
+    match tokio::time::timeout(bound, client.sync("/")).await {
+        Ok(Ok(())) => "the lock node was deleted (force_release, or by hand)",
+        _ => {
+            "the ZooKeeper session expired (this process was paused or cut off past \
+             the session timeout), and the server deleted the lock node"
+        }
     }
 }
 

@@ -29,10 +29,10 @@ impl Timeouts {
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() {
-    /// let timeouts = Timeouts::new(Duration::from_millis(20), Duration::from_secs(1));
+    /// let timeouts = Timeouts::new(Duration::from_millis(200), Duration::from_secs(1));
     /// let silent = std::future::pending::<lockkit::Result<()>>();
     /// let e = timeouts.connecting("demo", "a silent server", silent).await.unwrap_err();
-    /// assert!(e.to_string().contains("no answer within 20 ms (connect_timeout_ms)"));
+    /// assert!(e.to_string().contains("no answer within 200 ms (connect_timeout_ms)"));
     /// # }
     /// ```
     pub async fn connecting<T>(
