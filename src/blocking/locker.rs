@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::request::Kind;
-use super::{LockGuard, LockRequest, OwnRuntime, Semaphore};
+use super::{Election, Job, LockGuard, LockRequest, OwnRuntime, Semaphore};
 use crate::{Inspection, Result};
 
 /// A blocking lock client: [`crate::Locker`]'s operations, each waiting on the
@@ -35,7 +35,7 @@ impl Locker {
         self.ttl
     }
 
-    /// Takes every later hold with the watchdog lease `ttl`
+    /// Takes every later hold (and leadership) with the watchdog lease `ttl`
     /// (renewed every `ttl / 3`) instead of [`crate::DEFAULT_WATCHDOG_TTL`].
     pub fn with_ttl(mut self, ttl: Duration) -> Self {
         self.ttl = Some(ttl);
@@ -170,5 +170,23 @@ impl Locker {
     /// As [`crate::Locker::inspect`].
     pub fn inspect(&self, key: impl Into<String>) -> Result<Inspection> {
         self.runtime.call(self.locker.inspect(key))
+    }
+
+    /// An election on `name`, as [`crate::Locker::election`]; its leader's lease
+    /// is this locker's [`with_ttl`](Self::with_ttl) unless
+    /// [`Election::ttl`] sets one.
+    pub fn election(&self, name: impl Into<String>) -> Election {
+        let election = self.locker.election(name);
+        let election = match self.ttl {
+            Some(ttl) => election.ttl(ttl),
+            None => election,
+        };
+        Election::new(election, self.runtime.clone())
+    }
+
+    /// A scheduled job named `name` that runs on one node of many, as
+    /// [`crate::Locker::job`].
+    pub fn job(&self, name: impl Into<String>) -> Job {
+        Job::new(self.locker.job(name), self.runtime.clone())
     }
 }

@@ -5,7 +5,8 @@
 //! connection, the watchdog's renewals and the lost signals while the calling
 //! thread works. Every call blocks the calling thread until it is done. A
 //! [`LockGuard`] releases its lock when it is dropped, and the drop returns once
-//! the backend has answered (or after 10 s, when the lease covers the rest).
+//! the backend has answered (or after 10 s, when the lease covers the rest); a
+//! [`Leadership`] resigns the same way.
 //!
 //! # The API, next to the async one
 //!
@@ -20,6 +21,8 @@
 //! | `write_lock(k).await`, `.wait(d)` | [`write_lock`](Locker::write_lock), [`write_lock_within`](Locker::write_lock_within) |
 //! | any request: `.ttl`, `.lease`, `.wait`, `.no_wait`, `.owner` | [`lock_request`](Locker::lock_request), [`read_lock_request`](Locker::read_lock_request), [`write_lock_request`](Locker::write_lock_request), [`Semaphore::acquire_request`], then [`LockRequest::acquire`] |
 //! | `semaphore(k, n)`: `acquire`, `try_acquire`, `available` | [`semaphore`](Locker::semaphore): [`Semaphore`]; shorthands [`permit`](Locker::permit), [`try_permit`](Locker::try_permit) |
+//! | `election(name)`: `campaign`, `leader`, `observe` | [`election`](Locker::election): [`Election`], [`Leadership`], [`Observer`], with [`campaign_within`](Election::campaign_within) and [`changed_within`](Observer::changed_within) |
+//! | `job(name).run(…)` | [`job`](Locker::job): [`Job::run`], the job running on the calling thread |
 //!
 //! A bounded wait that runs out fails with [`LockError::Timeout`]; a `try_` call
 //! that finds the hold taken, with [`LockError::Contended`].
@@ -56,14 +59,21 @@ use std::future::Future;
 use std::time::Duration;
 
 use tokio::runtime::Runtime;
+use tokio::task::JoinHandle;
 
 use crate::{LockError, Result};
 
+mod election;
 mod guard;
+mod job;
+mod leadership;
 mod locker;
 mod request;
 
+pub use election::{Election, Observer};
 pub use guard::LockGuard;
+pub use job::Job;
+pub use leadership::Leadership;
 pub use locker::Locker;
 pub use request::{LockRequest, Semaphore};
 
@@ -106,6 +116,23 @@ impl OwnRuntime {
     /// Runs the fallible `f` to its end, blocking this thread.
     fn call<T>(&self, f: impl Future<Output = Result<T>>) -> Result<T> {
         self.block_on(f)?
+    }
+
+    /// Runs `f` for at most `wait`: `None` if it had not ended by then.
+    fn block_on_within<F: Future>(&self, wait: Duration, f: F) -> Result<Option<F::Output>> {
+        self.block_on(async { tokio::time::timeout(wait, f).await.ok() })
+    }
+
+    /// Runs `f` in the background, on the runtime.
+    fn spawn<F>(&self, f: F) -> Result<JoinHandle<F::Output>>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        match &self.0 {
+            Some(runtime) => Ok(runtime.spawn(f)),
+            None => Err(shut_down()),
+        }
     }
 
     /// Releases `guard`: waits for the backend's answer on a plain thread; inside
