@@ -1,10 +1,14 @@
-//! [`LockGuard`]: a hold of the blocking API, released when dropped.
+//! [`LockGuard`]: a hold of the blocking API, released when dropped, and the
+//! lost signal as a thread waits for it.
 
-use std::sync::Arc;
+use std::future::Future;
+use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
+use tokio::sync::watch;
+
 use super::OwnRuntime;
-use crate::{FencingToken, LockKey, LockMode, OwnerId, Result};
+use crate::{FencingToken, LockKey, LockMode, LostReason, OwnerId, Result};
 
 /// A held lock of the blocking API: released when dropped.
 #[must_use = "if unused the lock is released immediately"]
@@ -12,6 +16,7 @@ use crate::{FencingToken, LockKey, LockMode, OwnerId, Result};
 pub struct LockGuard {
     guard: Option<crate::LockGuard>,
     runtime: Arc<OwnRuntime>,
+    watch: LostWatch,
 }
 
 impl LockGuard {
@@ -19,6 +24,7 @@ impl LockGuard {
         Self {
             guard: Some(guard),
             runtime,
+            watch: LostWatch::new(),
         }
     }
 
@@ -54,6 +60,26 @@ impl LockGuard {
         self.inner().is_lost()
     }
 
+    /// Blocks until the hold is lost (a renewal was refused, the backend session
+    /// ended, or the lease deadline passed) or `timeout` passes: the reason, or
+    /// `None` if the hold was still good when the time ran out. Returns at once
+    /// for a hold already lost.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::LockError::Config`] from inside an async runtime.
+    pub fn wait_lost(&self, timeout: Duration) -> Result<Option<LostReason>> {
+        self.runtime.block_on_within(timeout, self.inner().lost())
+    }
+
+    /// The lost signal as a channel: the receiver gets the reason once, when the
+    /// hold is lost, and is disconnected once the guard is released or dropped
+    /// without a loss. Wait on it with `recv`, `recv_timeout` or `try_recv`, from
+    /// any thread; it does not block here.
+    pub fn lost(&self) -> mpsc::Receiver<LostReason> {
+        self.watch.receiver(&self.runtime, self.inner().lost())
+    }
+
     /// When the lease ends unless renewed, on the monotonic clock.
     pub fn deadline(&self) -> Instant {
         self.inner().deadline().into_std()
@@ -87,5 +113,38 @@ impl Drop for LockGuard {
         if let Some(guard) = self.guard.take() {
             self.runtime.release_on_drop(guard);
         }
+    }
+}
+
+/// Ends the tasks behind a guard's [`LockGuard::lost`] receivers when the guard
+/// goes: nothing is sent on the watch, and dropping it disconnects them.
+#[derive(Debug)]
+pub(super) struct LostWatch(watch::Sender<()>);
+
+impl LostWatch {
+    pub(super) fn new() -> Self {
+        Self(watch::Sender::new(()))
+    }
+
+    /// A receiver of what `lost` resolves with, until this watch is dropped.
+    pub(super) fn receiver(
+        &self,
+        runtime: &OwnRuntime,
+        lost: impl Future<Output = LostReason> + Send + 'static,
+    ) -> mpsc::Receiver<LostReason> {
+        let (tx, rx) = mpsc::channel();
+        let mut gone = self.0.subscribe();
+        // On a shut-down runtime the task is never spawned: `tx` is dropped and
+        // the receiver disconnected, as for a released guard.
+        let _ = runtime.spawn(async move {
+            tokio::select! {
+                biased;
+                reason = lost => {
+                    let _ = tx.send(reason);
+                }
+                _ = gone.changed() => {}
+            }
+        });
+        rx
     }
 }

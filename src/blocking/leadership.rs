@@ -1,9 +1,11 @@
 //! [`Leadership`]: proof that a candidate leads, resigned when dropped.
 
-use std::sync::Arc;
+use std::sync::{Arc, mpsc};
+use std::time::Duration;
 
 use super::OwnRuntime;
-use crate::{FencingToken, Result};
+use super::guard::LostWatch;
+use crate::{FencingToken, LostReason, Result};
 
 /// This candidate leads: returned by [`super::Election::campaign`], as
 /// [`crate::Leadership`].
@@ -17,6 +19,7 @@ use crate::{FencingToken, Result};
 pub struct Leadership {
     leadership: Option<crate::Leadership>,
     runtime: Arc<OwnRuntime>,
+    watch: LostWatch,
 }
 
 impl Leadership {
@@ -24,6 +27,7 @@ impl Leadership {
         Self {
             leadership: Some(leadership),
             runtime,
+            watch: LostWatch::new(),
         }
     }
 
@@ -49,6 +53,24 @@ impl Leadership {
     /// Whether leadership is known to be lost (or its deadline has passed).
     pub fn is_lost(&self) -> bool {
         self.inner().is_lost()
+    }
+
+    /// Blocks until leadership is lost or `timeout` passes: the reason, or `None`
+    /// if this candidate still led when the time ran out. As
+    /// [`super::LockGuard::wait_lost`].
+    ///
+    /// # Errors
+    ///
+    /// [`crate::LockError::Config`] from inside an async runtime.
+    pub fn wait_lost(&self, timeout: Duration) -> Result<Option<LostReason>> {
+        self.runtime.block_on_within(timeout, self.inner().lost())
+    }
+
+    /// The lost signal as a channel: the reason once, when leadership is lost;
+    /// disconnected once it is resigned or dropped without a loss. As
+    /// [`super::LockGuard::lost`].
+    pub fn lost(&self) -> mpsc::Receiver<LostReason> {
+        self.watch.receiver(&self.runtime, self.inner().lost())
     }
 
     /// Stores `value` as the leader's value, keeping the term and the lease.

@@ -23,6 +23,7 @@
 //! | `semaphore(k, n)`: `acquire`, `try_acquire`, `available` | [`semaphore`](Locker::semaphore): [`Semaphore`]; shorthands [`permit`](Locker::permit), [`try_permit`](Locker::try_permit) |
 //! | `election(name)`: `campaign`, `leader`, `observe` | [`election`](Locker::election): [`Election`], [`Leadership`], [`Observer`], with [`campaign_within`](Election::campaign_within) and [`changed_within`](Observer::changed_within) |
 //! | `job(name).run(…)` | [`job`](Locker::job): [`Job::run`], the job running on the calling thread |
+//! | `guard.lost()` (a future) | [`LockGuard::wait_lost`] (blocks until lost, or the timeout) and [`LockGuard::lost`] (a [`std::sync::mpsc::Receiver`]) |
 //!
 //! A bounded wait that runs out fails with [`LockError::Timeout`]; a `try_` call
 //! that finds the hold taken, with [`LockError::Contended`].
@@ -42,6 +43,8 @@
 //! let guard = locker.lock("report:daily")?;
 //! println!("writing the report with fencing token {}", guard.token());
 //! assert!(locker.try_lock("report:daily").is_err()); // another owner is refused
+//! // Nothing took the hold away within 10 ms:
+//! assert!(guard.wait_lost(Duration::from_millis(10))?.is_none());
 //! guard.release()?;
 //!
 //! let reading = locker.read_lock_within("catalog", Duration::from_secs(5))?;

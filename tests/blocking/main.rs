@@ -1,12 +1,13 @@
 //! `lockkit::blocking` from plain threads, on embedded SQLite: exclusion and
 //! hand-off between threads, release on drop, renewals while the thread works,
-//! bounded waits in every mode, elections, jobs, and a clear refusal inside an
-//! async runtime.
+//! bounded waits in every mode, elections, jobs, the lost signal, and a clear
+//! refusal inside an async runtime.
 #![cfg(test)] // Test code throughout: clippy.toml allows unwrap, expect and panic here.
 
 mod election;
 mod job;
 mod locks;
+mod lost;
 mod modes;
 mod refusals;
 

@@ -69,9 +69,13 @@ fn every_new_call_refuses_inside_a_runtime_and_drops_release_in_the_background()
         refused(observer.changed());
         refused(observer.changed_within(wait));
         refused(a.job("nightly").run(|_| ()));
+        refused(guard.wait_lost(wait));
         refused(guard.extend(wait));
+        refused(leading.wait_lost(wait));
         refused(leading.proclaim("node-a:2"));
-        drop((guard, leading)); // released in the background
+        // Not blocking: a receiver, made here as anywhere.
+        let lost = guard.lost();
+        drop((guard, leading, lost)); // released in the background
     });
     wait_for("the lock's background release", || free(&a, "held"));
     wait_for("the background resignation", || {
