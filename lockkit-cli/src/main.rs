@@ -80,6 +80,13 @@ fn main() -> ExitCode {
         .with_writer(progress::LogWriter::default)
         .init();
     let cli = Cli::parse();
+    // A passing demo or check is quiet: what it logs is shown if it fails, or
+    // as it comes when LOCKKIT_LOG asks for it.
+    let quiet = matches!(cli.command, Command::Demo(_) | Command::Check(_))
+        && std::env::var_os("LOCKKIT_LOG").is_none();
+    if quiet {
+        progress::hold_back_logs();
+    }
     if let Command::Exec(args) = cli.command {
         // No runtime: this process only becomes the command.
         return run::exec::run(args);
@@ -109,6 +116,7 @@ fn main() -> ExitCode {
             Command::Exec(_) => Ok(ExitCode::FAILURE),
         }
     });
+    progress::show_held_logs(!matches!(result, Ok(ExitCode::SUCCESS)));
     match result {
         Ok(code) => code,
         Err(e) => {

@@ -2,7 +2,7 @@
 //! that prints above them instead of through them.
 
 use std::io::{IsTerminal, Write};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
@@ -63,6 +63,10 @@ impl Write for LogWriter {
             return Ok(());
         }
         let line = std::mem::take(&mut self.line);
+        if let Some(held) = held().as_mut() {
+            held.extend_from_slice(&line);
+            return Ok(());
+        }
         multi().suspend(|| std::io::stderr().lock().write_all(&line))
     }
 }
@@ -70,6 +74,32 @@ impl Write for LogWriter {
 impl Drop for LogWriter {
     fn drop(&mut self) {
         let _ = self.flush();
+    }
+}
+
+/// Log lines held back while a quiet verb runs, or `None` when lines go out as
+/// they come.
+fn held() -> std::sync::MutexGuard<'static, Option<Vec<u8>>> {
+    static HELD: Mutex<Option<Vec<u8>>> = Mutex::new(None);
+    HELD.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Holds log lines back from now on: `demo` and `check` print their results,
+/// and the warnings a passing run logs on the way (a slow statement, a loss the
+/// suite caused on purpose) only if the run fails ([`show_held_logs`]).
+pub(crate) fn hold_back_logs() {
+    *held() = Some(Vec::new());
+}
+
+/// Stops holding lines back, and prints those held, under a heading, if `show`.
+pub(crate) fn show_held_logs(show: bool) {
+    let Some(lines) = held().take() else {
+        return;
+    };
+    if show && !lines.is_empty() {
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(err, "logged during the run:");
+        let _ = err.write_all(&lines);
     }
 }
 

@@ -18,10 +18,55 @@ fn lockkit(args: &[&str]) -> (i32, Value, String) {
     (out.status.code().unwrap_or(-1), json, stderr)
 }
 
+/// `lockkit args…` with `LOCKKIT_LOG` set to `log` (or unset): exit code and stderr.
+fn lockkit_logging(args: &[&str], log: Option<&str>) -> (i32, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockkit"));
+    cmd.args(args)
+        .env_remove("LOCKKIT_URL")
+        .env_remove("LOCKKIT_LOG");
+    if let Some(log) = log {
+        cmd.env("LOCKKIT_LOG", log);
+    }
+    let out = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    (out.status.code().unwrap_or(-1), stderr)
+}
+
+/// A passing `check` is quiet: the warnings its cases cause on purpose (a hold
+/// broken behind its holder's back, a session ended) are printed only when
+/// `LOCKKIT_LOG` asks for them, or when the check fails.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_passing_check_prints_no_warnings_unless_asked() {
+    let pg = lockkit_testkit::Postgres::start().await.unwrap();
+    let url = format!("{}?mode=advisory", pg.url());
+    let (quiet, asked) = tokio::task::spawn_blocking(move || {
+        let args = ["check", url.as_str(), "--json", "--filter", "lost"];
+        (
+            lockkit_logging(&args, None),
+            lockkit_logging(&args, Some("warn")),
+        )
+    })
+    .await
+    .unwrap();
+    assert_eq!(quiet.0, 0, "{}", quiet.1);
+    assert_eq!(asked.0, 0, "{}", asked.1);
+    assert!(
+        quiet.1.trim().is_empty(),
+        "a passing check printed: {}",
+        quiet.1
+    );
+    assert!(
+        asked.1.contains("WARN"),
+        "LOCKKIT_LOG=warn showed no warning: {}",
+        asked.1
+    );
+}
+
 #[test]
 fn demo_oversells_without_a_lock_and_never_with_lockkit() {
     let (code, r, err) = lockkit(&["demo", "--json", "--workers", "6", "--stock", "60"]);
     assert_eq!(code, 0, "{err}");
+    assert!(err.trim().is_empty(), "the demo printed on stderr: {err}");
     let without = &r["without_lock"];
     let with = &r["with_lockkit"];
     assert!(without["oversold"].as_u64().unwrap() > 0, "{r}");
