@@ -21,7 +21,7 @@ pub(super) enum Kind {
 
 /// How long a request may wait.
 #[derive(Debug, Clone, Copy)]
-enum Wait {
+enum WaitSpec {
     NoWait,
     AtMost(Duration),
     Forever,
@@ -39,7 +39,7 @@ pub struct LockRequest<'a> {
     kind: Kind,
     /// The lease asked for, and whether it is fixed (no watchdog).
     lease: Option<(Duration, bool)>,
-    wait: Wait,
+    wait: WaitSpec,
     owner: Option<OwnerId>,
 }
 
@@ -50,7 +50,7 @@ impl<'a> LockRequest<'a> {
             key,
             kind,
             lease: None,
-            wait: Wait::Forever,
+            wait: WaitSpec::Forever,
             owner: None,
         }
     }
@@ -71,20 +71,20 @@ impl<'a> LockRequest<'a> {
 
     /// Waits at most `wait`, then fails with [`crate::LockError::Timeout`].
     pub fn wait(mut self, wait: Duration) -> Self {
-        self.wait = Wait::AtMost(wait);
+        self.wait = WaitSpec::AtMost(wait);
         self
     }
 
     /// Waits as long as it takes (the default).
     pub fn wait_forever(mut self) -> Self {
-        self.wait = Wait::Forever;
+        self.wait = WaitSpec::Forever;
         self
     }
 
     /// Does not wait: fails with [`crate::LockError::Contended`] if the hold
     /// cannot be granted at once.
     pub fn no_wait(mut self) -> Self {
-        self.wait = Wait::NoWait;
+        self.wait = WaitSpec::NoWait;
         self
     }
 
@@ -119,9 +119,9 @@ impl<'a> LockRequest<'a> {
             (None, None) => request,
         };
         request = match self.wait {
-            Wait::NoWait => request.no_wait(),
-            Wait::AtMost(wait) => request.wait(wait),
-            Wait::Forever => request.wait_forever(),
+            WaitSpec::NoWait => request.no_wait(),
+            WaitSpec::AtMost(wait) => request.wait(wait),
+            WaitSpec::Forever => request.wait_forever(),
         };
         if let Some(owner) = self.owner {
             request = request.owner(owner);
