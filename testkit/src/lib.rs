@@ -39,9 +39,7 @@ pub use consul::{ConsulStandIn, StandInOptions};
 pub use error::TestkitError;
 pub use etcd::{Etcd, EtcdCluster};
 pub use foreign::{ForeignClient, curator_holder, foreign_program, interop_python};
-pub use logs::{
-    capture_every_log, capture_logs, logged, logged_lines, logged_within, one_outage_logged,
-};
+pub use logs::LogCapture;
 pub use mariadb::{HOSTILE_SETTINGS as MARIADB_HOSTILE_SETTINGS, MariaDb};
 pub use pgbouncer::{PgBouncer, PoolMode};
 pub use port::free_port;

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use lockkit_core::{LockError, LockGuard, Locker};
 use lockkit_sql::mysql::{MySqlDriver, MySqlOptions};
-use lockkit_testkit::{MariaDb, capture_logs, logged_lines};
+use lockkit_testkit::{LogCapture, MariaDb};
 use sqlx::MySqlPool;
 use tokio::task::JoinHandle;
 use tokio::time::timeout;
@@ -167,28 +167,40 @@ async fn waiters_block_on_the_bell_and_are_woken_in_order() {
 
 /// A wait on the bell is not a slow statement: a waiter blocked past sqlx's 1 s
 /// slow-statement threshold logs no warning (one per wait, every 2 s of every
-/// waiter, before this was fixed).
-#[tokio::test]
-async fn a_long_wait_on_the_bell_logs_no_warning() {
-    capture_logs();
-    let (_db, admin, a, third, _) = holder_with_a_bell().await;
-    let b = waiting(&third, LONG);
-    until("the waiter blocks", || async {
-        blocked_on_bells(&admin).await == 1
+/// waiter, before this was fixed). A slow statement of the test's own, run in
+/// the meantime, shows that the capture sees sqlx's warnings.
+#[test]
+fn a_long_wait_on_the_bell_logs_no_warning() {
+    let logs = LogCapture::start();
+    logs.block_on(async {
+        let (_db, admin, a, third, _) = holder_with_a_bell().await;
+        let b = waiting(&third, LONG);
+        until("the waiter blocks", || async {
+            blocked_on_bells(&admin).await == 1
+        })
+        .await;
+        // The condition under test: blocked for longer than the threshold.
+        let (_, control) = tokio::join!(
+            tokio::time::sleep(Duration::from_millis(1500)),
+            sqlx::query("SELECT SLEEP(1.2) AS slow_control").execute(&admin),
+        );
+        control.unwrap();
+        assert_eq!(
+            blocked_on_bells(&admin).await,
+            1,
+            "the waiter stopped waiting"
+        );
+        a.release().await.unwrap();
+        let b = timeout(LONG, b).await.unwrap().unwrap().unwrap();
+        b.release().await.unwrap();
     })
-    .await;
-    // The condition under test: blocked for longer than the threshold.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    assert_eq!(
-        blocked_on_bells(&admin).await,
-        1,
-        "the waiter stopped waiting"
+    .unwrap();
+    let control = logs.lines("slow_control");
+    assert!(
+        matches!(control.as_slice(), [l] if l.contains("WARN")),
+        "the control's slow statement: {control:#?}"
     );
-    a.release().await.unwrap();
-    let b = timeout(LONG, b).await.unwrap().unwrap().unwrap();
-    b.release().await.unwrap();
-    // Only the bell's lines: under `cargo test` other tests share the subscriber.
-    let bell = logged_lines("GET_LOCK");
+    let bell = logs.lines("GET_LOCK");
     assert!(bell.is_empty(), "the wait logged: {bell:#?}");
 }
 
