@@ -4,8 +4,8 @@
 //! `LOCKKIT_BLESS=1` to rewrite every copy (between the `capability-table`
 //! markers in README.md and docs/*.md).
 
+#![cfg(test)] // Test code throughout: clippy.toml allows unwrap, expect and panic here.
 #![cfg(all(
-    test,
     feature = "mem",
     feature = "sqlite",
     feature = "postgres",
@@ -14,7 +14,7 @@
     feature = "etcd",
     feature = "zk",
     feature = "consul"
-))] // Test code throughout: clippy.toml allows unwrap, expect and panic here.
+))]
 
 use std::path::{Path, PathBuf};
 
