@@ -41,12 +41,14 @@ pub(crate) async fn open_pool<DB: Database>(
         }
         Ok(Err(error)) => {
             let text = lockkit_core::url::redact_urls_in(&describe(&error));
-            if let Some(refused) = refused_setting(&error) {
+            let hint = tls_hint(&text, settings);
+            // A refusal for want of TLS also comes as SQLSTATE 28000: the hint
+            // says what to change then.
+            if let Some(refused) = refused_setting(&error).filter(|_| hint.is_empty()) {
                 return Err(LockError::Config(format!(
                     "{server} refused the {refused} in the URL: {text}"
                 )));
             }
-            let hint = tls_hint(&text, settings);
             return Err(LockError::Connection {
                 driver,
                 message: format!("cannot connect to {server}: {text}{hint}"),
