@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use lockkit_core::driver::{ChangeSignal, Inspect, Inspection, refuse_reentry};
+use lockkit_core::tls::hint_if_plain;
 use lockkit_core::{
     AcquireRequest, Capabilities, Grant, LockDriver, LockKey, LockMode, OwnerId, Renewal, Result,
     WakeUp,
@@ -43,7 +44,17 @@ impl ConsulDriver {
     /// agent cannot be reached, [`LockError::Config`](lockkit_core::LockError::Config)
     /// for a refused ACL token or session settings.
     pub async fn connect(options: ConsulOptions) -> Result<Self> {
-        Self::on(Api::new(&options)?, options).await
+        let tls_at = options.base.strip_prefix("https://").map(str::to_owned);
+        match Self::on(Api::new(&options)?, options).await {
+            Err(e) => Err(match tls_at {
+                Some(at) => {
+                    let get = b"GET /v1/status/leader HTTP/1.0\r\n\r\n";
+                    hint_if_plain(e, &at, get, "consul").await
+                }
+                None => e,
+            }),
+            connected => connected,
+        }
     }
 
     /// The driver through the application's `reqwest::Client`: `options` (from a

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use lockkit_core::driver::registry::ETCD;
 use lockkit_core::driver::{ChangeSignal, Driver, Inspect, Inspection};
+use lockkit_core::tls::hint_if_plain;
 use lockkit_core::{
     AcquireRequest, Capabilities, Grant, LockDriver, LockKey, OwnerId, Renewal, Result, WakeUp,
     async_trait,
@@ -22,6 +23,9 @@ use super::options::EtcdOptions;
 use super::{inspect, list, observe, proclaim, release, renew};
 
 /// The driver's name, in its errors.
+/// What an HTTP/2 client sends first: a plain gRPC server answers it.
+const HTTP2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
 pub(crate) const NAME: &str = ETCD.name;
 
 /// The etcd driver. Cheap to clone; clones share the connection, the leases and
@@ -51,9 +55,22 @@ impl EtcdDriver {
     /// [`lockkit_core::LockError::Connection`] if no endpoint answers within 5 s,
     /// or the credentials are refused.
     pub async fn connect(options: EtcdOptions) -> Result<Self> {
-        Ok(Self {
-            inner: Arc::new(Inner::connect(options).await?),
-        })
+        let tls_at = options
+            .tls
+            .is_some()
+            .then(|| options.endpoints.first().and_then(|e| e.split_once("://")))
+            .flatten()
+            .map(|(_, host_port)| host_port.to_owned());
+        match Inner::connect(options).await {
+            Ok(inner) => Ok(Self {
+                inner: Arc::new(inner),
+            }),
+            // A plain member answers HTTP/2's preface with its SETTINGS frame.
+            Err(e) => Err(match tls_at {
+                Some(at) => hint_if_plain(e, &at, HTTP2_PREFACE, "etcd").await,
+                None => e,
+            }),
+        }
     }
 
     /// The driver on the application's `etcd_client::Client`: its endpoints,

@@ -60,10 +60,10 @@ impl RedisDriver {
                 .await
                 .map_err(|e| connect_error(e, &options))
         };
-        let conn = options
-            .timeouts
-            .connecting(NAME, &server, connecting)
-            .await?;
+        let conn = match options.timeouts.connecting(NAME, &server, connecting).await {
+            Ok(conn) => conn,
+            Err(e) => return Err(crate::tls::hint_if_plain(e, &options.nodes, "redis").await),
+        };
         let wake_clients = match (options.wake, conn.sentinel()) {
             (WakeMode::Poll, _) => None,
             (WakeMode::Notify, Some(sentinel)) => {

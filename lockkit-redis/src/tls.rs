@@ -89,3 +89,14 @@ pub(crate) fn client(
         None => redis::Client::open(node),
     }
 }
+
+/// `e`, a failed connect, with a hint when the first node is a `rediss://` URL
+/// and the server there answers `PING` in plain text: use `plain_scheme`://.
+pub(crate) async fn hint_if_plain(e: LockError, nodes: &[String], plain_scheme: &str) -> LockError {
+    let Some(rest) = nodes.first().and_then(|n| n.strip_prefix("rediss://")) else {
+        return e;
+    };
+    let authority = rest.split(['/', '?']).next().unwrap_or(rest);
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    lockkit_core::tls::hint_if_plain(e, host_port, b"PING\r\n", plain_scheme).await
+}

@@ -207,10 +207,10 @@ impl Sessions {
             }
         };
         let started = tokio::time::Instant::now();
-        match tokio::time::timeout(o.timeouts.connect, connecting).await {
-            Ok(Ok(client)) => Ok(client),
-            Ok(Err(e)) => Err(connect_error(o, e, started.elapsed())),
-            Err(_) => Err(LockError::Connection {
+        let e = match tokio::time::timeout(o.timeouts.connect, connecting).await {
+            Ok(Ok(client)) => return Ok(client),
+            Ok(Err(e)) => connect_error(o, e, started.elapsed()),
+            Err(_) => LockError::Connection {
                 driver: crate::driver::NAME,
                 message: format!(
                     "no ZooKeeper session with {}: no answer within {} (connect_timeout_ms)",
@@ -218,7 +218,12 @@ impl Sessions {
                     lockkit_core::human_duration(o.timeouts.connect)
                 ),
                 source: None,
-            }),
+            },
+        };
+        // A plain server answers the four-letter `srvr` (on by default).
+        match o.hosts.split(',').next().filter(|_| o.tls.is_some()) {
+            Some(host) => Err(lockkit_core::tls::hint_if_plain(e, host, b"srvr", "zk").await),
+            None => Err(e),
         }
     }
 

@@ -21,6 +21,10 @@
 
 use std::fmt;
 
+mod plain;
+
+pub use plain::{hint_if_plain, speaks_plain_tcp};
+
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 

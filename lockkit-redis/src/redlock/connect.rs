@@ -27,6 +27,14 @@ impl RedlockDriver {
     /// answered has a `maxmemory-policy` other than `noeviction`, or one that
     /// cannot be read (see [`RedlockOptions::eviction`]).
     pub async fn connect(options: RedlockOptions) -> Result<Self> {
+        let first = options.masters.first().cloned();
+        match Self::connect_quorum(options).await {
+            Err(e) => Err(crate::tls::hint_if_plain(e, first.as_slice(), "redlock").await),
+            connected => connected,
+        }
+    }
+
+    async fn connect_quorum(options: RedlockOptions) -> Result<Self> {
         let masters = options
             .masters
             .iter()
