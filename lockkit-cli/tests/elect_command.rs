@@ -123,6 +123,36 @@ async fn the_command_runs_only_while_leading(url: &str, dir: &Path) {
     );
 }
 
+/// A leader killed outright (SIGKILL) takes its command with it, and what that
+/// command started: nothing of it runs once the next candidate leads.
+async fn a_killed_leader_leaves_nothing_running(url: &str, dir: &Path) {
+    let (pid_file, b_file) = (dir.join("grandchild.pid"), dir.join("b-killed.terms"));
+    let background = format!(
+        "sh -c 'echo $$ > {}; exec sleep 60' & wait",
+        pid_file.display()
+    );
+    let a = Candidate::start(url, "node-a", &[], &background);
+    let start = Instant::now();
+    let pid = loop {
+        let text = std::fs::read_to_string(&pid_file).unwrap_or_default();
+        if let Some(pid) = text.trim().parse().ok().and_then(Pid::from_raw) {
+            break pid;
+        }
+        assert!(start.elapsed() < WITHIN, "A's command never started");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    a.signal(Signal::KILL);
+    let script = format!("echo $LOCKKIT_TERM >> {}; exec sleep 60", b_file.display());
+    let mut b = Candidate::start(url, "node-b", &[], &script);
+    terms(&b_file, 1);
+    assert!(
+        rustix::process::test_kill_process(pid).is_err(),
+        "the killed leader's background process (pid {pid:?}) still runs while B leads"
+    );
+    b.signal(Signal::TERM);
+    b.exited();
+}
+
 /// `lockkit break` takes leadership away: the command is stopped; with
 /// `--restart` the candidate campaigns again and runs it with a new term;
 /// without it, lockkit exits 3.
@@ -160,6 +190,7 @@ async fn elect_on_sqlite() {
     let url = format!("sqlite://{}", dir.path().join("l.db").display());
     the_command_runs_only_while_leading(&url, dir.path()).await;
     lost_leadership_stops_the_command(&url, dir.path()).await;
+    a_killed_leader_leaves_nothing_running(&url, dir.path()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -114,11 +114,12 @@ impl Scene {
             late.len(),
             late[0]
         );
+        // Killed, it may stay a zombie until init reaps it (its parent, the
+        // supervisor, was killed with it): wait for it to be gone.
         let pid = self.writer_pid().unwrap();
-        assert!(
-            test_kill_process(pid).is_err(),
-            "the first command (pid {pid:?}) is still running"
-        );
+        wait_for("the first command to be gone", || {
+            test_kill_process(pid).is_err()
+        });
     }
 }
 
@@ -215,6 +216,58 @@ fn kill_takes_the_command_with_it() {
     assert_eq!(first_code, 137);
     let pid = scene.writer_pid().unwrap();
     wait_for("the command to die with lockkit", || {
+        test_kill_process(pid).is_err()
+    });
+    let (second_code, second_err) = exit_of(scene.start_second());
+    assert_eq!(second_code, 0, "second run: {second_err}");
+    scene.assert_no_write_after_the_second_holder();
+}
+
+/// KILL takes with it what the command started too: a shell's background
+/// writer, which the parent-death signal of the command alone would leave running
+/// (orphaned) while the next run holds the lock.
+#[test]
+fn kill_takes_what_the_command_started_with_it() {
+    let scene = Scene::new();
+    let writer = format!(
+        "echo $$ > {pid}; while true; do echo \"A $LOCKKIT_FENCING_TOKEN\" >> {log}; sleep 0.02; done",
+        pid = scene.pidfile.display(),
+        log = scene.log.display()
+    );
+    let first = scene.run(
+        &["--ttl", "1s", "--grace", "2s"],
+        &format!("sh -c '{writer}' & wait"),
+    );
+    wait_for("the background writer to write", || {
+        read(&scene.log).contains("A ") && scene.writer_pid().is_some()
+    });
+    signal(&first, Signal::KILL);
+    let (first_code, _) = exit_of(first);
+    assert_eq!(first_code, 137);
+    let pid = scene.writer_pid().unwrap();
+    wait_for("the background writer to die with lockkit", || {
+        test_kill_process(pid).is_err()
+    });
+    let (second_code, second_err) = exit_of(scene.start_second());
+    assert_eq!(second_code, 0, "second run: {second_err}");
+    scene.assert_no_write_after_the_second_holder();
+}
+
+/// A command that exits leaving a background process behind: that process is
+/// killed before the lock is released, so it never writes under the next holder.
+#[test]
+fn what_a_command_leaves_running_is_killed_before_the_release() {
+    let scene = Scene::new();
+    let writer = format!(
+        "echo $$ > {pid}; while true; do echo \"A $LOCKKIT_FENCING_TOKEN\" >> {log}; sleep 0.02; done",
+        pid = scene.pidfile.display(),
+        log = scene.log.display()
+    );
+    let first = scene.run(&["--ttl", "3s"], &format!("sh -c '{writer}' & sleep 0.5"));
+    let (first_code, first_err) = exit_of(first);
+    assert_eq!(first_code, 0, "first run: {first_err}");
+    let pid = scene.writer_pid().unwrap();
+    wait_for("the background writer to be gone", || {
         test_kill_process(pid).is_err()
     });
     let (second_code, second_err) = exit_of(scene.start_second());

@@ -1,6 +1,7 @@
 //! The command under `lockkit run`: started through `lockkit __exec` (so it dies
 //! with us, see [`super::exec`]), in a process group of its own unless
-//! `--foreground`, and stopped as a whole.
+//! `--foreground`, and stopped as a whole. Whatever is left of its group when it
+//! exits is killed.
 
 use std::io;
 use std::process::{ExitStatus, Stdio};
@@ -54,9 +55,14 @@ impl Command {
         })
     }
 
-    /// Waits for it to exit.
+    /// Waits for it to exit; whatever it left running in its group is killed
+    /// then, so that nothing it started outlives the lock.
     pub(crate) async fn wait(&mut self) -> io::Result<ExitStatus> {
-        self.child.wait().await
+        let status = self.child.wait().await;
+        if self.group {
+            self.signal(Signal::KILL);
+        }
+        status
     }
 
     /// Sends `signal` to its group (or to it alone, in the foreground).
