@@ -24,7 +24,7 @@ pub(crate) struct Args {
 pub(crate) async fn run(args: Args) -> Result<ExitCode, LockError> {
     let (url, key) = args.target.get()?;
     let key = LockKey::new(key)?;
-    let locker = lockkit::connect(&url).await?;
+    let locker = crate::url_arg::connect_to_look(&url).await?;
     match locker.inspect(key.as_str()).await {
         Ok(seen) if !seen.is_held() => {
             print!("{}", inspect::table(&seen));

@@ -21,7 +21,7 @@ pub(crate) struct Args {
 /// Reads the key's holders and prints them.
 pub(crate) async fn run(args: Args) -> Result<ExitCode, LockError> {
     let (url, key) = args.target.get()?;
-    let locker = lockkit::connect(&url).await?;
+    let locker = crate::url_arg::connect_to_look(&url).await?;
     let seen = locker.inspect(key.as_str()).await?;
     if args.json {
         println!(

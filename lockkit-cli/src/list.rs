@@ -24,7 +24,7 @@ pub(crate) struct Args {
 }
 
 pub(crate) async fn run(args: Args) -> Result<ExitCode, LockError> {
-    let locker = lockkit::connect(&args.url.get()?).await?;
+    let locker = crate::url_arg::connect_to_look(&args.url.get()?).await?;
     let held = locker.list(&args.prefix, args.limit).await?;
     if args.json {
         let all: Vec<Value> = held.iter().map(to_json).collect();

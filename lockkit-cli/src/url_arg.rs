@@ -37,6 +37,27 @@ impl OneUrl {
     }
 }
 
+/// Connects to `url` to look, not to lock (`inspect`, `ls`, `break`): on the SQL
+/// backends with `tables=existing`, so that looking creates no table (nor a
+/// SQLite file). A database where nothing was ever locked is then an error that
+/// says so.
+///
+/// # Errors
+///
+/// As [`lockkit::connect`].
+pub(crate) async fn connect_to_look(url: &str) -> Result<lockkit::Locker, LockError> {
+    let scheme = url.split_once(':').map(|(s, _)| s.to_ascii_lowercase());
+    let sql = matches!(
+        scheme.as_deref(),
+        Some("postgres" | "postgresql" | "mysql" | "mariadb" | "sqlite")
+    );
+    if !sql || url.contains("tables=") {
+        return lockkit::connect(url).await;
+    }
+    let sep = if url.contains('?') { '&' } else { '?' };
+    lockkit::connect(&format!("{url}{sep}tables=existing")).await
+}
+
 /// `LOCKKIT_URL`, when nothing on the command line names a backend.
 fn from_env() -> Option<String> {
     std::env::var("LOCKKIT_URL").ok().filter(|u| !u.is_empty())

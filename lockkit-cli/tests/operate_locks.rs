@@ -149,3 +149,79 @@ async fn inspect_ls_and_break_on_etcd() {
     ls_lists_the_held_locks(&server.url()).await;
     break_frees_the_key_only_when_told(&server.url()).await;
 }
+
+/// Looking writes nothing: `inspect`, `ls` and `break` on a database where
+/// nothing was ever locked create no table, and say that nothing was locked
+/// there (exit 2).
+async fn looking_at_an_empty_database_writes_nothing(url: &str) {
+    for verb in [
+        &["inspect", url, "orders"][..],
+        &["ls", url][..],
+        &["break", url, "orders", "--yes"][..],
+    ] {
+        let (code, out, err) = lockkit(verb).await;
+        assert_eq!(code, 2, "{verb:?}: {out}{err}");
+        assert!(
+            err.contains("nothing has been locked there yet"),
+            "{verb:?}: {err}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn looking_creates_no_sqlite_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("l.db");
+    looking_at_an_empty_database_writes_nothing(&format!("sqlite://{}", file.display())).await;
+    assert!(!file.exists(), "looking created {}", file.display());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inspect_ls_and_break_on_postgres_create_no_table() {
+    let server = lockkit_testkit::Postgres::start().await.unwrap();
+    let tables = || async {
+        let out = server
+            .psql()
+            .unwrap()
+            .args([
+                "-c",
+                "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'",
+            ])
+            .output()
+            .await
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    for url in [server.url(), format!("{}?mode=advisory", server.url())] {
+        looking_at_an_empty_database_writes_nothing(&url).await;
+        assert_eq!(tables().await, "0", "{url}: looking created tables");
+    }
+    inspect_shows_the_holders(&server.url()).await;
+    ls_lists_the_held_locks(&server.url()).await;
+    break_frees_the_key_only_when_told(&server.url()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inspect_ls_and_break_on_mariadb_create_no_table() {
+    let server = lockkit_testkit::MariaDb::start().await.unwrap();
+    let tables = || async {
+        let out = server
+            .client()
+            .unwrap()
+            .args([
+                "-e",
+                "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'lockkit'",
+            ])
+            .output()
+            .await
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    for url in [server.url(), format!("{}?mode=get_lock", server.url())] {
+        looking_at_an_empty_database_writes_nothing(&url).await;
+        assert_eq!(tables().await, "0", "{url}: looking created tables");
+    }
+    inspect_shows_the_holders(&server.url()).await;
+    ls_lists_the_held_locks(&server.url()).await;
+    break_frees_the_key_only_when_told(&server.url()).await;
+}

@@ -87,6 +87,15 @@
 //! listener connection besides. SQLite takes `busy_timeout_ms` (default 5000)
 //! instead.
 //!
+//! # Tables
+//!
+//! Connecting creates lockkit's tables where they are missing (`tables=create`,
+//! the default), on every backend and in every mode. `tables=existing` only uses
+//! tables that are there, and creates nothing (nor a SQLite file): a database
+//! where nothing was ever locked is then a [`Config`](lockkit_core::LockError::Config)
+//! error that says so. `lockkit inspect`, `ls` and `break` connect this way, so
+//! that looking writes nothing.
+//!
 //! # Tested against
 //!
 //! Real PostgreSQL 15 and MariaDB 10.11 servers started by the testkit, and SQLite

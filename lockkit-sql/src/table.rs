@@ -26,6 +26,30 @@ pub(crate) fn validate_table(name: &str) -> Result<String, LockError> {
 }
 
 /// What a database server URL says, for lockkit and for the database client.
+/// Whether connecting creates lockkit's tables (`tables=create`, the default)
+/// or only uses tables that exist (`tables=existing`): a look that writes
+/// nothing, as `lockkit inspect`, `ls` and `break` take.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum Tables {
+    #[default]
+    Create,
+    Existing,
+}
+
+impl Tables {
+    /// The `tables=` option's values.
+    pub(crate) const CHOICES: [(&'static str, Tables); 2] =
+        [("create", Tables::Create), ("existing", Tables::Existing)];
+}
+
+/// The error of `tables=existing` when `table` is missing from the database.
+pub(crate) fn no_lock_table(table: &str, database: &str) -> LockError {
+    LockError::Config(format!(
+        "no lock table `{table}` in {database}: nothing has been locked there yet, or the \
+         URL names another database or table (with tables=existing, lockkit creates none)"
+    ))
+}
+
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 #[derive(Debug, Clone, Copy)]
 pub struct ServerUrl {
@@ -152,6 +176,8 @@ pub(crate) struct ServerSettings {
     pub(crate) tls: TlsGiven,
     /// What the URL says of a connection pooler (`pooler=`, PostgreSQL).
     pub(crate) pooler: Pooler,
+    /// Whether connecting may create the tables (`tables=`).
+    pub(crate) tables: Tables,
 }
 
 #[cfg(any(feature = "postgres", feature = "mysql"))]
@@ -165,6 +191,7 @@ impl std::fmt::Debug for ServerSettings {
             .field("pool_size", &self.pool_size())
             .field("timeouts", &self.timeouts)
             .field("pooler", &self.pooler)
+            .field("tables", &self.tables)
             .finish()
     }
 }
@@ -183,6 +210,7 @@ impl ServerSettings {
             kind,
             tls: TlsGiven::default(),
             pooler: Pooler::Detect,
+            tables: Tables::Create,
         }
     }
 
@@ -222,6 +250,9 @@ impl ServerSettings {
             ];
             settings.pooler = query.take_choice("pooler", &choices)?.unwrap_or_default();
         }
+        settings.tables = query
+            .take_choice("tables", &Tables::CHOICES)?
+            .unwrap_or_default();
         settings.timeouts = query.take_timeouts(DEFAULT_TIMEOUTS)?;
         if kind.database_required
             && parsed

@@ -7,6 +7,7 @@ use super::leases::{MySqlLeases, db_error};
 use super::options::MySqlOptions;
 use super::{holder_sql, sql};
 use crate::lease::LeaseDriver;
+use crate::table::Tables;
 
 /// The MySQL/MariaDB lease-table driver. See the [module docs](super).
 pub type MySqlDriver = LeaseDriver<MySqlLeases>;
@@ -33,7 +34,10 @@ impl LeaseDriver<MySqlLeases> {
     /// table.
     pub async fn from_pool(pool: MySqlPool, options: MySqlOptions) -> Result<Self> {
         let t = &options.settings.table;
-        create_tables(&pool, t).await?;
+        match options.settings.tables {
+            Tables::Create => create_tables(&pool, t).await?,
+            Tables::Existing => super::migrate::existing(&pool, t).await?,
+        }
         let timeout = options.settings.timeouts.request;
         Ok(Self::new(MySqlLeases::new(pool, t, timeout)))
     }

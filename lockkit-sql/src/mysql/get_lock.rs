@@ -266,10 +266,15 @@ pub(super) async fn on_pool(
 ) -> lockkit_core::Result<SessionDriver<GetLock>> {
     let t = &options.settings.table;
     let raw = options.settings.raw_keys;
-    let ddl = [create_fences(t), create_holds(t)];
-    super::migrate::tables(&pool, &ddl, &[format!("{t}_session_holds")], None)
-        .await
-        .map_err(|e| crate::error::db_error("mysql-get-lock", e))?;
+    let holds = format!("{t}_session_holds");
+    if options.settings.tables == crate::table::Tables::Existing {
+        super::migrate::existing(&pool, &holds).await?;
+    } else {
+        let ddl = [create_fences(t), create_holds(t)];
+        super::migrate::tables(&pool, &ddl, std::slice::from_ref(&holds), None)
+            .await
+            .map_err(|e| crate::error::db_error("mysql-get-lock", e))?;
+    }
     Ok(SessionDriver::new(GetLock {
         pool,
         namespace: t.clone(),

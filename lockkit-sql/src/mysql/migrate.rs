@@ -46,6 +46,23 @@ pub(super) async fn tables(
     Ok(())
 }
 
+/// Checks, for `tables=existing`, that `table` is in the URL's database: a
+/// look that writes nothing.
+pub(super) async fn existing(pool: &MySqlPool, table: &str) -> lockkit_core::Result<()> {
+    let found: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM information_schema.TABLES
+         WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?",
+    )
+    .bind(table)
+    .fetch_one(pool)
+    .await
+    .map_err(|e| crate::error::db_error("mysql", e))?;
+    match found {
+        0 => Err(crate::table::no_lock_table(table, "this MySQL database")),
+        _ => Ok(()),
+    }
+}
+
 /// `Some` with the column's character set if `table` has the column.
 async fn charset(
     pool: &MySqlPool,

@@ -14,7 +14,7 @@ use super::advisory_sql::{
     TRY_PERMIT, TRY_SLOTS, bump_fence, create_fences, create_holds, id_of, live_holds, try_lock,
     unlock,
 };
-use super::driver::{channel, migrate};
+use super::driver::{channel, prepare_tables};
 use super::listen::{self, Listener};
 use super::options::PgOptions;
 use super::queue::Wakeups;
@@ -314,7 +314,9 @@ pub(super) async fn on_pool(
     }
     let t = &options.settings.table;
     let raw = options.settings.raw_keys;
-    migrate(&pool, &[create_fences(t), create_holds(t)]).await?;
+    let ddl = [create_fences(t), create_holds(t)];
+    let probe = format!("{t}_session_holds");
+    prepare_tables(&pool, options.settings.tables, &ddl, &probe).await?;
     let channel = channel(t);
     let wakeups = Arc::new(Wakeups::default());
     let listener = listen::spawn(pool.clone(), channel.clone(), wakeups.clone());

@@ -13,6 +13,7 @@ use super::queue::Wakeups;
 use super::{holder_sql, sql, waiter_sql};
 use super::{listen, pooler};
 use crate::lease::LeaseDriver;
+use crate::table::{Tables, no_lock_table};
 
 /// The PostgreSQL lease-table driver. See the [module docs](super).
 pub type PgDriver = LeaseDriver<PgLeases>;
@@ -35,6 +36,31 @@ pub(super) async fn migrate(pool: &PgPool, ddl: &[String]) -> Result<()> {
         .await
         .map_err(db_error)?;
     Ok(())
+}
+
+/// Makes the tables `ddl` creates (`tables=create`), or checks that `table`, the
+/// first of them, exists (`tables=existing`, which writes nothing).
+pub(super) async fn prepare_tables(
+    pool: &PgPool,
+    tables: Tables,
+    ddl: &[String],
+    table: &str,
+) -> Result<()> {
+    if tables == Tables::Create {
+        return migrate(pool, ddl).await;
+    }
+    // `table` is a validated identifier: letters, digits and `_`.
+    let exists: bool = sqlx::query_scalar(AssertSqlSafe(format!(
+        "SELECT to_regclass('{table}') IS NOT NULL"
+    )))
+    .persistent(false)
+    .fetch_one(pool)
+    .await
+    .map_err(db_error)?;
+    match exists {
+        true => Ok(()),
+        false => Err(no_lock_table(table, "this PostgreSQL database")),
+    }
 }
 
 /// The lease mode's tables: keys, holders of shared holds and permits, and
@@ -68,11 +94,11 @@ impl LeaseDriver<PgLeases> {
     /// A backend error if the pool cannot reach the server or may not create the
     /// table.
     pub async fn from_pool(pool: PgPool, options: PgOptions) -> Result<Self> {
-        migrate(&pool, &schema(&options.settings.table)).await?;
+        let t = &options.settings.table;
+        prepare_tables(&pool, options.settings.tables, &schema(t), t).await?;
         let pooled = pooler::transaction_pooler(&pool, &options.settings)
             .await
             .map_err(db_error)?;
-        let t = &options.settings.table;
         let channel = channel(t);
         let wakeups = Arc::new(Wakeups::default());
         // Behind a transaction-mode pooler, `LISTEN` would register on a server

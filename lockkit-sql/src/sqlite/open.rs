@@ -17,6 +17,7 @@ use tokio::time::Instant;
 use super::leases::{NAME, db_error};
 use super::options::SqliteOptions;
 use super::sql;
+use crate::table::{Tables, no_lock_table};
 
 /// One waker per database file, shared by this process's drivers of that file.
 fn local_wakers() -> &'static Mutex<HashMap<PathBuf, Weak<KeyWakers>>> {
@@ -52,31 +53,48 @@ enum OpenError {
     Connect(sqlx::Error),
     /// Creating the lease table.
     Table(sqlx::Error),
+    /// With `tables=existing`: no lease table.
+    NoTable,
 }
 
 impl OpenError {
-    fn cause(&self) -> &sqlx::Error {
+    fn cause(&self) -> Option<&sqlx::Error> {
         match self {
-            OpenError::Connect(e) | OpenError::Table(e) => e,
+            OpenError::Connect(e) | OpenError::Table(e) => Some(e),
+            OpenError::NoTable => None,
         }
     }
 }
 
-/// Opens a pool on the database and creates the lease table if it is missing.
+/// Opens a pool on the database and creates the lease table if it is missing
+/// (if `create`; else checks that it is there).
 async fn open_once(
     pool: &SqlitePoolOptions,
     connect: &SqliteConnectOptions,
     table: &str,
+    create: bool,
 ) -> std::result::Result<SqlitePool, OpenError> {
     let pool = pool
         .clone()
         .connect_with(connect.clone())
         .await
         .map_err(OpenError::Connect)?;
-    create_tables(&pool, table)
-        .await
-        .map_err(OpenError::Table)?;
-    Ok(pool)
+    if create {
+        create_tables(&pool, table)
+            .await
+            .map_err(OpenError::Table)?;
+        return Ok(pool);
+    }
+    let found: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?")
+            .bind(table)
+            .fetch_one(&pool)
+            .await
+            .map_err(OpenError::Table)?;
+    match found {
+        0 => Err(OpenError::NoTable),
+        _ => Ok(pool),
+    }
 }
 
 /// Creates the key and holders tables if missing, and gives a key table made by
@@ -146,10 +164,16 @@ fn is_busy(e: &sqlx::Error) -> bool {
 /// directory; [`LockError::Connection`] when SQLite cannot open the file.
 pub(super) async fn open(options: &SqliteOptions) -> Result<SqlitePool> {
     options.preflight()?;
+    let create = options.tables == Tables::Create;
+    let table = options.table_name();
+    if let Some(path) = options.path().filter(|p| !create && !p.exists()) {
+        let place = format!("`{}` (no such file)", path.display());
+        return Err(no_lock_table(table, &place));
+    }
     let connect = match options.path() {
         Some(path) => SqliteConnectOptions::new()
             .filename(path)
-            .create_if_missing(true)
+            .create_if_missing(create)
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal),
         None => SqliteConnectOptions::new().in_memory(true),
@@ -169,17 +193,22 @@ pub(super) async fn open(options: &SqliteOptions) -> Result<SqlitePool> {
     // it to WAL and create the table (invariant S1); SQLite answers the loser
     // SQLITE_BUSY at once (its busy handler is skipped where waiting could
     // deadlock). That is transient: retry within the busy timeout.
-    let table = options.table_name();
     let deadline = Instant::now() + options.busy_timeout_value();
     let mut pause = Duration::from_millis(5);
     loop {
-        let opened = open_once(&pool, &connect, table).await;
+        let opened = open_once(&pool, &connect, table, create).await;
         match opened {
-            Err(e) if is_busy(e.cause()) && Instant::now() + pause < deadline => {
+            Err(e) if e.cause().is_some_and(is_busy) && Instant::now() + pause < deadline => {
                 tokio::time::sleep(pause).await;
                 pause = (pause * 2).min(Duration::from_millis(100));
             }
             Err(OpenError::Table(e)) => return Err(db_error(e)),
+            Err(OpenError::NoTable) => {
+                let place = options
+                    .path()
+                    .map_or_else(|| ":memory:".to_string(), |p| p.display().to_string());
+                return Err(no_lock_table(table, &format!("`{place}`")));
+            }
             Err(OpenError::Connect(e)) => {
                 let place = options
                     .path()

@@ -6,7 +6,7 @@ use std::time::Duration;
 use lockkit_core::LockError;
 use lockkit_core::url::ParsedUrl;
 
-use crate::table::{DEFAULT_TABLE, validate_table};
+use crate::table::{DEFAULT_TABLE, Tables, validate_table};
 
 /// How long a statement waits for SQLite's write lock before failing.
 pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -29,6 +29,8 @@ pub struct SqliteOptions {
     table: String,
     busy_timeout: Duration,
     max_connections: u32,
+    /// Whether opening may create the file and the tables (`tables=`).
+    pub(super) tables: Tables,
 }
 
 #[derive(Debug, Clone)]
@@ -54,11 +56,14 @@ impl SqliteOptions {
             table: DEFAULT_TABLE.to_string(),
             busy_timeout: DEFAULT_BUSY_TIMEOUT,
             max_connections: 4,
+            tables: Tables::Create,
         }
     }
 
     /// Parses `sqlite://path`, `sqlite:///abs/path`, `sqlite:path` or
-    /// `sqlite::memory:`, with optional `?table=NAME&busy_timeout_ms=N`.
+    /// `sqlite::memory:`, with optional `?table=NAME&busy_timeout_ms=N`, and
+    /// `tables=existing` to open only a file and a table that exist (a look
+    /// that writes nothing).
     ///
     /// # Errors
     ///
@@ -86,6 +91,9 @@ impl SqliteOptions {
         if let Some(busy) = query.take_millis("busy_timeout_ms", 0..=3_600_000)? {
             opts = opts.busy_timeout(busy);
         }
+        opts.tables = query
+            .take_choice("tables", &Tables::CHOICES)?
+            .unwrap_or_default();
         if query
             .take_choice("mode", &[("memory", true)])?
             .unwrap_or(false)
