@@ -67,14 +67,18 @@ impl Scene {
         Run { child, stderr }
     }
 
-    /// The first run: writes its pid, then `A <token>` every 20 ms, forever.
-    fn start_writer(&self, ttl: &str) -> Run {
-        let script = format!(
+    /// The first command: writes its pid, then `A <token>` every 20 ms, forever.
+    fn writer_script(&self) -> String {
+        format!(
             "echo $$ > {pid}; while true; do echo \"A $LOCKKIT_FENCING_TOKEN\" >> {log}; sleep 0.02; done",
             pid = self.pidfile.display(),
             log = self.log.display()
-        );
-        let child = self.run(&["--ttl", ttl, "--grace", "2s"], &script);
+        )
+    }
+
+    /// The first run, of [`Scene::writer_script`].
+    fn start_writer(&self, ttl: &str) -> Run {
+        let child = self.run(&["--ttl", ttl, "--grace", "2s"], &self.writer_script());
         wait_for("the first command to write", || {
             read(&self.log).contains("A ") && self.writer_pid().is_some()
         });
@@ -229,11 +233,7 @@ fn kill_takes_the_command_with_it() {
 #[test]
 fn kill_takes_what_the_command_started_with_it() {
     let scene = Scene::new();
-    let writer = format!(
-        "echo $$ > {pid}; while true; do echo \"A $LOCKKIT_FENCING_TOKEN\" >> {log}; sleep 0.02; done",
-        pid = scene.pidfile.display(),
-        log = scene.log.display()
-    );
+    let writer = scene.writer_script();
     let first = scene.run(
         &["--ttl", "1s", "--grace", "2s"],
         &format!("sh -c '{writer}' & wait"),
@@ -258,11 +258,7 @@ fn kill_takes_what_the_command_started_with_it() {
 #[test]
 fn what_a_command_leaves_running_is_killed_before_the_release() {
     let scene = Scene::new();
-    let writer = format!(
-        "echo $$ > {pid}; while true; do echo \"A $LOCKKIT_FENCING_TOKEN\" >> {log}; sleep 0.02; done",
-        pid = scene.pidfile.display(),
-        log = scene.log.display()
-    );
+    let writer = scene.writer_script();
     let first = scene.run(&["--ttl", "3s"], &format!("sh -c '{writer}' & sleep 0.5"));
     let (first_code, first_err) = exit_of(first);
     assert_eq!(first_code, 0, "first run: {first_err}");

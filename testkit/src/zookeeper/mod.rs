@@ -54,6 +54,9 @@ async fn mode(port: u16) -> Option<String> {
         .flatten()
 }
 
+/// The testkit's tick and session bounds, fast for tests.
+const TESTKIT_TIMING: &str = "tickTime=200\nminSessionTimeout=400\nmaxSessionTimeout=60000\n";
+
 fn write_config(
     dir: &Path,
     port: u16,
@@ -63,7 +66,7 @@ fn write_config(
     let data = dir.join("data");
     std::fs::create_dir_all(&data)?;
     let mut cfg = format!(
-        "tickTime=200\nminSessionTimeout=400\nmaxSessionTimeout=60000\ninitLimit=50\nsyncLimit=25\n\
+        "{TESTKIT_TIMING}initLimit=50\nsyncLimit=25\n\
          dataDir={}\nclientPort={port}\nclientPortAddress=127.0.0.1\nadmin.enableServer=false\n\
          4lw.commands.whitelist=*\nmaxClientCnxns=0\n",
         data.display()
@@ -159,17 +162,7 @@ impl ZooKeeper {
     /// [`TestkitError::NotFound`] if Java or the ZooKeeper jar is missing; `NotReady`
     /// with the log's tail if it never answers `srvr` with a mode.
     pub async fn start() -> Result<Self, TestkitError> {
-        let dir = temp_dir()?;
-        let port = free_port()?;
-        let config = write_config(dir.path(), port, &[], None)?;
-        let server = spawn_standalone(dir.path(), port, &config).await?;
-        let mut zk = Self {
-            server,
-            tls: None,
-            _dir: Some(dir),
-        };
-        zk.server.wait_ready(serving).await?;
-        Ok(zk)
+        Self::start_standalone(None).await
     }
 
     /// Starts a standalone server with the tick of ZooKeeper's sample
@@ -180,14 +173,19 @@ impl ZooKeeper {
     ///
     /// As [`start`](Self::start).
     pub async fn start_with_default_settings() -> Result<Self, TestkitError> {
+        Self::start_standalone(Some("tickTime=2000\n")).await
+    }
+
+    /// A standalone server; `timing` replaces the testkit's tick and session
+    /// bounds in its configuration.
+    async fn start_standalone(timing: Option<&str>) -> Result<Self, TestkitError> {
         let dir = temp_dir()?;
         let port = free_port()?;
         let config = write_config(dir.path(), port, &[], None)?;
-        let cfg = std::fs::read_to_string(&config)?.replace(
-            "tickTime=200\nminSessionTimeout=400\nmaxSessionTimeout=60000\n",
-            "tickTime=2000\n",
-        );
-        std::fs::write(&config, cfg)?;
+        if let Some(timing) = timing {
+            let cfg = std::fs::read_to_string(&config)?.replace(TESTKIT_TIMING, timing);
+            std::fs::write(&config, cfg)?;
+        }
         let server = spawn_standalone(dir.path(), port, &config).await?;
         let mut zk = Self {
             server,
