@@ -145,7 +145,7 @@ fn hint(e: &LockError) -> Option<&'static str> {
     match e {
         LockError::Connection { .. } => Some(
             "check that the server is running and that the URL's host, port, credentials \
-             and TLS settings are right (LOCKKIT_LOG=debug shows each attempt)",
+             and TLS settings are right (LOCKKIT_LOG=debug shows how each connect went)",
         ),
         LockError::Backend { .. } => Some(
             "the server refused or failed a request; its message is above \
