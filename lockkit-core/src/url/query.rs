@@ -47,22 +47,31 @@ struct Param {
     /// `name=value` as written, for a client library that parses it itself.
     raw: String,
     taken: bool,
+    /// Maybe the rest of a secret option's value (see [`Query::parse`]).
+    split_off: bool,
 }
 
 impl Query {
     /// The options in `query` (the text after `?`, without it) of `url` (used, with
     /// any secret redacted, in error messages).
     pub fn parse(url: &str, query: &str) -> Self {
+        // A part without `=` after a secret option's value may be the rest of
+        // that value, split at an unescaped `&`: such a part is never shown.
+        let mut after_secret = false;
         let params = query
             .split('&')
             .filter(|p| !p.is_empty())
             .map(|pair| {
                 let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+                let name = percent_decode(name).unwrap_or_else(|| name.to_string());
+                let split_off = after_secret && !pair.contains('=');
+                after_secret = split_off || is_secret_option(&name);
                 Param {
-                    name: percent_decode(name).unwrap_or_else(|| name.to_string()),
+                    name,
                     value: value.to_string(),
                     raw: pair.to_string(),
                     taken: false,
+                    split_off,
                 }
             })
             .collect();
@@ -243,6 +252,11 @@ impl Query {
                 passed.push(p.raw.clone());
                 continue;
             }
+            if p.split_off {
+                return Err(
+                    self.invalid("a secret option's value holds `&`: percent-encode it as %26")
+                );
+            }
             let mut known: Vec<&str> = self.known.clone();
             known.extend_from_slice(client);
             return Err(self.invalid(unknown_option(&p.name, &known)));
@@ -317,6 +331,16 @@ fn shown_value<'v>(name: &str, value: &'v str) -> &'v str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_rest_of_a_secret_split_at_an_ampersand_is_never_named() {
+        let mut q = Query::parse("x://h?password=AAa&a0aAaA&b=1", "password=AAa&a0aAaA&b=1");
+        q.take("password").unwrap();
+        q.take("b").unwrap();
+        let e = q.finish().unwrap_err().to_string();
+        assert!(!e.contains("a0aAaA"), "{e}");
+        assert!(e.contains("%26"), "{e}");
+    }
 
     #[test]
     fn an_unknown_option_is_named_with_the_known_ones() {
