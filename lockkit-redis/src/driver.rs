@@ -16,7 +16,7 @@ use crate::connection::Conn;
 use crate::contender::Contending;
 use crate::error::{connect_error, redis_error};
 use crate::keys::{KeyLayout, Names, names, wake_prefix};
-use crate::options::{FenceSeed, RedisOptions, WakeMode};
+use crate::options::{FenceSeed, RedisOptions, Topology, WakeMode};
 use crate::replicas::ReplicaAck;
 use crate::scripts::{Scripts, ttl_ms};
 use crate::tls;
@@ -60,7 +60,15 @@ impl RedisDriver {
                 .await
                 .map_err(|e| connect_error(e, &options))
         };
-        let conn = match options.timeouts.connecting(NAME, &server, connecting).await {
+        // A single server's connection manager retries, each attempt with the
+        // whole timeout: bounded as one. A cluster client bounds its own connect
+        // (every node in parallel, one timeout each); a node that does not answer
+        // costs it the whole timeout before it goes on with the others.
+        let connected = match options.topology {
+            Topology::Cluster => connecting.await,
+            _ => options.timeouts.connecting(NAME, &server, connecting).await,
+        };
+        let conn = match connected {
             Ok(conn) => conn,
             Err(e) => return Err(crate::tls::hint_if_plain(e, &options.nodes, "redis").await),
         };
