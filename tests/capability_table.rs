@@ -130,7 +130,10 @@ async fn every_copy_of_the_capability_table_matches_the_drivers() {
     let table = table(&urls).await;
     let bless = std::env::var_os("LOCKKIT_BLESS").is_some();
     let copies = copies();
-    assert!(!copies.is_empty(), "no file holds the capability-table markers");
+    assert!(
+        !copies.is_empty(),
+        "no file holds the capability-table markers"
+    );
     for file in copies {
         let text = std::fs::read_to_string(&file).unwrap();
         let fresh = with_table(&text, &table).unwrap();
@@ -153,7 +156,10 @@ async fn every_copy_of_the_capability_table_matches_the_drivers() {
 fn a_stale_table_is_replaced_between_its_markers() {
     let stale = format!("intro\n{START} (x) -->\n| old |\n{END}\nafter\n");
     let fresh = with_table(&stale, "| new |\n").unwrap();
-    assert_eq!(fresh, format!("intro\n{START} (x) -->\n| new |\n{END}\nafter\n"));
+    assert_eq!(
+        fresh,
+        format!("intro\n{START} (x) -->\n| new |\n{END}\nafter\n")
+    );
     assert_ne!(fresh, stale);
     assert_eq!(with_table("no markers", "| new |\n"), None);
 }
