@@ -203,10 +203,16 @@ impl Ctx {
         };
         for key in keys {
             let Ok(key) = LockKey::new(key) else { continue };
-            if let Err(error) = driver.purge(&key).await {
-                tracing::debug!(%key, %error, "could not purge a conformance key");
-                if matches!(error, LockError::Unsupported { .. }) {
-                    return;
+            // A busy backend (SQLite's write lock, under load) may refuse a try:
+            // three, 100 ms apart.
+            for attempt in 1..=3 {
+                match driver.purge(&key).await {
+                    Ok(_) => break,
+                    Err(LockError::Unsupported { .. }) => return,
+                    Err(error) => {
+                        tracing::debug!(%key, %error, attempt, "could not purge a conformance key");
+                        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                    }
                 }
             }
         }

@@ -25,10 +25,16 @@ pub(crate) async fn purge(url: &str, keys: impl IntoIterator<Item = String>) {
         let Ok(key) = lockkit::LockKey::new(key) else {
             continue;
         };
-        if let Err(error) = driver.purge(&key).await {
-            tracing::debug!(%key, %error, "cannot remove a benchmark key");
-            if matches!(error, lockkit::LockError::Unsupported { .. }) {
-                return;
+        // A busy backend (SQLite's write lock, under load) may refuse a try:
+        // three, 100 ms apart.
+        for attempt in 1..=3 {
+            match driver.purge(&key).await {
+                Ok(_) => break,
+                Err(lockkit::LockError::Unsupported { .. }) => return,
+                Err(error) => {
+                    tracing::debug!(%key, %error, attempt, "cannot remove a benchmark key");
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                }
             }
         }
     }

@@ -341,11 +341,11 @@ async fn check_and_bench_leave_no_row_in_sqlite() {
     let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", path.display()))
         .await
         .unwrap();
-    let rows: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM lockkit_locks")
-        .fetch_one(&pool)
+    let rows: Vec<String> = sqlx::query_scalar("SELECT name FROM lockkit_locks")
+        .fetch_all(&pool)
         .await
         .unwrap();
-    assert_eq!(rows, 0, "lease rows left");
+    assert!(rows.is_empty(), "lease rows left: {rows:?}");
     let tables: Vec<String> =
         sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'table'")
             .fetch_all(&pool)
