@@ -47,7 +47,7 @@ struct Param {
     /// `name=value` as written, for a client library that parses it itself.
     raw: String,
     taken: bool,
-    /// Maybe the rest of a secret option's value (see [`Query::parse`]).
+    /// After a secret option: maybe the rest of its value (see [`Query::parse`]).
     split_off: bool,
 }
 
@@ -55,8 +55,9 @@ impl Query {
     /// The options in `query` (the text after `?`, without it) of `url` (used, with
     /// any secret redacted, in error messages).
     pub fn parse(url: &str, query: &str) -> Self {
-        // A part without `=` after a secret option's value may be the rest of
-        // that value, split at an unescaped `&`: such a part is never shown.
+        // Any part after a secret option may be the rest of its value, split at
+        // an unescaped `&` (`token=a&b=c` may be the token `a&b=c`): such a
+        // part's name and value are never shown.
         let mut after_secret = false;
         let params = query
             .split('&')
@@ -64,8 +65,8 @@ impl Query {
             .map(|pair| {
                 let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
                 let name = percent_decode(name).unwrap_or_else(|| name.to_string());
-                let split_off = after_secret && !pair.contains('=');
-                after_secret = split_off || is_secret_option(&name);
+                let split_off = after_secret;
+                after_secret = after_secret || is_secret_option(&name);
                 Param {
                     name,
                     value: value.to_string(),
@@ -79,6 +80,17 @@ impl Query {
             shown_url: redact_url(url),
             params,
             known: Vec::new(),
+        }
+    }
+
+    /// An option's value as an error may show it: `***` for a secret option's,
+    /// and for any option after one (see [`Query::parse`]).
+    fn shown<'v>(&self, name: &str, value: &'v str) -> &'v str {
+        let after_secret = self.params.iter().any(|p| p.name == name && p.split_off);
+        if after_secret || is_secret_option(name) {
+            "***"
+        } else {
+            value
         }
     }
 
@@ -152,7 +164,7 @@ impl Query {
                 "`{name}` must be a whole number of milliseconds from {} to {}, got `{}`",
                 range.start(),
                 range.end(),
-                shown_value(name, &v)
+                self.shown(name, &v)
             ))),
         }
     }
@@ -177,7 +189,7 @@ impl Query {
                 Err(self.invalid(format!(
                     "`{name}` must be {}, got `{}`",
                     one_of(&names),
-                    shown_value(name, &v)
+                    self.shown(name, &v)
                 )))
             }
         }
@@ -253,9 +265,10 @@ impl Query {
                 continue;
             }
             if p.split_off {
-                return Err(
-                    self.invalid("a secret option's value holds `&`: percent-encode it as %26")
-                );
+                return Err(self.invalid(
+                    "an unknown option after a secret one (not shown: it may be the rest \
+                     of the secret, if that holds `&`; percent-encode `&` in a secret as %26)",
+                ));
             }
             let mut known: Vec<&str> = self.known.clone();
             known.extend_from_slice(client);
@@ -323,23 +336,29 @@ impl Timeouts {
     }
 }
 
-/// An option's value as an error may show it: `***` for a secret option's.
-fn shown_value<'v>(name: &str, value: &'v str) -> &'v str {
-    if is_secret_option(name) { "***" } else { value }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn the_rest_of_a_secret_split_at_an_ampersand_is_never_named() {
-        let mut q = Query::parse("x://h?password=AAa&a0aAaA&b=1", "password=AAa&a0aAaA&b=1");
-        q.take("password").unwrap();
-        q.take("b").unwrap();
-        let e = q.finish().unwrap_err().to_string();
-        assert!(!e.contains("a0aAaA"), "{e}");
-        assert!(e.contains("%26"), "{e}");
+        for query in ["password=AAa&a0aAaA&b=1", "token=&Ab0aAaA=?a0!&b=1"] {
+            let mut q = Query::parse(&format!("x://h?{query}"), query);
+            q.take("password").unwrap();
+            q.take("token").unwrap();
+            q.take("b").unwrap();
+            let e = q.finish().unwrap_err().to_string();
+            assert!(!e.contains("a0aAaA") && !e.contains("Ab0aAaA"), "{e}");
+            assert!(e.contains("%26"), "{e}");
+        }
+        let query = "token=a&connect_timeout_ms=s3cret";
+        let mut q = Query::parse(&format!("x://h?{query}"), query);
+        q.take("token").unwrap();
+        let e = q
+            .take_millis("connect_timeout_ms", 1..=10)
+            .unwrap_err()
+            .to_string();
+        assert!(!e.contains("s3cret"), "{e}");
     }
 
     #[test]

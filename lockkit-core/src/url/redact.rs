@@ -39,8 +39,8 @@ const SECRET_OPTIONS: [&str; 7] = [
 /// assert_eq!(redact_url("redis://app:p@ss:w/rd#?%&@h:1"), "redis://***@h:1");
 /// // Slashes or a scheme missing.
 /// assert_eq!(redact_url("redis:/app:hunter2@h:1"), "redis:***@h:1");
-/// // (a user name without a scheme reads as one: only what follows is masked)
-/// assert_eq!(redact_url("app:hunter2@h:1"), "app:***@h:1");
+/// // (a user name without a scheme is masked with the password)
+/// assert_eq!(redact_url("app:hunter2@h:1"), "***@h:1");
 /// assert_eq!(redact_url("s3cret@h:1"), "***@h:1");
 /// assert_eq!(redact_url("consul://host?token=abc&dc=x"), "consul://host?token=***&dc=x");
 /// assert_eq!(redact_url("zk://s3cret@host:2181"), "zk://***@host:2181");
@@ -56,7 +56,9 @@ pub fn redact_url(url: &str) -> String {
             out.push_str("://");
             rest
         }
-        None => match crate::url_scheme(url) {
+        // A scheme missing its slashes only if it is one of lockkit's: in
+        // `app:pw@h` or `p:w@h`, what precedes the `:` is the userinfo's.
+        None => match crate::url_scheme(url).filter(|s| is_known_scheme(s)) {
             Some(scheme) => {
                 out.push_str(scheme);
                 out.push(':');
@@ -67,21 +69,15 @@ pub fn redact_url(url: &str) -> String {
     };
     let rest = match rest.rsplit_once('@') {
         // The last `@` may be inside an option's value (`?name=…@…`): the
-        // value's end, up to the next option, is masked too.
-        Some((masked, after))
+        // rest is masked whole, since what follows may be the rest of that
+        // value (`token=a@&b`).
+        Some((masked, _after))
             if masked
                 .split_once('?')
                 .is_some_and(|(_, options)| options.contains('=')) =>
         {
             out.push_str("***@***");
-            match after.split_once('&') {
-                Some((_, options)) => {
-                    out.push('&');
-                    push_masked_query(&mut out, options);
-                    return out;
-                }
-                None => return out,
-            }
+            return out;
         }
         Some((_userinfo, after)) => {
             out.push_str("***@");
@@ -151,34 +147,34 @@ pub fn shown_user(user: &str) -> &str {
     if user.contains(RESERVED) { "***" } else { user }
 }
 
-/// The options, each secret one's value masked; and after a secret value, any
-/// `&`-part that is not `name=value` with a plain name: the rest of a value
-/// with an unescaped `&` in it.
+/// The options, each secret one's value masked; and every `&`-part after a
+/// secret value, whole: any of them may be the rest of a value with an
+/// unescaped `&` in it (`token=a&b=c` may be the token `a&b=c`).
 fn push_masked_query(out: &mut String, query: &str) {
-    let mut in_secret = false;
+    let mut after_secret = false;
     for (i, pair) in query.split('&').enumerate() {
         if i > 0 {
             out.push('&');
         }
         let name = pair.split_once('=').map(|(name, _)| name);
-        let plain = name.is_some_and(|n| {
-            !n.is_empty()
-                && n.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '%'))
-        });
         match name {
+            _ if after_secret => out.push_str("***"),
             Some(name) if is_secret_option(name) => {
                 out.push_str(name);
                 out.push_str("=***");
-                in_secret = true;
+                after_secret = true;
             }
-            _ if in_secret && !plain => out.push_str("***"),
-            _ => {
-                out.push_str(pair);
-                in_secret = false;
-            }
+            _ => out.push_str(pair),
         }
     }
+}
+
+/// Whether `scheme` is one of lockkit's drivers' (in any case).
+fn is_known_scheme(scheme: &str) -> bool {
+    crate::driver::registry::BUILT_IN
+        .iter()
+        .flat_map(|d| d.schemes.iter())
+        .any(|s| s.eq_ignore_ascii_case(scheme))
 }
 
 /// Whether an option's value is a secret, by its name (percent-decoded, as the
@@ -220,8 +216,13 @@ mod tests {
     #[test]
     fn secret_options_are_masked_in_any_case() {
         assert_eq!(
+            redact_url("consul://h:1?x=1&AUTH_key=z"),
+            "consul://h:1?x=1&AUTH_key=***"
+        );
+        // After a secret, every part is masked: `x=1` may be the token's rest.
+        assert_eq!(
             redact_url("consul://h:1?Token=abc&x=1&AUTH_key=z"),
-            "consul://h:1?Token=***&x=1&AUTH_key=***"
+            "consul://h:1?Token=***&***&***"
         );
         // Written percent-encoded, as the drivers decode it.
         assert_eq!(
