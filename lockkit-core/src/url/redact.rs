@@ -42,7 +42,8 @@ const SECRET_OPTIONS: [&str; 7] = [
 /// // (a user name without a scheme is masked with the password)
 /// assert_eq!(redact_url("app:hunter2@h:1"), "***@h:1");
 /// assert_eq!(redact_url("s3cret@h:1"), "***@h:1");
-/// assert_eq!(redact_url("consul://host?token=abc&dc=x"), "consul://host?token=***&dc=x");
+/// // Every option after a secret one is masked too: it may be the secret's rest.
+/// assert_eq!(redact_url("consul://host?dc=x&token=abc&y=1"), "consul://host?dc=x&token=***&***");
 /// assert_eq!(redact_url("zk://s3cret@host:2181"), "zk://***@host:2181");
 /// assert_eq!(redact_url("sqlite:///tmp/x.db"), "sqlite:///tmp/x.db");
 /// ```
