@@ -15,19 +15,16 @@ pub type Result<T, E = LockError> = std::result::Result<T, E>;
 ///
 /// Messages say what failed and what to do about it. They never contain a password,
 /// an ACL token or an owner id: URLs are redacted before they get here.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug)]
 #[non_exhaustive]
 pub enum LockError {
     /// The lock name is not acceptable.
-    #[error("invalid lock key: {0}")]
-    InvalidKey(#[from] KeyError),
+    InvalidKey(KeyError),
 
     /// The lease length is out of bounds.
-    #[error("invalid TTL: {0}")]
-    InvalidTtl(#[from] TtlError),
+    InvalidTtl(TtlError),
 
     /// The connection URL could not be understood.
-    #[error("invalid URL `{url}`: {reason}")]
     InvalidUrl {
         /// The URL with any password or token replaced by `***`.
         url: String,
@@ -36,14 +33,9 @@ pub enum LockError {
     },
 
     /// A setting (other than the URL itself) is wrong.
-    #[error("configuration error: {0}")]
     Config(String),
 
     /// `lock()` waited for the whole wait budget without getting the lock.
-    #[error(
-        "timed out after {} waiting for lock `{key}`; raise the wait or find the holder",
-        human_duration(*.waited)
-    )]
     Timeout {
         /// The lock that was waited for.
         key: String,
@@ -52,7 +44,6 @@ pub enum LockError {
     },
 
     /// `try_lock()` found the lock held by someone else.
-    #[error("lock `{key}` is held by another owner")]
     Contended {
         /// The lock that was busy.
         key: String,
@@ -60,14 +51,12 @@ pub enum LockError {
 
     /// The caller stopped waiting (its acquire future was dropped). Drivers return
     /// this to the client; applications do not see it.
-    #[error("acquiring lock `{key}` was cancelled")]
     Cancelled {
         /// The lock that was being acquired.
         key: String,
     },
 
     /// The hold is gone: it expired, was taken over, or its session ended.
-    #[error("lock `{key}` was lost: {reason}")]
     Lost {
         /// The lock that was lost.
         key: String,
@@ -76,7 +65,6 @@ pub enum LockError {
     },
 
     /// The driver cannot do what was asked.
-    #[error("the {driver} driver does not support {capability}")]
     Unsupported {
         /// The driver's name.
         driver: &'static str,
@@ -86,7 +74,6 @@ pub enum LockError {
 
     /// A release failed, and kept failing until the hold's lease ended: the
     /// lock was not given back, and is freed as `then` says.
-    #[error("lock `{key}` could not be released ({attempts} attempts; the last: {last}); {then}")]
     ReleaseFailed {
         /// The lock that was not released.
         key: String,
@@ -96,31 +83,26 @@ pub enum LockError {
         /// driver's session.
         then: &'static str,
         /// The last attempt's error.
-        #[source]
         last: Box<LockError>,
     },
 
     /// The backend could not be reached, or the connection broke.
-    #[error("connection error ({driver}): {message}")]
     Connection {
         /// The driver's name.
         driver: &'static str,
         /// What happened, with secrets removed.
         message: String,
         /// The underlying error.
-        #[source]
         source: Option<Box<dyn StdError + Send + Sync>>,
     },
 
     /// The backend answered with an error.
-    #[error("backend error ({driver}): {message}")]
     Backend {
         /// The driver's name.
         driver: &'static str,
         /// What happened, with secrets removed.
         message: String,
         /// The underlying error.
-        #[source]
         source: Option<Box<dyn StdError + Send + Sync>>,
     },
 }
@@ -176,24 +158,17 @@ impl LockError {
 }
 
 /// Why a key was rejected.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum KeyError {
     /// The key is the empty string.
-    #[error("the key is empty; give the lock a name such as \"orders:42\"")]
     Empty,
     /// The key is longer than [`MAX_KEY_LEN`] bytes.
-    #[error(
-        "the key is {len} bytes long; the limit is {MAX_KEY_LEN} bytes (hash long names first)"
-    )]
     TooLong {
         /// The key's length in bytes.
         len: usize,
     },
     /// The key contains a control character such as NUL or newline.
-    #[error(
-        "the key contains control character U+{code:04X} at byte {position}; use printable characters only"
-    )]
     ControlCharacter {
         /// Byte offset of the character.
         position: usize,
@@ -203,32 +178,126 @@ pub enum KeyError {
 }
 
 /// Why a TTL was rejected.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum TtlError {
     /// Shorter than [`MIN_TTL`].
-    #[error(
-        "{} is shorter than the minimum of {}; a lease must outlive a round trip",
-        human_duration(*.ttl),
-        human_duration(MIN_TTL)
-    )]
     TooShort {
         /// The rejected TTL.
         ttl: Duration,
     },
     /// Longer than [`MAX_TTL`].
-    #[error(
-        "{} is longer than the maximum of {}: a lease is how long a crashed holder keeps the \
-         lock, so keep it to seconds or minutes and let the watchdog renew it (`.ttl(d)`) for as \
-         long as you hold the lock",
-        human_duration(*.ttl),
-        human_duration(MAX_TTL)
-    )]
     TooLong {
         /// The rejected TTL.
         ttl: Duration,
     },
 }
+
+impl fmt::Display for LockError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LockError::InvalidKey(e) => write!(f, "invalid lock key: {e}"),
+            LockError::InvalidTtl(e) => write!(f, "invalid TTL: {e}"),
+            LockError::InvalidUrl { url, reason } => write!(f, "invalid URL `{url}`: {reason}"),
+            LockError::Config(why) => write!(f, "configuration error: {why}"),
+            LockError::Timeout { key, waited } => write!(
+                f,
+                "timed out after {} waiting for lock `{key}`; raise the wait or find the holder",
+                human_duration(*waited)
+            ),
+            LockError::Contended { key } => write!(f, "lock `{key}` is held by another owner"),
+            LockError::Cancelled { key } => write!(f, "acquiring lock `{key}` was cancelled"),
+            LockError::Lost { key, reason } => write!(f, "lock `{key}` was lost: {reason}"),
+            LockError::Unsupported { driver, capability } => {
+                write!(f, "the {driver} driver does not support {capability}")
+            }
+            LockError::ReleaseFailed {
+                key,
+                attempts,
+                then,
+                last,
+            } => write!(
+                f,
+                "lock `{key}` could not be released ({attempts} attempts; the last: {last}); {then}"
+            ),
+            LockError::Connection {
+                driver, message, ..
+            } => write!(f, "connection error ({driver}): {message}"),
+            LockError::Backend {
+                driver, message, ..
+            } => write!(f, "backend error ({driver}): {message}"),
+        }
+    }
+}
+
+impl StdError for LockError {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        match self {
+            LockError::InvalidKey(e) => Some(e),
+            LockError::InvalidTtl(e) => Some(e),
+            LockError::ReleaseFailed { last, .. } => Some(&**last),
+            LockError::Connection { source, .. } | LockError::Backend { source, .. } => {
+                source.as_deref().map(|e| e as &(dyn StdError + 'static))
+            }
+            _ => None,
+        }
+    }
+}
+
+impl From<KeyError> for LockError {
+    fn from(e: KeyError) -> Self {
+        LockError::InvalidKey(e)
+    }
+}
+
+impl From<TtlError> for LockError {
+    fn from(e: TtlError) -> Self {
+        LockError::InvalidTtl(e)
+    }
+}
+
+impl fmt::Display for KeyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            KeyError::Empty => {
+                f.write_str("the key is empty; give the lock a name such as \"orders:42\"")
+            }
+            KeyError::TooLong { len } => write!(
+                f,
+                "the key is {len} bytes long; the limit is {MAX_KEY_LEN} bytes (hash long names first)"
+            ),
+            KeyError::ControlCharacter { position, code } => write!(
+                f,
+                "the key contains control character U+{code:04X} at byte {position}; use printable characters only"
+            ),
+        }
+    }
+}
+
+impl StdError for KeyError {}
+
+impl fmt::Display for TtlError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TtlError::TooShort { ttl } => write!(
+                f,
+                "{} is shorter than the minimum of {}; a lease must outlive a round trip",
+                human_duration(*ttl),
+                human_duration(MIN_TTL)
+            ),
+            TtlError::TooLong { ttl } => write!(
+                f,
+                "{} is longer than the maximum of {}: a lease is how long a crashed holder keeps the \
+                 lock, so keep it to seconds or minutes and let the watchdog renew it (`.ttl(d)`) for as \
+                 long as you hold the lock",
+                human_duration(*ttl),
+                human_duration(MAX_TTL)
+            ),
+        }
+    }
+}
+
+impl StdError for TtlError {}
 
 /// `e` and its causes, `: `-separated, each said once: a cause whose text is
 /// already in the message is skipped. Client libraries often put the useful part

@@ -41,14 +41,25 @@ mod sql;
 pub use sql::{FencedUpdate, Placeholders};
 
 /// A write was refused because a newer holder has already written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("stale fencing token {presented}: the resource has already seen {highest}")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StaleToken {
     /// The token that came with the refused write.
     pub presented: FencingToken,
     /// The highest token the resource had accepted.
     pub highest: FencingToken,
 }
+
+impl fmt::Display for StaleToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "stale fencing token {}: the resource has already seen {}",
+            self.presented, self.highest
+        )
+    }
+}
+
+impl std::error::Error for StaleToken {}
 
 /// A value guarded by fencing tokens.
 ///
