@@ -43,7 +43,6 @@ pub use lockkit_core::{
 use crate::{LockError, Result};
 
 /// The `tls_ca`, `tls_cert` and `tls_key` URL options of the TLS-capable drivers.
-#[cfg(feature = "_tls")]
 pub use lockkit_core::tls;
 
 /// The drivers compiled into this build, in the order [`connect`] tries them.

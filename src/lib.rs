@@ -27,7 +27,7 @@
 )]
 #![cfg_attr(
     feature = "redis",
-    doc = "| `redis` | `redis://`, `rediss://`, `redis-cluster://`, `rediss-cluster://`, `redis-sentinel://`, `rediss-sentinel://`, `redlock://`, `redlocks://` | [`redis`]: single server, Cluster, Sentinel, Redlock |"
+    doc = "| `redis` | `redis://`, `rediss://`, `redis-cluster://`, `rediss-cluster://`, `redis-sentinel://`, `rediss-sentinel://`, `redlock://`, `redlocks://` | [`redis`]: single server, Cluster (feature `redis-cluster`), Sentinel, Redlock |"
 )]
 #![cfg_attr(
     not(feature = "redis"),

@@ -60,14 +60,18 @@ impl std::fmt::Debug for Api {
 
 impl Api {
     pub(crate) fn new(options: &ConsulOptions) -> Result<Self> {
-        // reqwest is built without a crypto provider of its own (even plain HTTP
-        // clients need one): ring is ours, unless the application installed a
-        // process default first.
+        // With TLS, reqwest is built without a crypto provider of its own (even
+        // plain HTTP clients need one then): ring is ours, unless the application
+        // installed a process default first.
+        #[cfg(feature = "tls")]
         let _ = rustls::crypto::ring::default_provider().install_default();
+        #[allow(unused_mut)] // without TLS, nothing more to set
         let mut builder = reqwest::Client::builder()
             .connect_timeout(options.timeouts.connect)
             .timeout(options.timeouts.request)
             .pool_idle_timeout(Duration::from_secs(30));
+        // Without the `tls` feature no URL gets here with TLS settings.
+        #[cfg(feature = "tls")]
         if let Some(tls) = &options.tls {
             builder = crate::tls::configure(builder, tls)?;
         }

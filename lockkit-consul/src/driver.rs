@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use lockkit_core::driver::{ChangeSignal, Inspect, Inspection, refuse_reentry};
-use lockkit_core::tls::hint_if_plain;
 use lockkit_core::{
     AcquireRequest, Capabilities, Grant, LockDriver, LockKey, LockMode, OwnerId, Renewal, Result,
     WakeUp,
@@ -47,11 +46,12 @@ impl ConsulDriver {
         let tls_at = options.base.strip_prefix("https://").map(str::to_owned);
         match Self::on(Api::new(&options)?, options).await {
             Err(e) => Err(match tls_at {
+                #[cfg(feature = "tls")]
                 Some(at) => {
                     let get = b"GET /v1/status/leader HTTP/1.0\r\n\r\n";
-                    hint_if_plain(e, &at, get, "consul").await
+                    lockkit_core::tls::hint_if_plain(e, &at, get, "consul").await
                 }
-                None => e,
+                _ => e,
             }),
             connected => connected,
         }

@@ -4,7 +4,7 @@ use std::fmt;
 use std::time::Duration;
 
 use lockkit_core::LockError;
-use lockkit_core::tls::{TlsFiles, TlsPaths};
+use lockkit_core::tls::{Scheme, TlsFiles, TlsPaths};
 use lockkit_core::url::{ParsedUrl, PrefixRule, Timeouts, percent_decode};
 
 /// The session TTL asked for when the URL gives none.
@@ -137,7 +137,13 @@ impl ConsulOptions {
         options.token = token
             .or_else(|| std::env::var("CONSUL_HTTP_TOKEN").ok())
             .filter(|t| !t.is_empty());
-        options.tls = tls_paths.for_scheme(https, "consuls:// instead of consul://", &bad)?;
+        let scheme = Scheme {
+            name: if https { "consuls" } else { "consul" },
+            tls: https,
+            built: cfg!(feature = "tls"),
+            instead: "consuls:// instead of consul://",
+        };
+        options.tls = tls_paths.for_scheme(&scheme, &bad)?;
         Ok(options)
     }
 

@@ -1,16 +1,16 @@
 //! HTTPS for `consuls://`: the `tls_ca`, `tls_cert` and `tls_key` files (read and
 //! checked when the URL is parsed, see [`lockkit_core::tls`]) given to reqwest's
-//! rustls, with ring as the crypto provider.
-
-use lockkit_core::LockError;
-use lockkit_core::tls::TlsFiles;
-use reqwest::{Certificate, ClientBuilder, Identity};
+//! rustls, with ring as the crypto provider. Without the `tls` feature a
+//! `consuls://` URL is refused when it is parsed.
 
 /// Adds the CA (instead of the platform's roots) and the client identity.
+#[cfg(feature = "tls")]
 pub(crate) fn configure(
-    builder: ClientBuilder,
-    tls: &TlsFiles,
-) -> Result<ClientBuilder, LockError> {
+    builder: reqwest::ClientBuilder,
+    tls: &lockkit_core::tls::TlsFiles,
+) -> Result<reqwest::ClientBuilder, lockkit_core::LockError> {
+    use lockkit_core::LockError;
+    use reqwest::{Certificate, Identity};
     let mut builder = builder.https_only(true);
     if let Some(ca) = &tls.ca {
         let certs = Certificate::from_pem_bundle(&ca.pem)

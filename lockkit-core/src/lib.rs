@@ -19,7 +19,6 @@ pub mod fence;
 mod human;
 mod loss;
 pub mod mem;
-#[cfg(feature = "tls")]
 pub mod tls;
 mod types;
 pub mod url;

@@ -116,6 +116,8 @@ pub(crate) async fn open(options: &EtcdOptions) -> Result<Client> {
     if let Some((user, password)) = &options.user {
         connect = connect.with_user(user.clone(), password.clone());
     }
+    // Without the `tls` feature no URL gets here with TLS settings.
+    #[cfg(feature = "tls")]
     if let Some(tls) = &options.tls {
         connect = connect.with_tls(tls.options());
     }

@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use lockkit_core::driver::registry::ETCD;
 use lockkit_core::driver::{ChangeSignal, Driver, Inspect, Inspection};
-use lockkit_core::tls::hint_if_plain;
 use lockkit_core::{
     AcquireRequest, Capabilities, Grant, LockDriver, LockKey, OwnerId, Renewal, Result, WakeUp,
     async_trait,
@@ -22,10 +21,11 @@ use super::contender::Contending;
 use super::options::EtcdOptions;
 use super::{inspect, list, observe, proclaim, release, renew};
 
-/// The driver's name, in its errors.
 /// What an HTTP/2 client sends first: a plain gRPC server answers it.
+#[cfg(feature = "tls")]
 const HTTP2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
+/// The driver's name, in its errors.
 pub(crate) const NAME: &str = ETCD.name;
 
 /// The etcd driver. Cheap to clone; clones share the connection, the leases and
@@ -67,8 +67,9 @@ impl EtcdDriver {
             }),
             // A plain member answers HTTP/2's preface with its SETTINGS frame.
             Err(e) => Err(match tls_at {
-                Some(at) => hint_if_plain(e, &at, HTTP2_PREFACE, "etcd").await,
-                None => e,
+                #[cfg(feature = "tls")]
+                Some(at) => lockkit_core::tls::hint_if_plain(e, &at, HTTP2_PREFACE, "etcd").await,
+                _ => e,
             }),
         }
     }

@@ -68,7 +68,9 @@
 //!
 //! # TLS
 //!
-//! `etcds://` speaks TLS to every endpoint through etcd-client's rustls (ring
+//! With the `tls` feature (lockkit's `tls`; without it, `etcds://` is a `Config`
+//! error naming the feature), `etcds://` speaks TLS to every endpoint through
+//! etcd-client's rustls (ring
 //! provider; the process's default rustls provider if the application installed
 //! one). The server is verified against `tls_ca` alone when given, else against
 //! the system roots; `tls_cert` + `tls_key` present a client certificate for a

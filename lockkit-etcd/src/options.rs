@@ -4,7 +4,7 @@ use std::fmt;
 
 use std::time::Duration;
 
-use lockkit_core::tls::TlsPaths;
+use lockkit_core::tls::{Scheme, TlsPaths};
 use lockkit_core::url::{ParsedUrl, PrefixRule, Timeouts, credentials, host_port};
 use lockkit_core::{LockError, redact_url};
 
@@ -152,9 +152,13 @@ impl EtcdOptions {
             .host_list()
             .map(|h| endpoint(h, tls_scheme).map_err(|why| bad(&why)))
             .collect::<Result<Vec<_>, _>>()?;
-        let tls = tls_paths
-            .for_scheme(tls_scheme, "etcds:// instead of etcd://", &bad)?
-            .map(Tls);
+        let scheme = Scheme {
+            name: if tls_scheme { "etcds" } else { "etcd" },
+            tls: tls_scheme,
+            built: cfg!(feature = "tls"),
+            instead: "etcds:// instead of etcd://",
+        };
+        let tls = tls_paths.for_scheme(&scheme, &bad)?.map(Tls);
         Ok(Self {
             endpoints,
             user,

@@ -4,9 +4,9 @@
 //! etcd-client (tonic over rustls with the ring provider, or the
 //! process's default rustls provider if the application installed one), which
 //! verifies the server against `tls_ca` alone when it is given, else against the
-//! system roots.
+//! system roots. Without the `tls` feature an `etcds://` URL is refused when it
+//! is parsed.
 
-use etcd_client::{Certificate, Identity, TlsOptions};
 use lockkit_core::tls::TlsFiles;
 
 /// The TLS settings of an `etcds://` URL, files read and checked
@@ -35,7 +35,9 @@ impl std::fmt::Debug for Tls {
 
 impl Tls {
     /// The settings for etcd-client (tonic's `ClientTlsConfig`).
-    pub(crate) fn options(&self) -> TlsOptions {
+    #[cfg(feature = "tls")]
+    pub(crate) fn options(&self) -> etcd_client::TlsOptions {
+        use etcd_client::{Certificate, Identity, TlsOptions};
         let mut tls = TlsOptions::new();
         tls = match &self.0.ca {
             Some(ca) => tls.ca_certificate(Certificate::from_pem(&ca.pem)),

@@ -2,6 +2,7 @@
 //! and [`RedisDriver::from_cluster_client`].
 
 use lockkit_core::{LockError, Result};
+#[cfg(feature = "cluster")]
 use redis::cluster::ClusterClient;
 
 use crate::connection::{Conn, Link, server_name};
@@ -60,7 +61,7 @@ impl RedisDriver {
 
     /// The driver on the application's `ClusterClient`: its seeds, credentials
     /// and TLS settings are the client's. Only `options`' lockkit settings are
-    /// used.
+    /// used. With the `cluster` feature (lockkit's `redis-cluster`).
     ///
     /// **Waiters poll** (with backoff, 2 to 50 ms; [`capabilities`] say
     /// [`WakeUp::Poll`](lockkit_core::WakeUp::Poll)): a `ClusterClient` does not
@@ -77,6 +78,7 @@ impl RedisDriver {
     /// [`LockError::Connection`] if no seed answers; [`LockError::Config`] if a
     /// master's `maxmemory-policy` is not `noeviction` (see
     /// [`Eviction`](crate::Eviction)).
+    #[cfg(feature = "cluster")]
     pub async fn from_cluster_client(client: ClusterClient, options: RedisOptions) -> Result<Self> {
         let conn = client
             .get_async_connection()

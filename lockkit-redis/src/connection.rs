@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
-use redis::cluster::ClusterClientBuilder;
+#[cfg(feature = "cluster")]
 use redis::cluster_async::ClusterConnection;
 use redis::{Cmd, Pipeline, RedisFuture, Value};
 
@@ -32,6 +32,7 @@ pub(crate) struct Conn {
 #[derive(Clone)]
 pub(crate) enum Link {
     Single(ConnectionManager),
+    #[cfg(feature = "cluster")]
     Cluster(ClusterConnection),
     /// The master of a Sentinel-watched group, followed across failovers.
     Sentinel(SentinelConn),
@@ -41,6 +42,7 @@ impl std::fmt::Debug for Link {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             Link::Single(_) => "Link::Single",
+            #[cfg(feature = "cluster")]
             Link::Cluster(_) => "Link::Cluster",
             Link::Sentinel(_) => "Link::Sentinel",
         })
@@ -74,6 +76,7 @@ impl Conn {
         } = self;
         let check = async move {
             match link {
+                #[cfg(feature = "cluster")]
                 Link::Cluster(c) => eviction::check_cluster(c).await,
                 link => eviction::check_server(link, server).await,
             }
@@ -98,21 +101,35 @@ impl Conn {
             if !cluster_node {
                 return Ok(Conn::new(Link::Single(conn), options, server));
             }
+            if !cfg!(feature = "cluster") {
+                let why = format!("{server}, a Redis Cluster node,");
+                return Err(eviction::refuse(crate::url::cluster_not_built(&why)));
+            }
             tracing::debug!("the server is a cluster node: using the cluster");
         }
-        let mut builder = ClusterClientBuilder::new(options.nodes.iter().map(String::as_str))
-            .connection_timeout(options.timeouts.connect)
-            .response_timeout(options.timeouts.request)
-            .retries(3);
+        Self::cluster(options).await
+    }
+
+    /// A connection to the cluster `options`' nodes seed.
+    #[cfg(feature = "cluster")]
+    async fn cluster(options: &RedisOptions) -> redis::RedisResult<Self> {
+        let builder =
+            redis::cluster::ClusterClientBuilder::new(options.nodes.iter().map(String::as_str))
+                .connection_timeout(options.timeouts.connect)
+                .response_timeout(options.timeouts.request)
+                .retries(3);
         if options.nodes.iter().any(|n| n.starts_with("rediss://")) {
             tls::install_crypto_provider();
         }
-        if let Some(certs) = &options.tls {
-            builder = builder.certs(certs.clone());
-        }
-        let cluster = builder.build()?;
+        let cluster = tls::with_certs(builder, options.tls.as_ref()).build()?;
         let link = Link::Cluster(cluster.get_async_connection().await?);
         Ok(Conn::new(link, options, "the cluster".into()))
+    }
+
+    /// URLs are refused for a cluster in a build without it.
+    #[cfg(not(feature = "cluster"))]
+    async fn cluster(_: &RedisOptions) -> redis::RedisResult<Self> {
+        unreachable!("a cluster URL is refused when parsed without the cluster feature")
     }
 
     /// A reconnecting connection to the server `client` names, and whether that
@@ -137,7 +154,10 @@ impl Conn {
     }
 
     pub(crate) fn is_cluster(&self) -> bool {
-        matches!(self.link, Link::Cluster(_))
+        #[cfg(feature = "cluster")]
+        return matches!(self.link, Link::Cluster(_));
+        #[cfg(not(feature = "cluster"))]
+        false
     }
 }
 
@@ -183,6 +203,7 @@ impl ConnectionLike for Link {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         match self {
             Link::Single(c) => c.req_packed_command(cmd),
+            #[cfg(feature = "cluster")]
             Link::Cluster(c) => c.req_packed_command(cmd),
             Link::Sentinel(c) => c.req_packed_command(cmd),
         }
@@ -196,6 +217,7 @@ impl ConnectionLike for Link {
     ) -> RedisFuture<'a, Vec<Value>> {
         match self {
             Link::Single(c) => c.req_packed_commands(pipeline, offset, count),
+            #[cfg(feature = "cluster")]
             Link::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
             Link::Sentinel(c) => c.req_packed_commands(pipeline, offset, count),
         }
@@ -204,6 +226,7 @@ impl ConnectionLike for Link {
     fn get_db(&self) -> i64 {
         match self {
             Link::Single(c) => c.get_db(),
+            #[cfg(feature = "cluster")]
             Link::Cluster(c) => c.get_db(),
             Link::Sentinel(c) => c.get_db(),
         }

@@ -2,9 +2,9 @@
 //!
 //! | URL | topology |
 //! |---|---|
-//! | `redis://[user:password@]host:port[/db]` | one server (a cluster node is detected, and the cluster used) |
+//! | `redis://[user:password@]host:port[/db]` | one server (a cluster node is detected, and the cluster used; without the `cluster` feature, lockkit's `redis-cluster`, refused with a `Config` error) |
 //! | `rediss://…` | the same over TLS |
-//! | `redis-cluster://[user:password@]host:port,host:port…` | Redis Cluster through these seeds (`rediss-cluster://…` over TLS) |
+//! | `redis-cluster://[user:password@]host:port,host:port…` | Redis Cluster through these seeds (`rediss-cluster://…` over TLS), with the `cluster` feature |
 //! | `redis-sentinel://[user:password@]s1:p1,s2:p2…/MASTER_NAME` | the master of a group watched by these sentinels, followed across failovers (the credentials are the data nodes'; sentinels are asked without them) |
 //! | `rediss-sentinel://…` | the same over TLS, to the sentinels and the data nodes |
 //! | `redlock://[user:password@]h1:p1,h2:p2,…[?drift_ms=N&retry_ms=N&request_timeout_ms=N]` | Redlock over N independent masters ([`RedlockDriver`]) |
@@ -125,7 +125,9 @@
 //!
 //! # TLS
 //!
-//! `rediss://`, `rediss-cluster://` and `rediss-sentinel://` connect over TLS (rustls with the *ring*
+//! With the `tls` feature (lockkit's `tls`; without it, these URLs are a `Config`
+//! error naming the feature), `rediss://`, `rediss-cluster://` and
+//! `rediss-sentinel://` connect over TLS (rustls with the *ring*
 //! crypto provider, installed as the process default unless the application
 //! installed one). Options, each a file path read when the URL is parsed:
 //!

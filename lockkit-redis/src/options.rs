@@ -5,7 +5,6 @@ use std::fmt;
 
 use lockkit_core::LockError;
 use lockkit_core::url::{PrefixRule, Timeouts};
-use redis::TlsCertificates;
 
 use crate::eviction::Eviction;
 use crate::keys::KeyLayout;
@@ -137,7 +136,7 @@ pub struct RedisOptions {
     pub(crate) replica_ack: Option<ReplicaAck>,
     /// From `tls_ca`/`tls_cert`/`tls_key`; `None` for plain TCP, or TLS verified
     /// against the system roots.
-    pub(crate) tls: Option<TlsCertificates>,
+    pub(crate) tls: Option<crate::tls::Certs>,
     /// Connecting, and each command.
     pub(crate) timeouts: Timeouts,
     /// The URL without its password, for `Debug`.

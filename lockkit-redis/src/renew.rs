@@ -3,18 +3,15 @@
 //! split by hash slot on a cluster and sent together, so each node's connection
 //! carries them as one pipeline.
 
-use std::collections::HashMap;
 use std::time::Duration;
 
-use futures_util::future::join_all;
 use lockkit_core::{LockError, LockKey, OwnerId, Renewal, Result, renew_in_batches};
-use redis::cluster_routing::Slot;
 use tokio::time::Instant;
 
 use crate::call::Call;
 use crate::driver::{NAME, RedisDriver};
 use crate::error::redis_error;
-use crate::keys::{lock_name, names};
+use crate::keys::names;
 use crate::scripts::{MAX_BATCH, ttl_ms};
 
 impl RedisDriver {
@@ -40,34 +37,47 @@ impl RedisDriver {
     /// The watchdog's round: every renewal in batches of at most [`MAX_BATCH`].
     pub(crate) async fn renew_all(&self, renewals: &[Renewal]) -> Vec<Result<Instant>> {
         renew_in_batches(NAME, renewals, MAX_BATCH, |ttl, batch| async move {
-            if !self.conn.is_cluster() {
-                return self.renew_slot(ttl, &batch).await;
+            #[cfg(feature = "cluster")]
+            if self.conn.is_cluster() {
+                return self.renew_by_slot(ttl, &batch).await;
             }
-            // A script may only touch one slot (invariant R1): one call per slot,
-            // all sent at once, so each node's connection carries them as one
-            // pipeline.
-            let mut by_slot: HashMap<Slot, Vec<usize>> = HashMap::new();
-            for (i, r) in batch.iter().enumerate() {
-                by_slot
-                    .entry(Slot::for_key(lock_name(&self.prefix, self.keys, &r.key)))
-                    .or_default()
-                    .push(i);
-            }
-            let groups: Vec<Vec<usize>> = by_slot.into_values().collect();
-            let answers = join_all(groups.iter().map(|idx| {
-                let part: Vec<Renewal> = idx.iter().map(|&i| batch[i].clone()).collect();
-                async move { self.renew_slot(ttl, &part).await }
-            }))
-            .await;
-            let mut renewed = vec![false; batch.len()];
-            for (idx, answer) in groups.iter().zip(answers) {
-                for (&i, ok) in idx.iter().zip(answer?) {
-                    renewed[i] = ok;
-                }
-            }
-            Ok(renewed)
+            self.renew_slot(ttl, &batch).await
         })
         .await
+    }
+
+    /// Renews a batch on a cluster. A script may only touch one slot (invariant
+    /// R1): one call per slot, all sent at once, so each node's connection
+    /// carries them as one pipeline.
+    #[cfg(feature = "cluster")]
+    async fn renew_by_slot(&self, ttl: Duration, batch: &[Renewal]) -> Result<Vec<bool>> {
+        use std::collections::HashMap;
+
+        use futures_util::future::join_all;
+        use redis::cluster_routing::Slot;
+
+        use crate::keys::lock_name;
+
+        let mut by_slot: HashMap<Slot, Vec<usize>> = HashMap::new();
+        for (i, r) in batch.iter().enumerate() {
+            by_slot
+                .entry(Slot::for_key(lock_name(&self.prefix, self.keys, &r.key)))
+                .or_default()
+                .push(i);
+        }
+        let groups: Vec<Vec<usize>> = by_slot.into_values().collect();
+        let answers = join_all(groups.iter().map(|idx| {
+            let part: Vec<Renewal> = idx.iter().map(|&i| batch[i].clone()).collect();
+            async move { self.renew_slot(ttl, &part).await }
+        }))
+        .await;
+        let mut renewed = vec![false; batch.len()];
+        for (idx, answer) in groups.iter().zip(answers) {
+            for (&i, ok) in idx.iter().zip(answer?) {
+                renewed[i] = ok;
+            }
+        }
+        Ok(renewed)
     }
 
     /// Renews holds of any mode that all live in one hash slot, with one call of

@@ -58,6 +58,16 @@ pub(crate) fn take_keys(query: &mut Query) -> Result<KeyLayout, LockError> {
 const CLIENT_OPTIONS: &[&str] = &["protocol"];
 
 /// How long connecting, and each command, may take by default.
+/// Why a Redis Cluster (`what`: the URL's scheme, or the server a `redis://` URL
+/// reached) is refused in a build without Redis Cluster, naming the feature that
+/// adds it: the text of a [`LockError::Config`].
+pub(crate) fn cluster_not_built(what: &str) -> String {
+    format!(
+        "{what} needs Redis Cluster, which this build of lockkit leaves out: \
+         turn on the `redis-cluster` feature of the `lockkit` crate"
+    )
+}
+
 pub(crate) const DEFAULT_TIMEOUTS: Timeouts =
     Timeouts::new(Duration::from_secs(2), Duration::from_secs(5));
 
@@ -121,6 +131,12 @@ impl RedisOptions {
             "redis-sentinel" => ("redis", Topology::Sentinel),
             _ => ("rediss", Topology::Sentinel),
         };
+        let scheme = parsed.scheme().to_string();
+        if topology == Topology::Cluster && !cfg!(feature = "cluster") {
+            return Err(LockError::Config(cluster_not_built(&format!(
+                "{scheme}://"
+            ))));
+        }
         let server = parsed.server()?;
         let query = &mut parsed.query;
         let prefix = take_prefix(query)?;
@@ -135,6 +151,7 @@ impl RedisOptions {
         let tls = tls::load(
             tls_paths,
             url,
+            &scheme,
             node_scheme == "rediss",
             "rediss:// (or rediss-cluster://) instead of redis://",
         )?;

@@ -67,6 +67,13 @@
 //! `VERIFY_IDENTITY` to verify (`tests/tls.rs`; the `postgres_tls` suite on a
 //! `hostssl`-only server, `mysql_tls` with `require_secure_transport`).
 //!
+//! TLS is compiled in with the `tls` feature (lockkit's `tls`). Without it, the
+//! default mode connects in plain text, as it does to a server without TLS, and a
+//! URL that asks for more (`sslmode=require`, `verify-ca`, `verify-full`;
+//! `ssl-mode=REQUIRED`, `VERIFY_CA`, `VERIFY_IDENTITY`; or a certificate file) is
+//! refused with a [`LockError::Config`](lockkit_core::LockError::Config) naming
+//! the feature.
+//!
 //! A new TLS connection costs more than the handshake with sqlx 0.9.0: sqlx reads
 //! the system's root certificates again for each connection that verifies the
 //! server, and no longer turns Nagle's algorithm off (`TCP_NODELAY`;

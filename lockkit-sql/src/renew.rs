@@ -1,9 +1,7 @@
 //! What the SQL drivers share around renewals; the batching itself is
 //! [`lockkit_core::renew_in_batches`].
 
-use std::collections::HashSet;
-
-use lockkit_core::{LockError, LockKey, Renewal};
+use lockkit_core::{LockError, LockKey};
 
 /// Largest batch in one statement (keeps bind counts well under every database's
 /// limit).
@@ -16,8 +14,12 @@ pub(crate) fn not_ours(key: &LockKey) -> LockError {
 
 /// Which of `batch` a statement renewed, given the `(name, owner hex)` rows it
 /// returned.
-pub(crate) fn renewed_flags(batch: &[Renewal], rows: Vec<(String, String)>) -> Vec<bool> {
-    let renewed: HashSet<(String, String)> = rows.into_iter().collect();
+#[cfg(any(feature = "postgres", feature = "sqlite"))]
+pub(crate) fn renewed_flags(
+    batch: &[lockkit_core::Renewal],
+    rows: Vec<(String, String)>,
+) -> Vec<bool> {
+    let renewed: std::collections::HashSet<(String, String)> = rows.into_iter().collect();
     batch
         .iter()
         .map(|r| renewed.contains(&(r.key.as_str().to_string(), r.owner.to_hex())))

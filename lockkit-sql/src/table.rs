@@ -91,6 +91,9 @@ pub(crate) struct TlsNames {
     pub(crate) verify: &'static str,
     /// The mode that encrypts without verifying: `require`, `REQUIRED`.
     pub(crate) require: &'static str,
+    /// The modes that connect without TLS when the server (or the build) has
+    /// none: `disable`, `allow`, `prefer`; `DISABLED`, `PREFERRED`.
+    pub(crate) plain_modes: &'static [&'static str],
     /// Other spellings of the same options, as the client accepts them:
     /// (alias, canonical) pairs.
     pub(crate) aliases: &'static [(&'static str, &'static str)],
@@ -127,6 +130,29 @@ impl TlsGiven {
             }
         }
         given
+    }
+
+    /// In a build without TLS: a [`LockError::Config`] for a mode that needs TLS,
+    /// or for certificate files, which nothing would read.
+    fn refuse_without_tls(&self, names: TlsNames) -> Result<(), LockError> {
+        if let Some(mode) = &self.mode
+            && !names
+                .plain_modes
+                .iter()
+                .any(|m| m.eq_ignore_ascii_case(mode))
+        {
+            return Err(lockkit_core::tls::not_built(&format!(
+                "{}={mode}",
+                names.mode
+            )));
+        }
+        if let Some((option, _)) = [(names.ca, &self.ca), (names.cert, &self.cert)]
+            .into_iter()
+            .find(|(_, given)| given.is_some())
+        {
+            return Err(lockkit_core::tls::not_built(option));
+        }
+        Ok(())
     }
 }
 
@@ -268,6 +294,9 @@ impl ServerSettings {
         let body = client_body(&parsed)?;
         let passed = parsed.query.finish_passing(kind.client_options)?;
         settings.tls = TlsGiven::from_passed(&passed, kind.tls);
+        if !cfg!(feature = "tls") {
+            settings.tls.refuse_without_tls(kind.tls)?;
+        }
         let mut client_url = format!("{}:{body}", kind.schemes[0]);
         if !passed.is_empty() {
             client_url.push('?');
@@ -301,4 +330,14 @@ fn client_body(parsed: &lockkit_core::url::ParsedUrl<'_>) -> Result<String, Lock
         },
         Err(_) => Ok(body.to_owned()),
     }
+}
+
+/// What a build without TLS says of `url`: `None` if it connects, else the
+/// refusal's text (a [`LockError::Config`]).
+#[cfg(all(test, any(feature = "postgres", feature = "mysql")))]
+pub(crate) fn refused_without_tls(url: &str, kind: ServerUrl) -> Option<String> {
+    let (settings, _) = ServerSettings::parse(url, kind).unwrap();
+    let refused = settings.tls.refuse_without_tls(kind.tls).err()?;
+    assert!(matches!(refused, LockError::Config(_)), "{refused:?}");
+    Some(refused.to_string())
 }

@@ -69,7 +69,9 @@
 //!
 //! # TLS
 //!
-//! `zks://…?tls_ca=PATH` connects to every server's `secureClientPort` over TLS
+//! With the `tls` feature (lockkit's `tls`; without it, `zks://` is a `Config`
+//! error naming the feature), `zks://…?tls_ca=PATH` connects to every server's
+//! `secureClientPort` over TLS
 //! (rustls with ring, through zookeeper-client), verifying it against `tls_ca` —
 //! required, since that client does not use the system's roots —
 //! and `&tls_cert=PATH&tls_key=PATH` present a client certificate, for servers with

@@ -4,7 +4,7 @@ use std::fmt;
 use std::time::Duration;
 
 use lockkit_core::LockError;
-use lockkit_core::tls::{TlsFiles, TlsPaths};
+use lockkit_core::tls::{Scheme, TlsFiles, TlsPaths};
 use lockkit_core::url::{ParsedUrl, Timeouts, credentials, host_port};
 
 use crate::recipe::Recipe;
@@ -153,17 +153,20 @@ impl ZkOptions {
             url: shown.clone(),
             reason: why.to_string(),
         };
+        let scheme = Scheme {
+            name: if tls_scheme { "zks" } else { "zk" },
+            tls: tls_scheme,
+            built: cfg!(feature = "tls"),
+            instead: "zks:// instead of zk://",
+        };
+        let tls = tls_paths.for_scheme(&scheme, &bad)?;
         // zks:// needs a CA on top of the rule every driver follows: the ZooKeeper
         // client verifies only against a CA it is given.
-        if tls_scheme && tls_paths.is_empty() {
+        if tls.as_ref().is_some_and(|files| files.ca.is_none()) {
             return Err(bad(
                 "zks:// needs the CA to verify the servers with: add tls_ca=PATH \
                  (the ZooKeeper client does not use the system's root certificates)",
             ));
-        }
-        let tls = tls_paths.for_scheme(tls_scheme, "zks:// instead of zk://", &bad)?;
-        if tls.as_ref().is_some_and(|files| files.ca.is_none()) {
-            return Err(bad("zks:// needs tls_ca=PATH as well"));
         }
         let digest = match server.userinfo {
             None => None,

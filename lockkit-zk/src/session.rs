@@ -199,12 +199,15 @@ impl Sessions {
         if let Some((user, password)) = &o.digest {
             connector = connector.with_auth("digest", format!("{user}:{password}").as_bytes());
         }
+        // Without the `tls` feature no URL gets here with TLS settings.
+        #[cfg(feature = "tls")]
         let tls = o.tls.as_ref().map(tls_options).transpose()?;
         let connecting = async move {
-            match tls {
-                Some(tls) => connector.with_tls(tls).secure_connect(&o.hosts).await,
-                None => connector.connect(&o.hosts).await,
+            #[cfg(feature = "tls")]
+            if let Some(tls) = tls {
+                return connector.with_tls(tls).secure_connect(&o.hosts).await;
             }
+            connector.connect(&o.hosts).await
         };
         let started = tokio::time::Instant::now();
         let e = match tokio::time::timeout(o.timeouts.connect, connecting).await {
@@ -222,8 +225,9 @@ impl Sessions {
         };
         // A plain server answers the four-letter `srvr` (on by default).
         match o.hosts.split(',').next().filter(|_| o.tls.is_some()) {
+            #[cfg(feature = "tls")]
             Some(host) => Err(lockkit_core::tls::hint_if_plain(e, host, b"srvr", "zk").await),
-            None => Err(e),
+            _ => Err(e),
         }
     }
 
@@ -274,6 +278,7 @@ fn given_session_ended() -> LockError {
 /// The ZooKeeper client's TLS options from the URL's checked PEM files. ring is
 /// installed as the process's rustls provider first (unless the application
 /// installed one), as the other drivers do.
+#[cfg(feature = "tls")]
 fn tls_options(tls: &lockkit_core::tls::TlsFiles) -> Result<zookeeper_client::TlsOptions> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let bad = |what: &str, e: zookeeper_client::Error| LockError::Config(format!("{what}: {e}"));

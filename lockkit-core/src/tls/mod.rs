@@ -1,8 +1,12 @@
 //! The `tls_ca`, `tls_cert` and `tls_key` URL options every TLS-capable driver
-//! takes (feature `tls`): collected while a URL's query is parsed, then read and
-//! checked at once, so a wrong path or a file that is not PEM is reported when the
-//! URL is parsed, naming the option and the path. Each driver hands the checked PEM
-//! bytes to its client library.
+//! takes: collected while a URL's query is parsed, then read and checked at once,
+//! so a wrong path or a file that is not PEM is reported when the URL is parsed,
+//! naming the option and the path. Each driver hands the checked PEM bytes to its
+//! client library.
+//!
+//! TLS is compiled in only with the `tls` feature (of this crate, and of each
+//! driver). Without it, a TLS URL is refused when it is parsed, with a
+//! [`LockError::Config`] that names the feature ([`TlsPaths::for_scheme`]).
 //!
 //! # Examples
 //!
@@ -21,11 +25,15 @@
 
 use std::fmt;
 
+#[cfg(feature = "tls")]
 mod plain;
 
+#[cfg(feature = "tls")]
 pub use plain::{hint_if_plain, speaks_plain_tcp};
 
+#[cfg(feature = "tls")]
 use rustls::pki_types::pem::PemObject;
+#[cfg(feature = "tls")]
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
 use crate::LockError;
@@ -92,13 +100,15 @@ impl TlsPaths {
         self.ca.is_none() && self.cert.is_none() && self.key.is_none()
     }
 
-    /// Reads and checks the files.
+    /// Reads and checks the files (only with the `tls` feature: nothing reads them
+    /// without it).
     ///
     /// # Errors
     ///
     /// `bad(reason)` for a client certificate without its key, or the reverse;
     /// [`LockError::Config`] naming the option and the path for a file that cannot
     /// be read or holds no valid PEM (or, for `tls_ca`, no usable CA).
+    #[cfg(feature = "tls")]
     pub fn load(self, bad: &dyn Fn(&str) -> LockError) -> Result<TlsFiles, LockError> {
         let identity = match (self.cert, self.key) {
             (None, None) => None,
@@ -119,45 +129,83 @@ impl TlsPaths {
 
 impl TlsPaths {
     /// What a URL's scheme and its TLS options add up to, for every driver alike:
-    /// the checked files for a TLS scheme (`tls_scheme`; with no option given, the
-    /// files are empty and the client verifies against its default roots), `None`
-    /// for a plain scheme without options.
+    /// the checked files for a TLS scheme (with no option given, the files are
+    /// empty and the client verifies against its default roots), `None` for a
+    /// plain scheme without options.
     ///
-    /// `instead` tells a plain URL that gave TLS options what to write instead
-    /// (`"etcds:// instead of etcd://"`).
+    /// `scheme` is the URL's, as it names itself in messages (`"etcds"`); `built`
+    /// whether the driver was built with TLS (`cfg!(feature = "tls")` in the
+    /// driver). `instead` tells a plain URL that gave TLS options what to write
+    /// instead (`"etcds:// instead of etcd://"`).
     ///
     /// # Errors
     ///
-    /// `bad(reason)` for TLS options on a plain scheme, and as [`load`](Self::load).
+    /// `bad(reason)` for TLS options on a plain scheme; [`LockError::Config`] for
+    /// a TLS scheme in a build without TLS (see [`not_built`]); and as
+    /// [`load`](Self::load).
     ///
     /// # Examples
     ///
     /// ```
     /// use lockkit::LockError;
-    /// use lockkit::driver::tls::TlsPaths;
+    /// use lockkit::driver::tls::{Scheme, TlsPaths};
     ///
     /// let bad = |why: &str| LockError::invalid_url("etcd://h:1", why);
-    /// assert!(TlsPaths::default().for_scheme(false, "etcds:// instead of etcd://", &bad)?.is_none());
+    /// let plain = Scheme { name: "etcd", tls: false, built: true, instead: "etcds:// instead of etcd://" };
+    /// assert!(TlsPaths::default().for_scheme(&plain, &bad)?.is_none());
     /// let mut paths = TlsPaths::default();
     /// paths.take("tls_ca", "/etc/ca.pem", &bad)?;
-    /// let err = paths.for_scheme(false, "etcds:// instead of etcd://", &bad).unwrap_err();
+    /// let err = paths.for_scheme(&plain, &bad).unwrap_err();
     /// assert!(err.to_string().contains("use etcds:// instead of etcd://"), "{err}");
+    ///
+    /// let unbuilt = Scheme { name: "etcds", tls: true, built: false, ..plain };
+    /// let err = TlsPaths::default().for_scheme(&unbuilt, &bad).unwrap_err();
+    /// assert!(matches!(err, LockError::Config(_)) && err.to_string().contains("`tls` feature"), "{err}");
     /// # Ok::<(), LockError>(())
     /// ```
     pub fn for_scheme(
         self,
-        tls_scheme: bool,
-        instead: &str,
+        scheme: &Scheme<'_>,
         bad: &dyn Fn(&str) -> LockError,
     ) -> Result<Option<TlsFiles>, LockError> {
-        match (tls_scheme, self.is_empty()) {
+        match (scheme.tls, self.is_empty()) {
+            (true, _) if !scheme.built => Err(not_built(&format!("{}://", scheme.name))),
+            // A driver built with TLS turns this crate's `tls` on.
+            #[cfg(feature = "tls")]
             (true, _) => self.load(bad).map(Some),
+            #[cfg(not(feature = "tls"))]
+            (true, _) => Err(not_built(&format!("{}://", scheme.name))),
             (false, true) => Ok(None),
             (false, false) => Err(bad(&format!(
-                "tls_ca, tls_cert and tls_key apply to TLS connections: use {instead}"
+                "tls_ca, tls_cert and tls_key apply to TLS connections: use {}",
+                scheme.instead
             ))),
         }
     }
+}
+
+/// A URL's scheme, as [`TlsPaths::for_scheme`] weighs it.
+#[derive(Debug, Clone, Copy)]
+pub struct Scheme<'a> {
+    /// The scheme, as messages name it (`"rediss"`).
+    pub name: &'a str,
+    /// Whether it connects over TLS.
+    pub tls: bool,
+    /// Whether the driver was built with TLS: `cfg!(feature = "tls")` in the driver.
+    pub built: bool,
+    /// What a plain URL that gave TLS options writes instead
+    /// (`"rediss:// instead of redis://"`).
+    pub instead: &'a str,
+}
+
+/// The error for a TLS connection in a build without TLS: a
+/// [`LockError::Config`] naming what asked for TLS (`"rediss://"`,
+/// `"sslmode=require"`) and the feature that adds it.
+pub fn not_built(what: &str) -> LockError {
+    LockError::Config(format!(
+        "{what} needs TLS, which this build of lockkit leaves out: \
+         turn on the `tls` feature of the `lockkit` crate"
+    ))
 }
 
 /// A checked PEM file: its path (for messages) and its contents. `Debug` shows the
@@ -194,10 +242,12 @@ pub struct TlsFiles {
     pub identity: Option<ClientIdentity>,
 }
 
+#[cfg(feature = "tls")]
 fn file_error(option: &str, path: &str, why: impl fmt::Display) -> LockError {
     LockError::Config(format!("{option}={path}: {why}"))
 }
 
+#[cfg(feature = "tls")]
 impl PemFile {
     fn read(option: &str, path: String) -> Result<Self, LockError> {
         let pem = std::fs::read(&path)
@@ -255,5 +305,44 @@ impl PemFile {
             )
         })?;
         Ok(file)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Scheme, TlsPaths};
+    use crate::LockError;
+
+    fn bad(why: &str) -> LockError {
+        LockError::invalid_url("x://h:1", why)
+    }
+
+    #[test]
+    fn a_tls_scheme_in_a_driver_built_without_tls_is_a_config_error_naming_the_feature() {
+        let scheme = Scheme {
+            name: "rediss",
+            tls: true,
+            built: false,
+            instead: "rediss:// instead of redis://",
+        };
+        let err = TlsPaths::default().for_scheme(&scheme, &bad).unwrap_err();
+        assert!(matches!(err, LockError::Config(_)), "{err:?}");
+        let text = err.to_string();
+        assert!(
+            text.contains("rediss://") && text.contains("`tls` feature"),
+            "{text}"
+        );
+        // A plain scheme in the same build is untouched.
+        let plain = Scheme {
+            name: "redis",
+            tls: false,
+            ..scheme
+        };
+        assert!(
+            TlsPaths::default()
+                .for_scheme(&plain, &bad)
+                .unwrap()
+                .is_none()
+        );
     }
 }

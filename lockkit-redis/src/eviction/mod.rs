@@ -20,7 +20,9 @@ use std::time::Duration;
 use lockkit_core::LockError;
 use lockkit_core::url::{Query, redact_urls_in};
 use redis::aio::ConnectionLike;
+#[cfg(feature = "cluster")]
 use redis::cluster_async::ClusterConnection;
+#[cfg(feature = "cluster")]
 use redis::cluster_routing::{MultipleNodeRoutingInfo, RoutingInfo};
 use redis::{Cmd, ErrorKind, RedisError, RedisResult, Value};
 use tokio::time::Instant;
@@ -89,7 +91,9 @@ pub(crate) fn refusal(e: &RedisError) -> Option<String> {
     (e.code() == Some(REFUSED)).then(|| e.detail().unwrap_or_default().to_owned())
 }
 
-fn refuse(message: String) -> RedisError {
+/// An error that [`refusal`] turns into a [`LockError::Config`] with `message`
+/// (also for refusals other than the eviction policy's).
+pub(crate) fn refuse(message: String) -> RedisError {
     redis::make_extension_error(REFUSED.to_owned(), Some(message))
 }
 
@@ -272,6 +276,7 @@ pub(crate) async fn check_server<C: ConnectionLike>(
 /// could not be asked (it is down, or failing over): it is asked again at the next
 /// request, which goes ahead meanwhile, so that the cluster client sees the
 /// failure and follows the new slot map.
+#[cfg(feature = "cluster")]
 pub(crate) async fn check_cluster(conn: &mut ClusterConnection) -> RedisResult<bool> {
     let Some(config) = each_master(conn, config_get()).await? else {
         return Ok(false);
@@ -296,6 +301,7 @@ pub(crate) async fn check_cluster(conn: &mut ClusterConnection) -> RedisResult<b
 
 /// `cmd`'s answer from every master, by address; `None` if some could not be
 /// reached.
+#[cfg(feature = "cluster")]
 async fn each_master(
     conn: &mut ClusterConnection,
     cmd: Cmd,

@@ -72,7 +72,7 @@ impl Master {
         url: &str,
         shown: String,
         connect_timeout: Duration,
-        tls: Option<&redis::TlsCertificates>,
+        tls: Option<&crate::tls::Certs>,
         eviction: Eviction,
     ) -> Result<Self> {
         let client = crate::tls::client(url, tls).map_err(|e| LockError::InvalidUrl {

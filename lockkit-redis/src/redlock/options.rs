@@ -62,7 +62,7 @@ pub struct RedlockOptions {
     pub(crate) eviction: Eviction,
     /// From `tls_ca`/`tls_cert`/`tls_key` (`redlocks://`): the same for every
     /// master; `None` for plain masters, or TLS against the system roots.
-    pub(crate) tls: Option<redis::TlsCertificates>,
+    pub(crate) tls: Option<crate::tls::Certs>,
 }
 
 impl fmt::Debug for RedlockOptions {
@@ -201,6 +201,7 @@ impl RedlockOptions {
         options.tls = crate::tls::load(
             tls_paths,
             url,
+            if tls_scheme { "redlocks" } else { "redlock" },
             tls_scheme,
             "redlocks:// instead of redlock://",
         )?;

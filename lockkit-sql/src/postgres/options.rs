@@ -39,6 +39,7 @@ const URL: ServerUrl = ServerUrl {
         disabled: "disable",
         verify: "verify-full",
         require: "require",
+        plain_modes: &["disable", "allow", "prefer"],
         aliases: &[
             ("ssl-mode", "sslmode"),
             ("ssl-root-cert", "sslrootcert"),
@@ -102,6 +103,37 @@ impl Default for ServerOptions<PgServer> {
         Self {
             connect: sqlx::postgres::PgConnectOptions::new(),
             settings: crate::table::ServerSettings::new("postgres://", URL),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::table::refused_without_tls;
+
+    #[test]
+    fn without_tls_the_modes_that_may_go_plain_connect_and_the_rest_name_the_feature() {
+        for url in [
+            "postgres://h/db",
+            "postgres://h/db?sslmode=prefer",
+            "postgres://h/db?sslmode=disable",
+            "postgres://h/db?sslmode=allow",
+        ] {
+            assert_eq!(refused_without_tls(url, super::URL), None, "{url}");
+        }
+        for (url, named) in [
+            ("postgres://h/db?sslmode=require", "sslmode=require"),
+            (
+                "postgres://h/db?ssl-mode=verify-full",
+                "sslmode=verify-full",
+            ),
+            ("postgres://h/db?sslrootcert=/ca.pem", "sslrootcert"),
+        ] {
+            let refused = refused_without_tls(url, super::URL).expect(url);
+            assert!(
+                refused.contains(named) && refused.contains("`tls` feature"),
+                "{refused}"
+            );
         }
     }
 }
