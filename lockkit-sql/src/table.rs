@@ -332,12 +332,18 @@ fn client_body(parsed: &lockkit_core::url::ParsedUrl<'_>) -> Result<String, Lock
     }
 }
 
-/// What a build without TLS says of `url`: `None` if it connects, else the
-/// refusal's text (a [`LockError::Config`]).
-#[cfg(all(test, any(feature = "postgres", feature = "mysql")))]
-pub(crate) fn refused_without_tls(url: &str, kind: ServerUrl) -> Option<String> {
-    let (settings, _) = ServerSettings::parse(url, kind).unwrap();
-    let refused = settings.tls.refuse_without_tls(kind.tls).err()?;
-    assert!(matches!(refused, LockError::Config(_)), "{refused:?}");
-    Some(refused.to_string())
+/// For the options' tests.
+#[cfg(test)]
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+pub(crate) mod tests {
+    use super::{LockError, ServerSettings, ServerUrl};
+
+    /// What a build without TLS says of `url`: `None` if it connects, else the
+    /// refusal's text (a [`LockError::Config`]).
+    pub(crate) fn refused_without_tls(url: &str, kind: ServerUrl) -> Option<String> {
+        let (settings, _) = ServerSettings::parse(url, kind).unwrap();
+        let refused = settings.tls.refuse_without_tls(kind.tls).err()?;
+        assert!(matches!(refused, LockError::Config(_)), "{refused:?}");
+        Some(refused.to_string())
+    }
 }

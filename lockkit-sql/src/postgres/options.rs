@@ -109,7 +109,7 @@ impl Default for ServerOptions<PgServer> {
 
 #[cfg(test)]
 mod tests {
-    use crate::table::refused_without_tls;
+    use crate::table::tests::refused_without_tls;
 
     #[test]
     fn without_tls_the_modes_that_may_go_plain_connect_and_the_rest_name_the_feature() {
