@@ -28,6 +28,7 @@ mod pgbouncer;
 mod port;
 mod postgres;
 mod process;
+mod process_tree;
 mod proxy;
 mod redis;
 mod silent;

@@ -1,5 +1,5 @@
-//! One server process (and its process group): start, readiness, pause, kill,
-//! restart, and cleanup on drop.
+//! One server process (and its process group, and its children that left the
+//! group): start, readiness, pause, kill, restart, and cleanup on drop.
 
 use std::fs::File;
 use std::future::Future;
@@ -8,9 +8,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use rustix::process::{Pid, Signal, kill_process_group, test_kill_process_group};
+use rustix::process::{Pid, Signal, kill_process, kill_process_group};
 
 use crate::TestkitError;
+use crate::process_tree;
 
 /// How to (re)start a server: its command line, identity and readiness probe.
 #[derive(Debug, Clone)]
@@ -149,10 +150,26 @@ impl Server {
         self.pid().and_then(|p| Pid::from_raw(p as i32))
     }
 
-    fn signal(&self, signal: Signal) {
+    /// The server's processes now (see [`process_tree`]), the leader first.
+    fn members(&self) -> Vec<i32> {
+        self.group()
+            .map(|g| process_tree::members(g.as_raw_nonzero().get()))
+            .unwrap_or_default()
+    }
+
+    /// Sends `signal` to the server's group and to each of `members` (by pid: the
+    /// ones that left the group).
+    fn signal_all(&self, signal: Signal, members: &[i32]) {
         if let Some(group) = self.group() {
             let _ = kill_process_group(group, signal);
         }
+        for pid in members.iter().filter_map(|p| Pid::from_raw(*p)) {
+            let _ = kill_process(pid, signal);
+        }
+    }
+
+    fn signal(&self, signal: Signal) {
+        self.signal_all(signal, &self.members());
     }
 
     /// Freezes every process of the server (SIGSTOP), and returns once the kernel
@@ -160,12 +177,10 @@ impl Server {
     /// a thread in the middle of a system call (a JVM writing a reply) finishes it
     /// first.
     pub fn pause(&self) {
-        self.signal(Signal::STOP);
-        let Some(group) = self.group() else {
-            return;
-        };
+        let members = self.members();
+        self.signal_all(Signal::STOP, &members);
         let until = Instant::now() + Duration::from_secs(5);
-        while !group_stopped(group.as_raw_nonzero().get()) && Instant::now() < until {
+        while !process_tree::all_stopped(&members) && Instant::now() < until {
             std::thread::sleep(Duration::from_millis(1));
         }
     }
@@ -194,19 +209,18 @@ impl Server {
 
     /// Kills every process of the server (SIGKILL) and waits until they are gone.
     pub fn kill(&mut self) {
-        let group = self.group();
-        self.signal(Signal::CONT);
-        self.signal(Signal::KILL);
+        // Read before the leader dies: its orphans then belong to init.
+        let members = self.members();
+        self.signal_all(Signal::CONT, &members);
+        self.signal_all(Signal::KILL, &members);
         if let Some(mut child) = self.child.take() {
             let _ = child.wait();
         }
-        // Children (e.g. postgres backends) are reaped by init; wait for the group
-        // to empty, bounded.
-        if let Some(group) = group {
-            let until = Instant::now() + Duration::from_secs(10);
-            while test_kill_process_group(group).is_ok() && Instant::now() < until {
-                std::thread::sleep(Duration::from_millis(10));
-            }
+        // The others (e.g. postgres backends) are reaped by init; wait until they
+        // are gone, bounded.
+        let until = Instant::now() + Duration::from_secs(10);
+        while !process_tree::all_gone(&members) && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(10));
         }
     }
 
@@ -290,53 +304,6 @@ pub(crate) async fn probe_command(mut cmd: tokio::process::Command) -> bool {
         tokio::time::timeout(Duration::from_secs(5), cmd.status()).await,
         Ok(Ok(status)) if status.success()
     )
-}
-
-/// Whether every thread of every process in process group `group` is stopped
-/// (state `T`), read from `/proc/<pid>/task/<tid>/stat`.
-fn group_stopped(group: i32) -> bool {
-    let Ok(procs) = std::fs::read_dir("/proc") else {
-        return true;
-    };
-    for entry in procs.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Some((_, pgrp)) = stat_state_and_group(&format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        if pgrp != group {
-            continue;
-        }
-        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-            continue;
-        };
-        for task in tasks.flatten() {
-            let path = task.path().join("stat");
-            if let Some((state, _)) = stat_state_and_group(&path.display().to_string())
-                && !matches!(state, 'T' | 't' | 'Z' | 'X')
-            {
-                return false;
-            }
-        }
-    }
-    true
-}
-
-/// The state letter and process group from a `stat` file (fields 3 and 5, after the
-/// command name in parentheses, which may itself contain spaces).
-fn stat_state_and_group(path: &str) -> Option<(char, i32)> {
-    let stat = std::fs::read_to_string(path).ok()?;
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let mut fields = rest.split_whitespace();
-    let state = fields.next()?.chars().next()?;
-    let _ppid = fields.next()?;
-    let pgrp = fields.next()?.parse().ok()?;
-    Some((state, pgrp))
 }
 
 #[cfg(test)]
