@@ -126,10 +126,13 @@ impl Conn {
         Ok(Conn::new(link, options, "the cluster".into()))
     }
 
-    /// URLs are refused for a cluster in a build without it.
+    /// A build without Redis Cluster refuses cluster URLs when they are parsed;
+    /// should options reach here anyway, the refusal is an error, not a panic.
     #[cfg(not(feature = "cluster"))]
     async fn cluster(_: &RedisOptions) -> redis::RedisResult<Self> {
-        unreachable!("a cluster URL is refused when parsed without the cluster feature")
+        Err(eviction::refuse(crate::url::cluster_not_built(
+            "redis-cluster://",
+        )))
     }
 
     /// A reconnecting connection to the server `client` names, and whether that
