@@ -340,10 +340,25 @@ pub(crate) mod tests {
 
     /// What a build without TLS says of `url`: `None` if it connects, else the
     /// refusal's text (a [`LockError::Config`]).
-    pub(crate) fn refused_without_tls(url: &str, kind: ServerUrl) -> Option<String> {
+    fn refused_without_tls(url: &str, kind: ServerUrl) -> Option<String> {
         let (settings, _) = ServerSettings::parse(url, kind).unwrap();
         let refused = settings.tls.refuse_without_tls(kind.tls).err()?;
         assert!(matches!(refused, LockError::Config(_)), "{refused:?}");
         Some(refused.to_string())
+    }
+
+    /// In a build without TLS, each of `plain` connects, and each of `refused`
+    /// is refused naming its option and the `tls` feature.
+    pub(crate) fn check_without_tls(kind: ServerUrl, plain: &[&str], refused: &[(&str, &str)]) {
+        for url in plain {
+            assert_eq!(refused_without_tls(url, kind), None, "{url}");
+        }
+        for (url, named) in refused {
+            let refused = refused_without_tls(url, kind).expect(url);
+            assert!(
+                refused.contains(named) && refused.contains("`tls` feature"),
+                "{refused}"
+            );
+        }
     }
 }
