@@ -1,8 +1,9 @@
 //! For driver authors: the contract a backend implements, and the pieces every
 //! driver shares. Applications use [`crate::Locker`] and need none of this.
 //!
-//! A driver implements [`LockDriver`] (acquire in a [`crate::LockMode`], extend,
-//! release, inspect, force-release, purge), waits through [`wait_for_grant`], and
+//! A driver implements [`LockDriver`] (a [`Contender`] for each acquire in a
+//! [`crate::LockMode`], extend, release, inspect, force-release, purge): the
+//! engine, [`acquire`], makes its attempts and owns the wait. It
 //! implements [`Driver`] once so that its [`DriverEntry`] lets [`crate::connect`]
 //! find it by URL scheme. [`url`] parses its URL the way every other driver does,
 //! [`admit`] applies the mode rules to holders a driver keeps itself,

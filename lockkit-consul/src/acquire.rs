@@ -9,7 +9,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lockkit_core::driver::{Attempt, Backoff, Busy, Contender, Jitter, WaitPolicy, wait_for_grant};
+use lockkit_core::driver::{Attempt, Backoff, Busy, Contender, Contention, Jitter, WaitPolicy};
 use lockkit_core::{
     AcquireRequest, FencingToken, Grant, LockError, LockKey, OwnerId, Result, async_trait,
 };
@@ -180,9 +180,8 @@ impl<'a> Contending<'a> {
         }
     }
 
-    pub(crate) async fn wait(mut self) -> Result<Grant> {
-        let req = self.req;
-        wait_for_grant(req, &POLICY, &mut self).await
+    pub(crate) fn contention(self) -> Contention<'a> {
+        Contention::new(self).with_policy(POLICY)
     }
 }
 

@@ -5,10 +5,10 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
+use lockkit_core::driver::Contention;
 use lockkit_core::driver::{ChangeSignal, Inspect, Inspection, refuse_reentry};
 use lockkit_core::{
-    AcquireRequest, Capabilities, Grant, LockDriver, LockKey, LockMode, OwnerId, Renewal, Result,
-    WakeUp,
+    AcquireRequest, Capabilities, LockDriver, LockKey, LockMode, OwnerId, Renewal, Result, WakeUp,
 };
 use tokio::time::Instant;
 
@@ -139,14 +139,13 @@ impl LockDriver for ConsulDriver {
             .with_watch(true)
     }
 
-    async fn acquire(&self, req: &AcquireRequest) -> Result<Grant> {
-        req.require_mode(NAME, self.capabilities())?;
+    async fn contend<'a>(&'a self, req: &'a AcquireRequest) -> Result<Contention<'a>> {
         if let Some(held) = self.holds.get(&req.key, &req.owner) {
             if !held.loss.is_fired() && !held.session.is_gone() {
                 if held.mode != req.mode {
                     return Err(refuse_reentry(NAME, req, held.mode));
                 }
-                return Ok(held.grant(req));
+                return Ok(Contention::granted(held.grant(req)));
             }
             // A hold that was lost: forget it (and leave its semaphore) first.
             if held.mode.limit().is_some() {
@@ -155,10 +154,10 @@ impl LockDriver for ConsulDriver {
                 self.holds.remove(&req.key, &req.owner);
             }
         }
-        match req.mode {
-            LockMode::Permit { limit } => PermitContending::new(self, req, limit).wait().await,
-            _ => Contending::new(self, req).wait().await,
-        }
+        Ok(match req.mode {
+            LockMode::Permit { limit } => PermitContending::new(self, req, limit).contention(),
+            _ => Contending::new(self, req).contention(),
+        })
     }
 
     async fn extend(&self, key: &LockKey, owner: &OwnerId, ttl: Duration) -> Result<Instant> {

@@ -18,7 +18,7 @@
 
 use std::sync::Arc;
 
-use lockkit_core::driver::{Attempt, Busy, Contender, WaitPolicy, limit_mismatch, wait_for_grant};
+use lockkit_core::driver::{Attempt, Busy, Contender, Contention, limit_mismatch};
 use lockkit_core::{AcquireRequest, FencingToken, Grant, LockError, Result, Wait, async_trait};
 use tokio::time::Instant;
 
@@ -78,15 +78,8 @@ impl<'a> PermitContending<'a> {
         }
     }
 
-    pub(crate) async fn wait(mut self) -> Result<Grant> {
-        if self.limit == 0 {
-            return Err(LockError::Config(format!(
-                "semaphore `{}`: a limit of 0 permits can never be granted",
-                self.req.key
-            )));
-        }
-        let req = self.req;
-        wait_for_grant(req, &WaitPolicy::DEFAULT, &mut self).await
+    pub(crate) fn contention(self) -> Contention<'a> {
+        Contention::new(self)
     }
 
     /// Our session: the one taken before, or the driver's if no other permit of

@@ -7,10 +7,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use lockkit_core::driver::{Attempt, Contender, Contention, acquire};
 use lockkit_core::mem::MemDriver;
 use lockkit_core::{
-    AcquireRequest, Capabilities, Grant, LockDriver, LockError, LockKey, Locker, LossSignal,
-    LostReason, OwnerId, Renewal, Result, async_trait,
+    AcquireRequest, Capabilities, LockDriver, LockError, LockKey, Locker, LossSignal, LostReason,
+    OwnerId, Renewal, Result, async_trait,
 };
 use tokio::time::{Instant, timeout};
 
@@ -38,15 +39,8 @@ impl LockDriver for Probe {
     fn capabilities(&self) -> Capabilities {
         self.caps.unwrap_or_else(|| self.inner.capabilities())
     }
-    async fn acquire(&self, req: &AcquireRequest) -> Result<Grant> {
-        let mut grant = self.inner.acquire(req).await?;
-        if let Some(d) = self.grant_delay {
-            tokio::time::sleep(d).await;
-        }
-        if let Some(loss) = &self.loss {
-            grant = grant.with_loss_signal(loss.clone());
-        }
-        Ok(grant)
+    async fn contend<'a>(&'a self, req: &'a AcquireRequest) -> Result<Contention<'a>> {
+        Ok(Contention::new(Probed { probe: self, req }))
     }
     async fn extend(&self, key: &LockKey, owner: &OwnerId, ttl: Duration) -> Result<Instant> {
         self.inner.extend(key, owner, ttl).await
@@ -68,6 +62,27 @@ impl LockDriver for Probe {
             });
         }
         self.inner.release(key, owner).await
+    }
+}
+
+/// One acquire through a probe: mem's whole acquire as one attempt, then the
+/// probe's delay and loss signal.
+struct Probed<'a> {
+    probe: &'a Probe,
+    req: &'a AcquireRequest,
+}
+
+#[async_trait]
+impl Contender for Probed<'_> {
+    async fn attempt(&mut self) -> Result<Attempt> {
+        let mut grant = acquire(&self.probe.inner, self.req).await?;
+        if let Some(d) = self.probe.grant_delay {
+            tokio::time::sleep(d).await;
+        }
+        if let Some(loss) = &self.probe.loss {
+            grant = grant.with_loss_signal(loss.clone());
+        }
+        Ok(Attempt::Granted(grant))
     }
 }
 

@@ -6,10 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lockkit_core::driver::{
-    Attempt, Backoff, Busy, Contender, Jitter, Patience, WaitPolicy, wait_for_grant,
+    Attempt, Backoff, Busy, Contender, Contention, Jitter, Patience, WaitPolicy,
 };
 use lockkit_core::driver::{limit_mismatch, refuse_reentry};
-use lockkit_core::{AcquireRequest, Grant, LockError, LockMode, Result, Wait, async_trait};
+use lockkit_core::{AcquireRequest, LockError, LockMode, Result, Wait, async_trait};
 use tokio::time::Instant;
 
 use super::connection::Inner;
@@ -88,9 +88,8 @@ impl<'a> Contending<'a> {
         })
     }
 
-    pub(crate) async fn wait(mut self) -> Result<Grant> {
-        let req = self.req;
-        wait_for_grant(req, &POLICY, &mut self).await
+    pub(crate) fn contention(self) -> Contention<'a> {
+        Contention::new(self).with_policy(POLICY)
     }
 
     /// Counts one more start-over; an error once there were too many.

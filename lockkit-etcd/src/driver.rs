@@ -8,10 +8,11 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use lockkit_core::driver::Contention;
 use lockkit_core::driver::registry::ETCD;
 use lockkit_core::driver::{ChangeSignal, Driver, Inspect, Inspection};
 use lockkit_core::{
-    AcquireRequest, Capabilities, Grant, LockDriver, LockKey, OwnerId, Renewal, Result, WakeUp,
+    AcquireRequest, Capabilities, LockDriver, LockKey, OwnerId, Renewal, Result, WakeUp,
     async_trait,
 };
 use tokio::time::Instant;
@@ -164,9 +165,8 @@ impl LockDriver for EtcdDriver {
         proclaim::proclaim(&self.inner, key, owner, text).await
     }
 
-    async fn acquire(&self, req: &AcquireRequest) -> Result<Grant> {
-        req.require_mode(NAME, self.capabilities())?;
-        Contending::new(&self.inner, req)?.wait().await
+    async fn contend<'a>(&'a self, req: &'a AcquireRequest) -> Result<Contention<'a>> {
+        Ok(Contending::new(&self.inner, req)?.contention())
     }
 
     async fn extend(&self, key: &LockKey, owner: &OwnerId, ttl: Duration) -> Result<Instant> {

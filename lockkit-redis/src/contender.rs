@@ -6,9 +6,9 @@
 use std::time::Duration;
 
 use lockkit_core::driver::{
-    Attempt, Backoff, Busy, Contender, Jitter, Patience, WaitPolicy, wait_for_grant,
+    Attempt, Backoff, Busy, Contender, Contention, Jitter, Patience, WaitPolicy,
 };
-use lockkit_core::{AcquireRequest, Grant, LockError, OwnerId, Result, Wait, async_trait};
+use lockkit_core::{AcquireRequest, LockError, OwnerId, Result, Wait, async_trait};
 use tokio::time::Instant;
 
 use crate::acquire::{Outcome, member};
@@ -148,8 +148,7 @@ impl<'a> Contending<'a> {
         }
     }
 
-    pub(crate) async fn wait(mut self) -> Result<Grant> {
-        let req = self.req;
-        wait_for_grant(req, &POLICY, &mut self).await
+    pub(crate) fn contention(self) -> Contention<'a> {
+        Contention::new(self).with_policy(POLICY)
     }
 }

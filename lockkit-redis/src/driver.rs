@@ -4,9 +4,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lockkit_core::driver::{Admission, Inspect, Inspection, WakeUpHealth, admit};
+use lockkit_core::driver::Contention;
+use lockkit_core::driver::{Inspect, Inspection, WakeUpHealth};
 use lockkit_core::{
-    AcquireRequest, Capabilities, Grant, LockDriver, LockKey, OwnerId, Renewal, Result, WakeUp,
+    AcquireRequest, Capabilities, LockDriver, LockKey, OwnerId, Renewal, Result, WakeUp,
     async_trait,
 };
 use tokio::time::Instant;
@@ -163,14 +164,9 @@ impl LockDriver for RedisDriver {
             .with_list(!self.is_cluster() && self.keys == KeyLayout::Tagged)
     }
 
-    async fn acquire(&self, req: &AcquireRequest) -> Result<Grant> {
-        req.require_mode(NAME, self.capabilities())?;
+    async fn contend<'a>(&'a self, req: &'a AcquireRequest) -> Result<Contention<'a>> {
         self.keys.check(&req.key)?;
-        // A limit of 0 permits, refused before any round trip.
-        if let Admission::Refuse(e) = admit(NAME, req, &[], []) {
-            return Err(e);
-        }
-        Contending::new(self, req).wait().await
+        Ok(Contending::new(self, req).contention())
     }
 
     async fn extend(&self, key: &LockKey, owner: &OwnerId, ttl: Duration) -> Result<Instant> {

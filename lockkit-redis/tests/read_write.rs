@@ -8,8 +8,9 @@
 use std::time::Duration;
 
 use lockkit_conformance::until;
+use lockkit_core::driver::acquire;
 use lockkit_core::{
-    AcquireRequest, LockDriver, LockError, LockGuard, LockKey, LockMode, Locker, OwnerId, Wait,
+    AcquireRequest, LockError, LockGuard, LockKey, LockMode, Locker, OwnerId, Wait,
 };
 use lockkit_redis::{RedisDriver, RedisOptions};
 use lockkit_testkit::{Redis, RedisCluster};
@@ -223,7 +224,7 @@ async fn a_crashed_readers_lease_ends_alone_and_pins_nothing() {
         Wait::NoWait,
     )
     .with_mode(LockMode::Shared);
-    crashed.acquire(&request).await.unwrap();
+    acquire(&crashed, &request).await.unwrap();
     let live = locker(&url).await;
     let read = live.read_lock(key).no_wait().await.unwrap();
     assert_eq!(live.inspect(key).await.unwrap().holders.len(), 2);

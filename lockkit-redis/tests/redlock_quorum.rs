@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use lockkit_core::LockError;
+use lockkit_core::driver::acquire;
 use lockkit_redis::{RedlockDriver, RedlockOptions};
 use lockkit_testkit::RedisMasters;
 use tokio::time::Instant;
@@ -71,7 +72,7 @@ async fn three_of_five_killed_waiting_lock_ends_with_the_quorum_error_at_its_dea
 /// after 10 s of unbroken unreachability (the documented patience).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_of_five_killed_wait_forever_gives_up_after_the_documented_patience() {
-    use lockkit_core::{AcquireRequest, LockDriver, LockKey, OwnerId, Wait};
+    use lockkit_core::{AcquireRequest, LockKey, OwnerId, Wait};
     let mut masters = RedisMasters::start(5).await.unwrap();
     let driver = RedlockDriver::connect(RedlockOptions::from_url(&masters.url()).unwrap())
         .await
@@ -87,7 +88,7 @@ async fn three_of_five_killed_wait_forever_gives_up_after_the_documented_patienc
     );
     let patience = Duration::from_secs(10);
     let started = Instant::now();
-    let r = tokio::time::timeout(patience * 2, driver.acquire(&req))
+    let r = tokio::time::timeout(patience * 2, acquire(&driver, &req))
         .await
         .expect("a wait-forever acquire hung with 3 of 5 masters dead");
     let took = started.elapsed();
@@ -265,8 +266,8 @@ async fn reentrant_driver_acquire_keeps_the_written_back_token() {
         Duration::from_secs(10),
         Wait::NoWait,
     );
-    let first = driver.acquire(&req).await.unwrap();
-    let again = driver.acquire(&req).await.unwrap();
+    let first = acquire(&driver, &req).await.unwrap();
+    let again = acquire(&driver, &req).await.unwrap();
     assert_eq!(first.token.get(), 42);
     assert_eq!(again.token, first.token);
     // Every master now carries the quorum's token in the lock value.

@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use lockkit_core::driver::acquire;
 use lockkit_core::{AcquireRequest, LockDriver, LockKey, LockMode, OwnerId, Renewal, Wait};
 use lockkit_redis::{RedisDriver, RedisOptions};
 use lockkit_testkit::Redis;
@@ -19,7 +20,7 @@ async fn hold(driver: &RedisDriver, key: &str, mode: LockMode) -> Renewal {
     let owner = OwnerId::new();
     let key = LockKey::new(key).unwrap();
     let req = AcquireRequest::new(key.clone(), owner.clone(), TTL, Wait::NoWait).with_mode(mode);
-    driver.acquire(&req).await.unwrap();
+    acquire(driver, &req).await.unwrap();
     Renewal::new(key, owner, Duration::from_secs(30))
 }
 

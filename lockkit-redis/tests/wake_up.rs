@@ -6,7 +6,8 @@
 
 use std::time::Duration;
 
-use lockkit_core::{AcquireRequest, LockDriver, LockKey, Locker, OwnerId, Wait};
+use lockkit_core::driver::acquire;
+use lockkit_core::{AcquireRequest, LockKey, Locker, OwnerId, Wait};
 use lockkit_testkit::{LogCapture, Redis};
 use tokio::time::Instant;
 
@@ -220,7 +221,7 @@ async fn a_dropped_acquire_leaves_the_queue_at_once() {
         Duration::from_secs(30),
         Wait::Forever,
     );
-    let waiting = tokio::spawn(async move { writer.acquire(&req).await });
+    let waiting = tokio::spawn(async move { acquire(&*writer, &req).await });
     until_queued(std::slice::from_mut(&mut conn), key, 1).await;
     let dropped = Instant::now();
     waiting.abort();

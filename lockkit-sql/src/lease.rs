@@ -10,7 +10,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use lockkit_core::driver::{ChangeSignal, KeyWakers, armed};
+use lockkit_core::driver::{ChangeSignal, Contention, KeyWakers, armed};
 use lockkit_core::{
     AcquireRequest, Capabilities, Grant, Inspection, LockDriver, LockError, LockKey, LockMode,
     OwnerId, Renewal, Result, Wait, async_trait, renew_in_batches,
@@ -19,7 +19,7 @@ use tokio::time::Instant;
 
 use crate::holds::{self, HolderRow, KeyRow};
 use crate::renew;
-use crate::wait::acquire_polling;
+use crate::wait::polled;
 
 /// What a database provides for the lease table: each operation as its own
 /// statements, answering whether it took effect.
@@ -59,11 +59,11 @@ pub trait LeaseBackend: Send + Sync + fmt::Debug + 'static {
         self.try_acquire(req).await
     }
 
-    /// Acquires for `req`, an exclusive acquire willing to wait: by default
-    /// [`poll_for`] it. MySQL overrides it to wait on a bell, PostgreSQL to wait
-    /// in the key's queue. Every other acquire is polled for.
-    async fn wait_exclusive(&self, req: &AcquireRequest) -> Result<Grant> {
-        poll_for(self, req).await
+    /// The attempts of `req`, an exclusive acquire willing to wait: by default
+    /// [`polling`]. MySQL overrides it to wait on a bell, PostgreSQL to wait in
+    /// the key's queue. Every other acquire is polling.
+    fn contend_exclusive<'a>(&'a self, req: &'a AcquireRequest) -> Contention<'a> {
+        polling(self, req)
     }
 
     /// Whether a read without locks shows that `req` must wait (a shared hold or
@@ -117,16 +117,16 @@ pub trait LeaseBackend: Send + Sync + fmt::Debug + 'static {
     }
 }
 
-/// Acquires for `req` with `backend`'s attempts, woken by its
-/// [`wakers`](LeaseBackend::wakers) for its key (its own releases; PostgreSQL's NOTIFY) and
-/// polling otherwise.
-pub(crate) async fn poll_for<B: LeaseBackend + ?Sized>(
-    backend: &B,
-    req: &AcquireRequest,
-) -> Result<Grant> {
+/// The attempts of `req` by `backend`, woken by its
+/// [`wakers`](LeaseBackend::wakers) for its key (its own releases; PostgreSQL's
+/// NOTIFY), polling otherwise.
+pub(crate) fn polling<'a, B: LeaseBackend + ?Sized>(
+    backend: &'a B,
+    req: &'a AcquireRequest,
+) -> Contention<'a> {
     let mut first = true;
     let wake = backend.wakers().notify(req.key.as_str());
-    acquire_polling(req, &wake, B::POLL_CAP, || {
+    polled(wake, B::POLL_CAP, move || {
         let again = !std::mem::replace(&mut first, false);
         async move {
             if again {
@@ -136,7 +136,6 @@ pub(crate) async fn poll_for<B: LeaseBackend + ?Sized>(
             }
         }
     })
-    .await
 }
 
 /// A lease-table [`LockDriver`]: the one driver behind
@@ -195,12 +194,14 @@ impl<B: LeaseBackend> LockDriver for LeaseDriver<B> {
         self.backend.capabilities()
     }
 
-    async fn acquire(&self, req: &AcquireRequest) -> Result<Grant> {
-        req.require_mode(B::NAME, self.capabilities())?;
-        if req.mode == LockMode::Exclusive && !matches!(req.wait, Wait::NoWait) {
-            return self.backend.wait_exclusive(req).await;
-        }
-        poll_for(&*self.backend, req).await
+    async fn contend<'a>(&'a self, req: &'a AcquireRequest) -> Result<Contention<'a>> {
+        Ok(
+            if req.mode == LockMode::Exclusive && !matches!(req.wait, Wait::NoWait) {
+                self.backend.contend_exclusive(req)
+            } else {
+                polling(&*self.backend, req)
+            },
+        )
     }
 
     async fn extend(&self, key: &LockKey, owner: &OwnerId, ttl: Duration) -> Result<Instant> {

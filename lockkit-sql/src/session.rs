@@ -25,6 +25,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use lockkit_core::driver::Contention;
 use lockkit_core::driver::{
     Admission, ChangeSignal, Holder, Inspection, KeyWakers, LockMode, admit, armed, limit_mismatch,
 };
@@ -36,7 +37,7 @@ use sqlx::pool::PoolConnection;
 use tokio::time::Instant;
 
 use crate::renew::not_ours;
-use crate::wait::acquire_polling;
+use crate::wait::polled;
 
 /// Which backend lock a hold took: the key's own (exclusive or shared), or one
 /// slot of a semaphore.
@@ -283,15 +284,13 @@ impl<B: SessionBackend> LockDriver for SessionDriver<B> {
         self.backend.capabilities()
     }
 
-    async fn acquire(&self, req: &AcquireRequest) -> Result<Grant> {
-        req.require_mode(self.backend.name(), self.capabilities())?;
+    async fn contend<'a>(&'a self, req: &'a AcquireRequest) -> Result<Contention<'a>> {
         // Once, before waiting: a key is as valid on the last poll as on the first.
         self.backend.check_key(&req.key)?;
         let wake = self.backend.wakers().notify(req.key.as_str());
-        acquire_polling(req, &wake, self.backend.poll_cap(), || {
+        Ok(polled(wake, self.backend.poll_cap(), move || {
             self.try_acquire(req)
-        })
-        .await
+        }))
     }
 
     async fn extend(&self, key: &LockKey, owner: &OwnerId, ttl: Duration) -> Result<Instant> {

@@ -1,5 +1,5 @@
-//! How a SQL driver waits: the one wait engine of `lockkit_core`, over an attempt
-//! that runs the acquiring statement, woken by an in-process release or a
+//! How a SQL driver contends: the one wait engine of `lockkit_core` makes
+//! attempts that run the acquiring statement, woken by an in-process release or a
 //! PostgreSQL NOTIFY, polling with jittered backoff when no wake-up comes. A
 //! connection that fails under an attempt (a server restarting, a reply later
 //! than `request_timeout_ms`) is transient: a waiting acquire tries again within
@@ -14,8 +14,7 @@ use std::task::Poll;
 use std::time::Duration;
 
 use lockkit_core::driver::{
-    AcquireRequest, Attempt, Backoff, Busy, Contender, Grant, Jitter, WaitPolicy, async_trait,
-    wait_for_grant,
+    Attempt, Backoff, Busy, Contender, Contention, Grant, Jitter, WaitPolicy, async_trait,
 };
 use lockkit_core::{LockError, Result};
 use tokio::sync::Notify;
@@ -26,24 +25,22 @@ use crate::error::is_transient;
 /// The first pause between attempts.
 const FIRST: Duration = Duration::from_millis(2);
 
-/// Runs `attempt` until it grants, the wait runs out, or the caller cancels.
+/// Attempts that each run `attempt`, for the engine to make until one grants,
+/// the wait runs out, or the caller cancels.
 ///
 /// `wake` is armed *before* each attempt, so a release that lands between the
 /// attempt and the wait is not missed. `poll_cap` bounds the pause when no wake-up
 /// comes (a lost notification, another process without notifications).
-pub(crate) async fn acquire_polling<F, Fut>(
-    req: &AcquireRequest,
-    wake: &Arc<Notify>,
+pub(crate) fn polled<'a, F, Fut>(
+    wake: Arc<Notify>,
     poll_cap: Duration,
     attempt: F,
-) -> Result<Grant>
+) -> Contention<'a>
 where
-    F: FnMut() -> Fut + Send,
-    Fut: Future<Output = Result<Option<Grant>>> + Send,
+    F: FnMut() -> Fut + Send + 'a,
+    Fut: Future<Output = Result<Option<Grant>>> + Send + 'a,
 {
-    let policy = policy(poll_cap);
-    let mut contender = Statement { wake, attempt };
-    wait_for_grant(req, &policy, &mut contender).await
+    Contention::new(Statement { wake, attempt }).with_policy(policy(poll_cap))
 }
 
 /// Pauses of 2 ms doubling to `poll_cap`, jittered, when no wake-up comes.
@@ -52,13 +49,13 @@ pub(crate) fn policy(poll_cap: Duration) -> WaitPolicy {
 }
 
 /// One run of the acquiring statement.
-struct Statement<'a, F> {
-    wake: &'a Arc<Notify>,
+struct Statement<F> {
+    wake: Arc<Notify>,
     attempt: F,
 }
 
 #[async_trait]
-impl<F, Fut> Contender for Statement<'_, F>
+impl<F, Fut> Contender for Statement<F>
 where
     F: FnMut() -> Fut + Send,
     Fut: Future<Output = Result<Option<Grant>>> + Send,

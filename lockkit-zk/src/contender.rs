@@ -5,9 +5,9 @@
 use std::time::Duration;
 
 use lockkit_core::driver::{
-    Attempt, Backoff, Busy, Contender, Jitter, Patience, WaitPolicy, wait_for_grant,
+    Attempt, Backoff, Busy, Contender, Contention, Jitter, Patience, WaitPolicy,
 };
-use lockkit_core::{AcquireRequest, Grant, LockError, Result, Wait, async_trait};
+use lockkit_core::{AcquireRequest, LockError, Result, Wait, async_trait};
 use tokio::time::Instant;
 
 use crate::cleanup::delete_queued;
@@ -46,7 +46,7 @@ impl<'a> Contending<'a> {
     /// (a reply late past the client's connection timeout, with the session
     /// alive, is not a failure); a waiting acquire retries them for twice the
     /// session timeout (at least 10 s) in a row. Pauses: 20 ms doubling to 1 s.
-    pub(crate) async fn wait(mut self) -> Result<Grant> {
+    pub(crate) fn contention(self) -> Contention<'a> {
         let policy = WaitPolicy::DEFAULT.with_transient(
             Patience::DEFAULT
                 .with_no_wait(late_reply_patience(self.driver.options().session_timeout()))
@@ -57,8 +57,7 @@ impl<'a> Contending<'a> {
                     Jitter::None,
                 )),
         );
-        let req = self.req;
-        wait_for_grant(req, &policy, &mut self).await
+        Contention::new(self).with_policy(policy)
     }
 
     /// Waits for `blocker` to go: a watch on it, or a change of the session's

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use lockkit_core::driver::Contention;
 use lockkit_core::driver::{ChangeSignal, Inspect, Inspection, refuse_reentry};
 use lockkit_core::{
     AcquireRequest, Capabilities, Grant, LockDriver, LockKey, LockMode, OwnerId, Renewal, Result,
@@ -144,13 +145,12 @@ impl LockDriver for ZkDriver {
             .with_wake_up(WakeUp::Notify)
     }
 
-    async fn acquire(&self, req: &AcquireRequest) -> Result<Grant> {
-        req.require_mode(NAME, self.capabilities())?;
+    async fn contend<'a>(&'a self, req: &'a AcquireRequest) -> Result<Contention<'a>> {
         self.options().recipe.check(&req.key)?;
         if let Some(grant) = self.reenter(req)? {
-            return Ok(grant);
+            return Ok(Contention::granted(grant));
         }
-        Contending::new(self, req).wait().await
+        Ok(Contending::new(self, req).contention())
     }
 
     async fn extend(&self, key: &LockKey, owner: &OwnerId, ttl: Duration) -> Result<Instant> {

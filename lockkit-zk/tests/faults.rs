@@ -11,6 +11,7 @@ mod common;
 
 use std::time::Duration;
 
+use lockkit_core::driver::acquire;
 use lockkit_core::{
     AcquireRequest, LockDriver, LockError, LockGuard, LockKey, Locker, OwnerId, Wait,
 };
@@ -249,10 +250,10 @@ async fn refused_try_locks_leave_no_node_behind() {
         AcquireRequest::new(key.clone(), o.clone(), Duration::from_secs(5), Wait::NoWait)
     };
     let holder = OwnerId::new();
-    let g = a.acquire(&req(&holder)).await.unwrap();
+    let g = acquire(&*a, &req(&holder)).await.unwrap();
     for _ in 0..20 {
         assert!(matches!(
-            b.acquire(&req(&OwnerId::new())).await,
+            acquire(&*b, &req(&OwnerId::new())).await,
             Err(LockError::Contended { .. })
         ));
     }
@@ -261,7 +262,7 @@ async fn refused_try_locks_leave_no_node_behind() {
         raw.list_children("/lockkit/no-leak").await.unwrap().len(),
         1
     );
-    assert_eq!(a.acquire(&req(&holder)).await.unwrap().token, g.token);
+    assert_eq!(acquire(&*a, &req(&holder)).await.unwrap().token, g.token);
     assert!(a.release(&key, &holder).await.unwrap());
 }
 
@@ -332,7 +333,7 @@ async fn digest_credentials_keep_other_identities_off_the_lock() {
         Wait::NoWait,
     );
     for (what, err) in [
-        ("acquire", bob.acquire(&req).await.unwrap_err()),
+        ("acquire", acquire(&*bob, &req).await.unwrap_err()),
         ("force_release", bob.force_release(&key).await.unwrap_err()),
     ] {
         let shown = format!("{err} {err:?}");

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lockkit_conformance::QueuedSemaphore;
+use lockkit_core::driver::acquire;
 use lockkit_core::{
     AcquireRequest, LockDriver, LockError, LockKey, LockMode, Locker, OwnerId, Wait,
 };
@@ -90,8 +91,7 @@ async fn a_permit_holder_cannot_take_the_key_in_another_mode() {
         )
         .with_mode(mode)
     };
-    driver
-        .acquire(&ask(LockMode::Permit { limit: 3 }))
+    acquire(&driver, &ask(LockMode::Permit { limit: 3 }))
         .await
         .unwrap();
     for mode in [
@@ -99,7 +99,7 @@ async fn a_permit_holder_cannot_take_the_key_in_another_mode() {
         LockMode::Shared,
         LockMode::Permit { limit: 5 },
     ] {
-        let again = driver.acquire(&ask(mode)).await;
+        let again = acquire(&driver, &ask(mode)).await;
         assert!(
             matches!(again, Err(LockError::Config(_))),
             "{mode}: {again:?}"

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use lockkit_core::driver::ChangeSignal;
+use lockkit_core::driver::{ChangeSignal, Contention};
 use lockkit_core::{
-    AcquireRequest, Capabilities, Grant, Inspection, LockDriver, LockKey, OwnerId, Renewal, Result,
+    AcquireRequest, Capabilities, Inspection, LockDriver, LockKey, OwnerId, Renewal, Result,
     async_trait,
 };
 use tokio::time::Instant;
@@ -54,8 +54,8 @@ impl LockDriver for Counted {
     fn capabilities(&self) -> Capabilities {
         self.inner.capabilities()
     }
-    async fn acquire(&self, req: &AcquireRequest) -> Result<Grant> {
-        self.inner.acquire(req).await
+    async fn contend<'a>(&'a self, req: &'a AcquireRequest) -> Result<Contention<'a>> {
+        self.inner.contend(req).await
     }
     async fn extend(&self, key: &LockKey, owner: &OwnerId, ttl: Duration) -> Result<Instant> {
         self.inner.extend(key, owner, ttl).await

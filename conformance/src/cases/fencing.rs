@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use lockkit_core::driver::acquire;
 use lockkit_core::{AcquireRequest, LockKey, OwnerId, Wait};
 
 use super::expect_contended;
@@ -86,8 +87,8 @@ pub(crate) async fn reentrant_acquire_returns_same_token(ctx: &Ctx) -> CaseResul
         Duration::from_secs(10),
         Wait::NoWait,
     );
-    let first = driver.acquire(&req).await?;
-    let again = driver.acquire(&req).await?;
+    let first = acquire(&*driver, &req).await?;
+    let again = acquire(&*driver, &req).await?;
     ensure!(
         first.token == again.token,
         "a repeated driver acquire by the holder changed the token: {} → {}",

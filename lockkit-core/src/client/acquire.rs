@@ -1,5 +1,6 @@
-//! How a [`Locker`] turns a [`LockRequest`] into a guard: mode checks,
-//! reentrancy, the cancel-safe driver acquire, the deadline check, registration.
+//! How a [`Locker`] turns a [`LockRequest`] into a guard: reentrancy, the
+//! cancel-safe acquire through the engine ([`crate::driver::acquire`]), the
+//! deadline check, registration.
 
 use tokio::time::Instant;
 
@@ -26,15 +27,6 @@ impl Locker {
         let mut request =
             AcquireRequest::new(key.clone(), owner, ttl, req.wait.start()).with_mode(req.mode);
         request.value = req.value;
-        request.backend = driver.name();
-        if !self.capabilities().supports(req.mode) {
-            return Err(request.unsupported(driver.name()));
-        }
-        if req.mode.limit() == Some(0) {
-            return Err(LockError::Config(format!(
-                "semaphore `{key}`: a limit of 0 permits can never be granted; give at least 1"
-            )));
-        }
         if let Some(guard) = self.reenter(&request)? {
             return Ok(guard);
         }

@@ -28,7 +28,7 @@ pub(crate) struct PendingAcquire {
 }
 
 impl PendingAcquire {
-    /// Prepares `driver.acquire(request)`; it runs when [`join`](Self::join)ed.
+    /// Prepares the engine's acquire of `request` on `driver`; it runs when [`join`](Self::join)ed.
     pub(crate) fn start(
         driver: Arc<dyn LockDriver>,
         releases: Arc<InFlight>,
@@ -39,7 +39,7 @@ impl PendingAcquire {
         let request = Arc::new(request);
         let attempt = {
             let (driver, request) = (driver.clone(), request.clone());
-            async move { driver.acquire(&request).await }.instrument(span)
+            async move { crate::driver::acquire(&*driver, &request).await }.instrument(span)
         };
         Self {
             attempt: Some(Box::pin(attempt)),

@@ -8,30 +8,33 @@ use tokio::time::Instant;
 
 use super::capabilities::Capabilities;
 use super::change::ChangeSignal;
-use super::grant::{Grant, Renewal};
+use super::grant::Renewal;
 use super::inspect::Inspection;
 use super::request::AcquireRequest;
 use crate::error::{LockError, Result};
 use crate::types::{LockKey, OwnerId};
+use crate::wait::Contention;
 
 /// The object-safe async trait each backend implements.
 ///
 /// Rules every implementation keeps:
-/// - `acquire` is atomic: a hold is granted only if the key's holders leave room
-///   for the request's [`crate::LockMode`] — or `req.owner` already holds it, in
-///   which case the same token is returned and the lease refreshed (this makes
-///   retries after an unknown outcome safe). A mode the driver does not list in
-///   its [`Capabilities`] is refused with [`LockError::Unsupported`]
-///   ([`AcquireRequest::unsupported`]).
+/// - an attempt of [`contend`](Self::contend)'s contender is atomic: a hold is
+///   granted only if the key's holders leave room for the request's
+///   [`crate::LockMode`] — or `req.owner` already holds it, in which case the
+///   same token is returned and the lease refreshed (this makes retries after an
+///   unknown outcome safe).
 /// - every grant carries a fencing token, strictly increasing per key across every
 ///   grant of that key, whatever its mode.
-/// - the returned [`Grant::deadline`] is measured from before the request was sent.
+/// - a grant's [`deadline`](super::Grant::deadline) is measured from before the
+///   request was sent.
 /// - `extend` and `release` act only on a hold owned by `owner`; they never touch
 ///   another owner's hold. `extend` of a hold that is gone returns
 ///   [`LockError::Lost`].
-/// - waiting goes through [`crate::driver::wait_for_grant`]: it is bounded by the
-///   request's [`crate::Wait`], wakes on a backend signal where there is one, and
-///   stops when [`AcquireRequest::cancel`] fires.
+/// - the driver never waits and never checks a request's mode: the engine
+///   ([`crate::driver::acquire`]) refuses a mode missing from the driver's
+///   [`Capabilities`] before it asks the driver to contend, and owns the wait
+///   (its deadline, cancellation, the fallback poll), waking on the backend
+///   signal the contender arms.
 #[async_trait]
 pub trait LockDriver: Send + Sync + fmt::Debug + 'static {
     /// A short name for messages and reports (`"sqlite"`, `"mem"`).
@@ -40,15 +43,17 @@ pub trait LockDriver: Send + Sync + fmt::Debug + 'static {
     /// What this driver supports.
     fn capabilities(&self) -> Capabilities;
 
-    /// Takes a hold in `req.mode`, waiting as `req.wait` allows.
+    /// The driver's side of one acquire of `req`, in a mode the driver supports:
+    /// the [`Contender`](crate::driver::Contender) whose attempts the engine makes, and how it paces them
+    /// ([`Contention`]). Checks that need no round trip (the key's form, the
+    /// owner's own hold) belong here; everything that asks the backend belongs
+    /// in the attempts.
     ///
     /// # Errors
     ///
-    /// [`LockError::Contended`] for [`crate::Wait::NoWait`],
-    /// [`LockError::Timeout`] when the wait runs out, [`LockError::Unsupported`]
-    /// for a mode the driver lacks, [`LockError::Config`] for a semaphore limit that
-    /// differs from its holders', or a backend error.
-    async fn acquire(&self, req: &AcquireRequest) -> Result<Grant>;
+    /// A request this driver can never grant: [`LockError::Config`] for a key
+    /// it cannot store, [`LockError::Unsupported`] for an upgrade.
+    async fn contend<'a>(&'a self, req: &'a AcquireRequest) -> Result<Contention<'a>>;
 
     /// Pushes the lease of `owner`'s hold on `key` out to `ttl` from now, and returns
     /// the new deadline.

@@ -1,8 +1,9 @@
 //! The contract between the client machinery and a backend.
 //!
-//! A driver implements [`LockDriver`]: atomic acquire in a [`LockMode`] (with a
-//! wait, through [`crate::driver::wait_for_grant`]), extend, release, inspect,
-//! force-release and purge, each keyed by `(key, owner)`. Everything above that —
+//! A driver implements [`LockDriver`]: a [`Contender`] for each acquire in a
+//! [`LockMode`] (the engine, [`acquire`], makes its attempts and owns the wait),
+//! extend, release, inspect, force-release and purge, each keyed by `(key,
+//! owner)`. Everything above that —
 //! reentrancy counts, the watchdog, the lost signal, release on drop, cancellation
 //! safety — is written once in [`crate::Locker`].
 //!
@@ -13,7 +14,7 @@
 //!   its waiters wake;
 //! - [`Inspection`]: who holds a key;
 //! - [`Driver`] and [`DriverEntry`]: how the facade finds a driver by URL;
-//! - [`wait_for_grant`]: the one wait loop, around a driver's [`Contender`];
+//! - [`acquire`]: the one wait loop, around a driver's [`Contender`];
 //! - [`admit`]: the mode rules, for drivers that keep a key's holders themselves.
 //!
 //! # Examples
@@ -22,7 +23,7 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use lockkit::driver::{AcquireRequest, LockDriver, LockMode, Wait};
+//! use lockkit::driver::{AcquireRequest, LockDriver, LockMode, Wait, acquire};
 //! use lockkit::{LockError, LockKey, OwnerId, mem::MemDriver}; // `mem`: the `mem` feature
 //!
 //! # #[tokio::main(flavor = "current_thread")]
@@ -31,11 +32,11 @@
 //! assert!(driver.capabilities().supports(LockMode::Shared));
 //! let (key, ttl) = (LockKey::new("orders")?, Duration::from_secs(10));
 //! let first = AcquireRequest::new(key.clone(), OwnerId::new(), ttl, Wait::NoWait);
-//! let grant = driver.acquire(&first).await?;
+//! let grant = acquire(&driver, &first).await?;
 //! let second = AcquireRequest::new(key.clone(), OwnerId::new(), ttl, Wait::NoWait);
-//! assert!(matches!(driver.acquire(&second).await, Err(LockError::Contended { .. })));
+//! assert!(matches!(acquire(&driver, &second).await, Err(LockError::Contended { .. })));
 //! assert!(driver.release(&key, &grant.owner).await?);
-//! assert!(driver.acquire(&second).await?.token > grant.token);
+//! assert!(acquire(&driver, &second).await?.token > grant.token);
 //! # Ok(()) }
 //! ```
 
@@ -51,8 +52,8 @@ mod request;
 
 pub use crate::types::decode_escaped;
 pub use crate::wait::{
-    Attempt, Backoff, Busy, Contender, Jitter, KeyWakers, Patience, Pauses, WaitPolicy, Wake,
-    WakeUpHealth, wait_for_grant,
+    Attempt, Backoff, Busy, Contender, Contention, Jitter, KeyWakers, Patience, Pauses, WaitPolicy,
+    Wake, WakeUpHealth, acquire,
 };
 pub use admission::{Admission, Held, admit, has_room, limit_mismatch, refuse_reentry};
 pub use capabilities::{Capabilities, Inspect, WakeUp};

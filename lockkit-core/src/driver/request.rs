@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::capabilities::Capabilities;
 use super::holder_text::holder_text;
 use crate::error::LockError;
 use crate::types::{LockKey, OwnerId};
@@ -180,10 +179,6 @@ pub struct AcquireRequest {
     /// The value an election's candidate stores with its hold (see
     /// [`crate::Election`]); `None` for plain locks.
     pub value: Option<String>,
-    /// The driver's name, which [`wait_for_grant`](crate::driver::wait_for_grant)
-    /// labels its attempt counts with (the `metrics` feature): a
-    /// [`Locker`](crate::Locker) sets it; `unknown` for a request made by hand.
-    pub backend: &'static str,
 }
 
 impl AcquireRequest {
@@ -197,7 +192,6 @@ impl AcquireRequest {
             wait,
             cancel: Cancellation::new(),
             value: None,
-            backend: "unknown",
         }
     }
 
@@ -224,7 +218,7 @@ impl AcquireRequest {
     /// [`Wait::NoWait`], [`LockError::Timeout`] once the wait is over), or until when
     /// waiting may go on (`None`: forever). `started` is when the acquire began.
     ///
-    /// Drivers do not call this: [`crate::driver::wait_for_grant`] does.
+    /// Drivers do not call this: the engine ([`crate::driver::acquire`]) does.
     pub(crate) fn keep_waiting(&self, started: Instant) -> crate::Result<Option<Instant>> {
         let until = match self.wait {
             Wait::NoWait => {
@@ -248,20 +242,6 @@ impl AcquireRequest {
     pub fn cancelled(&self) -> LockError {
         LockError::Cancelled {
             key: self.key.to_string(),
-        }
-    }
-
-    /// Refuses a mode `driver` does not list in `caps`: the first thing a driver's
-    /// acquire does.
-    ///
-    /// # Errors
-    ///
-    /// [`LockError::Unsupported`] naming the mode and the driver.
-    pub fn require_mode(&self, driver: &'static str, caps: Capabilities) -> crate::Result<()> {
-        if caps.supports(self.mode) {
-            Ok(())
-        } else {
-            Err(self.unsupported(driver))
         }
     }
 

@@ -78,8 +78,8 @@ use self::contender::MemContender;
 use self::slot::Slot;
 use crate::driver::registry::MEM;
 use crate::driver::{
-    AcquireRequest, Capabilities, ChangeSignal, Driver, DriverEntry, Grant, Inspect, Inspection,
-    LockDriver, LockMode, WaitPolicy, WakeUp, armed, wait_for_grant,
+    AcquireRequest, Capabilities, ChangeSignal, Contention, Driver, DriverEntry, Inspect,
+    Inspection, LockDriver, LockMode, WaitPolicy, WakeUp, armed,
 };
 use crate::error::{LockError, Result};
 use crate::types::{LockKey, OwnerId};
@@ -206,13 +206,13 @@ impl LockDriver for MemDriver {
             .with_watch(true)
     }
 
-    async fn acquire(&self, req: &AcquireRequest) -> Result<Grant> {
-        let mut contender = MemContender {
+    async fn contend<'a>(&'a self, req: &'a AcquireRequest) -> Result<Contention<'a>> {
+        let contender = MemContender {
             driver: self,
             req,
             queued: None,
         };
-        wait_for_grant(req, &POLICY, &mut contender).await
+        Ok(Contention::new(contender).with_policy(POLICY))
     }
 
     async fn extend(&self, key: &LockKey, owner: &OwnerId, ttl: Duration) -> Result<Instant> {

@@ -1,7 +1,7 @@
 use std::time::Duration;
 
 use super::*;
-use crate::driver::{LockMode, Wait};
+use crate::driver::{LockMode, Wait, acquire};
 
 #[test]
 fn urls_name_stores() {
@@ -28,15 +28,14 @@ fn req(mode: LockMode, wait: Wait) -> AcquireRequest {
 #[tokio::test]
 async fn a_dropped_wait_leaves_the_queue_and_lets_the_next_in() {
     let mem = MemDriver::new();
-    let held = mem
-        .acquire(&req(LockMode::Exclusive, Wait::NoWait))
+    let held = acquire(&mem, &req(LockMode::Exclusive, Wait::NoWait))
         .await
         .unwrap();
     let first = req(LockMode::Exclusive, Wait::Forever);
     let waiting = {
         let mem = mem.clone();
         let first = first.clone();
-        tokio::spawn(async move { mem.acquire(&first).await })
+        tokio::spawn(async move { acquire(&mem, &first).await })
     };
     let queued = |n| {
         let mem = mem.clone();
@@ -61,8 +60,7 @@ async fn a_dropped_wait_leaves_the_queue_and_lets_the_next_in() {
     assert!(waiting.await.unwrap_err().is_cancelled());
     queued(0).await;
     mem.release(&held.key, &held.owner).await.unwrap();
-    let next = mem
-        .acquire(&req(LockMode::Exclusive, Wait::NoWait))
+    let next = acquire(&mem, &req(LockMode::Exclusive, Wait::NoWait))
         .await
         .unwrap();
     assert!(next.token > held.token);
@@ -73,8 +71,8 @@ async fn inspection_shows_each_holder_with_its_label_and_lease() {
     let mem = MemDriver::new();
     let mut a = req(LockMode::Shared, Wait::NoWait);
     a.owner = OwnerId::new().with_label("reader-a");
-    mem.acquire(&a).await.unwrap();
-    mem.acquire(&req(LockMode::Shared, Wait::NoWait))
+    acquire(&mem, &a).await.unwrap();
+    acquire(&mem, &req(LockMode::Shared, Wait::NoWait))
         .await
         .unwrap();
     let seen = mem.inspect(&a.key).await.unwrap();

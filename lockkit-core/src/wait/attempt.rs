@@ -113,7 +113,8 @@ impl Busy {
     }
 }
 
-/// A driver's side of one acquire, for [`super::wait_for_grant`].
+/// A driver's side of one acquire: the engine ([`crate::driver::acquire`]) makes its
+/// attempts.
 #[async_trait]
 pub trait Contender: Send {
     /// Tries once: grants, or says the lock is busy and what to wait for, or

@@ -24,8 +24,9 @@ use crate::error::{LockError, Result};
 /// [`LockError::Contended`] after one busy attempt of a [`Wait::NoWait`],
 /// [`LockError::Timeout`] once the deadline passes, [`LockError::Cancelled`], a
 /// transient failure beyond patience, or an attempt's error.
-pub async fn wait_for_grant<C>(
+pub(crate) async fn wait_for_grant<C>(
     req: &AcquireRequest,
+    backend: &'static str,
     policy: &WaitPolicy,
     contender: &mut C,
 ) -> Result<Grant>
@@ -39,7 +40,7 @@ where
     let mut cause = None;
     loop {
         if let Some(cause) = cause.take() {
-            count_attempt(req, cause);
+            count_attempt(backend, cause);
         }
         let busy = match contender.attempt().await {
             Ok(Attempt::Granted(grant)) => return Ok(grant),
@@ -100,7 +101,7 @@ enum Cause {
 }
 
 /// Counts one attempt after the first (the `metrics` feature).
-fn count_attempt(_req: &AcquireRequest, _cause: Cause) {
+fn count_attempt(_backend: &'static str, _cause: Cause) {
     #[cfg(feature = "metrics")]
     {
         use crate::metrics::names;
@@ -110,7 +111,7 @@ fn count_attempt(_req: &AcquireRequest, _cause: Cause) {
             Cause::Retried => "retried",
         };
         let labels = [
-            metrics::Label::from_static_parts(names::BACKEND, _req.backend),
+            metrics::Label::from_static_parts(names::BACKEND, _backend),
             metrics::Label::from_static_parts(names::CAUSE, cause),
         ];
         metrics::counter!(names::WAIT_ATTEMPTS, labels.iter()).increment(1);

@@ -1,36 +1,51 @@
 //! Waiting for a held lock, written once for every driver.
 //!
-//! A driver supplies a [`Contender`]: one [`attempt`](Contender::attempt) that
-//! grants, says the lock is [`Busy`] (and what to wait for: a backend's wake-up, a
-//! time to try again), or reports a [`Transient`](Attempt::Transient) failure; and
-//! a [`give_up`](Contender::give_up) that undoes what attempts left behind.
-//! [`wait_for_grant`] owns the rest, the same for every backend: the wait's
+//! An acquire runs strictly downward: [`crate::Locker`] → [`acquire`] (the
+//! engine) → the driver's [`Contender`] → the wire. The engine refuses what no
+//! driver is asked for (a mode the driver lacks, a semaphore of no permits),
+//! then asks the driver to [`contend`](crate::LockDriver::contend): the driver
+//! answers with a [`Contention`], its [`Contender`] and the [`WaitPolicy`] that
+//! paces it. A contender makes one [`attempt`](Contender::attempt) at a time:
+//! it grants, says the lock is [`Busy`] (and what to wait for: a backend's
+//! wake-up, a time to try again), or reports a [`Transient`](Attempt::Transient)
+//! failure; its [`give_up`](Contender::give_up) undoes what attempts left
+//! behind. The engine owns the rest, the same for every backend: the wait's
 //! deadline ([`crate::Wait`]), cancellation, the fallback poll with jittered
-//! backoff when no wake-up comes, and patience with transient failures
-//! ([`WaitPolicy`]). (DistributedLock keeps this in one `BusyWaitHelper` too.)
+//! backoff when no wake-up comes, and patience with transient failures.
+//! (DistributedLock keeps this in one `BusyWaitHelper` too.)
 //!
 //! # Examples
 //!
-//! A contender over an in-process flag, woken by a [`tokio::sync::Notify`]:
+//! A driver over an in-process flag, whose waiters a [`tokio::sync::Notify`]
+//! wakes:
 //!
 //! ```
 //! use std::sync::Arc;
 //! use std::sync::atomic::{AtomicBool, Ordering};
 //! use std::time::Duration;
-//! use lockkit::driver::{AcquireRequest, Attempt, Busy, Contender, Grant, Wait, WaitPolicy, wait_for_grant};
+//! use lockkit::driver::{
+//!     AcquireRequest, Attempt, Busy, Capabilities, Contender, Contention, Grant, LockDriver,
+//!     Wait, acquire, async_trait,
+//! };
 //! use lockkit::{FencingToken, LockError, LockKey, OwnerId};
 //! use tokio::sync::Notify;
 //! use tokio::time::Instant;
 //!
-//! struct Flag<'a> { req: &'a AcquireRequest, taken: Arc<AtomicBool>, freed: Arc<Notify> }
+//! #[derive(Debug, Default)]
+//! struct Flag { taken: AtomicBool, freed: Arc<Notify> }
 //!
-//! #[lockkit::driver::async_trait]
-//! impl Contender for Flag<'_> {
+//! /// One acquire of the flag.
+//! struct Taking<'a> { flag: &'a Flag, req: &'a AcquireRequest }
+//!
+//! #[async_trait]
+//! impl Contender for Taking<'_> {
 //!     async fn attempt(&mut self) -> Result<Attempt, LockError> {
-//!         if self.taken.swap(true, Ordering::SeqCst) {
-//!             let freed = self.freed.clone();
+//!         // Armed before the attempt: a release while it runs is not missed.
+//!         let mut freed = Box::pin(self.flag.freed.clone().notified_owned());
+//!         freed.as_mut().enable();
+//!         if self.flag.taken.swap(true, Ordering::SeqCst) {
 //!             return Ok(Attempt::Busy(Busy::woken_by(async move {
-//!                 freed.notified().await;
+//!                 freed.await;
 //!                 Ok(())
 //!             })));
 //!         }
@@ -39,20 +54,43 @@
 //!     }
 //! }
 //!
+//! #[async_trait]
+//! impl LockDriver for Flag {
+//!     fn name(&self) -> &'static str { "flag" }
+//!     fn capabilities(&self) -> Capabilities { Capabilities::baseline() }
+//!     async fn contend<'a>(&'a self, req: &'a AcquireRequest) -> Result<Contention<'a>, LockError> {
+//!         Ok(Contention::new(Taking { flag: self, req }))
+//!     }
+//!     async fn extend(&self, _: &LockKey, _: &OwnerId, ttl: Duration) -> Result<Instant, LockError> {
+//!         Ok(Instant::now() + ttl)
+//!     }
+//!     async fn release(&self, _: &LockKey, _: &OwnerId) -> Result<bool, LockError> {
+//!         self.free();
+//!         Ok(true)
+//!     }
+//! }
+//!
+//! impl Flag {
+//!     fn free(&self) {
+//!         self.taken.store(false, Ordering::SeqCst);
+//!         self.freed.notify_waiters();
+//!     }
+//! }
+//!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), LockError> {
-//! let taken = Arc::new(AtomicBool::new(true)); // someone holds it
-//! let freed = Arc::new(Notify::new());
+//! let flag = Arc::new(Flag { taken: AtomicBool::new(true), ..Flag::default() }); // someone holds it
 //! let req = AcquireRequest::new(LockKey::new("k")?, OwnerId::new(), Duration::from_secs(1), Wait::at_most(Duration::from_secs(5)));
-//! let (t, f) = (taken.clone(), freed.clone());
-//! tokio::spawn(async move { t.store(false, Ordering::SeqCst); f.notify_one(); });
-//! let grant = wait_for_grant(&req, &WaitPolicy::default(), &mut Flag { req: &req, taken, freed }).await?;
+//! let releaser = flag.clone();
+//! tokio::spawn(async move { releaser.free() });
+//! let grant = acquire(&*flag, &req).await?;
 //! assert_eq!(grant.token, FencingToken(1));
 //! # Ok(()) }
 //! ```
 
 mod attempt;
 mod backoff;
+mod contention;
 mod engine;
 mod key_wakers;
 mod policy;
@@ -60,7 +98,7 @@ mod wake_health;
 
 pub use attempt::{Attempt, Busy, Contender, Wake};
 pub use backoff::{Backoff, Jitter, Pauses};
-pub use engine::wait_for_grant;
+pub use contention::{Contention, acquire};
 pub use key_wakers::KeyWakers;
 pub use policy::{Patience, WaitPolicy};
 pub use wake_health::WakeUpHealth;

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use super::backoff::{Backoff, Jitter};
 
-/// How [`super::wait_for_grant`] paces one driver's waits.
+/// How the engine ([`crate::driver::acquire`]) paces one driver's waits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct WaitPolicy {

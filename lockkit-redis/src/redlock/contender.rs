@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use futures_util::FutureExt;
 use lockkit_core::driver::{
-    Attempt, Backoff, Busy, Contender, Jitter, Patience, WaitPolicy, wait_for_grant,
+    Attempt, Backoff, Busy, Contender, Contention, Jitter, Patience, WaitPolicy,
 };
-use lockkit_core::{AcquireRequest, Grant, LockError, Result, Wait, async_trait};
+use lockkit_core::{AcquireRequest, LockError, Result, Wait, async_trait};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
@@ -61,7 +61,7 @@ impl<'a> Contending<'a> {
     /// Retries after a random delay of half to one and a half `retry_ms` (so
     /// contenders that split the vote do not collide again); with too few masters
     /// answering, until the wait's deadline, or for 10 s of it without one.
-    pub(super) async fn wait(mut self) -> Result<Grant> {
+    pub(super) fn contention(self) -> Contention<'a> {
         let retry = self.driver.inner.retry.max(Duration::from_millis(2));
         let spread = Backoff::new(retry, retry, Jitter::Spread);
         let policy = WaitPolicy::DEFAULT.with_poll(spread).with_transient(
@@ -69,8 +69,7 @@ impl<'a> Contending<'a> {
                 .with_longest_endless_run(UNREACHABLE_PATIENCE)
                 .with_backoff(spread),
         );
-        let req = self.req;
-        wait_for_grant(req, &policy, &mut self).await
+        Contention::new(self).with_policy(policy)
     }
 
     /// A random retry delay, as the Redlock spec asks, never later than the

@@ -4,8 +4,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use lockkit_core::driver::Contention;
 use lockkit_core::{
-    AcquireRequest, Capabilities, Grant, LockDriver, LockKey, OwnerId, Renewal, Result, WakeUp,
+    AcquireRequest, Capabilities, LockDriver, LockKey, OwnerId, Renewal, Result, WakeUp,
     async_trait,
 };
 use tokio::time::Instant;
@@ -74,10 +75,9 @@ impl LockDriver for RedlockDriver {
         })
     }
 
-    async fn acquire(&self, req: &AcquireRequest) -> Result<Grant> {
-        req.require_mode(NAME, self.capabilities())?;
+    async fn contend<'a>(&'a self, req: &'a AcquireRequest) -> Result<Contention<'a>> {
         self.inner.keys.check(&req.key)?;
-        Contending::new(self, req).wait().await
+        Ok(Contending::new(self, req).contention())
     }
 
     async fn extend(&self, key: &LockKey, owner: &OwnerId, ttl: Duration) -> Result<Instant> {

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use lockkit_core::driver::Contention;
 use lockkit_core::driver::{Inspect, KeyWakers, LockMode};
 use lockkit_core::{
     AcquireRequest, Capabilities, FencingToken, Grant, LockError, LockKey, OwnerId, Result,
@@ -275,8 +276,8 @@ impl LeaseBackend for MySqlLeases {
     }
 
     /// An exclusive acquire that may wait waits on the key's bell.
-    async fn wait_exclusive(&self, req: &AcquireRequest) -> Result<Grant> {
-        waiting::acquire(self, req).await
+    fn contend_exclusive<'a>(&'a self, req: &'a AcquireRequest) -> Contention<'a> {
+        waiting::contention(self, req)
     }
 
     async fn try_acquire(&self, req: &AcquireRequest) -> Result<Option<Grant>> {

@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use lockkit_core::driver::{Attempt, Busy, Contender, wait_for_grant};
+use lockkit_core::driver::{Attempt, Busy, Contender, Contention};
 use lockkit_core::{AcquireRequest, Grant, LockError, Result, Wait, async_trait};
 use tokio::time::Instant;
 
@@ -22,16 +22,17 @@ use crate::wait::{Armed, failed};
 /// failed connection); a holder's lease ending wakes it anyway.
 const FIRST_IN_LINE_CAP: Duration = Duration::from_millis(250);
 
-/// Waits for `req` (exclusive, willing to wait) on the key's bell.
-pub(super) async fn acquire(leases: &MySqlLeases, req: &AcquireRequest) -> Result<Grant> {
+/// The attempts of `req` (exclusive, willing to wait), waiting on the key's
+/// bell between them.
+pub(super) fn contention<'a>(leases: &'a MySqlLeases, req: &'a AcquireRequest) -> Contention<'a> {
     let policy = crate::wait::policy(<MySqlLeases as LeaseBackend>::POLL_CAP);
-    let mut waiter = Waiter {
+    let waiter = Waiter {
         leases,
         req,
         wake: leases.wakers().notify(req.key.as_str()),
         state: Arc::default(),
     };
-    wait_for_grant(req, &policy, &mut waiter).await
+    Contention::new(waiter).with_policy(policy)
 }
 
 struct Waiter<'a> {

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use lockkit_core::driver::Contention;
 use lockkit_core::driver::{Inspect, KeyWakers, LockMode};
 use lockkit_core::{
     AcquireRequest, Capabilities, FencingToken, Grant, LockError, LockKey, OwnerId, Renewal,
@@ -197,11 +198,11 @@ impl LeaseBackend for PgLeases {
 
     /// An exclusive acquire that waits joins the key's queue ([`queue`]);
     /// behind a transaction-mode pooler, where no release is heard, it polls.
-    async fn wait_exclusive(&self, req: &AcquireRequest) -> Result<Grant> {
+    fn contend_exclusive<'a>(&'a self, req: &'a AcquireRequest) -> Contention<'a> {
         if self.listener.is_none() {
-            return crate::lease::poll_for(self, req).await;
+            return crate::lease::polling(self, req);
         }
-        queue::acquire(self, req).await
+        queue::contention(self, req)
     }
 
     async fn try_acquire(&self, req: &AcquireRequest) -> Result<Option<Grant>> {

@@ -12,7 +12,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lockkit_core::driver::{Attempt, Contender, KeyWakers, wait_for_grant};
+use lockkit_core::driver::{Attempt, Contender, Contention, KeyWakers};
 use lockkit_core::{AcquireRequest, Grant, LockError, OwnerId, Result, async_trait};
 use sqlx::AssertSqlSafe;
 use tokio::sync::Notify;
@@ -69,16 +69,17 @@ impl Wakeups {
     }
 }
 
-/// Waits for `req` (exclusive, willing to wait) in the key's queue.
-pub(super) async fn acquire(leases: &PgLeases, req: &AcquireRequest) -> Result<Grant> {
+/// The attempts of `req` (exclusive, willing to wait), queued in the key's
+/// queue.
+pub(super) fn contention<'a>(leases: &'a PgLeases, req: &'a AcquireRequest) -> Contention<'a> {
     let policy = crate::wait::policy(<PgLeases as LeaseBackend>::POLL_CAP);
-    let mut queued = Queued {
+    let queued = Queued {
         leases,
         req,
         place: None,
         row: Row::None,
     };
-    wait_for_grant(req, &policy, &mut queued).await
+    Contention::new(queued).with_policy(policy)
 }
 
 /// One queued exclusive acquire.

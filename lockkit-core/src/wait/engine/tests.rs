@@ -46,7 +46,7 @@ impl Scripted {
 
     async fn run(&mut self, policy: &WaitPolicy) -> Result<Grant> {
         let req = self.req.clone();
-        wait_for_grant(&req, policy, self).await
+        wait_for_grant(&req, "scripted", policy, self).await
     }
 }
 
