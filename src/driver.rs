@@ -21,7 +21,7 @@
 //! # async fn main() -> Result<(), lockkit::LockError> {
 //! // The drivers compiled in (`sqlite` is the default feature), found by URL scheme.
 //! let sqlite = driver::DRIVERS.iter().find(|d| d.accepts("sqlite::memory:"));
-//! assert_eq!(sqlite.map(|d| d.feature), Some("sqlite"));
+//! assert_eq!(sqlite.map(|d| d.name), Some("sqlite"));
 //!
 //! // The bare driver, for a `Locker` with settings of its own.
 //! let bare = driver::connect("sqlite::memory:").await?;
@@ -79,5 +79,5 @@ pub async fn connect(url: &str) -> Result<Arc<dyn LockDriver>> {
     if let Some(driver) = DRIVERS.iter().find(|d| d.accepts(url)) {
         return (driver.connect)(url).await;
     }
-    Err(LockError::invalid_url(url, crate::no_driver(url)))
+    Err(LockError::invalid_url(url, crate::known::no_driver(url)))
 }

@@ -79,6 +79,7 @@
 #[cfg_attr(docsrs, doc(cfg(feature = "blocking")))]
 pub mod blocking;
 pub mod driver;
+mod known;
 
 pub use lockkit_core::{
     Capabilities, DEFAULT_JOB_AT_MOST_FOR, DEFAULT_OBSERVE_INTERVAL, DEFAULT_WATCHDOG_TTL,
@@ -193,49 +194,4 @@ pub struct WritingADriverGuide;
 /// otherwise whatever the driver's connect returns.
 pub async fn connect(url: &str) -> Result<Locker> {
     Ok(Locker::new(driver::connect(url).await?))
-}
-
-/// Why no compiled-in driver takes `url`, and what to write instead.
-pub(crate) fn no_driver(url: &str) -> String {
-    use driver::registry::BUILT_IN;
-    let compiled: Vec<&str> = driver::DRIVERS
-        .iter()
-        .flat_map(|d| d.schemes.iter().copied())
-        .collect();
-    let compiled = compiled.join(", ");
-    let known = || BUILT_IN.iter().flat_map(|d| d.schemes.iter().copied());
-    // `127.0.0.1:6379` and `localhost:6379` have no scheme, though they have a colon.
-    let scheme = lockkit_core::url_scheme(url)
-        .map(str::to_ascii_lowercase)
-        .filter(|s| url.contains("://") || lockkit_core::url::did_you_mean(s, known()).is_some());
-    let Some(scheme) = scheme else {
-        // `127.0.0.1:6379`, `localhost`: a host without a scheme.
-        let port = url
-            .rsplit_once(':')
-            .and_then(|(_, p)| p.trim_end_matches('/').parse::<u16>().ok());
-        let guess = port.and_then(|p| BUILT_IN.iter().find(|d| d.default_port == Some(p)));
-        return match guess {
-            Some(d) => format!(
-                "no scheme; did you mean `{}`? Write SCHEME://…, with one of: {compiled}",
-                lockkit_core::redact_url(&format!("{}://{url}", d.schemes[0]))
-            ),
-            None => format!("no scheme; write SCHEME://…, with one of: {compiled}"),
-        };
-    };
-    if let Some(d) = BUILT_IN
-        .iter()
-        .find(|d| d.schemes.contains(&scheme.as_str()))
-    {
-        return format!(
-            "the `{scheme}` driver is not compiled in; enable lockkit's `{}` feature \
-             (schemes compiled in: {compiled})",
-            d.feature
-        );
-    }
-    match lockkit_core::url::did_you_mean(&scheme, known()) {
-        Some(near) => format!(
-            "unknown scheme `{scheme}`; did you mean `{near}://`? (schemes compiled in: {compiled})"
-        ),
-        None => format!("unknown scheme `{scheme}`; schemes compiled in: {compiled}"),
-    }
 }

@@ -23,7 +23,7 @@ use crate::session::Sessions;
 use crate::txn_ops::TxnOp;
 
 /// The driver's name in errors and capabilities.
-pub(crate) const NAME: &str = lockkit_core::driver::registry::CONSUL.name;
+pub(crate) const NAME: &str = "consul";
 
 /// The Consul driver. See the [crate docs](crate) for what it does and guarantees.
 #[derive(Debug)]

@@ -26,16 +26,14 @@ pub use options::{ConsulOptions, DEFAULT_LOCK_DELAY, DEFAULT_SESSION_TTL};
 
 use std::sync::Arc;
 
-use lockkit_core::driver::registry::CONSUL;
 use lockkit_core::driver::{Driver, DriverEntry, LockDriver};
 
 /// How the `lockkit` facade finds this driver.
 pub const DRIVER: DriverEntry = DriverEntry::of::<ConsulDriver>();
 
 impl Driver for ConsulDriver {
-    const NAME: &'static str = CONSUL.name;
-    const URL_SCHEMES: &'static [&'static str] = CONSUL.schemes;
-    const FEATURE: &'static str = CONSUL.feature;
+    const NAME: &'static str = driver::NAME;
+    const URL_SCHEMES: &'static [&'static str] = options::SCHEMES;
     type Options = ConsulOptions;
 
     fn options(url: &str) -> lockkit_core::Result<ConsulOptions> {

@@ -7,6 +7,9 @@ use lockkit_core::LockError;
 use lockkit_core::tls::{Scheme, TlsFiles, TlsPaths};
 use lockkit_core::url::{ParsedUrl, PrefixRule, Timeouts, percent_decode};
 
+/// The URL schemes the Consul driver takes.
+pub(crate) const SCHEMES: &[&str] = &["consul", "consuls"];
+
 /// The session TTL asked for when the URL gives none.
 pub const DEFAULT_SESSION_TTL: Duration = Duration::from_secs(15);
 /// The lock-delay asked for when the URL gives none (Consul's own default).
@@ -92,7 +95,7 @@ impl ConsulOptions {
     /// [`LockError::InvalidUrl`] naming what is wrong, with the token redacted;
     /// [`LockError::Config`] for a TLS file that cannot be read.
     pub fn from_url(url: &str) -> Result<Self, LockError> {
-        let mut parsed = ParsedUrl::parse(url, &["consul", "consuls"], "consul://host:8500")?;
+        let mut parsed = ParsedUrl::parse(url, SCHEMES, "consul://host:8500")?;
         let https = parsed.scheme() == "consuls";
         let server = parsed.server()?;
         if !server.path.trim_end_matches('/').is_empty() {

@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lockkit_core::driver::Contention;
-use lockkit_core::driver::registry::ETCD;
 use lockkit_core::driver::{ChangeSignal, Driver, Inspect, Inspection};
 use lockkit_core::{
     AcquireRequest, Capabilities, LockDriver, LockKey, OwnerId, Renewal, Result, WakeUp,
@@ -27,7 +26,7 @@ use super::{inspect, list, observe, proclaim, release, renew};
 const HTTP2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
 /// The driver's name, in its errors.
-pub(crate) const NAME: &str = ETCD.name;
+pub(crate) const NAME: &str = "etcd";
 
 /// The etcd driver. Cheap to clone; clones share the connection, the leases and
 /// the holds.
@@ -118,8 +117,7 @@ impl EtcdDriver {
 
 impl Driver for EtcdDriver {
     const NAME: &'static str = NAME;
-    const URL_SCHEMES: &'static [&'static str] = ETCD.schemes;
-    const FEATURE: &'static str = ETCD.feature;
+    const URL_SCHEMES: &'static [&'static str] = crate::options::SCHEMES;
     type Options = EtcdOptions;
 
     fn options(url: &str) -> Result<EtcdOptions> {

@@ -10,6 +10,9 @@ use lockkit_core::{LockError, redact_url};
 
 use super::tls::Tls;
 
+/// The URL schemes the etcd driver takes.
+pub(crate) const SCHEMES: &[&str] = &["etcd", "etcds"];
+
 /// How long connecting, and each request, may take by default.
 pub(crate) const DEFAULT_TIMEOUTS: Timeouts =
     Timeouts::new(Duration::from_secs(5), Duration::from_secs(5));
@@ -129,7 +132,7 @@ impl EtcdOptions {
             url: redact_url(url),
             reason: why.to_string(),
         };
-        let mut parsed = ParsedUrl::parse(url, &["etcd", "etcds"], "etcd://host:2379[,host:port…]")
+        let mut parsed = ParsedUrl::parse(url, SCHEMES, "etcd://host:2379[,host:port…]")
             .map_err(|e| bad(&reason(e)))?;
         let tls_scheme = parsed.scheme() == "etcds";
         let server = parsed.server().map_err(|e| bad(&reason(e)))?;

@@ -316,7 +316,6 @@ pub use replicas::ReplicaAck;
 
 use std::sync::Arc;
 
-use lockkit_core::driver::registry::{REDIS, REDLOCK};
 use lockkit_core::driver::{Driver, DriverEntry, LockDriver};
 
 /// How the `lockkit` facade finds the single-server and Cluster driver.
@@ -326,9 +325,8 @@ pub const DRIVER: DriverEntry = DriverEntry::of::<RedisDriver>();
 pub const REDLOCK_DRIVER: DriverEntry = DriverEntry::of::<RedlockDriver>();
 
 impl Driver for RedisDriver {
-    const NAME: &'static str = REDIS.name;
-    const URL_SCHEMES: &'static [&'static str] = REDIS.schemes;
-    const FEATURE: &'static str = REDIS.feature;
+    const NAME: &'static str = driver::NAME;
+    const URL_SCHEMES: &'static [&'static str] = url::SCHEMES;
     type Options = RedisOptions;
 
     fn options(url: &str) -> lockkit_core::Result<RedisOptions> {
@@ -341,9 +339,8 @@ impl Driver for RedisDriver {
 }
 
 impl Driver for RedlockDriver {
-    const NAME: &'static str = REDLOCK.name;
-    const URL_SCHEMES: &'static [&'static str] = REDLOCK.schemes;
-    const FEATURE: &'static str = REDLOCK.feature;
+    const NAME: &'static str = redlock::NAME;
+    const URL_SCHEMES: &'static [&'static str] = redlock::SCHEMES;
     type Options = RedlockOptions;
 
     fn options(url: &str) -> lockkit_core::Result<RedlockOptions> {

@@ -15,6 +15,16 @@ use crate::options::{FenceSeed, RedisOptions, SentinelTarget, Topology, WakeMode
 use crate::replicas::take_replica_ack;
 use crate::tls;
 
+/// The URL schemes the single-server, Cluster and Sentinel driver takes.
+pub(crate) const SCHEMES: &[&str] = &[
+    "redis",
+    "rediss",
+    "redis-cluster",
+    "rediss-cluster",
+    "redis-sentinel",
+    "rediss-sentinel",
+];
+
 /// The key prefix when the URL gives none.
 pub(crate) const DEFAULT_PREFIX: &str = "lockkit";
 
@@ -112,14 +122,7 @@ impl RedisOptions {
     pub fn from_url(url: &str) -> Result<Self, LockError> {
         let mut parsed = ParsedUrl::parse(
             url,
-            &[
-                "redis",
-                "rediss",
-                "redis-cluster",
-                "rediss-cluster",
-                "redis-sentinel",
-                "rediss-sentinel",
-            ],
+            SCHEMES,
             "redis://host:6379, redis-cluster://host:port,host:port or \
              redis-sentinel://host:26379,host:26379/MASTER_NAME",
         )?;

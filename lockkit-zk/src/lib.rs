@@ -237,16 +237,14 @@ pub use recipe::Recipe;
 
 use std::sync::Arc;
 
-use lockkit_core::driver::registry::ZOOKEEPER;
 use lockkit_core::driver::{Driver, DriverEntry, LockDriver};
 
 /// How the `lockkit` facade finds this driver.
 pub const DRIVER: DriverEntry = DriverEntry::of::<ZkDriver>();
 
 impl Driver for ZkDriver {
-    const NAME: &'static str = ZOOKEEPER.name;
-    const URL_SCHEMES: &'static [&'static str] = ZOOKEEPER.schemes;
-    const FEATURE: &'static str = ZOOKEEPER.feature;
+    const NAME: &'static str = driver::NAME;
+    const URL_SCHEMES: &'static [&'static str] = options::SCHEMES;
     type Options = ZkOptions;
 
     fn options(url: &str) -> lockkit_core::Result<ZkOptions> {

@@ -9,6 +9,9 @@ use lockkit_core::url::{ParsedUrl, Timeouts, credentials, host_port};
 
 use crate::recipe::Recipe;
 
+/// The URL schemes the ZooKeeper driver takes.
+pub(crate) const SCHEMES: &[&str] = &["zk", "zookeeper", "zks"];
+
 /// The session timeout asked for when the URL gives none (the server clamps it to
 /// its `minSessionTimeout`..`maxSessionTimeout`, by default 2..20 ticks).
 pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
@@ -123,7 +126,7 @@ impl ZkOptions {
     pub fn from_url(url: &str) -> Result<Self, LockError> {
         let mut parsed = ParsedUrl::parse(
             url,
-            &["zk", "zookeeper", "zks"],
+            SCHEMES,
             "zk://host:port[,host:port…][/chroot] (zks://…?tls_ca=PATH for TLS)",
         )?;
         let tls_scheme = parsed.scheme() == "zks";

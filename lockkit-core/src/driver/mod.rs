@@ -47,7 +47,7 @@ mod contract;
 mod grant;
 mod holder_text;
 mod inspect;
-pub mod registry;
+mod registry;
 mod request;
 
 pub use crate::types::decode_escaped;

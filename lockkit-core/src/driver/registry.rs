@@ -1,22 +1,17 @@
-//! How the facade finds a driver by URL: each driver implements [`Driver`] once, and
-//! its `DRIVER` entry, [`DriverEntry::of`], is derived from it (as sqlx derives
-//! `AnyDriver` from `Database::NAME` and `URL_SCHEMES`).
+//! How a driver is found by URL: each driver implements [`Driver`] once, and its
+//! `DRIVER` entry, [`DriverEntry::of`], is derived from it (as sqlx derives
+//! `AnyDriver` from `Database::NAME` and `URL_SCHEMES`). Core names no driver:
+//! the `lockkit` facade lists the entries of the drivers compiled in.
 //!
 //! # Examples
 //!
 //! ```
-//! use lockkit::driver::registry::{BUILT_IN, POSTGRES, url_scheme};
+//! use lockkit::driver::url_scheme;
 //! use lockkit::mem::DRIVER; // `mem`: the `mem` feature
 //!
 //! assert_eq!(url_scheme("sqlite::memory:"), Some("sqlite"));
 //! assert!(DRIVER.accepts("MEM://jobs"));
 //! assert!(!DRIVER.accepts("redis://localhost:6379"));
-//!
-//! // Every driver of lockkit's own is known by scheme, compiled in or not: so a
-//! // missing one can be named with the feature that brings it.
-//! let pg = BUILT_IN.iter().find(|d| d.schemes.contains(&"postgresql"));
-//! assert_eq!(pg.map(|d| d.feature), Some(POSTGRES.feature));
-//! assert_eq!(POSTGRES.default_port, Some(5432));
 //! ```
 
 use std::fmt;
@@ -30,8 +25,8 @@ use crate::error::Result;
 /// A boxed future returning a driver, as produced by a [`DriverEntry`].
 pub type ConnectFuture = Pin<Box<dyn Future<Output = Result<Arc<dyn LockDriver>>> + Send>>;
 
-/// A driver, as the facade sees it: its name, URL schemes and feature, how it reads
-/// a URL into options, and how it connects with them.
+/// A driver, as the facade sees it: its name and URL schemes, how it reads a URL
+/// into options, and how it connects with them.
 ///
 /// # Examples
 ///
@@ -45,7 +40,6 @@ pub type ConnectFuture = Pin<Box<dyn Future<Output = Result<Arc<dyn LockDriver>>
 /// impl Driver for Scratch {
 ///     const NAME: &'static str = "scratch";
 ///     const URL_SCHEMES: &'static [&'static str] = &["scratch"];
-///     const FEATURE: &'static str = "scratch";
 ///     type Options = ();
 ///
 ///     fn options(url: &str) -> Result<(), LockError> {
@@ -67,8 +61,6 @@ pub trait Driver: Send + Sync + 'static {
     const NAME: &'static str;
     /// The URL schemes it takes (without `://`), lowercase.
     const URL_SCHEMES: &'static [&'static str];
-    /// The `lockkit` facade's feature that compiles it in.
-    const FEATURE: &'static str;
     /// What a URL says to it.
     type Options: Send + 'static;
 
@@ -92,8 +84,6 @@ pub struct DriverEntry {
     pub name: &'static str,
     /// The URL schemes it accepts (without `://`).
     pub schemes: &'static [&'static str],
-    /// The Cargo feature of the `lockkit` facade that compiles it in.
-    pub feature: &'static str,
     /// Connects to the backend at `url`.
     pub connect: fn(&str) -> ConnectFuture,
 }
@@ -109,7 +99,6 @@ impl DriverEntry {
         Self {
             name: D::NAME,
             schemes: D::URL_SCHEMES,
-            feature: D::FEATURE,
             connect: connect_with::<D>,
         }
     }
@@ -138,96 +127,3 @@ pub fn url_scheme(url: &str) -> Option<&str> {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
     valid.then_some(scheme)
 }
-
-/// One of lockkit's own drivers: its name, schemes and feature — written here once,
-/// and taken from here by the driver's [`Driver`] impl — so that the facade can say
-/// which feature to turn on for a scheme whose driver is not compiled in, and which
-/// scheme a bare `host:port` probably wants.
-#[derive(Debug, Clone, Copy)]
-#[non_exhaustive]
-pub struct BuiltIn {
-    /// The driver's name.
-    pub name: &'static str,
-    /// Its URL schemes.
-    pub schemes: &'static [&'static str],
-    /// The facade's feature.
-    pub feature: &'static str,
-    /// The port its server listens on by default, if it has one.
-    pub default_port: Option<u16>,
-}
-
-/// `mem://`.
-pub const MEM: BuiltIn = BuiltIn {
-    name: "mem",
-    schemes: &["mem"],
-    feature: "mem",
-    default_port: None,
-};
-/// `sqlite://`.
-pub const SQLITE: BuiltIn = BuiltIn {
-    name: "sqlite",
-    schemes: &["sqlite"],
-    feature: "sqlite",
-    default_port: None,
-};
-/// `postgres://`.
-pub const POSTGRES: BuiltIn = BuiltIn {
-    name: "postgres",
-    schemes: &["postgres", "postgresql"],
-    feature: "postgres",
-    default_port: Some(5432),
-};
-/// `mysql://`.
-pub const MYSQL: BuiltIn = BuiltIn {
-    name: "mysql",
-    schemes: &["mysql", "mariadb"],
-    feature: "mysql",
-    default_port: Some(3306),
-};
-/// `redis://`, `rediss://`, and the Cluster schemes.
-pub const REDIS: BuiltIn = BuiltIn {
-    name: "redis",
-    schemes: &[
-        "redis",
-        "rediss",
-        "redis-cluster",
-        "rediss-cluster",
-        "redis-sentinel",
-        "rediss-sentinel",
-    ],
-    feature: "redis",
-    default_port: Some(6379),
-};
-/// `redlock://` and `redlocks://`.
-pub const REDLOCK: BuiltIn = BuiltIn {
-    name: "redlock",
-    schemes: &["redlock", "redlocks"],
-    feature: "redis",
-    default_port: None,
-};
-/// `etcd://`.
-pub const ETCD: BuiltIn = BuiltIn {
-    name: "etcd",
-    schemes: &["etcd", "etcds"],
-    feature: "etcd",
-    default_port: Some(2379),
-};
-/// `zk://`.
-pub const ZOOKEEPER: BuiltIn = BuiltIn {
-    name: "zookeeper",
-    schemes: &["zk", "zookeeper", "zks"],
-    feature: "zk",
-    default_port: Some(2181),
-};
-/// `consul://`.
-pub const CONSUL: BuiltIn = BuiltIn {
-    name: "consul",
-    schemes: &["consul", "consuls"],
-    feature: "consul",
-    default_port: Some(8500),
-};
-
-/// Every driver of lockkit's own.
-pub const BUILT_IN: &[BuiltIn] = &[
-    MEM, SQLITE, POSTGRES, MYSQL, REDIS, REDLOCK, ETCD, ZOOKEEPER, CONSUL,
-];

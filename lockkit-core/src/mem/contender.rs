@@ -7,8 +7,8 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::MemDriver;
+use super::NAME;
 use super::slot::{MemHold, Queued};
-use crate::driver::registry::MEM;
 use crate::driver::{AcquireRequest, Admission, Attempt, Busy, Contender, Grant, Wait, admit};
 use crate::error::Result;
 use crate::types::FencingToken;
@@ -31,7 +31,7 @@ impl Contender for MemContender<'_> {
         // A purge empties the queue: queue again, at the back.
         let pos = self.queued.as_ref().and_then(|(id, _)| slot.position(*id));
         let expires = now + req.ttl;
-        let token = match admit(MEM.name, req, &slot.held(), slot.ahead(pos)) {
+        let token = match admit(NAME, req, &slot.held(), slot.ahead(pos)) {
             Admission::Reenter(token) => {
                 // A retry after an unknown outcome, or a read under our write hold:
                 // the hold stays as it is, with a fresh lease.

@@ -76,7 +76,6 @@ use tokio::time::Instant;
 
 use self::contender::MemContender;
 use self::slot::Slot;
-use crate::driver::registry::MEM;
 use crate::driver::{
     AcquireRequest, Capabilities, ChangeSignal, Contention, Driver, DriverEntry, Inspect,
     Inspection, LockDriver, LockMode, WaitPolicy, WakeUp, armed,
@@ -84,13 +83,15 @@ use crate::driver::{
 use crate::error::{LockError, Result};
 use crate::types::{LockKey, OwnerId};
 
+/// The driver's name.
+pub(crate) const NAME: &str = "mem";
+
 /// How the facade finds this driver.
 pub const DRIVER: DriverEntry = DriverEntry::of::<MemDriver>();
 
 impl Driver for MemDriver {
-    const NAME: &'static str = MEM.name;
-    const URL_SCHEMES: &'static [&'static str] = MEM.schemes;
-    const FEATURE: &'static str = MEM.feature;
+    const NAME: &'static str = NAME;
+    const URL_SCHEMES: &'static [&'static str] = &["mem"];
     /// The store's name.
     type Options = String;
 
@@ -104,7 +105,11 @@ impl Driver for MemDriver {
 }
 
 fn parse_url(url: &str) -> Result<String> {
-    let parsed = crate::url::ParsedUrl::parse(url, MEM.schemes, "mem:// or mem://NAME")?;
+    let parsed = crate::url::ParsedUrl::parse(
+        url,
+        <MemDriver as Driver>::URL_SCHEMES,
+        "mem:// or mem://NAME",
+    )?;
     let rest = parsed
         .body()
         .strip_prefix("//")
@@ -190,7 +195,7 @@ const POLICY: WaitPolicy = WaitPolicy::DEFAULT;
 #[async_trait]
 impl LockDriver for MemDriver {
     fn name(&self) -> &'static str {
-        MEM.name
+        NAME
     }
 
     fn capabilities(&self) -> Capabilities {

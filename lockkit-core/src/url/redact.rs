@@ -37,8 +37,8 @@ const SECRET_OPTIONS: [&str; 7] = [
 /// assert_eq!(redact_url("redis://user:p@ss/w@host"), "redis://***@host");
 /// assert_eq!(redact_url("redis://app:hunter2?x@127.0.0.1:1"), "redis://***@127.0.0.1:1");
 /// assert_eq!(redact_url("redis://app:p@ss:w/rd#?%&@h:1"), "redis://***@h:1");
-/// // Slashes or a scheme missing.
-/// assert_eq!(redact_url("redis:/app:hunter2@h:1"), "redis:***@h:1");
+/// // Slashes or a scheme missing: masked from the start.
+/// assert_eq!(redact_url("redis:/app:hunter2@h:1"), "***@h:1");
 /// // (a user name without a scheme is masked with the password)
 /// assert_eq!(redact_url("app:hunter2@h:1"), "***@h:1");
 /// assert_eq!(redact_url("s3cret@h:1"), "***@h:1");
@@ -49,24 +49,16 @@ const SECRET_OPTIONS: [&str; 7] = [
 /// ```
 pub fn redact_url(url: &str) -> String {
     let mut out = String::with_capacity(url.len());
-    // After `scheme://`, or `scheme:` (a URL missing its slashes), or from the
-    // start (a URL missing its scheme).
+    // After `scheme://`, or from the start: without its slashes, what precedes
+    // a `:` may be the userinfo's (`app:pw@h`, `p:w@h`), so a URL missing its
+    // slashes is masked from the start, its scheme with it.
     let rest = match url.split_once("://") {
         Some((scheme, rest)) => {
             out.push_str(scheme);
             out.push_str("://");
             rest
         }
-        // A scheme missing its slashes only if it is one of lockkit's: in
-        // `app:pw@h` or `p:w@h`, what precedes the `:` is the userinfo's.
-        None => match crate::url_scheme(url).filter(|s| is_known_scheme(s)) {
-            Some(scheme) => {
-                out.push_str(scheme);
-                out.push(':');
-                &url[scheme.len() + 1..]
-            }
-            None => url,
-        },
+        None => url,
     };
     let rest = match rest.rsplit_once('@') {
         // The last `@` may be inside an option's value (`?name=…@…`): the
@@ -168,14 +160,6 @@ fn push_masked_query(out: &mut String, query: &str) {
             _ => out.push_str(pair),
         }
     }
-}
-
-/// Whether `scheme` is one of lockkit's drivers' (in any case).
-fn is_known_scheme(scheme: &str) -> bool {
-    crate::driver::registry::BUILT_IN
-        .iter()
-        .flat_map(|d| d.schemes.iter())
-        .any(|s| s.eq_ignore_ascii_case(scheme))
 }
 
 /// Whether an option's value is a secret, by its name (percent-decoded, as the

@@ -24,6 +24,8 @@ mod quorum;
 mod renew;
 mod validity;
 
+pub(crate) use options::SCHEMES;
+
 pub use driver::RedlockDriver;
 pub use options::RedlockOptions;
 

@@ -12,6 +12,9 @@ use crate::keys::KeyLayout;
 use crate::options::{FenceSeed, WakeMode};
 use crate::url::{DEFAULT_PREFIX, take_fence_seed, take_keys, take_prefix, take_wake};
 
+/// The URL schemes the Redlock driver takes.
+pub(crate) const SCHEMES: &[&str] = &["redlock", "redlocks"];
+
 /// The fixed part of the clock-drift allowance (the other part is 1 % of the TTL).
 pub(crate) const DEFAULT_DRIFT: Duration = Duration::from_millis(2);
 /// The mean delay before retrying a failed attempt.
@@ -125,7 +128,7 @@ impl RedlockOptions {
     pub fn from_url(url: &str) -> Result<Self, LockError> {
         let mut parsed = ParsedUrl::parse(
             url,
-            &["redlock", "redlocks"],
+            SCHEMES,
             "redlock://h1:6379,h2:6379,h3:6379 (the masters, comma-separated; redlocks:// for TLS)",
         )?;
         let (node_scheme, tls_scheme) = match parsed.scheme() {

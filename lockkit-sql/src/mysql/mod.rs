@@ -187,7 +187,6 @@ pub use options::MySqlOptions;
 
 use std::sync::Arc;
 
-use lockkit_core::driver::registry::MYSQL;
 use lockkit_core::driver::{Driver, DriverEntry, LockDriver};
 
 /// How the `lockkit` facade finds this driver.
@@ -196,9 +195,8 @@ pub const DRIVER: DriverEntry = DriverEntry::of::<MySqlDriver>();
 /// `mysql://` and `mariadb://` URLs: a [`MySqlDriver`], or with `mode=get_lock` the
 /// session-bound `GET_LOCK` driver (see [`connect`]).
 impl Driver for MySqlDriver {
-    const NAME: &'static str = MYSQL.name;
-    const URL_SCHEMES: &'static [&'static str] = MYSQL.schemes;
-    const FEATURE: &'static str = MYSQL.feature;
+    const NAME: &'static str = leases::NAME;
+    const URL_SCHEMES: &'static [&'static str] = options::URL.schemes;
     type Options = MySqlOptions;
 
     fn options(url: &str) -> lockkit_core::Result<MySqlOptions> {

@@ -4,7 +4,7 @@ use crate::server_options::{ServerKind, ServerOptions};
 use crate::table::{ServerUrl, TlsNames};
 
 /// How a MySQL URL is read.
-const URL: ServerUrl = ServerUrl {
+pub(super) const URL: ServerUrl = ServerUrl {
     schemes: &["mysql", "mariadb"],
     example: "mysql://user:password@host:3306/db",
     client_options: &[

@@ -214,7 +214,6 @@ pub use options::PgOptions;
 
 use std::sync::Arc;
 
-use lockkit_core::driver::registry::POSTGRES;
 use lockkit_core::driver::{Driver, DriverEntry, LockDriver};
 
 /// How the `lockkit` facade finds this driver.
@@ -223,9 +222,8 @@ pub const DRIVER: DriverEntry = DriverEntry::of::<PgDriver>();
 /// `postgres://` and `postgresql://` URLs: a [`PgDriver`], or with
 /// `mode=advisory` the session-bound advisory-lock driver (see [`connect`]).
 impl Driver for PgDriver {
-    const NAME: &'static str = POSTGRES.name;
-    const URL_SCHEMES: &'static [&'static str] = POSTGRES.schemes;
-    const FEATURE: &'static str = POSTGRES.feature;
+    const NAME: &'static str = leases::NAME;
+    const URL_SCHEMES: &'static [&'static str] = options::URL.schemes;
     type Options = PgOptions;
 
     fn options(url: &str) -> lockkit_core::Result<PgOptions> {

@@ -4,7 +4,7 @@ use crate::server_options::{ServerKind, ServerOptions};
 use crate::table::{ServerUrl, TlsNames};
 
 /// How a PostgreSQL URL is read.
-const URL: ServerUrl = ServerUrl {
+pub(super) const URL: ServerUrl = ServerUrl {
     schemes: &["postgres", "postgresql"],
     example: "postgres://user:password@host:5432/db",
     client_options: &[

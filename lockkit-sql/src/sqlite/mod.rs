@@ -137,16 +137,14 @@ pub use options::{DEFAULT_BUSY_TIMEOUT, SqliteOptions};
 
 use std::sync::Arc;
 
-use lockkit_core::driver::registry::SQLITE;
 use lockkit_core::driver::{Driver, DriverEntry, LockDriver};
 
 /// How the `lockkit` facade finds this driver.
 pub const DRIVER: DriverEntry = DriverEntry::of::<SqliteDriver>();
 
 impl Driver for SqliteDriver {
-    const NAME: &'static str = SQLITE.name;
-    const URL_SCHEMES: &'static [&'static str] = SQLITE.schemes;
-    const FEATURE: &'static str = SQLITE.feature;
+    const NAME: &'static str = leases::NAME;
+    const URL_SCHEMES: &'static [&'static str] = options::SCHEMES;
     type Options = SqliteOptions;
 
     fn options(url: &str) -> lockkit_core::Result<SqliteOptions> {

@@ -8,6 +8,9 @@ use lockkit_core::url::ParsedUrl;
 
 use crate::table::{DEFAULT_TABLE, Tables, validate_table};
 
+/// The URL schemes the SQLite driver takes.
+pub(super) const SCHEMES: &[&str] = &["sqlite"];
+
 /// How long a statement waits for SQLite's write lock before failing.
 pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -69,7 +72,7 @@ impl SqliteOptions {
     ///
     /// [`LockError::InvalidUrl`] naming what is wrong.
     pub fn from_url(url: &str) -> Result<Self, LockError> {
-        let mut parsed = ParsedUrl::parse(url, &["sqlite"], "sqlite://locks.db")?;
+        let mut parsed = ParsedUrl::parse(url, SCHEMES, "sqlite://locks.db")?;
         let path = parsed.body();
         let mut opts = if path == ":memory:" || path == "//:memory:" {
             Self::memory()
