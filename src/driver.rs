@@ -1,15 +1,13 @@
-//! For driver authors: the contract a backend implements, and the pieces every
-//! driver shares. Applications use [`crate::Locker`] and need none of this.
+//! For driver authors: the contract a backend implements. Applications use
+//! [`crate::Locker`] and need none of this.
 //!
-//! A driver implements [`LockDriver`] (a [`Contender`] for each acquire in a
-//! [`crate::LockMode`], extend, release, inspect, force-release, purge): the
-//! engine, [`acquire`], makes its attempts and owns the wait. It
-//! implements [`Driver`] once so that its [`DriverEntry`] lets [`crate::connect`]
-//! find it by URL scheme. [`url`] parses its URL the way every other driver does,
-//! [`admit`] applies the mode rules to holders a driver keeps itself,
-//! [`LossSignal`] tells the client a session-bound hold is gone, and
-//! [`renew_in_batches`] renews many holds in few requests. The
-//! `lockkit-conformance` crate proves a driver keeps the contract.
+//! A driver implements [`LockDriver`]: a [`Contender`] for each acquire in a
+//! [`LockMode`] (the engine, [`acquire`], makes its attempts and owns the
+//! wait), extend, release, inspect, force-release and purge. It implements
+//! [`Driver`] once, so that its [`DriverEntry`] lets [`crate::connect`] find it
+//! by URL scheme. [`admit`] applies the mode rules to holders a driver keeps
+//! itself, and [`LossSignal`] tells the client a session-bound hold is gone.
+//! The `lockkit-conformance` crate proves a driver keeps the contract.
 //!
 //! # Examples
 //!
@@ -36,15 +34,24 @@
 
 use std::sync::Arc;
 
-pub use lockkit_core::driver::*;
-pub use lockkit_core::{
-    LossSignal, error_chain, human_duration, renew_in_batches, shown_user, url,
+// The contract.
+pub use lockkit_core::LossSignal;
+pub use lockkit_core::driver::{
+    AcquireRequest, Cancellation, ChangeSignal, Grant, LockDriver, LockMode, Renewal, Wait,
+    async_trait,
 };
+// What a backend can do, and what it shows.
+pub use lockkit_core::driver::{Capabilities, Holder, Inspect, Inspection, WakeUp};
+// The engine and a driver's side of it.
+pub use lockkit_core::driver::{
+    Attempt, Backoff, Busy, Contender, Contention, Jitter, Patience, WaitPolicy, Wake, acquire,
+};
+// The mode rules, for a driver that keeps a key's holders itself.
+pub use lockkit_core::driver::{Admission, Held, admit};
+// Finding a driver by URL.
+pub use lockkit_core::driver::{ConnectFuture, Driver, DriverEntry};
 
 use crate::{LockError, Result};
-
-/// The `tls_ca`, `tls_cert` and `tls_key` URL options of the TLS-capable drivers.
-pub use lockkit_core::tls;
 
 /// The drivers compiled into this build, in the order [`connect`] tries them.
 pub const DRIVERS: &[DriverEntry] = &[

@@ -13,7 +13,7 @@
 
 use std::time::Duration;
 
-use lockkit::driver::error_chain;
+use lockkit_core::error_chain;
 use lockkit_testkit::percent_encoded;
 use proptest::prelude::*;
 

@@ -4,8 +4,8 @@
 use std::process::ExitCode;
 
 use crate::url_arg::UrlAndName;
-use lockkit::driver::human_duration as human;
 use lockkit::{Holder, Inspection, LockError, LockMode};
+use lockkit_core::human_duration as human;
 use serde_json::{Value, json};
 
 /// What `inspect` takes.

@@ -161,8 +161,8 @@ pub(crate) async fn stalled_holder(
             return Err(format!(
                 "the waiter got the lock {} after the holder stalled, before \
                  the holder's lease ({}, renewed every third) could have run out",
-                lockkit::driver::human_duration(freed_after),
-                lockkit::driver::human_duration(lease)
+                lockkit_core::human_duration(freed_after),
+                lockkit_core::human_duration(lease)
             ));
         }
         if guard_token_not_greater(holder_token, report.waiter_token) {

@@ -20,7 +20,8 @@ use crate::error::{LockError, Result};
 ///
 /// ```
 /// use std::time::Duration;
-/// use lockkit::driver::{Renewal, renew_in_batches};
+/// use lockkit_core::driver::Renewal;
+/// use lockkit_core::renew_in_batches;
 /// use lockkit::{LockKey, OwnerId};
 ///
 /// # #[tokio::main(flavor = "current_thread")]

@@ -309,7 +309,7 @@ impl StdError for TtlError {}
 /// ```
 /// let refused = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "connection refused");
 /// let wrapped = std::io::Error::other(refused);
-/// assert_eq!(lockkit::driver::error_chain(&wrapped), "connection refused");
+/// assert_eq!(lockkit_core::error_chain(&wrapped), "connection refused");
 /// ```
 pub fn error_chain(e: &(dyn StdError + 'static)) -> String {
     let mut out = e.to_string();

@@ -11,7 +11,7 @@ use std::time::Duration;
 ///
 /// ```
 /// use std::time::Duration;
-/// use lockkit::driver::human_duration;
+/// use lockkit_core::human_duration;
 ///
 /// assert_eq!(human_duration(Duration::from_nanos(1_002_565_199)), "1.00 s");
 /// assert_eq!(human_duration(Duration::from_micros(12_500)), "12.5 ms");

@@ -130,7 +130,7 @@ impl LockKey {
 /// broken escape or bytes that are not UTF-8.
 ///
 /// ```
-/// use lockkit::driver::decode_escaped;
+/// use lockkit_core::driver::decode_escaped;
 ///
 /// assert_eq!(decode_escaped("jobs_2Fa", b'_').as_deref(), Some("jobs/a"));
 /// assert_eq!(decode_escaped("a%2", b'%'), None);

@@ -133,8 +133,8 @@ mod table;
 mod wait;
 
 #[cfg(feature = "_sql")]
-pub use lease::LeaseDriver;
 #[cfg(feature = "_sql")]
+pub use lease::LeaseDriver;
 pub use table::DEFAULT_TABLE;
 
 #[cfg(feature = "mysql")]

@@ -86,7 +86,7 @@ pub(super) fn report(report: &BenchReport, settings: &Settings) {
     if report.contended.is_some() || report.many_keys.is_some() {
         println!(
             "throughput over {} (floor: clients spin on the raw commands)",
-            lockkit::driver::human_duration(settings.duration)
+            lockkit_core::human_duration(settings.duration)
         );
     }
     if let Some(c) = &report.contended {

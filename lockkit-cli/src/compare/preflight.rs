@@ -19,9 +19,9 @@ pub(super) fn preflight(args: &Args) -> Result<(std::fs::File, std::fs::File), L
     if !PROBE_LEASE.contains(&args.lease) {
         return Err(LockError::Config(format!(
             "--lease {} is out of range: the probes' holder needs a lease from {} to {}",
-            lockkit::driver::human_duration(args.lease),
-            lockkit::driver::human_duration(*PROBE_LEASE.start()),
-            lockkit::driver::human_duration(*PROBE_LEASE.end()),
+            lockkit_core::human_duration(args.lease),
+            lockkit_core::human_duration(*PROBE_LEASE.start()),
+            lockkit_core::human_duration(*PROBE_LEASE.end()),
         )));
     }
     if args.html == args.json {

@@ -125,7 +125,7 @@ pub fn limit_mismatch(req: &AcquireRequest, theirs: u32, limit: u32) -> LockErro
 /// # Examples
 ///
 /// ```
-/// use lockkit::driver::{AcquireRequest, Wait, refuse_reentry};
+/// use lockkit_core::driver::{AcquireRequest, Wait, refuse_reentry};
 /// use lockkit::{LockError, LockKey, LockMode, OwnerId};
 /// use std::time::Duration;
 ///

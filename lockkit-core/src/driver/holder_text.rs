@@ -17,7 +17,7 @@ pub const MAX_VALUE_LEN: usize = 4096;
 /// # Examples
 ///
 /// ```
-/// use lockkit::driver::{holder_text, split_holder_text};
+/// use lockkit_core::driver::{holder_text, split_holder_text};
 ///
 /// let text = holder_text(Some("web-1"), Some("http://10.0.0.7:8080")).unwrap();
 /// assert_eq!(

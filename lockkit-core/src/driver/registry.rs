@@ -6,7 +6,7 @@
 //! # Examples
 //!
 //! ```
-//! use lockkit::driver::url_scheme;
+//! use lockkit_core::driver::url_scheme;
 //! use lockkit::mem::DRIVER; // `mem`: the `mem` feature
 //!
 //! assert_eq!(url_scheme("sqlite::memory:"), Some("sqlite"));
@@ -43,7 +43,7 @@ pub type ConnectFuture = Pin<Box<dyn Future<Output = Result<Arc<dyn LockDriver>>
 ///     type Options = ();
 ///
 ///     fn options(url: &str) -> Result<(), LockError> {
-///         lockkit::driver::url::ParsedUrl::parse(url, Self::URL_SCHEMES, "scratch://")?
+///         lockkit_core::url::ParsedUrl::parse(url, Self::URL_SCHEMES, "scratch://")?
 ///             .query
 ///             .finish()
 ///     }

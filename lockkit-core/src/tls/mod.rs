@@ -12,7 +12,7 @@
 //!
 //! ```
 //! use lockkit::LockError;
-//! use lockkit::driver::tls::TlsPaths;
+//! use lockkit_core::tls::TlsPaths;
 //!
 //! let bad = |why: &str| LockError::invalid_url("rediss://h:1", why);
 //! let mut paths = TlsPaths::default();
@@ -148,7 +148,7 @@ impl TlsPaths {
     ///
     /// ```
     /// use lockkit::LockError;
-    /// use lockkit::driver::tls::{Scheme, TlsPaths};
+    /// use lockkit_core::tls::{Scheme, TlsPaths};
     ///
     /// let bad = |why: &str| LockError::invalid_url("etcd://h:1", why);
     /// let plain = Scheme { name: "etcd", tls: false, built: true, instead: "etcds:// instead of etcd://" };

@@ -25,7 +25,7 @@ impl Timeouts {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use lockkit::driver::url::Timeouts;
+    /// use lockkit_core::url::Timeouts;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() {

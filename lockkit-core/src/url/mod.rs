@@ -12,7 +12,7 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use lockkit::driver::url::{ParsedUrl, Timeouts, credentials, host_port};
+//! use lockkit_core::url::{ParsedUrl, Timeouts, credentials, host_port};
 //!
 //! let url = "Acme://app:p%40ss@h1:7000,h2:7000/ns?connect_timeout_ms=500";
 //! let mut parsed = ParsedUrl::parse(url, &["acme"], "acme://host:port")?;
@@ -50,8 +50,8 @@ pub use suggest::did_you_mean;
 /// # Examples
 ///
 /// ```
-/// assert_eq!(lockkit::driver::url::percent_decode("p%40ss%3Aw").as_deref(), Some("p@ss:w"));
-/// assert_eq!(lockkit::driver::url::percent_decode("100%"), None);
+/// assert_eq!(lockkit_core::url::percent_decode("p%40ss%3Aw").as_deref(), Some("p@ss:w"));
+/// assert_eq!(lockkit_core::url::percent_decode("100%"), None);
 /// ```
 pub fn percent_decode(s: &str) -> Option<String> {
     crate::types::decode_escaped(s, b'%')
@@ -71,7 +71,7 @@ pub fn split_userinfo(authority: &str) -> (Option<&str>, &str) {
 /// # Examples
 ///
 /// ```
-/// use lockkit::driver::url::credentials;
+/// use lockkit_core::url::credentials;
 ///
 /// assert_eq!(credentials("app:p%40ss"), Ok(("app".into(), "p@ss".into())));
 /// assert!(credentials("s3cret").is_err());
@@ -100,7 +100,7 @@ pub fn credentials(userinfo: &str) -> Result<(String, String), &'static str> {
 /// # Examples
 ///
 /// ```
-/// use lockkit::driver::url::reencoded_userinfo;
+/// use lockkit_core::url::reencoded_userinfo;
 ///
 /// assert_eq!(reencoded_userinfo("app:p@ss/w:rd").as_deref(), Ok("app:p%40ss%2Fw%3Ard"));
 /// assert_eq!(reencoded_userinfo("app:p%40ss").as_deref(), Ok("app:p%40ss"));
@@ -152,7 +152,7 @@ fn percent_encode(s: &str) -> String {
 /// # Examples
 ///
 /// ```
-/// use lockkit::driver::url::host_port;
+/// use lockkit_core::url::host_port;
 ///
 /// assert_eq!(host_port("10.0.0.1:2181", "ZooKeeper listens on 2181"), Ok(2181));
 /// assert!(host_port("10.0.0.1", "ZooKeeper listens on 2181").unwrap_err().contains("2181"));

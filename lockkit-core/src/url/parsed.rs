@@ -21,7 +21,7 @@ const UNENCODED: &str = "the user name or password holds a character that ends i
 /// # Examples
 ///
 /// ```
-/// use lockkit::driver::url::ParsedUrl;
+/// use lockkit_core::url::ParsedUrl;
 ///
 /// let mut url = ParsedUrl::parse("Redis://app:s3cret@10.0.0.1:6379/2?prefix=locks", &["redis", "rediss"],
 ///     "redis://host:port")?;

@@ -25,7 +25,7 @@ impl PrefixRule {
     /// # Examples
     ///
     /// ```
-    /// use lockkit::driver::url::PrefixRule;
+    /// use lockkit_core::url::PrefixRule;
     ///
     /// assert_eq!(PrefixRule::RelativePath.check("/app/locks/").as_deref(), Ok("app/locks"));
     /// assert!(PrefixRule::NoBraces.check("").is_err());

@@ -98,7 +98,7 @@ pub fn redact_url(url: &str) -> String {
 /// # Examples
 ///
 /// ```
-/// use lockkit::driver::url::redact_urls_in;
+/// use lockkit_core::url::redact_urls_in;
 ///
 /// assert_eq!(
 ///     redact_urls_in("cannot reach redis://app:s3cret@h:1/0 (refused)"),
@@ -132,7 +132,7 @@ pub fn redact_urls_in(text: &str) -> String {
 /// unescaped was split in the wrong place (the same rule as [`redact_url`]).
 ///
 /// ```
-/// use lockkit::driver::shown_user;
+/// use lockkit_core::shown_user;
 /// assert_eq!(shown_user("root"), "root");
 /// assert_eq!(shown_user("s3cret@["), "***");
 /// ```

@@ -9,7 +9,7 @@
 /// # Examples
 ///
 /// ```
-/// use lockkit::driver::url::did_you_mean;
+/// use lockkit_core::url::did_you_mean;
 ///
 /// assert_eq!(did_you_mean("fence_sed", ["prefix", "fence_seed"]), Some("fence_seed"));
 /// assert_eq!(did_you_mean("postgre", ["postgres", "mysql"]), Some("postgres"));

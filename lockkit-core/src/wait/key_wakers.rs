@@ -22,7 +22,7 @@ const SWEEP_FLOOR: usize = 64;
 ///
 /// ```
 /// use futures_util::FutureExt;
-/// use lockkit::driver::KeyWakers;
+/// use lockkit_core::driver::KeyWakers;
 ///
 /// let wakers = KeyWakers::default();
 /// let (stock, other) = (wakers.notify("inventory:1"), wakers.notify("inventory:2"));

@@ -18,7 +18,7 @@ use crate::url::redact_urls_in;
 /// # Examples
 ///
 /// ```
-/// use lockkit::driver::WakeUpHealth;
+/// use lockkit_core::driver::WakeUpHealth;
 ///
 /// let health = WakeUpHealth::new("postgres", "LISTEN connection");
 /// assert!(!health.is_down());

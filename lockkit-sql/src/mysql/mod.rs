@@ -182,7 +182,6 @@ mod sql;
 mod waiting;
 
 pub use driver::MySqlDriver;
-pub use leases::MySqlLeases;
 pub use options::MySqlOptions;
 
 use std::sync::Arc;

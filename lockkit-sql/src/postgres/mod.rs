@@ -209,7 +209,6 @@ mod waiter_sql;
 mod wire;
 
 pub use driver::PgDriver;
-pub use leases::PgLeases;
 pub use options::PgOptions;
 
 use std::sync::Arc;

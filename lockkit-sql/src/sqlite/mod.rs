@@ -132,7 +132,6 @@ mod options;
 mod sql;
 
 pub use driver::SqliteDriver;
-pub use leases::SqliteLeases;
 pub use options::{DEFAULT_BUSY_TIMEOUT, SqliteOptions};
 
 use std::sync::Arc;

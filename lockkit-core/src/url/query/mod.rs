@@ -22,7 +22,7 @@ use crate::error::LockError;
 /// # Examples
 ///
 /// ```
-/// use lockkit::driver::url::Query;
+/// use lockkit_core::url::Query;
 ///
 /// let mut q = Query::parse("redis://h:6379?wake=poll&fence_sed=clock", "wake=poll&fence_sed=clock");
 /// assert_eq!(q.take("wake")?.as_deref(), Some("poll"));
@@ -223,7 +223,7 @@ impl Query {
     /// # Examples
     ///
     /// ```
-    /// use lockkit::driver::url::{PrefixRule, Query};
+    /// use lockkit_core::url::{PrefixRule, Query};
     ///
     /// let mut q = Query::parse("etcd://h:1?prefix=app/locks/", "prefix=app/locks/");
     /// assert_eq!(q.take_prefix("lockkit", PrefixRule::Path)?, "app/locks");

@@ -12,7 +12,8 @@ use sqlx::postgres::PgListener;
 use sqlx::{Connection, PgConnection};
 use tokio::sync::Notify;
 
-use super::super::{PgDriver, PgLeases, PgOptions};
+use super::super::leases::PgLeases;
+use super::super::{PgDriver, PgOptions};
 use super::{Dequeue, Wakeups};
 
 /// A wake-up armed now, so that one that comes before it is polled counts.
