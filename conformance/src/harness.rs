@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use async_trait::async_trait;
+use lockkit_core::sync::lock;
 use lockkit_core::{Capabilities, LockDriver, LockError, LockKey, Locker};
 
 use crate::runner::HolderCommand;
@@ -182,7 +183,7 @@ impl Ctx {
     /// (see [`Ctx::purge_keys`]).
     pub fn key(&self, name: &str) -> String {
         let key = format!("{}/{name}", self.prefix);
-        let mut keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+        let mut keys = lock(&self.keys);
         if !keys.contains(&key) {
             keys.push(key.clone());
         }
@@ -194,7 +195,7 @@ impl Ctx {
     /// again and again keeps nothing. Best effort: a driver that cannot purge, or
     /// a backend a fault case left down, keeps them.
     pub async fn purge_keys(&self) {
-        let keys = std::mem::take(&mut *self.keys.lock().unwrap_or_else(|e| e.into_inner()));
+        let keys = std::mem::take(&mut *lock(&self.keys));
         if keys.is_empty() {
             return;
         }

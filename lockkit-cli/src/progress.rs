@@ -6,6 +6,8 @@ use std::sync::{Mutex, OnceLock};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use lockkit_core::sync::lock;
+
 /// Every bar of this process draws through one `MultiProgress`, so that a log line
 /// can lift them out of the way ([`LogWriter`]).
 fn multi() -> &'static MultiProgress {
@@ -81,7 +83,7 @@ impl Drop for LogWriter {
 /// they come.
 fn held() -> std::sync::MutexGuard<'static, Option<Vec<u8>>> {
     static HELD: Mutex<Option<Vec<u8>>> = Mutex::new(None);
-    HELD.lock().unwrap_or_else(|e| e.into_inner())
+    lock(&HELD)
 }
 
 /// Holds log lines back from now on: `demo` and `check` print their results,

@@ -11,6 +11,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use lockkit_core::sync::lock;
 use lockkit_core::{AcquireRequest, FencingToken, Grant, LockKey, LockMode, LossSignal, OwnerId};
 use tokio::sync::Notify;
 use tokio::time::Instant;
@@ -63,7 +64,7 @@ pub(crate) struct Holds {
 
 impl Holds {
     fn inner(&self) -> std::sync::MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.inner)
     }
 
     /// Claims `key` for `owner`; false if another owner of this driver has it.

@@ -11,6 +11,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use lockkit_core::LockKey;
+use lockkit_core::sync::lock;
 
 use crate::session::Session;
 
@@ -30,7 +31,7 @@ pub(crate) struct PermitSessions {
 
 impl PermitSessions {
     fn inner(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.inner)
     }
 
     /// Takes `session` for a permit of `key`, unless it is in use there already.

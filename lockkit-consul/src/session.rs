@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+use lockkit_core::sync::lock;
 use lockkit_core::{LossSignal, Result};
 use tokio::sync::Mutex;
 use tokio::time::{Instant, sleep, sleep_until};
@@ -60,11 +61,11 @@ impl Session {
     }
 
     fn renewed_at(&self) -> Instant {
-        *self.renewed_at.lock().unwrap_or_else(|e| e.into_inner())
+        *lock(&self.renewed_at)
     }
 
     fn renewed(&self, sent: Instant) {
-        let mut at = self.renewed_at.lock().unwrap_or_else(|e| e.into_inner());
+        let mut at = lock(&self.renewed_at);
         *at = (*at).max(sent);
     }
 }

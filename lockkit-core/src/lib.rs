@@ -19,6 +19,8 @@ pub mod fence;
 mod human;
 mod loss;
 pub mod mem;
+#[doc(hidden)]
+pub mod sync;
 pub mod tls;
 mod types;
 pub mod url;

@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use etcd_client::{Client, Compare, CompareOp, Txn, TxnOp};
+use lockkit_core::sync::lock;
 use lockkit_core::{LockKey, LockMode, OwnerId};
 use tokio::sync::{Notify, mpsc};
 use tokio::time::{Instant, sleep_until};
@@ -120,7 +121,7 @@ impl Holds {
     }
 
     fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Record>> {
-        self.map.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.map)
     }
 
     /// Records (or refreshes) a hold, and has its key watched.
@@ -198,22 +199,16 @@ impl Holds {
 
     /// Cancels pending background deletes of `name` (it is held again).
     pub(crate) fn keep(&self, name: &str) {
-        self.doomed
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .retain(|d| d.name != name);
+        lock(&self.doomed).retain(|d| d.name != name);
     }
 
     /// Deletes `name` at `rev` in the background, retrying until it is done.
     pub(crate) fn delete_later(&self, name: String, rev: i64) {
-        self.doomed
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(Doomed {
-                name,
-                rev,
-                at: Instant::now(),
-            });
+        lock(&self.doomed).push(Doomed {
+            name,
+            rev,
+            at: Instant::now(),
+        });
         self.wake.notify_one();
     }
 
@@ -234,7 +229,7 @@ impl Holds {
         for d in &out {
             self.unwatch(&d.name, d.rev);
         }
-        let mut doomed = self.doomed.lock().unwrap_or_else(|e| e.into_inner());
+        let mut doomed = lock(&self.doomed);
         let (ready, later): (Vec<Doomed>, Vec<Doomed>) =
             doomed.drain(..).partition(|d| d.at <= now);
         *doomed = later;
@@ -245,7 +240,7 @@ impl Holds {
     /// When the next thing is due.
     fn next_due(&self) -> Option<Instant> {
         let first = self.map().values().map(|r| r.deadline).min();
-        let doomed = self.doomed.lock().unwrap_or_else(|e| e.into_inner());
+        let doomed = lock(&self.doomed);
         let retry = doomed.iter().map(|d| d.at).min();
         first.into_iter().chain(retry).min()
     }
@@ -279,7 +274,7 @@ pub(crate) async fn sweep(holds: Arc<Holds>, client: Client) {
         for d in holds.take_due(Instant::now()) {
             tracing::debug!(key = %d.name, "deleting an expired hold or abandoned entry");
             if !delete_if(&client, &d.name, d.rev).await {
-                let mut doomed = holds.doomed.lock().unwrap_or_else(|e| e.into_inner());
+                let mut doomed = lock(&holds.doomed);
                 doomed.push(Doomed {
                     at: Instant::now() + RETRY,
                     ..d

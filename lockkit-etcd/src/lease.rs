@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use etcd_client::{Client, LeaseKeepAliveStream, LeaseKeeper};
 use lockkit_core::LockError;
+use lockkit_core::sync::lock;
 use tokio::time::Instant;
 
 use super::error::{connection, etcd_error, is_lease_not_found};
@@ -45,7 +46,7 @@ struct State {
 
 impl Lease {
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.state)
     }
 
     /// The earliest the server may expire this lease, as far as we know.
@@ -163,7 +164,7 @@ pub(crate) fn whole_seconds(ttl: Duration) -> u64 {
 
 impl Leases {
     fn current(&self, secs: u64) -> Option<Arc<Lease>> {
-        let map = self.by_ttl.lock().unwrap_or_else(|e| e.into_inner());
+        let map = lock(&self.by_ttl);
         map.get(&secs).filter(|l| !l.is_dead()).cloned()
     }
 
@@ -214,17 +215,14 @@ impl Leases {
         } else {
             tracing::debug!(lease = lease.id, ttl_s = secs, "granted a lease");
         }
-        self.by_ttl
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(secs, lease.clone());
+        lock(&self.by_ttl).insert(secs, lease.clone());
         Ok(lease)
     }
 
     /// Forgets `lease` (the server lost it); the next acquire grants a new one.
     pub(crate) fn forget(&self, lease: &Lease) {
         lease.mark_dead();
-        let mut map = self.by_ttl.lock().unwrap_or_else(|e| e.into_inner());
+        let mut map = lock(&self.by_ttl);
         map.retain(|_, l| l.id != lease.id);
     }
 
@@ -232,7 +230,7 @@ impl Leases {
     /// seconds of its holds and waiters).
     #[cfg(test)]
     pub(crate) fn ids(&self) -> Vec<i64> {
-        let map = self.by_ttl.lock().unwrap_or_else(|e| e.into_inner());
+        let map = lock(&self.by_ttl);
         map.values().map(|l| l.id).collect()
     }
 }

@@ -33,6 +33,8 @@ use tokio::time::{Instant, sleep};
 
 use super::holds::Holds;
 
+use lockkit_core::sync::lock;
+
 /// How long opening the watch stream may take.
 const OPEN_LIMIT: Duration = Duration::from_secs(3);
 /// How long a compacted hold's read may take.
@@ -67,7 +69,7 @@ pub(crate) struct Progress {
 
 impl Progress {
     fn answered(&self) -> Option<(u64, Instant)> {
-        *self.answered.lock().unwrap_or_else(|e| e.into_inner())
+        *lock(&self.answered)
     }
 
     /// The stream generation that answered a progress request asked at or after
@@ -105,7 +107,7 @@ impl Progress {
     }
 
     fn record(&self, generation: u64, asked: Instant) {
-        let mut a = self.answered.lock().unwrap_or_else(|e| e.into_inner());
+        let mut a = lock(&self.answered);
         if a.is_none_or(|(_, at)| at <= asked) {
             *a = Some((generation, asked));
         }

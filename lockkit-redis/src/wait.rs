@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use lockkit_core::driver::WakeUpHealth;
+use lockkit_core::sync::lock;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
@@ -61,15 +62,12 @@ pub(crate) struct Waiter {
 
 impl Drop for Waiter {
     fn drop(&mut self) {
-        self.routes
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&self.id);
+        lock(&self.routes).remove(&self.id);
     }
 }
 
 fn wake_all(routes: &Routes) {
-    for notify in routes.lock().unwrap_or_else(|e| e.into_inner()).values() {
+    for notify in lock(routes).values() {
         notify.notify_one();
     }
 }
@@ -109,10 +107,7 @@ impl Subscriptions {
     pub(crate) fn waiter(&self) -> Waiter {
         let id = self.next_waiter.fetch_add(1, Ordering::Relaxed);
         let notify = Arc::new(Notify::new());
-        self.routes
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(id, notify.clone());
+        lock(&self.routes).insert(id, notify.clone());
         Waiter {
             notify,
             entry: format!("{}:{id}", self.driver_id),
@@ -174,7 +169,7 @@ async fn read(
                 .ok()
                 .and_then(|s| s.parse::<u64>().ok());
             let notify = id.and_then(|id| {
-                let routes = routes.lock().unwrap_or_else(|e| e.into_inner());
+                let routes = lock(&routes);
                 routes.get(&id).cloned()
             });
             if let Some(notify) = notify {

@@ -29,6 +29,7 @@ use lockkit_core::driver::Contention;
 use lockkit_core::driver::{
     Admission, ChangeSignal, Holder, Inspection, KeyWakers, LockMode, admit, armed, limit_mismatch,
 };
+use lockkit_core::sync::lock;
 use lockkit_core::{
     AcquireRequest, Capabilities, FencingToken, Grant, LockDriver, LockError, LockKey, OwnerId,
     Result,
@@ -163,12 +164,12 @@ impl<B: SessionBackend> SessionDriver<B> {
     }
 
     fn held(&self, key: &LockKey, owner: &OwnerId) -> Option<Arc<Held<B>>> {
-        let held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        let held = lock(&self.held);
         held.get(&(key.clone(), owner.clone())).cloned()
     }
 
     fn forget(&self, key: &LockKey, owner: &OwnerId) -> Option<Arc<Held<B>>> {
-        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        let mut held = lock(&self.held);
         held.remove(&(key.clone(), owner.clone()))
     }
 
@@ -260,7 +261,7 @@ impl<B: SessionBackend> SessionDriver<B> {
             }
         };
         let token = FencingToken(fence);
-        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        let mut held = lock(&self.held);
         held.insert(
             (req.key.clone(), req.owner.clone()),
             Arc::new(Held {

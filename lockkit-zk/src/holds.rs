@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use lockkit_core::sync::lock;
 use lockkit_core::{AcquireRequest, FencingToken, Grant, LockKey, LockMode, LossSignal, OwnerId};
 use tokio::time::Instant;
 
@@ -43,7 +44,7 @@ pub(crate) struct Holds {
 
 impl Holds {
     fn map(&self) -> std::sync::MutexGuard<'_, HashMap<(LockKey, OwnerId), Held>> {
-        self.map.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.map)
     }
 
     pub(crate) fn insert(&self, key: LockKey, owner: OwnerId, held: Held) {

@@ -18,6 +18,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use lockkit_core::sync::lock;
 use lockkit_core::{LockError, LossSignal, Result};
 use tokio::sync::Mutex;
 use zookeeper_client::{Acls, Client, CreateMode, Error as ZkError, SessionState};
@@ -50,7 +51,7 @@ struct Drops {
 
 impl Drops {
     fn loss(&self) -> std::sync::MutexGuard<'_, LossSignal> {
-        self.loss.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.loss)
     }
 
     /// Counts a drop, then fires the current connection's signal, `why`. A
@@ -178,11 +179,7 @@ impl Sessions {
         }
         let client = match &self.given {
             None => self.connect().await?,
-            Some(given) => given
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .take()
-                .ok_or_else(given_session_ended)?,
+            Some(given) => lock(given).take().ok_or_else(given_session_ended)?,
         };
         let session = Arc::new(self.start(client).await?);
         *current = Some(session.clone());

@@ -4,6 +4,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use lockkit_core::sync::lock;
 use lockkit_core::{LockError, LockGuard, LockMode, Locker};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -32,11 +33,11 @@ pub(crate) struct Log(Arc<Mutex<Vec<Granted>>>);
 
 impl Log {
     fn push(&self, g: Granted) {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).push(g);
+        lock(&self.0).push(g);
     }
 
     pub(crate) fn all(&self) -> Vec<Granted> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        lock(&self.0).clone()
     }
 
     pub(crate) fn names(&self) -> Vec<&'static str> {

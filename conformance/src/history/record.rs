@@ -3,6 +3,7 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use lockkit_core::LockMode;
+use lockkit_core::sync::lock;
 use tokio::time::Instant;
 
 /// Identifies a grant in a [`History`].
@@ -114,7 +115,7 @@ impl Recorder {
     }
 
     fn lock(&self) -> MutexGuard<'_, History> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.inner)
     }
 
     /// Records an exclusive grant to `client`, open until [`Recorder::held_until`]

@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use lockkit_core::FencingToken;
 use lockkit_core::fence::FencedCell;
+use lockkit_core::sync::lock;
 use tokio::time::Instant;
 
 use super::record::{GrantId, Recorder, WriteRecord};
@@ -32,7 +33,7 @@ impl FencedResource {
         let invoked = Instant::now();
         // The decision and its sequence number are taken under one lock, so `seq`
         // is the resource's real order.
-        let mut cell = self.cell.lock().unwrap_or_else(|e| e.into_inner());
+        let mut cell = lock(&self.cell);
         let accepted = cell.1.write(FencingToken(token), |n| *n += 1).is_ok();
         let seq = cell.0;
         cell.0 += 1;
@@ -51,6 +52,6 @@ impl FencedResource {
 
     /// How many writes it accepted.
     pub fn accepted(&self) -> u64 {
-        self.cell.lock().unwrap_or_else(|e| e.into_inner()).1.get()
+        lock(&self.cell).1.get()
     }
 }

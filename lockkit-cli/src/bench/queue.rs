@@ -12,6 +12,8 @@ use super::measure::{Latency, histogram, record, summary};
 use super::modes::Mode;
 use super::server_stats::{redis_calls, zk_packets_received};
 
+use lockkit_core::sync::lock;
+
 /// Hand-offs down a queue of waiters, each on its own connection.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct Queue {
@@ -120,8 +122,4 @@ pub(crate) async fn queue(
         publishes_per_release: calls
             .map(|(b, a)| a.publishes.saturating_sub(b.publishes) as f64 / released as f64),
     }))
-}
-
-fn lock(releases: &Mutex<Vec<Instant>>) -> std::sync::MutexGuard<'_, Vec<Instant>> {
-    releases.lock().unwrap_or_else(|e| e.into_inner())
 }

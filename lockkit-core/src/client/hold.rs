@@ -10,6 +10,7 @@ use tokio::time::Instant;
 use super::metrics::{HoldMeter, Labels};
 use crate::driver::LockMode;
 use crate::loss::LossSignal;
+use crate::sync::lock;
 use crate::types::{FencingToken, LockKey, OwnerId};
 
 /// Why a hold can no longer be trusted.
@@ -109,7 +110,7 @@ impl Hold {
     }
 
     fn inner(&self) -> std::sync::MutexGuard<'_, HoldInner> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.inner)
     }
 
     /// Adds a reentrant holder. Returns false if the hold is already over.

@@ -7,6 +7,7 @@ use super::guard::LockGuard;
 use super::hold::LostReason;
 use crate::driver::{holder_text, validate_value};
 use crate::error::{LockError, Result};
+use crate::sync::lock;
 use crate::types::FencingToken;
 
 /// This candidate leads: returned by [`crate::Election::campaign`].
@@ -38,7 +39,7 @@ impl Leadership {
 
     /// The value this leader last stored.
     pub fn value(&self) -> String {
-        self.value.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        lock(&self.value).clone()
     }
 
     /// The election lock's guard.
@@ -79,7 +80,7 @@ impl Leadership {
             LockError::Config("BUG: a holder text with a value is never empty".to_owned())
         })?;
         self.guard.proclaim(&text).await?;
-        *self.value.lock().unwrap_or_else(|e| e.into_inner()) = value;
+        *lock(&self.value) = value;
         Ok(())
     }
 

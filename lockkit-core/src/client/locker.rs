@@ -15,6 +15,7 @@ use super::semaphore::Semaphore;
 use super::watchdog;
 use crate::driver::{Capabilities, Inspection, LockDriver, LockMode};
 use crate::error::Result;
+use crate::sync::lock;
 use crate::types::LockKey;
 
 /// The lease the watchdog keeps renewing when no fixed lease is given (as Redisson's
@@ -83,10 +84,7 @@ impl Inner {
     /// The grouping set by [`Locker::with_metrics_group`], if any.
     #[cfg(feature = "metrics")]
     pub(crate) fn metrics_group(&self) -> Option<super::metrics::GroupFn> {
-        self.metrics_group
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        lock(&self.metrics_group).clone()
     }
 }
 
@@ -136,7 +134,7 @@ impl Locker {
     /// not the owner id, which stays secret.
     pub fn with_label(self, label: impl Into<String>) -> Self {
         let label = crate::types::clean_label(label.into());
-        *self.inner.label.lock().unwrap_or_else(|e| e.into_inner()) = Some(label.into());
+        *lock(&self.inner.label) = Some(label.into());
         self
     }
 
@@ -163,23 +161,14 @@ impl Locker {
         self,
         group: impl Fn(&LockKey) -> String + Send + Sync + 'static,
     ) -> Self {
-        *self
-            .inner
-            .metrics_group
-            .lock()
-            .unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(group));
+        *lock(&self.inner.metrics_group) = Some(Arc::new(group));
         self
     }
 
     /// The label of the next hold taken, clean: [`with_label`](Self::with_label)
     /// cleaned it when it was set, and the default is cleaned here.
     pub(super) fn label(&self) -> String {
-        let set = self
-            .inner
-            .label
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
+        let set = lock(&self.inner.label).clone();
         set.map_or_else(
             || crate::types::clean_label(default_label()),
             |l| l.to_string(),

@@ -19,6 +19,7 @@ use tokio::time::Instant;
 
 use super::hold::Hold;
 use super::locker::Inner;
+use crate::sync::lock;
 use crate::types::{LockKey, OwnerId};
 
 /// How many independently locked maps the holds are spread over.
@@ -55,7 +56,7 @@ impl Registry {
         let mut h = std::collections::hash_map::DefaultHasher::new();
         key.hash(&mut h);
         let shard = &self.shards[h.finish() as usize % SHARDS];
-        shard.lock().unwrap_or_else(|e| e.into_inner())
+        lock(shard)
     }
 
     /// `at` on the schedule's clock (saturating; never [`IDLE`]).
@@ -136,7 +137,7 @@ impl Inner {
         let mut due = Vec::new();
         let mut next: Option<Instant> = None;
         for shard in &self.holds.shards {
-            let mut shard = shard.lock().unwrap_or_else(|e| e.into_inner());
+            let mut shard = lock(shard);
             shard.retain(|_, holders| {
                 holders.retain(|(_, h)| h.strong_count() > 0);
                 !holders.is_empty()

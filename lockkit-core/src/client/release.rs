@@ -13,6 +13,7 @@ use tokio::time::Instant;
 
 use crate::driver::{LockDriver, Wait};
 use crate::error::{LockError, Result};
+use crate::sync::lock;
 use crate::types::{LockKey, OwnerId};
 use crate::wait::{Backoff, Jitter};
 
@@ -43,7 +44,7 @@ pub(crate) struct InFlight(Mutex<HashMap<(LockKey, u128), watch::Receiver<bool>>
 
 impl InFlight {
     fn map(&self) -> std::sync::MutexGuard<'_, HashMap<(LockKey, u128), watch::Receiver<bool>>> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.0)
     }
 
     /// Marks a release of `key` by `owner` under way until the returned mark

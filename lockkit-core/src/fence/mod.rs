@@ -34,6 +34,7 @@
 use std::fmt;
 use std::sync::Mutex;
 
+use crate::sync::lock;
 use crate::types::FencingToken;
 
 mod sql;
@@ -80,7 +81,7 @@ pub struct FencedCell<T> {
 
 impl<T: fmt::Debug> fmt::Debug for FencedCell<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let inner = lock(&self.inner);
         f.debug_struct("FencedCell")
             .field("highest", &inner.0)
             .field("value", &inner.1)
@@ -106,7 +107,7 @@ impl<T> FencedCell<T> {
         token: FencingToken,
         f: impl FnOnce(&mut T) -> R,
     ) -> Result<R, StaleToken> {
-        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let mut inner = lock(&self.inner);
         if let Some(highest) = inner.0
             && token < highest
         {
@@ -121,17 +122,13 @@ impl<T> FencedCell<T> {
 
     /// The highest token accepted so far.
     pub fn highest(&self) -> Option<FencingToken> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner()).0
+        lock(&self.inner).0
     }
 }
 
 impl<T: Clone> FencedCell<T> {
     /// A copy of the value.
     pub fn get(&self) -> T {
-        self.inner
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .1
-            .clone()
+        lock(&self.inner).1.clone()
     }
 }

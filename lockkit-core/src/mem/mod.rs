@@ -81,6 +81,7 @@ use crate::driver::{
     Inspection, LockDriver, LockMode, WaitPolicy, WakeUp, armed,
 };
 use crate::error::{LockError, Result};
+use crate::sync::lock;
 use crate::types::{LockKey, OwnerId};
 
 /// The driver's name.
@@ -140,7 +141,7 @@ struct Store {
 
 impl Store {
     fn slots(&self) -> std::sync::MutexGuard<'_, HashMap<LockKey, Slot>> {
-        self.slots.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.slots)
     }
 
     /// A queue entry's id and wake-up.
@@ -174,7 +175,7 @@ impl MemDriver {
     /// A driver over the store called `name` (created if needed), shared by every
     /// driver in this process with the same name. `mem://NAME` connects here.
     pub fn named(name: &str) -> Self {
-        let mut stores = registry().lock().unwrap_or_else(|e| e.into_inner());
+        let mut stores = lock(registry());
         stores.retain(|_, s| s.strong_count() > 0);
         let store = match stores.get(name).and_then(Weak::upgrade) {
             Some(store) => store,

@@ -2,9 +2,11 @@
 //! observers of its own key only, not every waiter of the driver.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use tokio::sync::Notify;
+
+use crate::sync::lock;
 
 /// Fewest entries before dead ones are swept.
 const SWEEP_FLOOR: usize = 64;
@@ -88,7 +90,7 @@ impl KeyWakers {
     }
 
     fn keys(&self) -> MutexGuard<'_, Keys> {
-        self.keys.lock().unwrap_or_else(PoisonError::into_inner)
+        lock(&self.keys)
     }
 }
 

@@ -18,6 +18,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use lockkit_core::LockError;
+use lockkit_core::sync::lock;
 use lockkit_core::url::{Query, redact_urls_in};
 use redis::aio::ConnectionLike;
 #[cfg(feature = "cluster")]
@@ -124,7 +125,7 @@ impl Checked {
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.state)
     }
 
     /// Runs `check` unless `eviction=accept`, or a check passed recently on this

@@ -50,6 +50,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use lockkit_core::sync::lock;
 use lockkit_core::{LockKey, OwnerId};
 use sqlx::mysql::{MySql, MySqlConnection, MySqlPool, MySqlPoolOptions};
 use sqlx::pool::PoolConnection;
@@ -213,10 +214,6 @@ impl Doorbells {
     pub(super) async fn ring_unkept(&self, bell: Bell) {
         ring(bell, &self.ring, self.wait.timeout).await;
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// A bell's name from `'<table>:<key>'`: within `GET_LOCK`'s 64 characters, and

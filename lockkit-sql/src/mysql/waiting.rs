@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use lockkit_core::driver::{Attempt, Busy, Contender, Contention};
+use lockkit_core::sync::lock;
 use lockkit_core::{AcquireRequest, Grant, LockError, Result, Wait, async_trait};
 use tokio::time::Instant;
 
@@ -130,12 +131,6 @@ impl Waiter<'_> {
             Ok(())
         })
     }
-}
-
-fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
-    state
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[async_trait]

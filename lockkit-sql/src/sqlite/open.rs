@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
 use lockkit_core::driver::KeyWakers;
+use lockkit_core::sync::lock;
 use lockkit_core::{LockError, Result};
 use sqlx::AssertSqlSafe;
 use sqlx::sqlite::{
@@ -37,7 +38,7 @@ pub(super) fn local_wake_for_file(path: Option<&Path>) -> Arc<KeyWakers> {
         return Arc::default();
     };
     let key = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-    let mut wakers = local_wakers().lock().unwrap_or_else(|e| e.into_inner());
+    let mut wakers = lock(local_wakers());
     wakers.retain(|_, w| w.strong_count() > 0);
     if let Some(existing) = wakers.get(&key).and_then(Weak::upgrade) {
         return existing;

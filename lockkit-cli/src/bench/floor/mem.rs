@@ -8,6 +8,8 @@ use lockkit::LockError;
 
 use super::{Held, RawLock};
 
+use lockkit_core::sync::lock;
+
 /// What the `mem://` floor sends.
 pub(super) const DESCRIPTION: &str = "insert + remove in a Mutex<HashMap>";
 
@@ -22,14 +24,14 @@ fn mem_table() -> &'static Mutex<HashMap<String, String>> {
 
 impl RawLock for MemFloor {
     async fn clean_up(&self, keys: &[String]) {
-        let mut table = mem_table().lock().unwrap_or_else(|e| e.into_inner());
+        let mut table = lock(mem_table());
         for key in keys {
             table.remove(key);
         }
     }
 
     async fn try_acquire(&self, key: &str, owner: &str) -> Result<Option<Held>, LockError> {
-        let mut table = mem_table().lock().unwrap_or_else(|e| e.into_inner());
+        let mut table = lock(mem_table());
         if table.contains_key(key) {
             return Ok(None);
         }
@@ -39,7 +41,7 @@ impl RawLock for MemFloor {
 
     async fn release(&self, key: &str, held: Held) -> Result<(), LockError> {
         let Held(owner) = held;
-        let mut table = mem_table().lock().unwrap_or_else(|e| e.into_inner());
+        let mut table = lock(mem_table());
         if table.get(key) == Some(&owner) {
             table.remove(key);
         }
