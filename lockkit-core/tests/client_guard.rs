@@ -387,6 +387,32 @@ async fn modes_a_driver_lacks_are_refused_naming_the_mode_and_the_driver() {
 }
 
 #[tokio::test]
+async fn a_mode_a_driver_lacks_is_refused_even_to_the_owner_of_a_write_hold() {
+    let exclusive_only = Probe {
+        caps: Some(Capabilities::baseline()),
+        ..Probe::default()
+    };
+    let locker = Locker::new(Arc::new(exclusive_only));
+    let owner = OwnerId::new();
+    let w = locker
+        .write_lock("rw")
+        .owner(owner.clone())
+        .no_wait()
+        .await
+        .unwrap();
+    // A write hold covers a read where the driver has read locks; here it has
+    // none, and the answer does not depend on what the owner holds.
+    let e = locker
+        .read_lock("rw")
+        .owner(owner)
+        .no_wait()
+        .await
+        .unwrap_err();
+    assert!(matches!(e, LockError::Unsupported { .. }), "{e:?}");
+    w.release().await.unwrap();
+}
+
+#[tokio::test]
 async fn a_semaphore_of_zero_permits_is_a_config_error() {
     let locker = Locker::new(Arc::new(MemDriver::new()));
     let e = locker.semaphore("none", 0).try_acquire().await.unwrap_err();

@@ -84,8 +84,15 @@ pub async fn acquire<D: LockDriver + ?Sized>(driver: &D, req: &AcquireRequest) -
     wait_for_grant(req, driver.name(), &policy, &mut *contender).await
 }
 
-/// The requests no driver is asked for.
-fn refuse_impossible(driver: &'static str, caps: Capabilities, req: &AcquireRequest) -> Result<()> {
+/// Refuses the requests no driver is asked for: a mode missing from `caps`, a
+/// semaphore of no permits. The engine checks every acquire; [`crate::Locker`]
+/// checks before re-entry too, so that a mode the backend lacks is refused even
+/// while the owner holds the key.
+pub(crate) fn refuse_impossible(
+    driver: &'static str,
+    caps: Capabilities,
+    req: &AcquireRequest,
+) -> Result<()> {
     if !caps.supports(req.mode) {
         return Err(req.unsupported(driver));
     }

@@ -98,6 +98,7 @@ mod wake_health;
 
 pub use attempt::{Attempt, Busy, Contender, Wake};
 pub use backoff::{Backoff, Jitter, Pauses};
+pub(crate) use contention::refuse_impossible;
 pub use contention::{Contention, acquire};
 pub use key_wakers::KeyWakers;
 pub use policy::{Patience, WaitPolicy};
