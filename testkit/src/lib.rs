@@ -32,6 +32,7 @@ mod process_tree;
 mod proxy;
 mod redis;
 mod silent;
+mod sysv_shm;
 mod template;
 mod tls;
 mod zookeeper;

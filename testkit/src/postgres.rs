@@ -199,7 +199,8 @@ impl Postgres {
             port,
             log,
             ready_timeout: Duration::from_secs(30),
-        })?;
+        })?
+        .removing_sysv_shm_of(data.join("postmaster.pid"));
         let mut pg = Self {
             server,
             bin,
@@ -340,5 +341,24 @@ impl Deref for Postgres {
 impl DerefMut for Postgres {
     fn deref_mut(&mut self) -> &mut Server {
         &mut self.server
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Postgres;
+    use crate::sysv_shm::{attached, segment_of};
+
+    #[tokio::test]
+    async fn a_killed_postgres_leaves_no_shared_memory_segment() {
+        let mut pg = Postgres::start().await.unwrap();
+        let pid_file = pg._dir.path().join("data").join("postmaster.pid");
+        let id = segment_of(&pid_file).expect("postmaster.pid names a segment");
+        assert!(
+            attached(id).is_some(),
+            "segment {id} is not in /proc/sysvipc/shm"
+        );
+        pg.kill();
+        assert_eq!(attached(id), None, "segment {id} outlived its server");
     }
 }

@@ -29,6 +29,9 @@ pub(crate) struct Spec {
 pub struct Server {
     spec: Spec,
     child: Option<Child>,
+    /// A pid file that names the server's System V shared memory segment
+    /// (PostgreSQL's `postmaster.pid`): removed once the server is killed.
+    shm_pid_file: Option<PathBuf>,
 }
 
 /// Finds `name` on PATH or at an absolute path; the error says to run ci/setup.
@@ -76,7 +79,11 @@ pub(crate) fn tail(path: &Path, n: usize) -> String {
 
 impl Server {
     pub(crate) fn spawn(spec: Spec) -> Result<Self, TestkitError> {
-        let mut server = Self { spec, child: None };
+        let mut server = Self {
+            spec,
+            child: None,
+            shm_pid_file: None,
+        };
         server.start_process()?;
         Ok(server)
     }
@@ -222,6 +229,18 @@ impl Server {
         while !process_tree::all_gone(&members) && Instant::now() < until {
             std::thread::sleep(Duration::from_millis(10));
         }
+        if let Some(pid_file) = &self.shm_pid_file {
+            crate::sysv_shm::remove_named_in(pid_file);
+        }
+    }
+
+    /// Has [`kill`](Self::kill) remove the System V shared memory segment that
+    /// `pid_file` names. A killed PostgreSQL leaves its segment behind, and
+    /// the kernel's table of them (`kernel.shmmni`, 4096) fills up after as
+    /// many killed servers: then no PostgreSQL starts on the machine.
+    pub(crate) fn removing_sysv_shm_of(mut self, pid_file: PathBuf) -> Self {
+        self.shm_pid_file = Some(pid_file);
+        self
     }
 
     /// Starts the same command again, on the same data dir and port (after
