@@ -16,6 +16,8 @@ mod client;
 pub mod driver;
 mod error;
 pub mod fence;
+#[doc(hidden)]
+pub mod holds;
 mod human;
 mod loss;
 pub mod mem;

@@ -19,9 +19,8 @@
 //!   dead session's record is ignored. Inspection and the limit check read them.
 //! - One connection per held lock: size the pool for the locks you hold at once.
 
-use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -29,7 +28,7 @@ use lockkit_core::driver::Contention;
 use lockkit_core::driver::{
     Admission, ChangeSignal, Holder, Inspection, KeyWakers, LockMode, admit, armed, limit_mismatch,
 };
-use lockkit_core::sync::lock;
+use lockkit_core::holds::HoldTable;
 use lockkit_core::{
     AcquireRequest, Capabilities, FencingToken, Grant, LockDriver, LockError, LockKey, OwnerId,
     Result,
@@ -137,11 +136,8 @@ struct Held<B: SessionBackend> {
 /// A [`LockDriver`] over a [`SessionBackend`].
 pub(crate) struct SessionDriver<B: SessionBackend> {
     backend: Arc<B>,
-    held: Arc<Mutex<Holds<B>>>,
+    held: Arc<HoldTable<Arc<Held<B>>>>,
 }
-
-/// The holds of one driver, by `(key, owner)`.
-type Holds<B> = HashMap<(LockKey, OwnerId), Arc<Held<B>>>;
 
 impl<B: SessionBackend> fmt::Debug for SessionDriver<B> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -164,13 +160,11 @@ impl<B: SessionBackend> SessionDriver<B> {
     }
 
     fn held(&self, key: &LockKey, owner: &OwnerId) -> Option<Arc<Held<B>>> {
-        let held = lock(&self.held);
-        held.get(&(key.clone(), owner.clone())).cloned()
+        self.held.get(key, owner)
     }
 
     fn forget(&self, key: &LockKey, owner: &OwnerId) -> Option<Arc<Held<B>>> {
-        let mut held = lock(&self.held);
-        held.remove(&(key.clone(), owner.clone()))
+        self.held.remove(key, owner)
     }
 
     /// Pings the holding session; on failure the hold is forgotten and its
@@ -261,9 +255,9 @@ impl<B: SessionBackend> SessionDriver<B> {
             }
         };
         let token = FencingToken(fence);
-        let mut held = lock(&self.held);
-        held.insert(
-            (req.key.clone(), req.owner.clone()),
+        self.held.insert(
+            req.key.clone(),
+            req.owner.clone(),
             Arc::new(Held {
                 conn: tokio::sync::Mutex::new(Some(conn)),
                 token,

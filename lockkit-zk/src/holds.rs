@@ -1,11 +1,10 @@
 //! The holds this driver has been granted, with the node behind each. A hold
 //! knows its session; the session does not know its holds.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use lockkit_core::sync::lock;
-use lockkit_core::{AcquireRequest, FencingToken, Grant, LockKey, LockMode, LossSignal, OwnerId};
+use lockkit_core::holds::HoldTable;
+use lockkit_core::{AcquireRequest, FencingToken, Grant, LockMode, LossSignal};
 use tokio::time::Instant;
 
 use crate::session::Session;
@@ -37,32 +36,11 @@ impl Held {
 }
 
 /// Holds by `(key, owner)`.
-#[derive(Debug, Default)]
-pub(crate) struct Holds {
-    map: Mutex<HashMap<(LockKey, OwnerId), Held>>,
-}
+pub(crate) type Holds = HoldTable<Held>;
 
-impl Holds {
-    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<(LockKey, OwnerId), Held>> {
-        lock(&self.map)
-    }
-
-    pub(crate) fn insert(&self, key: LockKey, owner: OwnerId, held: Held) {
-        self.map().insert((key, owner), held);
-    }
-
-    pub(crate) fn get(&self, key: &LockKey, owner: &OwnerId) -> Option<Held> {
-        self.map().get(&(key.clone(), owner.clone())).cloned()
-    }
-
-    pub(crate) fn remove(&self, key: &LockKey, owner: &OwnerId) -> Option<Held> {
-        self.map().remove(&(key.clone(), owner.clone()))
-    }
-
-    /// Signals the hold whose node is `path` lost, if it is still held.
-    pub(crate) fn fire_path(&self, path: &str, why: &str) {
-        if let Some(held) = self.map().values().find(|h| h.path == path) {
-            held.loss.fire(why);
-        }
+/// Signals the hold whose node is `path` lost, if it is still held.
+pub(crate) fn fire_path(holds: &Holds, path: &str, why: &str) {
+    if let Some(held) = holds.find(|h| h.path == path) {
+        held.loss.fire(why);
     }
 }

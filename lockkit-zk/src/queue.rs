@@ -238,7 +238,7 @@ impl ZkDriver {
                 }
                 let why = deletion_cause(&client).await;
                 if let Some(holds) = holds.upgrade() {
-                    holds.fire_path(&path, why);
+                    crate::holds::fire_path(&holds, &path, why);
                 }
                 return;
             }

@@ -45,12 +45,10 @@
 //! connection per waiter while it waits, and per held lock that was waited for,
 //! until its release. With the pool used up, further waiters poll.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use lockkit_core::sync::lock;
+use lockkit_core::holds::HoldTable;
 use lockkit_core::{LockKey, OwnerId};
 use sqlx::mysql::{MySql, MySqlConnection, MySqlPool, MySqlPoolOptions};
 use sqlx::pool::PoolConnection;
@@ -76,10 +74,9 @@ pub(super) struct Doorbells {
     /// Who holds a free key's bell: see [`Doorbells::wake_first_in_line`].
     bell_holder: Arc<str>,
     table: String,
-    /// The bells this driver's holds keep, by key and owner.
-    kept: Mutex<HashMap<(LockKey, OwnerId), Bell>>,
-    /// How many: a release with none to ring takes no lock.
-    kept_count: AtomicUsize,
+    /// The bells this driver's holds keep, by key and owner (a release with
+    /// none to ring takes no lock).
+    kept: HoldTable<Bell>,
 }
 
 /// A connection that holds, or waits for, one bell. Dropped without being rung
@@ -139,8 +136,7 @@ impl Doorbells {
             )
             .into(),
             table: table.to_owned(),
-            kept: Mutex::default(),
-            kept_count: AtomicUsize::new(0),
+            kept: HoldTable::new(),
         }
     }
 
@@ -185,21 +181,13 @@ impl Doorbells {
 
     /// Keeps `bell` with `owner`'s new hold of `key`, to ring at its release.
     pub(super) fn keep(&self, key: &LockKey, owner: &OwnerId, bell: Bell) {
-        let old = lock(&self.kept).insert((key.clone(), owner.clone()), bell);
-        if old.is_none() {
-            self.kept_count.fetch_add(1, Ordering::AcqRel);
-        }
+        self.kept.insert(key.clone(), owner.clone(), bell);
     }
 
     /// Takes the bell kept with `owner`'s hold of `key`, if it has one: to ring
     /// once the hold is gone ([`ring_unkept`](Self::ring_unkept)).
     pub(super) fn take_kept(&self, key: &LockKey, owner: &OwnerId) -> Option<Bell> {
-        if self.kept_count.load(Ordering::Acquire) == 0 {
-            return None;
-        }
-        let bell = lock(&self.kept).remove(&(key.clone(), owner.clone()))?;
-        self.kept_count.fetch_sub(1, Ordering::AcqRel);
-        Some(bell)
+        self.kept.remove(key, owner)
     }
 
     /// Rings the bell kept with `owner`'s hold of `key`, if it has one: the first
