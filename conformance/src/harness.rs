@@ -26,7 +26,7 @@ pub trait Harness: Send + Sync + 'static {
     }
 }
 
-/// A [`Harness`] the [`crate::suite!`] macro can build, once per test.
+/// A [`Harness`] the [`crate::main!`] suites can build, once per test.
 #[async_trait]
 pub trait TestHarness: Harness + Sized {
     /// Starts the backend (a temp file, a throwaway server) and the harness.
@@ -55,7 +55,7 @@ pub trait TestHarness: Harness + Sized {
 ///     }
 /// }
 ///
-/// lockkit_conformance::suite!(postgres, UrlHarness<Pg>);
+/// lockkit_conformance::main! { postgres: UrlHarness<Pg>, claims CLAIMS; }
 /// ```
 ///
 /// Holds vanish through [`LockDriver::force_release`]; child processes connect

@@ -4,30 +4,23 @@
 //! to make a hold vanish behind its holder's back, and (optionally) a URL a child
 //! process can connect with. Then:
 //!
-//! - in its tests, one line expands to one `#[tokio::test]` per case:
+//! - its conformance test file is its harness and one [`main!`] call, a line per
+//!   suite:
 //!
 //!   ```ignore
-//!   lockkit_conformance::suite!(sqlite, SqliteHarness);
-//!   lockkit_conformance::suite!(mem, MemHarness, skip {
-//!       abandoned_by_killed_process_is_freed_after_ttl: "mem is process-local",
-//!   });
+//!   lockkit_conformance::main! {
+//!       sqlite: UrlHarness<File>, claims SQLITE;
+//!   }
 //!   ```
 //!
-//!   A case that needs a capability the driver lacks must be listed under `skip`; it
-//!   is then reported as ignored (never as passed), and a case that finds a capability
-//!   missing without being listed fails and says so.
-//!
-//!   Optional cases test behaviour only some drivers promise, each by the
-//!   capabilities it needs ([`Case::needs`]): `fifo_order` for drivers that claim
-//!   `fair`; the read-write cases for `shared`; the semaphore cases for `permits`;
-//!   the inspection cases for `inspect`. They are expanded only when the driver opts
-//!   in, so other drivers' suites neither pass nor ignore them — and the opt-in list
-//!   must match the driver's capabilities exactly (a generated test checks):
-//!
-//!   ```ignore
-//!   lockkit_conformance::suite!(etcd, EtcdHarness, with { fifo_order });
-//!   ```
-//!
+//!   The required cases run on every driver. Optional cases test behaviour only
+//!   some drivers promise, each by the capabilities it needs ([`Case::needs`]):
+//!   `fifo_order` for drivers that claim `fair`; the read-write cases for
+//!   `shared`; the semaphore cases for `permits`; the inspection cases for
+//!   `inspect`. A suite runs those its claimed capabilities call for, and a
+//!   generated test fails unless the claims are the driver's own. A case the
+//!   driver cannot pass is listed under `skip`: reported as ignored, never as
+//!   passed.
 //! - programmatically, [`run`] executes the same cases and returns a [`Report`]
 //!   (this is what `lockkit check URL` does).
 
@@ -41,6 +34,7 @@ mod observe;
 mod queue_drain;
 mod report;
 mod runner;
+mod suites;
 mod until;
 mod waiters_queued;
 
@@ -51,9 +45,9 @@ pub use harness::{Ctx, Harness, TestHarness, UrlBackend, UrlHarness};
 pub use queue_drain::QueuedSemaphore;
 pub use report::{CaseReport, Outcome, Report};
 pub use runner::{
-    CASE_TIMEOUT, HolderCommand, Progress, ProgressFn, RunOptions, check_optional_cases,
-    matches_filter, run, run_test_case,
+    CASE_TIMEOUT, HolderCommand, Progress, ProgressFn, RunOptions, matches_filter, run,
 };
+pub use suites::{Skips, Suites};
 pub use until::{until, until_ok};
 pub use waiters_queued::until_waiters;
 
@@ -72,7 +66,9 @@ pub use waiters_queued::until_waiters;
 ///     /// Lease mode, on a throwaway server.
 ///     Lease: Postgres = Postgres::start(), |s| s.url(), connect
 /// );
-/// lockkit_conformance::suite!(postgres, UrlHarness<Lease>);
+/// lockkit_conformance::main! {
+///     postgres: UrlHarness<Lease>, claims CLAIMS;
+/// }
 /// ```
 #[macro_export]
 macro_rules! url_backend {
@@ -110,50 +106,50 @@ pub mod __private {
     pub use lockkit_core::{LockDriver, LockError};
 }
 
-/// Expands to one `#[tokio::test]` per conformance case, in a module named `$name`.
+/// The `main` of a driver's conformance test binary: one macro call, one line per
+/// suite. Each suite names its [`TestHarness`], the [`Capabilities`] its driver
+/// claims, and optionally the cases it cannot pass ([`Skips`]):
 ///
-/// `$harness` is a type implementing [`TestHarness`]. The optional `skip { case:
-/// "reason", … }` list marks cases the driver cannot support as `#[ignore]` with the
-/// reason. The optional `with { case, … }` list adds optional cases (behaviour only
-/// some drivers claim, such as `fifo_order` for `fair` drivers); they run, and must
-/// pass, like any other, and they must be exactly the ones the driver's capabilities
-/// call for (a generated test checks).
+/// ```ignore
+/// const CLAIMS: Capabilities = Capabilities::baseline().with_shared(true);
+/// const SESSION_BOUND: Skips = &[("expired_lease_is_reacquirable", "no per-lock lease")];
+///
+/// lockkit_conformance::main! {
+///     sqlite: UrlHarness<File>, claims CLAIMS;
+///     sqlite_wal: UrlHarness<Wal>, claims CLAIMS, skip SESSION_BOUND;
+/// }
+/// ```
+///
+/// Each suite lists, as `SUITE::CASE`, every case whose needs the claims meet;
+/// the others are not listed at all. `SUITE::capabilities_are_as_claimed` fails
+/// unless the connected driver's capabilities are exactly the claims, so a suite
+/// cannot claim less than its driver and skip the cases that would prove the rest.
+/// A skipped case is listed as ignored; one that finds a capability missing
+/// without being skipped fails, saying so.
+///
+/// The test target must not use libtest's harness:
+///
+/// ```toml
+/// [[test]]
+/// name = "conformance_sqlite"
+/// harness = false
+/// ```
+///
+/// [`Capabilities`]: lockkit_core::Capabilities
 #[macro_export]
-macro_rules! suite {
-    ($name:ident, $harness:ty
-        $(, skip { $($skip:ident : $why:literal),* $(,)? })?
-        $(, with { $($with:ident),* $(,)? })?
-        $(,)?) => {
-        mod $name {
-            #[allow(unused_imports)]
-            use super::*;
-
-            $crate::__suite_cases!($harness, [$($($skip : $why),*)?]);
-
-            $($(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $with() {
-                    $crate::run_test_case::<$harness>(stringify!($with), module_path!()).await;
-                }
-            )*)?
-
-            /// The optional cases listed are exactly those the driver's
-            /// capabilities call for.
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn optional_cases_match_capabilities() {
-                $crate::check_optional_cases::<$harness>(&[$($(stringify!($with)),*)?]).await;
-            }
-
-            /// Entry point for the child process of the killed-holder case; does
-            /// nothing unless started by that case.
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            #[ignore = "child-process entry point for abandoned_by_killed_process_is_freed_after_ttl"]
-            async fn holder_process_entry() {
-                $crate::holder::child_main(|url: String| async move {
-                    <$harness as $crate::TestHarness>::connect(&url).await
-                })
-                .await;
-            }
+macro_rules! main {
+    ($($(#[$doc:meta])* $name:ident: $harness:ty, claims $claims:expr $(, skip $skip:expr)?;)+) => {
+        fn main() -> std::process::ExitCode {
+            let mut suites = $crate::Suites::new();
+            $(
+                $(#[$doc])*
+                suites.suite::<$harness>(
+                    stringify!($name),
+                    $claims,
+                    None::<$crate::Skips>$(.or(Some($skip)))?.unwrap_or(&[]),
+                );
+            )+
+            suites.run()
         }
     };
 }

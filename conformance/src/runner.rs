@@ -1,4 +1,4 @@
-//! Running cases: programmatically ([`run`]) or as one test ([`run_test_case`]).
+//! Running cases: programmatically ([`run`]), or one by one as tests ([`crate::Suites`]).
 
 use std::process::Command;
 use std::sync::Arc;
@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use crate::cases::{CASES, Case};
 use crate::check::CaseError;
-use crate::harness::{Ctx, Harness, TestHarness};
+use crate::harness::{Ctx, Harness};
 use crate::report::{CaseReport, Outcome, Report};
 
 /// Builds the command that starts a holder child process (the runner adds the
@@ -122,7 +122,7 @@ pub async fn run(harness: Arc<dyn Harness>, options: RunOptions) -> Report {
     }
 }
 
-async fn run_one(
+pub(crate) async fn run_one(
     case: &Case,
     harness: Arc<dyn Harness>,
     holder: Option<HolderCommand>,
@@ -164,72 +164,4 @@ async fn run_one(
         outcome,
         duration_ms: started.elapsed().as_millis() as u64,
     }
-}
-
-/// Runs the case `name` as one test: panics (fails the test) unless it passes.
-///
-/// `module` is the `module_path!()` of the `suite!` module; the killed-holder case
-/// re-runs this test binary with `MODULE::holder_process_entry` as its child.
-#[allow(clippy::panic)] // A test assertion: panicking is how a test fails.
-pub async fn run_test_case<H: TestHarness>(name: &str, module: &str) {
-    let Some(case) = CASES.iter().find(|c| c.name == name) else {
-        panic!("no conformance case named `{name}`");
-    };
-    let harness: Arc<dyn Harness> = Arc::new(H::start().await);
-    let test_path = match module.split_once("::") {
-        Some((_crate, path)) => format!("{path}::holder_process_entry"),
-        None => "holder_process_entry".to_string(),
-    };
-    let holder: HolderCommand = Arc::new(move || {
-        let exe = std::env::current_exe().unwrap_or_default();
-        let mut cmd = Command::new(exe);
-        cmd.args([
-            test_path.as_str(),
-            "--exact",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ]);
-        cmd
-    });
-    let report = run_one(case, harness, Some(holder)).await;
-    match report.outcome {
-        Outcome::Passed => {}
-        Outcome::Failed(m) => panic!("conformance case `{name}` failed: {m}"),
-        Outcome::Skipped(m) => panic!(
-            "conformance case `{name}` cannot run on this driver ({m}); list it under `skip {{ {name}: \"why\" }}` in the suite! invocation"
-        ),
-    }
-}
-
-/// Checks that `listed` — the optional cases a `suite!` invocation runs (its
-/// `with { … }`) — are exactly those the driver's capabilities call for: a driver
-/// that claims a capability must prove it, and one that does not must not list it.
-#[allow(clippy::panic)] // A test assertion: panicking is how a test fails.
-pub async fn check_optional_cases<H: TestHarness>(listed: &[&str]) {
-    let harness = H::start().await;
-    let caps = match harness.driver().await {
-        Ok(driver) => driver.capabilities(),
-        Err(e) => panic!("could not connect: {e}"),
-    };
-    let due: Vec<&str> = CASES
-        .iter()
-        .filter(|c| c.is_optional() && c.applies_to(&caps))
-        .map(|c| c.name)
-        .collect();
-    let missing: Vec<&str> = due
-        .iter()
-        .copied()
-        .filter(|c| !listed.contains(c))
-        .collect();
-    let extra: Vec<&str> = listed
-        .iter()
-        .copied()
-        .filter(|c| !due.contains(c))
-        .collect();
-    assert!(
-        missing.is_empty() && extra.is_empty(),
-        "the suite's `with {{ … }}` list does not match the driver's capabilities: \
-         add {missing:?}, remove {extra:?}"
-    );
 }

@@ -1,12 +1,10 @@
 //! The conformance suite against the `mem://` reference driver.
 
-#![cfg(test)] // Test code throughout: clippy.toml allows unwrap, expect and panic here.
-
 use std::sync::Arc;
 
-use lockkit_conformance::{Harness, TestHarness};
+use lockkit_conformance::{Harness, Skips, TestHarness};
 use lockkit_core::mem::MemDriver;
-use lockkit_core::{LockDriver, LockError, LockKey, OwnerId};
+use lockkit_core::{Capabilities, Inspect, LockDriver, LockError, LockKey, OwnerId, WakeUp};
 
 /// A private named store per test; every `driver()` is a new driver over it.
 struct MemHarness {
@@ -38,32 +36,29 @@ impl TestHarness for MemHarness {
     }
 }
 
-lockkit_conformance::suite!(
-    mem,
-    MemHarness,
-    skip {
-        abandoned_by_killed_process_is_freed_after_ttl: "mem:// holds are process-local; a child process cannot share them",
-        a_killed_leader_is_replaced_within_its_lease: "mem:// holds are process-local; a child process cannot lead",
-    },
-    with {
-        fifo_order,
-        readers_share,
-        writer_excludes_readers_and_writers,
-        read_write_order_is_fifo,
-        read_hold_is_not_upgraded,
-        at_most_limit_permits_under_contention,
-        permit_tokens_increase_across_permits,
-        an_expired_permit_is_reacquirable,
-        a_permit_limit_mismatch_is_a_config_error,
-        a_release_wakes_one_waiter,
-        a_cancelled_permit_acquire_leaves_nothing,
-        inspection_shows_holder_mode_token_and_lease,
-        a_free_key_inspects_empty,
-        the_leader_is_shown_with_its_value_term_and_label,
-        observe_sees_every_change_in_order,
-        observe_wakes_on_the_backend_signal,
-        held_locks_are_listed_by_prefix,
-        proclaim_is_seen_by_leader_and_observe,
-        inspection_counts_waiters,
-    }
-);
+/// What `MemDriver::capabilities` reports: every optional case runs.
+const MEM: Capabilities = Capabilities::baseline()
+    .with_shared(true)
+    .with_permits(true)
+    .with_inspect(Inspect::HoldersAndWaiters)
+    .with_fair(true)
+    .with_cross_process(false)
+    .with_wake_up(WakeUp::Notify)
+    .with_proclaim(true)
+    .with_list(true)
+    .with_watch(true);
+
+const PROCESS_LOCAL: Skips = &[
+    (
+        "abandoned_by_killed_process_is_freed_after_ttl",
+        "mem:// holds are process-local; a child process cannot share them",
+    ),
+    (
+        "a_killed_leader_is_replaced_within_its_lease",
+        "mem:// holds are process-local; a child process cannot lead",
+    ),
+];
+
+lockkit_conformance::main! {
+    mem: MemHarness, claims MEM, skip PROCESS_LOCAL;
+}

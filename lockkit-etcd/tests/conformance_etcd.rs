@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use lockkit_conformance::{UrlHarness, url_backend};
-use lockkit_core::{LockDriver, LockError};
+use lockkit_core::{Capabilities, Inspect, LockDriver, LockError, WakeUp};
 use lockkit_etcd::{EtcdDriver, EtcdOptions};
 use lockkit_testkit::{Etcd, EtcdCluster};
 
@@ -44,47 +44,26 @@ url_backend!(
     connect
 );
 
-/// The whole suite with every optional case etcd claims: `fair`, and inspection
-/// with waiter counts.
-macro_rules! etcd_suite {
-    ($name:ident, $backend:ty) => {
-        lockkit_conformance::suite!(
-            $name,
-            UrlHarness<$backend>,
-            with {
-                fifo_order,
-                readers_share,
-                writer_excludes_readers_and_writers,
-                read_write_order_is_fifo,
-                read_hold_is_not_upgraded,
-                at_most_limit_permits_under_contention,
-                permit_tokens_increase_across_permits,
-                an_expired_permit_is_reacquirable,
-                a_permit_limit_mismatch_is_a_config_error,
-                a_release_wakes_one_waiter,
-                a_cancelled_permit_acquire_leaves_nothing,
-                a_killed_holders_permit_is_freed,
-                inspection_shows_holder_mode_token_and_lease,
-                a_free_key_inspects_empty,
-                the_leader_is_shown_with_its_value_term_and_label,
-                observe_sees_every_change_in_order,
-                observe_wakes_on_the_backend_signal,
-                held_locks_are_listed_by_prefix,
-                proclaim_is_seen_by_leader_and_observe,
-                inspection_counts_waiters,
-            }
-        );
-    };
-}
-
-etcd_suite!(etcd, Single);
-etcd_suite!(etcd_cluster, Cluster);
-etcd_suite!(etcd_tls, TlsSingle);
-etcd_suite!(etcd_tls_cluster, TlsCluster);
-
 url_backend!(
     /// One node with etcd's default timing, as users run it: no lease under 2 s.
     DefaultFlags: Etcd = Etcd::start_with_default_flags(), |s| s.url(), connect
 );
 
-etcd_suite!(etcd_default_flags, DefaultFlags);
+/// Everything: etcd runs every optional case.
+const ETCD: Capabilities = Capabilities::baseline()
+    .with_shared(true)
+    .with_permits(true)
+    .with_fair(true)
+    .with_inspect(Inspect::HoldersAndWaiters)
+    .with_wake_up(WakeUp::Notify)
+    .with_proclaim(true)
+    .with_list(true)
+    .with_watch(true);
+
+lockkit_conformance::main! {
+    etcd: UrlHarness<Single>, claims ETCD;
+    etcd_cluster: UrlHarness<Cluster>, claims ETCD;
+    etcd_tls: UrlHarness<TlsSingle>, claims ETCD;
+    etcd_tls_cluster: UrlHarness<TlsCluster>, claims ETCD;
+    etcd_default_flags: UrlHarness<DefaultFlags>, claims ETCD;
+}

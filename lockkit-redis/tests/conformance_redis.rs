@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use lockkit_conformance::UrlHarness;
 use lockkit_conformance::url_backend;
-use lockkit_core::{LockDriver, LockError};
+use lockkit_core::{Capabilities, Inspect, LockDriver, LockError, WakeUp};
 use lockkit_redis::{RedisDriver, RedisOptions};
 use lockkit_testkit::{Redis, RedisCluster, RedisSentinels};
 
@@ -56,50 +56,27 @@ url_backend!(
     TlsCluster: RedisCluster = RedisCluster::start_tls(3), |s| s.url(), connect
 );
 
-/// Every Redis suite: the mutex, read-write locks, the semaphore, inspection
-/// (holders and waiters) and elections; then the cases only some topologies
-/// pass (listing: a single server, not a Cluster).
-macro_rules! redis_suite {
-    ($name:ident, $backend:ty $(, $extra:ident)*) => {
-        lockkit_conformance::suite!(
-            $name,
-            UrlHarness<$backend>,
-            with {
-                readers_share,
-                writer_excludes_readers_and_writers,
-                read_hold_is_not_upgraded,
-                at_most_limit_permits_under_contention,
-                permit_tokens_increase_across_permits,
-                an_expired_permit_is_reacquirable,
-                a_permit_limit_mismatch_is_a_config_error,
-                a_release_wakes_one_waiter,
-                a_cancelled_permit_acquire_leaves_nothing,
-                a_killed_holders_permit_is_freed,
-                inspection_shows_holder_mode_token_and_lease,
-                a_free_key_inspects_empty,
-                the_leader_is_shown_with_its_value_term_and_label,
-                observe_sees_every_change_in_order,
-                proclaim_is_seen_by_leader_and_observe,
-                inspection_counts_waiters,
-                $($extra,)*
-            }
-        );
-    };
-}
+/// A single server's, woken by pub/sub: the mutex, read-write locks, the
+/// semaphore, inspection with waiter counts, elections, and listing.
+const REDIS: Capabilities = Capabilities::baseline()
+    .with_shared(true)
+    .with_permits(true)
+    .with_wake_up(WakeUp::Notify)
+    .with_inspect(Inspect::HoldersAndWaiters)
+    .with_proclaim(true)
+    .with_list(true);
 
-redis_suite!(redis, Single, held_locks_are_listed_by_prefix);
-redis_suite!(redis_cluster, Cluster);
-redis_suite!(
-    redis_polling,
-    SinglePolling,
-    held_locks_are_listed_by_prefix
-);
-redis_suite!(redis_plain, SinglePlain);
-redis_suite!(redis_sentinel, Sentinel, held_locks_are_listed_by_prefix);
-redis_suite!(redis_tls, Tls, held_locks_are_listed_by_prefix);
-redis_suite!(redis_tls_cluster, TlsCluster);
-redis_suite!(
-    redis_tls_sentinel,
-    TlsSentinel,
-    held_locks_are_listed_by_prefix
-);
+/// Listing needs every lock on one server, under lockkit's own key names: not on
+/// a Cluster, nor with `keys=plain`.
+const UNLISTED: Capabilities = REDIS.with_list(false);
+
+lockkit_conformance::main! {
+    redis: UrlHarness<Single>, claims REDIS;
+    redis_cluster: UrlHarness<Cluster>, claims UNLISTED;
+    redis_polling: UrlHarness<SinglePolling>, claims REDIS.with_wake_up(WakeUp::Poll);
+    redis_plain: UrlHarness<SinglePlain>, claims UNLISTED;
+    redis_sentinel: UrlHarness<Sentinel>, claims REDIS;
+    redis_tls: UrlHarness<Tls>, claims REDIS;
+    redis_tls_cluster: UrlHarness<TlsCluster>, claims UNLISTED;
+    redis_tls_sentinel: UrlHarness<TlsSentinel>, claims REDIS;
+}

@@ -7,43 +7,16 @@
 
 use std::sync::Arc;
 
-#[macro_use]
 mod suites;
 
 use lockkit_conformance::{UrlHarness, url_backend};
-use lockkit_core::{LockDriver, LockError};
+use lockkit_core::{Capabilities, Inspect, LockDriver, LockError};
 use lockkit_sql::mysql::MySqlOptions;
 use lockkit_testkit::{MARIADB_HOSTILE_SETTINGS, MariaDb};
+use suites::{LEASES, SESSION_BOUND};
 
 async fn connect(url: &str) -> Result<Arc<dyn LockDriver>, LockError> {
     lockkit_sql::mysql::connect(MySqlOptions::from_url(url)?).await
-}
-
-/// The suite for a session-bound harness: no lease expiry; semaphores
-/// and inspection.
-macro_rules! session_suite {
-    ($name:ident, $harness:ty) => {
-        lockkit_conformance::suite!(
-            $name,
-            $harness,
-            skip {
-                expired_lease_is_reacquirable: "GET_LOCK locks are session-bound: no TTL expiry",
-                release_never_deletes_a_newer_holders_lock: "GET_LOCK locks are session-bound: a holder cannot be overtaken by expiry",
-            },
-            with {
-                at_most_limit_permits_under_contention,
-                permit_tokens_increase_across_permits,
-                a_permit_limit_mismatch_is_a_config_error,
-                a_release_wakes_one_waiter,
-                a_cancelled_permit_acquire_leaves_nothing,
-                a_killed_holders_permit_is_freed,
-                inspection_shows_holder_mode_token_and_lease,
-                a_free_key_inspects_empty,
-                the_leader_is_shown_with_its_value_term_and_label,
-                observe_sees_every_change_in_order,
-            }
-        );
-    };
 }
 
 url_backend!(
@@ -56,10 +29,6 @@ url_backend!(
     GetLock: MariaDb = MariaDb::start(), |s| format!("{}?mode=get_lock", s.url()), connect
 );
 
-lease_suite!(mysql, UrlHarness<Lease>);
-
-session_suite!(mysql_get_lock, UrlHarness<GetLock>);
-
 url_backend!(
     /// Lease mode over TLS, verifying the server against the testkit's CA.
     TlsLease: MariaDb = MariaDb::start_tls(), |s| s.url(), connect
@@ -69,10 +38,6 @@ url_backend!(
     /// `mode=get_lock` over TLS: the held locks' own connections too.
     TlsGetLock: MariaDb = MariaDb::start_tls(), |s| format!("{}&mode=get_lock", s.url()), connect
 );
-
-lease_suite!(mysql_tls, UrlHarness<TlsLease>);
-
-session_suite!(mysql_tls_get_lock, UrlHarness<TlsGetLock>);
 
 url_backend!(
     /// Lease mode on a server with hostile settings.
@@ -85,6 +50,17 @@ url_backend!(
         |s| format!("{}?mode=get_lock", s.url()), connect
 );
 
-lease_suite!(mysql_hostile, UrlHarness<HostileLease>);
+/// `GET_LOCK`: semaphores and inspection of holders; session-bound, polled.
+const GET_LOCK: Capabilities = Capabilities::baseline()
+    .with_permits(true)
+    .with_inspect(Inspect::Holders)
+    .with_lease_expiry(false);
 
-session_suite!(mysql_hostile_get_lock, UrlHarness<HostileGetLock>);
+lockkit_conformance::main! {
+    mysql: UrlHarness<Lease>, claims LEASES;
+    mysql_get_lock: UrlHarness<GetLock>, claims GET_LOCK, skip SESSION_BOUND;
+    mysql_tls: UrlHarness<TlsLease>, claims LEASES;
+    mysql_tls_get_lock: UrlHarness<TlsGetLock>, claims GET_LOCK, skip SESSION_BOUND;
+    mysql_hostile: UrlHarness<HostileLease>, claims LEASES;
+    mysql_hostile_get_lock: UrlHarness<HostileGetLock>, claims GET_LOCK, skip SESSION_BOUND;
+}

@@ -7,47 +7,16 @@
 
 use std::sync::Arc;
 
-#[macro_use]
 mod suites;
 
 use lockkit_conformance::{UrlHarness, url_backend};
-use lockkit_core::{LockDriver, LockError};
+use lockkit_core::{Capabilities, Inspect, LockDriver, LockError, WakeUp};
 use lockkit_sql::postgres::PgOptions;
 use lockkit_testkit::{PgBouncer, PoolMode, Postgres};
+use suites::{LEASES, NOTIFIED_LEASES, SESSION_BOUND};
 
 async fn connect(url: &str) -> Result<Arc<dyn LockDriver>, LockError> {
     lockkit_sql::postgres::connect(PgOptions::from_url(url)?).await
-}
-
-/// The suite for a session-bound harness: no lease expiry; read-write, semaphores
-/// and inspection.
-macro_rules! session_suite {
-    ($name:ident, $harness:ty) => {
-        lockkit_conformance::suite!(
-            $name,
-            $harness,
-            skip {
-                expired_lease_is_reacquirable: "advisory locks are session-bound: no TTL expiry",
-                release_never_deletes_a_newer_holders_lock: "advisory locks are session-bound: a holder cannot be overtaken by expiry",
-            },
-            with {
-                readers_share,
-                writer_excludes_readers_and_writers,
-                read_hold_is_not_upgraded,
-                at_most_limit_permits_under_contention,
-                permit_tokens_increase_across_permits,
-                a_permit_limit_mismatch_is_a_config_error,
-                a_release_wakes_one_waiter,
-                a_cancelled_permit_acquire_leaves_nothing,
-                a_killed_holders_permit_is_freed,
-                inspection_shows_holder_mode_token_and_lease,
-                a_free_key_inspects_empty,
-                the_leader_is_shown_with_its_value_term_and_label,
-                observe_sees_every_change_in_order,
-                observe_wakes_on_the_backend_signal,
-            }
-        );
-    };
 }
 
 url_backend!(
@@ -60,14 +29,6 @@ url_backend!(
     Advisory: Postgres = Postgres::start(), |s| format!("{}?mode=advisory", s.url()), connect
 );
 
-lease_suite!(
-    postgres,
-    UrlHarness<Lease>,
-    observe_wakes_on_the_backend_signal
-);
-
-session_suite!(postgres_advisory, UrlHarness<Advisory>);
-
 url_backend!(
     /// Lease mode over TLS, verifying the server against the testkit's CA.
     TlsLease: Postgres = Postgres::start_tls(), |s| s.url(), connect
@@ -77,14 +38,6 @@ url_backend!(
     /// `mode=advisory` over TLS: the held locks' own connections too.
     TlsAdvisory: Postgres = Postgres::start_tls(), |s| format!("{}&mode=advisory", s.url()), connect
 );
-
-lease_suite!(
-    postgres_tls,
-    UrlHarness<TlsLease>,
-    observe_wakes_on_the_backend_signal
-);
-
-session_suite!(postgres_tls_advisory, UrlHarness<TlsAdvisory>);
 
 /// The server setting the SERIALIZABLE suites run under.
 const SERIALIZABLE: &[&str] = &["default_transaction_isolation=serializable"];
@@ -98,17 +51,6 @@ url_backend!(
     /// Advisory mode, every transaction SERIALIZABLE unless it says otherwise.
     SerializableAdvisory: Postgres = Postgres::start_with_settings(SERIALIZABLE),
         |s| format!("{}?mode=advisory", s.url()), connect
-);
-
-lease_suite!(
-    postgres_serializable,
-    UrlHarness<SerializableLease>,
-    observe_wakes_on_the_backend_signal
-);
-
-session_suite!(
-    postgres_serializable_advisory,
-    UrlHarness<SerializableAdvisory>
 );
 
 url_backend!(
@@ -126,11 +68,26 @@ url_backend!(
         |s| format!("{}?mode=advisory&pooler=none", s.url()), connect
 );
 
-// No `observe_wakes_on_the_backend_signal`: behind a transaction-mode pooler
-// nothing is notified, and the driver says so (`watch` false).
-lease_suite!(postgres_pgbouncer, UrlHarness<PgBouncerLease>);
+/// Advisory locks: read-write locks, semaphores, inspection of holders, woken
+/// and watched through `LISTEN`; session-bound.
+const ADVISORY: Capabilities = Capabilities::baseline()
+    .with_shared(true)
+    .with_permits(true)
+    .with_inspect(Inspect::Holders)
+    .with_lease_expiry(false)
+    .with_wake_up(WakeUp::Notify)
+    .with_watch(true);
 
-session_suite!(
-    postgres_pgbouncer_session_advisory,
-    UrlHarness<PgBouncerSessionAdvisory>
-);
+lockkit_conformance::main! {
+    postgres: UrlHarness<Lease>, claims NOTIFIED_LEASES;
+    postgres_advisory: UrlHarness<Advisory>, claims ADVISORY, skip SESSION_BOUND;
+    postgres_tls: UrlHarness<TlsLease>, claims NOTIFIED_LEASES;
+    postgres_tls_advisory: UrlHarness<TlsAdvisory>, claims ADVISORY, skip SESSION_BOUND;
+    postgres_serializable: UrlHarness<SerializableLease>, claims NOTIFIED_LEASES;
+    postgres_serializable_advisory: UrlHarness<SerializableAdvisory>, claims ADVISORY,
+        skip SESSION_BOUND;
+    // Behind a transaction-mode pooler nothing is notified: waiters poll.
+    postgres_pgbouncer: UrlHarness<PgBouncerLease>, claims LEASES;
+    postgres_pgbouncer_session_advisory: UrlHarness<PgBouncerSessionAdvisory>, claims ADVISORY,
+        skip SESSION_BOUND;
+}

@@ -3,12 +3,12 @@
 
 use std::sync::Arc;
 
-#[macro_use]
 mod suites;
 
 use lockkit_conformance::{UrlHarness, url_backend};
 use lockkit_core::{LockDriver, LockError};
 use lockkit_sql::sqlite::{SqliteDriver, SqliteOptions};
+use suites::LEASES;
 
 async fn connect(url: &str) -> Result<Arc<dyn LockDriver>, LockError> {
     Ok(Arc::new(
@@ -23,4 +23,6 @@ url_backend!(
     connect
 );
 
-lease_suite!(sqlite, UrlHarness<File>);
+lockkit_conformance::main! {
+    sqlite: UrlHarness<File>, claims LEASES;
+}

@@ -10,8 +10,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lockkit_conformance::{UrlHarness, url_backend};
-use lockkit_core::{LockDriver, LockError};
+use lockkit_conformance::{Skips, UrlHarness, url_backend};
+use lockkit_core::{Capabilities, Inspect, LockDriver, LockError, WakeUp};
 use lockkit_testkit::{TestkitError, ZooKeeper, ZooKeeperEnsemble};
 use lockkit_zk::{ZkDriver, ZkOptions};
 use tokio::sync::Mutex;
@@ -93,68 +93,49 @@ url_backend!(
     connect
 );
 
-/// The whole suite with every optional case the driver claims (`fair`, `shared`,
-/// permits, inspection); the lease-expiry cases do not apply to session-bound holds.
-macro_rules! zk_suite {
-    ($name:ident, $backend:ty) => {
-        lockkit_conformance::suite!(
-            $name,
-            UrlHarness<$backend>,
-            skip {
-                expired_lease_is_reacquirable: "session-bound: a hold lasts as long as its session, there is no per-lock lease to expire",
-                release_never_deletes_a_newer_holders_lock: "needs lease expiry; release_after_the_hold_vanished_never_touches_the_new_holder proves the same with the node deleted",
-            },
-            with {
-                fifo_order,
-                readers_share,
-                writer_excludes_readers_and_writers,
-                read_write_order_is_fifo,
-                read_hold_is_not_upgraded,
-                at_most_limit_permits_under_contention,
-                permit_tokens_increase_across_permits,
-                a_permit_limit_mismatch_is_a_config_error,
-                a_release_wakes_one_waiter,
-                a_cancelled_permit_acquire_leaves_nothing,
-                a_killed_holders_permit_is_freed,
-                inspection_shows_holder_mode_token_and_lease,
-                a_free_key_inspects_empty,
-                the_leader_is_shown_with_its_value_term_and_label,
-                observe_sees_every_change_in_order,
-                observe_wakes_on_the_backend_signal,
-                held_locks_are_listed_by_prefix,
-                proclaim_is_seen_by_leader_and_observe,
-                inspection_counts_waiters,
-            }
-        );
-    };
+/// Every optional case: fair queues, read-write locks, semaphores, inspection
+/// with waiter counts, elections, listing and watches.
+const ZK: Capabilities = Capabilities::baseline()
+    .with_shared(true)
+    .with_permits(true)
+    .with_inspect(Inspect::HoldersAndWaiters)
+    .with_proclaim(true)
+    .with_list(true)
+    .with_watch(true)
+    .with_fair(true)
+    .with_lease_expiry(false)
+    .with_wake_up(WakeUp::Notify);
+
+/// kazoo's names (`recipe=kazoo`): lockkit's own semaphores and listing do not
+/// apply.
+const KAZOO: Capabilities = ZK.with_permits(false).with_list(false);
+
+/// A hold lasts as long as its session.
+const SESSION_BOUND: Skips = &[
+    (
+        "expired_lease_is_reacquirable",
+        "session-bound: a hold lasts as long as its session, there is no per-lock lease to expire",
+    ),
+    (
+        "release_never_deletes_a_newer_holders_lock",
+        "needs lease expiry; release_after_the_hold_vanished_never_touches_the_new_holder proves the same with the node deleted",
+    ),
+];
+
+/// With `recipe=kazoo` the key is a ZooKeeper path.
+const KAZOO_SKIPS: Skips = &[
+    SESSION_BOUND[0],
+    SESSION_BOUND[1],
+    (
+        "unicode_keys_labels_and_values_round_trip",
+        "with recipe=kazoo the key is a ZooKeeper path, which cannot hold characters outside the Basic Multilingual Plane: such keys are refused with Config (recipe.rs)",
+    ),
+];
+
+lockkit_conformance::main! {
+    zk: UrlHarness<Standalone>, claims ZK, skip SESSION_BOUND;
+    zk_tls: UrlHarness<StandaloneTls>, claims ZK, skip SESSION_BOUND;
+    zk_ensemble: UrlHarness<Ensemble>, claims ZK, skip SESSION_BOUND;
+    zk_ensemble_losing_a_member: UrlHarness<EnsembleLosingAMember>, claims ZK, skip SESSION_BOUND;
+    zk_kazoo_recipe: UrlHarness<StandaloneKazoo>, claims KAZOO, skip KAZOO_SKIPS;
 }
-
-zk_suite!(zk, Standalone);
-zk_suite!(zk_tls, StandaloneTls);
-zk_suite!(zk_ensemble, Ensemble);
-zk_suite!(zk_ensemble_losing_a_member, EnsembleLosingAMember);
-
-// kazoo's names: lockkit's own semaphores and listing do not apply.
-lockkit_conformance::suite!(
-    zk_kazoo_recipe,
-    UrlHarness<StandaloneKazoo>,
-    skip {
-        expired_lease_is_reacquirable: "session-bound: a hold lasts as long as its session, there is no per-lock lease to expire",
-        release_never_deletes_a_newer_holders_lock: "needs lease expiry; release_after_the_hold_vanished_never_touches_the_new_holder proves the same with the node deleted",
-        unicode_keys_labels_and_values_round_trip: "with recipe=kazoo the key is a ZooKeeper path, which cannot hold characters outside the Basic Multilingual Plane: such keys are refused with Config (recipe.rs)",
-    },
-    with {
-        fifo_order,
-        readers_share,
-        writer_excludes_readers_and_writers,
-        read_write_order_is_fifo,
-        read_hold_is_not_upgraded,
-        inspection_shows_holder_mode_token_and_lease,
-        a_free_key_inspects_empty,
-        the_leader_is_shown_with_its_value_term_and_label,
-        observe_sees_every_change_in_order,
-        observe_wakes_on_the_backend_signal,
-        proclaim_is_seen_by_leader_and_observe,
-        inspection_counts_waiters,
-    }
-);

@@ -96,7 +96,7 @@ mod needs {
 }
 
 macro_rules! define_cases {
-    ($d:tt; $($area:ident :: $case:ident),* $(,)?
+    ($($area:ident :: $case:ident),* $(,)?
      ; optional: $($oarea:ident :: $ocase:ident if $need:ident),* $(,)?) => {
         mod wrap {
             use super::*;
@@ -115,8 +115,8 @@ macro_rules! define_cases {
         /// Every case, in the order they run. [`crate::run`] runs them all; the
         /// optional ones (behaviour only some drivers claim, such as `fair`) are
         /// reported as skipped where the capability is missing, and
-        /// [`crate::suite!`] expands them only when listed under `with { … }` —
-        /// which must list exactly the ones the driver's capabilities call for.
+        /// [`crate::main!`] lists them only for suites whose claimed capabilities
+        /// call for them.
         pub static CASES: &[Case] = &[
             $( Case { name: stringify!($case), needs: None, run: wrap::$case }, )*
             $( Case {
@@ -125,43 +125,10 @@ macro_rules! define_cases {
                 run: wrap::$ocase,
             }, )*
         ];
-
-        /// Expands every case for [`crate::suite!`].
-        #[doc(hidden)]
-        #[macro_export]
-        macro_rules! __suite_cases {
-            ($d h:ty, $d skips:tt) => {
-                $( $d crate::__suite_case!($d h, $case, $d skips); )*
-            };
-        }
-
-        /// One case: `#[ignore]`d with its reason if listed in the skips.
-        #[doc(hidden)]
-        #[macro_export]
-        macro_rules! __suite_case {
-            $(
-                ($d h:ty, $case, [$case : $d why:literal $d($d rest:tt)*]) => {
-                    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                    #[ignore = $d why]
-                    async fn $case() {
-                        $d crate::run_test_case::<$d h>(stringify!($case), module_path!()).await;
-                    }
-                };
-            )*
-            ($d h:ty, $d case:ident, [$d s:ident : $d w:literal $d(, $d rs:ident : $d rw:literal)*]) => {
-                $d crate::__suite_case!($d h, $d case, [$d($d rs : $d rw),*]);
-            };
-            ($d h:ty, $d case:ident, []) => {
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $d case() {
-                    $d crate::run_test_case::<$d h>(stringify!($d case), module_path!()).await;
-                }
-            };
-        }
     };
 }
 
-define_cases! {$;
+define_cases! {
     exclusion::mutual_exclusion_under_contention,
     exclusion::independent_keys_do_not_block_each_other,
     exclusion::try_lock_fails_fast_when_held,

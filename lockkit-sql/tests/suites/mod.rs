@@ -1,31 +1,34 @@
-//! The conformance suite's case lists the SQL test files share.
+//! What the SQL conformance files share: the lease tables' claims, and the cases
+//! session-bound locks skip.
 
-/// The suite for a lease-mode harness: every mode, inspection, elections and
-/// listing; then the cases only some databases pass.
-macro_rules! lease_suite {
-    ($name:ident, $harness:ty $(, $extra:ident)*) => {
-        lockkit_conformance::suite!(
-            $name,
-            $harness,
-            with {
-                readers_share,
-                writer_excludes_readers_and_writers,
-                read_hold_is_not_upgraded,
-                at_most_limit_permits_under_contention,
-                permit_tokens_increase_across_permits,
-                an_expired_permit_is_reacquirable,
-                a_permit_limit_mismatch_is_a_config_error,
-                a_release_wakes_one_waiter,
-                a_cancelled_permit_acquire_leaves_nothing,
-                a_killed_holders_permit_is_freed,
-                inspection_shows_holder_mode_token_and_lease,
-                a_free_key_inspects_empty,
-                the_leader_is_shown_with_its_value_term_and_label,
-                observe_sees_every_change_in_order,
-                held_locks_are_listed_by_prefix,
-                proclaim_is_seen_by_leader_and_observe,
-                $($extra,)*
-            }
-        );
-    };
-}
+// Each test file uses some of these.
+#![allow(dead_code)]
+
+use lockkit_conformance::Skips;
+use lockkit_core::{Capabilities, Inspect, WakeUp};
+
+/// A lease table's, polled: every mode, inspection of holders, elections and
+/// listing; waiters neither counted nor served in order.
+pub(crate) const LEASES: Capabilities = Capabilities::baseline()
+    .with_shared(true)
+    .with_permits(true)
+    .with_inspect(Inspect::Holders)
+    .with_proclaim(true)
+    .with_list(true);
+
+/// A lease table whose waiters are woken by the server, and whose changes are
+/// watched (PostgreSQL's `LISTEN`).
+pub(crate) const NOTIFIED_LEASES: Capabilities =
+    LEASES.with_wake_up(WakeUp::Notify).with_watch(true);
+
+/// Locks that last as long as their session: no per-lock lease to expire.
+pub(crate) const SESSION_BOUND: Skips = &[
+    (
+        "expired_lease_is_reacquirable",
+        "session-bound locks: no TTL expiry",
+    ),
+    (
+        "release_never_deletes_a_newer_holders_lock",
+        "session-bound locks: a holder cannot be overtaken by expiry",
+    ),
+];
