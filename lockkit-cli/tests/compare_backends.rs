@@ -166,13 +166,7 @@ async fn compare_runs_check_bench_and_probes_on_sqlite_and_every_networked_backe
         format!("{consul_url}?session_ttl_ms={CONSUL_SESSION_TTL_MS}&lock_delay_ms=0"),
     ];
     let drivers = [
-        "sqlite",
-        "postgres",
-        "mysql",
-        "redis",
-        "etcd",
-        "zookeeper",
-        "consul",
+        "sqlite", "postgres", "mysql", "redis", "etcd", "zk", "consul",
     ];
     let mut args: Vec<String> = vec!["compare".into()];
     args.extend(urls.iter().cloned());

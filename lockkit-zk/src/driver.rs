@@ -21,7 +21,7 @@ use crate::recipe::Recipe;
 use crate::session::Sessions;
 
 /// The driver's name in errors and capabilities.
-pub(crate) const NAME: &str = "zookeeper";
+pub(crate) const NAME: &str = "zk";
 
 /// The ZooKeeper driver. See the [crate docs](crate) for the recipe and what it
 /// guarantees.
