@@ -47,7 +47,7 @@ pub use lockkit_core::driver::{
     Attempt, Backoff, Busy, Contender, Contention, Jitter, Patience, WaitPolicy, Wake, acquire,
 };
 // The mode rules, for a driver that keeps a key's holders itself.
-pub use lockkit_core::driver::{Admission, Held, admit};
+pub use lockkit_core::driver::{Admission, Hold, admit};
 // Finding a driver by URL.
 pub use lockkit_core::driver::{ConnectFuture, Driver, DriverEntry};
 

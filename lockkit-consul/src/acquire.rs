@@ -17,7 +17,7 @@ use tokio::time::Instant;
 
 use crate::driver::ConsulDriver;
 use crate::driver::NAME;
-use crate::holds::Held;
+use crate::holds::Hold;
 use crate::keys::SemaphoreKeys;
 use crate::semaphore::Snapshot;
 use crate::session::Session;
@@ -42,7 +42,7 @@ const POLICY: WaitPolicy = WaitPolicy::DEFAULT.with_poll(Backoff::new(
 enum Refused {
     /// Another session (or another owner of this driver) holds it; block on the
     /// key from this index.
-    Held(u64),
+    Hold(u64),
     /// Free, but Consul refuses it: the lock-delay of an invalidated holder.
     Delayed,
     /// Our session is gone: make a new one.
@@ -65,7 +65,7 @@ impl ConsulDriver {
     ) -> Result<std::result::Result<Grant, Refused>> {
         if !self.holds.claim(&req.key, &req.owner) {
             let (_, index) = self.api().kv_get(kv_key, None).await?;
-            return Ok(Err(Refused::Held(index)));
+            return Ok(Err(Refused::Hold(index)));
         }
         let outcome = self.lock_txn(req, kv_key, session).await;
         if !matches!(outcome, Ok(Ok(_))) {
@@ -108,7 +108,7 @@ impl ConsulDriver {
                         });
                     };
                     // Born lost if the session ended meanwhile: a child of its signal.
-                    let held = Held {
+                    let held = Hold {
                         mode: req.mode,
                         kv_key: kv_key.to_string(),
                         token: FencingToken(entry.modify_index),
@@ -128,7 +128,7 @@ impl ConsulDriver {
             if TxnOutcome::failed(&errors, lock_op) {
                 let (entry, index) = self.api().kv_get(kv_key, None).await?;
                 return Ok(Err(match entry.and_then(|e| e.session) {
-                    Some(_) => Refused::Held(index),
+                    Some(_) => Refused::Hold(index),
                     None => Refused::Delayed,
                 }));
             }
@@ -209,7 +209,7 @@ impl Contender for Contending<'_> {
                 Err(Refused::SessionGone) => continue,
                 Err(Refused::Delayed) => return Ok(Attempt::Busy(Busy::poll())),
                 Err(Refused::Retry) => return Ok(Attempt::Busy(Busy::until(Instant::now()))),
-                Err(Refused::Held(index)) => Watch::Key(self.kv_key.clone(), index),
+                Err(Refused::Hold(index)) => Watch::Key(self.kv_key.clone(), index),
                 Err(Refused::Permits(index)) => {
                     Watch::Prefix(SemaphoreKeys::of(&self.kv_key).prefix, index)
                 }

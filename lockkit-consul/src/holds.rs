@@ -20,7 +20,7 @@ use crate::session::Session;
 
 /// One granted hold.
 #[derive(Debug, Clone)]
-pub(crate) struct Held {
+pub(crate) struct Hold {
     /// Exclusive, or a permit.
     pub(crate) mode: LockMode,
     /// The KV key the session holds: the lock key, or a permit's contender key.
@@ -34,7 +34,7 @@ pub(crate) struct Held {
     pub(crate) loss: LossSignal,
 }
 
-impl Held {
+impl Hold {
     /// The grant `req` gets for this hold (a first grant, or a re-entry).
     pub(crate) fn grant(&self, req: &AcquireRequest) -> Grant {
         // The key lives as long as the session; the deadline is the client-side
@@ -49,7 +49,7 @@ impl Held {
 
 #[derive(Debug, Default)]
 struct Inner {
-    held: HashMap<(LockKey, OwnerId), Held>,
+    held: HashMap<(LockKey, OwnerId), Hold>,
     /// Which owner of this driver has the key (taking or holding it).
     claims: HashMap<LockKey, OwnerId>,
 }
@@ -91,11 +91,11 @@ impl Holds {
         }
     }
 
-    pub(crate) fn insert(&self, key: LockKey, owner: OwnerId, held: Held) {
+    pub(crate) fn insert(&self, key: LockKey, owner: OwnerId, held: Hold) {
         self.inner().held.insert((key, owner), held);
     }
 
-    pub(crate) fn get(&self, key: &LockKey, owner: &OwnerId) -> Option<Held> {
+    pub(crate) fn get(&self, key: &LockKey, owner: &OwnerId) -> Option<Hold> {
         self.inner()
             .held
             .get(&(key.clone(), owner.clone()))
@@ -105,12 +105,12 @@ impl Holds {
     /// Forgets the hold but keeps the claim: for a release, which drops the claim
     /// with [`unclaim`](Self::unclaim) once the key is deleted (before that, another
     /// owner of this driver would re-acquire the key our session still holds).
-    pub(crate) fn take(&self, key: &LockKey, owner: &OwnerId) -> Option<Held> {
+    pub(crate) fn take(&self, key: &LockKey, owner: &OwnerId) -> Option<Hold> {
         self.inner().held.remove(&(key.clone(), owner.clone()))
     }
 
     /// Forgets the hold and its claim.
-    pub(crate) fn remove(&self, key: &LockKey, owner: &OwnerId) -> Option<Held> {
+    pub(crate) fn remove(&self, key: &LockKey, owner: &OwnerId) -> Option<Hold> {
         let mut inner = self.inner();
         let held = inner.held.remove(&(key.clone(), owner.clone()));
         if inner.claims.get(key) == Some(owner) {

@@ -23,7 +23,7 @@ use lockkit_core::{AcquireRequest, FencingToken, Grant, LockError, Result, Wait,
 use tokio::time::Instant;
 
 use crate::driver::{ConsulDriver, NAME};
-use crate::holds::Held;
+use crate::holds::Hold;
 use crate::keys::SemaphoreKeys;
 use crate::permit_release::{give_back, leave};
 use crate::semaphore::Snapshot;
@@ -191,7 +191,7 @@ impl<'a> PermitContending<'a> {
 
     /// Records the hold; the session now belongs to it.
     fn granted(&mut self, session: &Arc<Session>, token: u64) -> Grant {
-        let held = Held {
+        let held = Hold {
             mode: self.req.mode,
             kv_key: self.keys.contender(&session.id),
             token: FencingToken(token),

@@ -11,7 +11,7 @@ use tokio::time::Instant;
 
 use crate::driver::ConsulDriver;
 use crate::driver::NAME;
-use crate::holds::Held;
+use crate::holds::Hold;
 use crate::session::Session;
 use crate::txn_ops::{TxnOp, TxnOutcome};
 
@@ -22,7 +22,7 @@ const NOT_OURS: &str = "the lock key is no longer held by our session";
 
 impl ConsulDriver {
     /// Our live hold, as far as this side knows.
-    fn live_hold(&self, key: &LockKey, owner: &OwnerId) -> Result<Held> {
+    fn live_hold(&self, key: &LockKey, owner: &OwnerId) -> Result<Hold> {
         let Some(held) = self.holds.get(key, owner) else {
             return Err(LockError::lost(key, "this driver holds no such lock"));
         };
@@ -58,7 +58,7 @@ impl ConsulDriver {
     pub(crate) async fn renew_round(&self, renewals: &[Renewal]) -> Vec<Result<Instant>> {
         let sent = Instant::now();
         let mut out: Vec<Result<Instant>> = Vec::with_capacity(renewals.len());
-        let mut checks: Vec<(usize, Held)> = Vec::new();
+        let mut checks: Vec<(usize, Hold)> = Vec::new();
         for (i, r) in renewals.iter().enumerate() {
             match self.live_hold(&r.key, &r.owner) {
                 Ok(h) => {

@@ -9,12 +9,12 @@
 //! exclusive holder after every hold expired leaves its old rows behind, dead.
 //!
 //! Each database reads these rows with the lease left in milliseconds (its own
-//! clock), and [`holds`] turns them into [`Held`]s for
+//! clock), and [`holds`] turns them into [`Hold`]s for
 //! [`lockkit_core::driver::admit`] and into an [`Inspection`].
 
 use std::time::Duration;
 
-use lockkit_core::driver::{Held, Holder, Inspection, LockMode};
+use lockkit_core::driver::{Hold, Holder, Inspection, LockMode};
 use lockkit_core::{FencingToken, LockKey, OwnerId};
 
 /// The key row's owner while its holds are in the holders table.
@@ -59,7 +59,7 @@ pub(crate) fn split(rows: Vec<InspectRow>) -> (Option<KeyRow>, Vec<HolderRow>) {
 /// A live hold, with its lease left and its holder's label.
 #[derive(Debug, Clone)]
 pub(crate) struct LiveHold {
-    pub(crate) held: Held,
+    pub(crate) held: Hold,
     pub(crate) left: Duration,
     pub(crate) label: Option<String>,
 }
@@ -92,7 +92,7 @@ fn left(ms: i64) -> Duration {
 pub(crate) fn holds(row: Option<&KeyRow>, many: &[HolderRow]) -> Vec<LiveHold> {
     match row {
         Some((Some(owner), fence, ms, label)) if *ms > 0 && owner != MANY => vec![LiveHold {
-            held: Held {
+            held: Hold {
                 owner: owner_bits(owner),
                 mode: LockMode::Exclusive,
                 token: FencingToken(*fence as u64),
@@ -104,7 +104,7 @@ pub(crate) fn holds(row: Option<&KeyRow>, many: &[HolderRow]) -> Vec<LiveHold> {
             .iter()
             .filter(|h| h.4 > 0)
             .map(|(owner, mode, lim, token, ms, label)| LiveHold {
-                held: Held {
+                held: Hold {
                     owner: owner_bits(owner),
                     mode: mode_of(mode, *lim),
                     token: FencingToken(*token as u64),
@@ -117,8 +117,8 @@ pub(crate) fn holds(row: Option<&KeyRow>, many: &[HolderRow]) -> Vec<LiveHold> {
     }
 }
 
-/// Just the [`Held`]s, for [`lockkit_core::driver::admit`].
-pub(crate) fn held(row: Option<&KeyRow>, many: &[HolderRow]) -> Vec<Held> {
+/// Just the [`Hold`]s, for [`lockkit_core::driver::admit`].
+pub(crate) fn held(row: Option<&KeyRow>, many: &[HolderRow]) -> Vec<Hold> {
     holds(row, many).into_iter().map(|h| h.held).collect()
 }
 

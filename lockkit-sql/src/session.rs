@@ -126,7 +126,7 @@ pub(crate) trait SessionBackend: Send + Sync + fmt::Debug + 'static {
     }
 }
 
-struct Held<B: SessionBackend> {
+struct Hold<B: SessionBackend> {
     conn: tokio::sync::Mutex<Option<PoolConnection<B::Db>>>,
     token: FencingToken,
     mode: LockMode,
@@ -136,7 +136,7 @@ struct Held<B: SessionBackend> {
 /// A [`LockDriver`] over a [`SessionBackend`].
 pub(crate) struct SessionDriver<B: SessionBackend> {
     backend: Arc<B>,
-    held: Arc<HoldTable<Arc<Held<B>>>>,
+    held: Arc<HoldTable<Arc<Hold<B>>>>,
 }
 
 impl<B: SessionBackend> fmt::Debug for SessionDriver<B> {
@@ -159,11 +159,11 @@ impl<B: SessionBackend> SessionDriver<B> {
         crate::error::db_error(self.backend.name(), e)
     }
 
-    fn held(&self, key: &LockKey, owner: &OwnerId) -> Option<Arc<Held<B>>> {
+    fn held(&self, key: &LockKey, owner: &OwnerId) -> Option<Arc<Hold<B>>> {
         self.held.get(key, owner)
     }
 
-    fn forget(&self, key: &LockKey, owner: &OwnerId) -> Option<Arc<Held<B>>> {
+    fn forget(&self, key: &LockKey, owner: &OwnerId) -> Option<Arc<Hold<B>>> {
         self.held.remove(key, owner)
     }
 
@@ -196,7 +196,7 @@ impl<B: SessionBackend> SessionDriver<B> {
         let grant = |token| Grant::of(req, token, sent + req.ttl);
         if let Some(own) = self.held(&req.key, &req.owner) {
             // A re-acquire by the holder: the same grant, if its mode covers it.
-            let mine = lockkit_core::driver::Held {
+            let mine = lockkit_core::driver::Hold {
                 owner: req.owner.as_u128(),
                 mode: own.mode,
                 token: own.token,
@@ -258,7 +258,7 @@ impl<B: SessionBackend> SessionDriver<B> {
         self.held.insert(
             req.key.clone(),
             req.owner.clone(),
-            Arc::new(Held {
+            Arc::new(Hold {
                 conn: tokio::sync::Mutex::new(Some(conn)),
                 token,
                 mode: req.mode,

@@ -12,7 +12,7 @@ use zookeeper_client::Error as ZkError;
 
 use crate::driver::ZkDriver;
 use crate::error::{outcome_unknown, session_over, zk_error};
-use crate::holds::Held;
+use crate::holds::Hold;
 use crate::nodes::{QueueNode, holders, queue};
 use crate::session::Session;
 
@@ -23,7 +23,7 @@ impl ZkDriver {
     /// node found gone after one went unanswered was deleted by it. If the outcome
     /// stays unknown, the delete goes on in the background and the release
     /// reports the connection error.
-    pub(crate) async fn delete_held(&self, held: Held) -> Result<bool> {
+    pub(crate) async fn delete_held(&self, held: Hold) -> Result<bool> {
         let session = &held.session;
         let answer = session
             .answered(|| session.client.delete(&held.path, None))

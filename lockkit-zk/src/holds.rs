@@ -11,7 +11,7 @@ use crate::session::Session;
 
 /// One granted hold.
 #[derive(Debug, Clone)]
-pub(crate) struct Held {
+pub(crate) struct Hold {
     /// The full path of its queue node.
     pub(crate) path: String,
     pub(crate) token: FencingToken,
@@ -22,7 +22,7 @@ pub(crate) struct Held {
     pub(crate) loss: LossSignal,
 }
 
-impl Held {
+impl Hold {
     /// The grant `req` gets for this hold (a first grant, or a re-entry).
     pub(crate) fn grant(&self, req: &AcquireRequest) -> Grant {
         // The node lives as long as the session; the deadline is the client-side
@@ -36,7 +36,7 @@ impl Held {
 }
 
 /// Holds by `(key, owner)`.
-pub(crate) type Holds = HoldTable<Held>;
+pub(crate) type Holds = HoldTable<Hold>;
 
 /// Signals the hold whose node is `path` lost, if it is still held.
 pub(crate) fn fire_path(holds: &Holds, path: &str, why: &str) {

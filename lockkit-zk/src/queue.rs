@@ -12,7 +12,7 @@ use zookeeper_client::{CreateMode, Error as ZkError, EventType};
 use crate::driver::NAME;
 use crate::driver::ZkDriver;
 use crate::error::zk_error;
-use crate::holds::Held;
+use crate::holds::Hold;
 use crate::nodes::{Ahead, QueueNode, blocker, queue};
 use crate::session::Session;
 
@@ -107,7 +107,7 @@ impl ZkDriver {
                 Err(e) => return Err(zk_error("reading the lock node", e)),
             },
         };
-        let held = Held {
+        let held = Hold {
             path: m.path.clone(),
             token: FencingToken(czxid as u64),
             mode: req.mode,

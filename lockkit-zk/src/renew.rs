@@ -10,12 +10,12 @@ use tokio::time::Instant;
 
 use crate::driver::ZkDriver;
 use crate::error::{session_over, zk_error};
-use crate::holds::Held;
+use crate::holds::Hold;
 
 impl ZkDriver {
     /// Our hold on `key`, if it is live as far as this side knows: granted, not
     /// signalled lost, and its session connected.
-    fn live_hold(&self, key: &LockKey, owner: &OwnerId) -> Result<Held> {
+    fn live_hold(&self, key: &LockKey, owner: &OwnerId) -> Result<Hold> {
         let Some(held) = self.holds.get(key, owner) else {
             return Err(LockError::lost(key, "this driver holds no such lock"));
         };

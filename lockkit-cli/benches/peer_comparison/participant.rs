@@ -49,7 +49,7 @@ enum Primitive {
 const PERMITS: u32 = 4;
 
 /// A held lock.
-enum Held {
+enum Hold {
     Lockkit(lockkit::LockGuard),
     Leading(lockkit::Leadership),
     Rslock(rslock::Lock),
@@ -90,13 +90,13 @@ impl Client {
         }
     }
 
-    async fn acquire(&self, key: &str) -> Result<Held, Failure> {
+    async fn acquire(&self, key: &str) -> Result<Hold, Failure> {
         match self {
-            Self::Lockkit(locker) => Ok(Held::Lockkit(locker.lock(key).wait(WAIT).await?)),
-            Self::LockkitLease(locker) => Ok(Held::Lockkit(
+            Self::Lockkit(locker) => Ok(Hold::Lockkit(locker.lock(key).wait(WAIT).await?)),
+            Self::LockkitLease(locker) => Ok(Hold::Lockkit(
                 locker.lock(key).lease(RSLOCK_TTL).wait(WAIT).await?,
             )),
-            Self::LockkitPrimitive(locker, primitive) => Ok(Held::Lockkit(match primitive {
+            Self::LockkitPrimitive(locker, primitive) => Ok(Hold::Lockkit(match primitive {
                 Primitive::Semaphore => {
                     let semaphore = locker.semaphore(key, PERMITS);
                     semaphore.acquire().wait(WAIT).await?
@@ -107,22 +107,22 @@ impl Client {
             Self::LockkitElection(locker) => {
                 let election = locker.election(key);
                 let leading = tokio::time::timeout(WAIT, election.campaign("proposal")).await??;
-                Ok(Held::Leading(leading))
+                Ok(Hold::Leading(leading))
             }
             // rslock's blocking acquire: retries until it holds (its default retry
             // count and delay).
-            Self::Rslock(manager) => Ok(Held::Rslock(
+            Self::Rslock(manager) => Ok(Hold::Rslock(
                 tokio::time::timeout(WAIT, manager.acquire_no_guard(key, RSLOCK_TTL)).await??,
             )),
             Self::RawMySql(raw) => {
                 raw.acquire(key).await?;
-                Ok(Held::RawMySql(raw.clone(), key.to_owned()))
+                Ok(Hold::RawMySql(raw.clone(), key.to_owned()))
             }
         }
     }
 }
 
-impl Held {
+impl Hold {
     async fn release(self) -> Result<(), Failure> {
         match self {
             Self::Lockkit(guard) => Ok(guard.release().await?),

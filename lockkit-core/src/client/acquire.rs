@@ -10,7 +10,7 @@ use super::locker::Locker;
 use super::metrics::Labels;
 use super::pending::PendingAcquire;
 use super::request::LockRequest;
-use crate::driver::{AcquireRequest, Admission, Held, admit};
+use crate::driver::{self, AcquireRequest, Admission, admit};
 use crate::error::{LockError, Result};
 use crate::types::{LockKey, OwnerId, validate_ttl};
 
@@ -98,7 +98,7 @@ impl Locker {
             return Ok(None);
         };
         let guard = LockGuard::new(hold.clone(), self.inner.clone());
-        let held = Held {
+        let held = driver::Hold {
             owner: request.owner.as_u128(),
             mode: hold.mode,
             token: hold.token,

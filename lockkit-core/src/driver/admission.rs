@@ -7,7 +7,7 @@ use crate::types::FencingToken;
 
 /// One live hold of a key, as a driver keeps it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Held {
+pub struct Hold {
     /// The holder's [`crate::OwnerId::as_u128`].
     pub owner: u128,
     /// Its mode.
@@ -50,11 +50,11 @@ fn capacity(mode: LockMode) -> usize {
 /// # Examples
 ///
 /// ```
-/// use lockkit::driver::{AcquireRequest, Admission, Held, Wait, admit};
+/// use lockkit::driver::{AcquireRequest, Admission, Hold, Wait, admit};
 /// use lockkit::{FencingToken, LockKey, LockMode, OwnerId};
 /// use std::time::Duration;
 ///
-/// let reader = |n| Held { owner: n, mode: LockMode::Shared, token: FencingToken(n as u64) };
+/// let reader = |n| Hold { owner: n, mode: LockMode::Shared, token: FencingToken(n as u64) };
 /// let req = AcquireRequest::new(LockKey::new("k")?, OwnerId::new(), Duration::from_secs(5), Wait::NoWait);
 /// let read = req.clone().with_mode(LockMode::Shared);
 /// assert!(matches!(admit("mem", &read, &[reader(1), reader(2)], []), Admission::Admit));
@@ -66,7 +66,7 @@ fn capacity(mode: LockMode) -> usize {
 pub fn admit(
     driver: &'static str,
     req: &AcquireRequest,
-    holders: &[Held],
+    holders: &[Hold],
     ahead: impl IntoIterator<Item = LockMode>,
 ) -> Admission {
     if req.mode.limit() == Some(0) {
@@ -135,7 +135,7 @@ pub fn limit_mismatch(req: &AcquireRequest, theirs: u32, limit: u32) -> LockErro
 /// # Ok::<(), lockkit::LockError>(())
 /// ```
 pub fn refuse_reentry(driver: &'static str, req: &AcquireRequest, held: LockMode) -> LockError {
-    let own = Held {
+    let own = Hold {
         owner: req.owner.as_u128(),
         mode: held,
         token: FencingToken(0),
@@ -149,7 +149,7 @@ pub fn refuse_reentry(driver: &'static str, req: &AcquireRequest, held: LockMode
     }
 }
 
-fn reenter(driver: &'static str, req: &AcquireRequest, own: &Held) -> Admission {
+fn reenter(driver: &'static str, req: &AcquireRequest, own: &Hold) -> Admission {
     match (own.mode, req.mode) {
         (held, asked) if held == asked => Admission::Reenter(own.token),
         // The write hold covers reading.
@@ -182,8 +182,8 @@ mod tests {
             .with_mode(mode)
     }
 
-    fn held(owner: u128, mode: LockMode) -> Held {
-        Held {
+    fn held(owner: u128, mode: LockMode) -> Hold {
+        Hold {
             owner,
             mode,
             token: FencingToken(owner as u64),

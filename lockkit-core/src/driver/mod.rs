@@ -55,7 +55,7 @@ pub use crate::wait::{
     Attempt, Backoff, Busy, Contender, Contention, Jitter, KeyWakers, Patience, Pauses, WaitPolicy,
     Wake, WakeUpHealth, acquire,
 };
-pub use admission::{Admission, Held, admit, has_room, limit_mismatch, refuse_reentry};
+pub use admission::{Admission, Hold, admit, has_room, limit_mismatch, refuse_reentry};
 pub use capabilities::{Capabilities, Inspect, WakeUp};
 pub use change::{ChangeSignal, armed};
 pub use contract::LockDriver;

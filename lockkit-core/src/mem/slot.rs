@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use crate::driver::{Held, Holder, Inspection, LockMode, has_room};
+use crate::driver::{Hold, Holder, Inspection, LockMode, has_room};
 use crate::types::{FencingToken, LockKey, OwnerId};
 
 /// When a waiter with no holder to wait for re-checks anyway (a safety net: the
@@ -47,10 +47,10 @@ impl Slot {
         self.holders.retain(|h| h.expires > now);
     }
 
-    pub(super) fn held(&self) -> Vec<Held> {
+    pub(super) fn held(&self) -> Vec<Hold> {
         self.holders
             .iter()
-            .map(|h| Held {
+            .map(|h| Hold {
                 owner: h.owner.as_u128(),
                 mode: h.mode,
                 token: h.token,

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use lockkit::LockError;
 
-use super::{Held, RawLock};
+use super::{Hold, RawLock};
 
 /// What the Consul floor sends.
 pub(super) const DESCRIPTION: &str =
@@ -99,16 +99,16 @@ impl RawLock for ConsulFloor {
             .await;
     }
 
-    async fn try_acquire(&self, key: &str, owner: &str) -> Result<Option<Held>, LockError> {
+    async fn try_acquire(&self, key: &str, owner: &str) -> Result<Option<Hold>, LockError> {
         let path = Self::key_path(key, &format!("acquire={}", self.session));
         let reply = self
             .send(reqwest::Method::PUT, path, owner.to_owned())
             .await?;
-        Ok((reply.trim() == "true").then(|| Held(owner.to_owned())))
+        Ok((reply.trim() == "true").then(|| Hold(owner.to_owned())))
     }
 
-    async fn release(&self, key: &str, held: Held) -> Result<(), LockError> {
-        let Held(owner) = held;
+    async fn release(&self, key: &str, held: Hold) -> Result<(), LockError> {
+        let Hold(owner) = held;
         let path = Self::key_path(key, &format!("release={}", self.session));
         self.send(reqwest::Method::PUT, path, owner).await?;
         Ok(())

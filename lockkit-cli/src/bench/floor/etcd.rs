@@ -4,7 +4,7 @@
 use etcd_client::{Compare, CompareOp, Txn, TxnOp};
 use lockkit::LockError;
 
-use super::{Held, RawLock};
+use super::{Hold, RawLock};
 
 /// What the etcd floor sends.
 pub(super) const DESCRIPTION: &str =
@@ -32,7 +32,7 @@ impl RawLock for EtcdFloor {
         }
     }
 
-    async fn try_acquire(&self, key: &str, owner: &str) -> Result<Option<Held>, LockError> {
+    async fn try_acquire(&self, key: &str, owner: &str) -> Result<Option<Hold>, LockError> {
         let txn = Txn::new()
             .when([Compare::create_revision(key, CompareOp::Equal, 0)])
             .and_then([TxnOp::put(key, owner, None)])
@@ -43,10 +43,10 @@ impl RawLock for EtcdFloor {
             .txn(txn)
             .await
             .map_err(|e| LockError::backend("etcd", e))?;
-        Ok(reply.succeeded().then(|| Held(owner.to_owned())))
+        Ok(reply.succeeded().then(|| Hold(owner.to_owned())))
     }
 
-    async fn release(&self, key: &str, _held: Held) -> Result<(), LockError> {
+    async fn release(&self, key: &str, _held: Hold) -> Result<(), LockError> {
         self.0
             .kv_client()
             .delete(key, None)

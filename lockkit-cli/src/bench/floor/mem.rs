@@ -6,7 +6,7 @@ use std::sync::{Mutex, OnceLock};
 
 use lockkit::LockError;
 
-use super::{Held, RawLock};
+use super::{Hold, RawLock};
 
 use lockkit_core::sync::lock;
 
@@ -30,17 +30,17 @@ impl RawLock for MemFloor {
         }
     }
 
-    async fn try_acquire(&self, key: &str, owner: &str) -> Result<Option<Held>, LockError> {
+    async fn try_acquire(&self, key: &str, owner: &str) -> Result<Option<Hold>, LockError> {
         let mut table = lock(mem_table());
         if table.contains_key(key) {
             return Ok(None);
         }
         table.insert(key.to_owned(), owner.to_owned());
-        Ok(Some(Held(owner.to_owned())))
+        Ok(Some(Hold(owner.to_owned())))
     }
 
-    async fn release(&self, key: &str, held: Held) -> Result<(), LockError> {
-        let Held(owner) = held;
+    async fn release(&self, key: &str, held: Hold) -> Result<(), LockError> {
+        let Hold(owner) = held;
         let mut table = lock(mem_table());
         if table.get(key) == Some(&owner) {
             table.remove(key);

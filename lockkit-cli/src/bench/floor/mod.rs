@@ -56,7 +56,7 @@ fn floor_error(e: impl std::error::Error + Send + Sync + 'static) -> LockError {
 }
 
 /// What the floor's release needs: the owner string, or the ZooKeeper node's path.
-pub(crate) struct Held(String);
+pub(crate) struct Hold(String);
 
 /// A hand-rolled lock on one backend: the raw commands a floor client sends.
 pub(crate) trait RawLock {
@@ -71,10 +71,10 @@ pub(crate) trait RawLock {
 
     /// One attempt to take `key` for `owner`, without waiting: what release needs if
     /// it was granted, `None` if another holder has it.
-    async fn try_acquire(&self, key: &str, owner: &str) -> Result<Option<Held>, LockError>;
+    async fn try_acquire(&self, key: &str, owner: &str) -> Result<Option<Hold>, LockError>;
 
     /// Releases what [`RawLock::try_acquire`] granted.
-    async fn release(&self, key: &str, held: Held) -> Result<(), LockError>;
+    async fn release(&self, key: &str, held: Hold) -> Result<(), LockError>;
 }
 
 /// One floor client: its own connection (or pool, or session) to the backend.
@@ -164,12 +164,12 @@ impl Floor {
         &self,
         key: &str,
         owner: &str,
-    ) -> Result<Option<Held>, LockError> {
+    ) -> Result<Option<Hold>, LockError> {
         each_floor!(self, floor => floor.try_acquire(key, owner).await)
     }
 
     /// Releases what [`Floor::try_acquire`] granted.
-    pub(crate) async fn release(&self, key: &str, held: Held) -> Result<(), LockError> {
+    pub(crate) async fn release(&self, key: &str, held: Hold) -> Result<(), LockError> {
         each_floor!(self, floor => floor.release(key, held).await)
     }
 

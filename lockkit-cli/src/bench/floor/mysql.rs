@@ -3,7 +3,7 @@
 
 use lockkit::LockError;
 
-use super::{Held, RawLock, floor_error};
+use super::{Hold, RawLock, floor_error};
 
 /// What the MySQL floor sends.
 pub(super) const DESCRIPTION: &str =
@@ -54,7 +54,7 @@ impl RawLock for MySqlFloor {
         clean_floor_table!(&self.0)
     }
 
-    async fn try_acquire(&self, key: &str, owner: &str) -> Result<Option<Held>, LockError> {
+    async fn try_acquire(&self, key: &str, owner: &str) -> Result<Option<Hold>, LockError> {
         let done = sqlx::query(
             "UPDATE lockkit_bench_floor SET fence = LAST_INSERT_ID(fence + 1), owner = ?, expires_at = NOW(6) + INTERVAL 30 SECOND
              WHERE name = ? AND (owner IS NULL OR expires_at <= NOW(6))",
@@ -64,11 +64,11 @@ impl RawLock for MySqlFloor {
         .execute(&self.0)
         .await
         .map_err(floor_error)?;
-        Ok((done.rows_affected() == 1).then(|| Held(owner.to_owned())))
+        Ok((done.rows_affected() == 1).then(|| Hold(owner.to_owned())))
     }
 
-    async fn release(&self, key: &str, held: Held) -> Result<(), LockError> {
-        let Held(owner) = held;
+    async fn release(&self, key: &str, held: Hold) -> Result<(), LockError> {
+        let Hold(owner) = held;
         sqlx::query("UPDATE lockkit_bench_floor SET owner = NULL WHERE name = ? AND owner = ?")
             .bind(key)
             .bind(&owner)

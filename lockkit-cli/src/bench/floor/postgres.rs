@@ -3,7 +3,7 @@
 
 use lockkit::LockError;
 
-use super::{Held, RawLock, floor_error};
+use super::{Hold, RawLock, floor_error};
 
 /// What the PostgreSQL floor sends.
 pub(super) const DESCRIPTION: &str =
@@ -39,7 +39,7 @@ impl RawLock for PostgresFloor {
         clean_floor_table!(&self.0)
     }
 
-    async fn try_acquire(&self, key: &str, owner: &str) -> Result<Option<Held>, LockError> {
+    async fn try_acquire(&self, key: &str, owner: &str) -> Result<Option<Hold>, LockError> {
         let fence: Option<i64> = sqlx::query_scalar(
             "INSERT INTO lockkit_bench_floor AS l (name, owner, fence, expires_at)
              VALUES ($1, $2, 1, clock_timestamp() + interval '30 seconds')
@@ -51,11 +51,11 @@ impl RawLock for PostgresFloor {
         .fetch_optional(&self.0)
         .await
         .map_err(floor_error)?;
-        Ok(fence.map(|_| Held(owner.to_owned())))
+        Ok(fence.map(|_| Hold(owner.to_owned())))
     }
 
-    async fn release(&self, key: &str, held: Held) -> Result<(), LockError> {
-        let Held(owner) = held;
+    async fn release(&self, key: &str, held: Hold) -> Result<(), LockError> {
+        let Hold(owner) = held;
         sqlx::query("UPDATE lockkit_bench_floor SET owner = NULL, expires_at = '-infinity' WHERE name = $1 AND owner = $2")
             .bind(key)
             .bind(&owner)

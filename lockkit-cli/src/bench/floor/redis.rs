@@ -2,7 +2,7 @@
 
 use lockkit::LockError;
 
-use super::{Held, RawLock};
+use super::{Hold, RawLock};
 
 /// What the Redis floor sends.
 pub(super) const DESCRIPTION: &str =
@@ -42,7 +42,7 @@ impl RawLock for RedisFloor {
         }
     }
 
-    async fn try_acquire(&self, key: &str, owner: &str) -> Result<Option<Held>, LockError> {
+    async fn try_acquire(&self, key: &str, owner: &str) -> Result<Option<Hold>, LockError> {
         let mut conn = self.conn.clone();
         let set: Option<String> = ::redis::cmd("SET")
             .arg(key)
@@ -53,11 +53,11 @@ impl RawLock for RedisFloor {
             .query_async(&mut conn)
             .await
             .map_err(|e| LockError::backend("redis", e))?;
-        Ok(set.map(|_| Held(owner.to_owned())))
+        Ok(set.map(|_| Hold(owner.to_owned())))
     }
 
-    async fn release(&self, key: &str, held: Held) -> Result<(), LockError> {
-        let Held(owner) = held;
+    async fn release(&self, key: &str, held: Hold) -> Result<(), LockError> {
+        let Hold(owner) = held;
         let mut conn = self.conn.clone();
         let _: i64 = self
             .del

@@ -8,7 +8,7 @@ use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
 
-use super::{Held, RawLock, floor_error};
+use super::{Hold, RawLock, floor_error};
 
 /// What the SQLite floor sends.
 pub(super) const DESCRIPTION: &str =
@@ -53,7 +53,7 @@ impl RawLock for SqliteFloor {
         clean_floor_table!(&self.0)
     }
 
-    async fn try_acquire(&self, key: &str, owner: &str) -> Result<Option<Held>, LockError> {
+    async fn try_acquire(&self, key: &str, owner: &str) -> Result<Option<Hold>, LockError> {
         let fence: Option<i64> = sqlx::query_scalar(
             "INSERT INTO lockkit_bench_floor (name, owner, fence, expires_at) VALUES (?1, ?2, 1, ?3)
              ON CONFLICT(name) DO UPDATE SET fence = fence + 1, owner = excluded.owner, expires_at = excluded.expires_at
@@ -66,11 +66,11 @@ impl RawLock for SqliteFloor {
         .fetch_optional(&self.0)
         .await
         .map_err(floor_error)?;
-        Ok(fence.map(|_| Held(owner.to_owned())))
+        Ok(fence.map(|_| Hold(owner.to_owned())))
     }
 
-    async fn release(&self, key: &str, held: Held) -> Result<(), LockError> {
-        let Held(owner) = held;
+    async fn release(&self, key: &str, held: Hold) -> Result<(), LockError> {
+        let Hold(owner) = held;
         sqlx::query("UPDATE lockkit_bench_floor SET owner = NULL, expires_at = 0 WHERE name = ?1 AND owner = ?2 AND expires_at > ?3")
             .bind(key)
             .bind(&owner)

@@ -3,7 +3,7 @@
 
 use lockkit::{LockError, redact_url};
 
-use super::{Held, RawLock};
+use super::{Hold, RawLock};
 
 /// What the ZooKeeper floor sends.
 pub(super) const DESCRIPTION: &str =
@@ -69,7 +69,7 @@ impl RawLock for ZkFloor {
         let _ = self.0.delete(ZK_FLOOR_ROOT, None).await;
     }
 
-    async fn try_acquire(&self, key: &str, _owner: &str) -> Result<Option<Held>, LockError> {
+    async fn try_acquire(&self, key: &str, _owner: &str) -> Result<Option<Hold>, LockError> {
         let client = &self.0;
         let zerr = |e| LockError::backend("zookeeper", e);
         let parent = zk_parent(key);
@@ -84,7 +84,7 @@ impl RawLock for ZkFloor {
         let children = client.list_children(&parent).await.map_err(zerr)?;
         let ours = format!("lock-{seq}");
         if children.iter().min().is_some_and(|c| *c == ours) {
-            Ok(Some(Held(path)))
+            Ok(Some(Hold(path)))
         } else {
             // A spinning floor does not queue: withdraw and try again.
             client.delete(&path, None).await.map_err(zerr)?;
@@ -92,9 +92,9 @@ impl RawLock for ZkFloor {
         }
     }
 
-    async fn release(&self, _key: &str, held: Held) -> Result<(), LockError> {
+    async fn release(&self, _key: &str, held: Hold) -> Result<(), LockError> {
         // What the ZooKeeper floor holds is its node's path.
-        let Held(node) = held;
+        let Hold(node) = held;
         self.0
             .delete(&node, None)
             .await
