@@ -17,6 +17,8 @@ use std::time::Duration;
 use lockkit_core::driver::{Hold, Holder, Inspection, LockMode};
 use lockkit_core::{FencingToken, LockKey, OwnerId};
 
+use crate::mode_names::mode_of;
+
 /// The key row's owner while its holds are in the holders table.
 pub(crate) const MANY: &str = "*";
 
@@ -62,21 +64,6 @@ pub(crate) struct LiveHold {
     pub(crate) held: Hold,
     pub(crate) left: Duration,
     pub(crate) label: Option<String>,
-}
-
-/// How a holders row names its mode.
-pub(crate) fn mode_name(mode: LockMode) -> &'static str {
-    match mode {
-        LockMode::Permit { .. } => "permit",
-        _ => "shared",
-    }
-}
-
-fn mode_of(name: &str, limit: Option<i64>) -> LockMode {
-    match (name, limit.and_then(|l| u32::try_from(l).ok())) {
-        ("permit", Some(limit)) => LockMode::Permit { limit },
-        _ => LockMode::Shared,
-    }
 }
 
 fn owner_bits(hex: &str) -> u128 {

@@ -10,7 +10,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use lockkit_core::driver::{ChangeSignal, Contention, KeyWakers, armed};
+use lockkit_core::driver::{ChangeSignal, Contention, Inspect, KeyWakers, armed};
 use lockkit_core::{
     AcquireRequest, Capabilities, Grant, Inspection, LockDriver, LockError, LockKey, LockMode,
     OwnerId, Renewal, Result, Wait, async_trait, renew_in_batches,
@@ -114,6 +114,26 @@ pub trait LeaseBackend: Send + Sync + fmt::Debug + 'static {
     async fn inspect(&self, key: &LockKey) -> Result<Inspection> {
         let (row, many) = self.read_holds(key).await?;
         Ok(holds::inspection(key, row.as_ref(), &many))
+    }
+}
+
+/// What every lease table offers: every mode, inspection of holders,
+/// elections and listing; polled waiters, in no order. A database adds how it
+/// wakes them.
+pub(crate) const LEASE_CAPABILITIES: Capabilities = Capabilities::baseline()
+    .with_shared(true)
+    .with_permits(true)
+    .with_inspect(Inspect::Holders)
+    .with_proclaim(true)
+    .with_list(true);
+
+/// An attempt's answer, where [`LockError::Contended`] (a deadlock or a
+/// serialization failure with another transaction: nothing took effect) means
+/// busy: `None`, attempt again.
+pub(crate) fn busy_as_none(answer: Result<Option<Grant>>) -> Result<Option<Grant>> {
+    match answer {
+        Err(LockError::Contended { .. }) => Ok(None),
+        other => other,
     }
 }
 

@@ -121,6 +121,10 @@ mod error;
 mod holds;
 #[cfg(feature = "_sql")]
 mod lease;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+mod lock_names;
+#[cfg(feature = "_sql")]
+mod mode_names;
 #[cfg(feature = "_sql")]
 mod renew;
 #[cfg(any(feature = "postgres", feature = "mysql"))]
@@ -133,8 +137,8 @@ mod table;
 mod wait;
 
 #[cfg(feature = "_sql")]
-#[cfg(feature = "_sql")]
 pub use lease::LeaseDriver;
+#[cfg(feature = "_sql")]
 pub use table::DEFAULT_TABLE;
 
 #[cfg(feature = "mysql")]

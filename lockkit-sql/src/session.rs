@@ -36,6 +36,7 @@ use lockkit_core::{
 use sqlx::pool::PoolConnection;
 use tokio::time::Instant;
 
+use crate::mode_names::mode_of;
 use crate::renew::not_ours;
 use crate::wait::polled;
 
@@ -50,22 +51,13 @@ pub(crate) enum Taken {
 /// A live hold as the backend records it: mode, token, label.
 pub(crate) type LiveHold = (LockMode, u64, Option<String>);
 
-/// How `<table>_session_holds` names a mode.
-pub(crate) fn mode_name(mode: LockMode) -> &'static str {
-    match mode {
-        LockMode::Shared => "shared",
-        LockMode::Permit { .. } => "permit",
-        _ => "exclusive",
-    }
-}
+/// A `<table>_session_holds` row whose session holds its lock: mode, limit,
+/// token, label, and the session `S` (a connection id, a backend pid).
+pub(crate) type HoldRow<S> = (String, Option<i64>, i64, Option<String>, S);
 
-/// The mode a `<table>_session_holds` row names.
-pub(crate) fn mode_of(name: &str, limit: Option<i64>) -> LockMode {
-    match (name, limit.and_then(|l| u32::try_from(l).ok())) {
-        ("permit", Some(limit)) => LockMode::Permit { limit },
-        ("shared", _) => LockMode::Shared,
-        _ => LockMode::Exclusive,
-    }
+/// The live hold a [`HoldRow`] records.
+pub(crate) fn live_hold<S>((mode, limit, token, label, _): HoldRow<S>) -> LiveHold {
+    (mode_of(&mode, limit), token as u64, label)
 }
 
 /// What a database provides for session locks.

@@ -16,6 +16,8 @@ use super::get_lock_sql::{
 };
 use super::options::MySqlOptions;
 use crate::connect::Within;
+use crate::lock_names::LockNames;
+use crate::mode_names;
 use crate::session::{self, LiveHold, SessionBackend, SessionDriver, Taken};
 
 /// `GET_LOCK(SHA1('<table>:<key>'), 0)`: lock names are limited to 64 characters,
@@ -24,9 +26,7 @@ use crate::session::{self, LiveHold, SessionBackend, SessionDriver, Taken};
 #[derive(Debug)]
 pub(super) struct GetLock {
     pub(super) pool: MySqlPool,
-    pub(super) namespace: String,
-    /// `key=raw`.
-    pub(super) raw: bool,
+    pub(super) names: LockNames,
     /// `GET_LOCK`, `RELEASE_LOCK` and `IS_USED_LOCK` of the bound name.
     pub(super) get: Arc<str>,
     pub(super) release: Arc<str>,
@@ -46,26 +46,10 @@ const SLOTS_PER_STATEMENT: u32 = 32;
 /// The longest lock name `GET_LOCK` takes.
 const MAX_NAME: usize = 64;
 
-/// A [`live_holds`] row: mode, limit, token, label, session.
-type HoldRow = (String, Option<i64>, i64, Option<String>, u64);
+/// A [`live_holds`] row, with the holding connection's id.
+type HoldRow = session::HoldRow<u64>;
 
 impl GetLock {
-    fn lock_name(&self, key: &LockKey) -> String {
-        if self.raw {
-            key.as_str().to_owned()
-        } else {
-            format!("{}:{}", self.namespace, key.as_str())
-        }
-    }
-
-    /// The name of the lock `taken`: the key's own, or a slot's.
-    fn taken_name(&self, key: &LockKey, taken: Taken) -> String {
-        match taken {
-            Taken::Key => self.lock_name(key),
-            Taken::Slot(i) => format!("{}\u{1}{i}", self.lock_name(key)),
-        }
-    }
-
     /// A permit: the first free slot of `limit`, tried 32 to a statement.
     async fn try_permit(
         &self,
@@ -78,7 +62,7 @@ impl GetLock {
             let n = SLOTS_PER_STATEMENT.min(limit - first);
             let mut q = sqlx::query_scalar(AssertSqlSafe(try_slots(n)));
             for i in first..first + n {
-                q = q.bind(self.taken_name(key, Taken::Slot(i)));
+                q = q.bind(self.names.taken(key, Taken::Slot(i)));
             }
             let at: Option<i64> = q.fetch_one(&mut **conn).within(self.timeout).await?;
             if let Some(at) = at.and_then(|s| u32::try_from(s).ok()) {
@@ -104,7 +88,7 @@ impl SessionBackend for GetLock {
 
     fn capabilities(&self) -> Capabilities {
         Capabilities::baseline()
-            .with_permits(!self.raw)
+            .with_permits(!self.names.raw)
             .with_inspect(Inspect::Holders)
             .with_lease_expiry(false)
     }
@@ -118,7 +102,7 @@ impl SessionBackend for GetLock {
     }
 
     fn check_key(&self, key: &LockKey) -> lockkit_core::Result<()> {
-        if self.raw && key.as_str().chars().count() > MAX_NAME {
+        if self.names.raw && key.as_str().chars().count() > MAX_NAME {
             return Err(lockkit_core::LockError::Config(format!(
                 "with key=raw a key is a GET_LOCK name, at most {MAX_NAME} characters; \
                  `{}` has {}",
@@ -139,7 +123,7 @@ impl SessionBackend for GetLock {
             return self.try_permit(conn, key, limit).await;
         }
         let got: Option<i64> = sqlx::query_scalar(AssertSqlSafe(self.get.clone()))
-            .bind(self.lock_name(key))
+            .bind(self.names.key(key))
             .fetch_one(&mut **conn)
             .within(self.timeout)
             .await?;
@@ -161,8 +145,8 @@ impl SessionBackend for GetLock {
             .await?;
         sqlx::query(AssertSqlSafe(self.record.clone()))
             .bind(key.as_str())
-            .bind(self.taken_name(key, taken))
-            .bind(session::mode_name(mode))
+            .bind(self.names.taken(key, taken))
+            .bind(mode_names::mode_name(mode))
             .bind(mode.limit().map(i64::from))
             .bind(label)
             .execute(&mut **conn)
@@ -178,7 +162,7 @@ impl SessionBackend for GetLock {
         _mode: LockMode,
         taken: Taken,
     ) -> Result<bool, sqlx::Error> {
-        let name = self.taken_name(key, taken);
+        let name = self.names.taken(key, taken);
         sqlx::query(AssertSqlSafe(self.forget.clone()))
             .bind(key.as_str())
             .bind(&name)
@@ -198,7 +182,7 @@ impl SessionBackend for GetLock {
             .hold_rows(key)
             .await?
             .into_iter()
-            .map(|(mode, lim, token, label, _)| (session::mode_of(&mode, lim), token as u64, label))
+            .map(session::live_hold)
             .collect())
     }
 
@@ -212,7 +196,10 @@ impl SessionBackend for GetLock {
 
     async fn forget_fence(&self, key: &LockKey) -> Result<(), sqlx::Error> {
         for table in ["session_holds", "fences"] {
-            let delete = format!("DELETE FROM {}_{table} WHERE name = ?", self.namespace);
+            let delete = format!(
+                "DELETE FROM {}_{table} WHERE name = ?",
+                self.names.namespace
+            );
             sqlx::query(AssertSqlSafe(delete))
                 .bind(key.as_str())
                 .execute(&self.pool)
@@ -224,7 +211,7 @@ impl SessionBackend for GetLock {
 
     async fn break_lock(&self, key: &LockKey) -> Result<bool, sqlx::Error> {
         let holder: Option<i64> = sqlx::query_scalar(AssertSqlSafe(self.used_by.clone()))
-            .bind(self.lock_name(key))
+            .bind(self.names.key(key))
             .fetch_one(&self.pool)
             .within(self.timeout)
             .await?;
@@ -277,8 +264,10 @@ pub(super) async fn on_pool(
     }
     Ok(SessionDriver::new(GetLock {
         pool,
-        namespace: t.clone(),
-        raw,
+        names: LockNames {
+            namespace: t.clone(),
+            raw,
+        },
         get: on_name("GET_LOCK", raw).into(),
         release: on_name("RELEASE_LOCK", raw).into(),
         used_by: on_name("IS_USED_LOCK", raw).into(),

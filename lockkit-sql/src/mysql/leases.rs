@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lockkit_core::driver::Contention;
-use lockkit_core::driver::{Inspect, KeyWakers, LockMode};
+use lockkit_core::driver::{KeyWakers, LockMode};
 use lockkit_core::{
     AcquireRequest, Capabilities, FencingToken, Grant, LockError, LockKey, OwnerId, Result,
     async_trait,
@@ -20,7 +20,7 @@ use super::{holder_sql, sql, waiting};
 use crate::connect::Within;
 use crate::error::is_conflict;
 use crate::holds::{HolderRow, KeyRow};
-use crate::lease::LeaseBackend;
+use crate::lease::{LEASE_CAPABILITIES, LeaseBackend};
 
 pub(super) const NAME: &str = "mysql";
 
@@ -263,12 +263,7 @@ impl LeaseBackend for MySqlLeases {
     const POLL_CAP: Duration = Duration::from_millis(100);
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities::baseline()
-            .with_shared(true)
-            .with_permits(true)
-            .with_inspect(Inspect::Holders)
-            .with_proclaim(true)
-            .with_list(true)
+        LEASE_CAPABILITIES
     }
 
     fn wakers(&self) -> &KeyWakers {

@@ -11,6 +11,8 @@ use super::leases::{MySqlLeases, NAME, db_error, ttl_us};
 use crate::connect::Within;
 use crate::error::{is_conflict, retry_conflicts};
 use crate::holds::{self, HolderRow, InspectRow, KeyRow};
+use crate::lease::busy_as_none;
+use crate::mode_names;
 
 /// How a shared hold's or permit's transaction starts: at REPEATABLE READ, the
 /// level its statements were written for, whatever the server's default
@@ -75,10 +77,7 @@ impl MySqlLeases {
     /// One attempt at a shared hold or permit: the grant, or `None` when it must
     /// wait.
     pub(super) async fn try_acquire_many(&self, req: &AcquireRequest) -> Result<Option<Grant>> {
-        match self.acquire_many(req).await {
-            Err(LockError::Contended { .. }) => Ok(None),
-            other => other,
-        }
+        busy_as_none(self.acquire_many(req).await)
     }
 
     async fn acquire_many(&self, req: &AcquireRequest) -> Result<Option<Grant>> {
@@ -140,7 +139,7 @@ impl MySqlLeases {
                 sqlx::query(AssertSqlSafe(st.insert_holder.clone()))
                     .bind(key)
                     .bind(&owner)
-                    .bind(holds::mode_name(req.mode))
+                    .bind(mode_names::mode_name(req.mode))
                     .bind(req.mode.limit().map(i64::from))
                     .bind(ttl)
                     .bind(req.stored_label())

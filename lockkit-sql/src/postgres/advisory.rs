@@ -20,10 +20,12 @@ use super::options::PgOptions;
 use super::queue::Wakeups;
 use crate::connect::Within;
 use crate::error::ConflictRetries;
+use crate::lock_names::LockNames;
+use crate::mode_names;
 use crate::session::{self, LiveHold, SessionBackend, SessionDriver, Taken};
 
-/// A [`live_holds`] row: mode, limit, token, label, session.
-type HoldRow = (String, Option<i64>, i64, Option<String>, i32);
+/// A [`live_holds`] row, with the holding backend's pid.
+type HoldRow = session::HoldRow<i32>;
 
 /// Advisory locks on one 64-bit key per lock: `hashtextextended('<table>:<key>', 0)`.
 /// Two keys with the same hash exclude each other (harmless, and vanishingly rare).
@@ -32,9 +34,7 @@ type HoldRow = (String, Option<i64>, i64, Option<String>, i32);
 #[derive(Debug)]
 pub(super) struct Advisory {
     pub(super) pool: PgPool,
-    pub(super) namespace: String,
-    /// `key=raw`.
-    pub(super) raw: bool,
+    pub(super) names: LockNames,
     pub(super) try_exclusive: Arc<str>,
     pub(super) try_shared: Arc<str>,
     pub(super) bump: Arc<str>,
@@ -47,24 +47,6 @@ pub(super) struct Advisory {
     pub(super) _listener: Listener,
     /// Each statement (`request_timeout_ms`).
     pub(super) timeout: Duration,
-}
-
-impl Advisory {
-    fn lock_name(&self, key: &LockKey) -> String {
-        if self.raw {
-            key.as_str().to_owned()
-        } else {
-            format!("{}:{}", self.namespace, key.as_str())
-        }
-    }
-
-    /// The name of the lock `taken`: the key's own, or a slot's.
-    fn taken_name(&self, key: &LockKey, taken: Taken) -> String {
-        match taken {
-            Taken::Key => self.lock_name(key),
-            Taken::Slot(i) => format!("{}\u{1}{i}", self.lock_name(key)),
-        }
-    }
 }
 
 #[async_trait]
@@ -82,7 +64,7 @@ impl SessionBackend for Advisory {
     fn capabilities(&self) -> Capabilities {
         Capabilities::baseline()
             .with_shared(true)
-            .with_permits(!self.raw)
+            .with_permits(!self.names.raw)
             .with_inspect(Inspect::Holders)
             .with_lease_expiry(false)
             .with_wake_up(WakeUp::Notify)
@@ -98,7 +80,7 @@ impl SessionBackend for Advisory {
     }
 
     fn check_key(&self, key: &LockKey) -> lockkit_core::Result<()> {
-        if self.raw && key.as_str().parse::<i64>().is_err() {
+        if self.names.raw && key.as_str().parse::<i64>().is_err() {
             return Err(lockkit_core::LockError::Config(format!(
                 "with key=raw a key is a PostgreSQL advisory lock id, a 64-bit integer; \
                  `{}` is not one",
@@ -114,7 +96,7 @@ impl SessionBackend for Advisory {
         key: &LockKey,
         mode: LockMode,
     ) -> Result<Option<Taken>, sqlx::Error> {
-        let name = self.lock_name(key);
+        let name = self.names.key(key);
         let statement = match mode {
             LockMode::Permit { limit } => return self.try_permit(conn, &name, limit).await,
             LockMode::Shared => &self.try_shared,
@@ -138,13 +120,13 @@ impl SessionBackend for Advisory {
     ) -> Result<u64, sqlx::Error> {
         // Two permits of one key bump its counter at once: under SERIALIZABLE
         // the second may fail to serialize, having done nothing.
-        let name = self.taken_name(key, taken);
+        let name = self.names.taken(key, taken);
         let mut retries = ConflictRetries::new();
         let fence: i64 = loop {
             let bumped = sqlx::query_scalar(AssertSqlSafe(self.bump.clone()))
                 .bind(key.as_str())
                 .bind(&name)
-                .bind(session::mode_name(mode))
+                .bind(mode_names::mode_name(mode))
                 .bind(mode.limit().map(i64::from))
                 .bind(label)
                 .fetch_one(&mut **conn)
@@ -175,7 +157,7 @@ impl SessionBackend for Advisory {
             Taken::Key => 0,
         };
         let mut q = sqlx::query_scalar(AssertSqlSafe(statement.clone()))
-            .bind(self.lock_name(key))
+            .bind(self.names.key(key))
             .bind(key.as_str());
         if matches!(taken, Taken::Slot(_)) {
             q = q.bind(slot);
@@ -189,10 +171,7 @@ impl SessionBackend for Advisory {
             .fetch_all(&self.pool)
             .within(self.timeout)
             .await?;
-        Ok(rows
-            .into_iter()
-            .map(|(mode, lim, token, label, _)| (session::mode_of(&mode, lim), token as u64, label))
-            .collect())
+        Ok(rows.into_iter().map(session::live_hold).collect())
     }
 
     async fn ping(&self, conn: &mut PoolConnection<Postgres>) -> Result<(), sqlx::Error> {
@@ -204,7 +183,7 @@ impl SessionBackend for Advisory {
     }
 
     async fn forget_fence(&self, key: &LockKey) -> Result<(), sqlx::Error> {
-        let t = &self.namespace;
+        let t = &self.names.namespace;
         let delete = format!(
             "WITH h AS (DELETE FROM {t}_session_holds WHERE name = $1)
              DELETE FROM {t}_fences WHERE name = $1"
@@ -225,10 +204,10 @@ impl SessionBackend for Advisory {
              WHERE locktype = 'advisory' AND granted AND objsubid = 1
                AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
                AND ((classid::bigint << 32) | objid::bigint) = {}",
-            id_of("$1", self.raw)
+            id_of("$1", self.names.raw)
         );
         let mut sessions: Vec<i32> = sqlx::query_scalar(AssertSqlSafe(holders))
-            .bind(self.lock_name(key))
+            .bind(self.names.key(key))
             .fetch_all(&self.pool)
             .within(self.timeout)
             .await?;
@@ -322,8 +301,10 @@ pub(super) async fn on_pool(
     let listener = listen::spawn(pool.clone(), channel.clone(), wakeups.clone());
     Ok(SessionDriver::new(Advisory {
         pool,
-        namespace: t.clone(),
-        raw,
+        names: LockNames {
+            namespace: t.clone(),
+            raw,
+        },
         try_exclusive: try_lock("pg_try_advisory_lock", raw).into(),
         try_shared: try_lock("pg_try_advisory_lock_shared", raw).into(),
         bump: bump_fence(t, raw).into(),

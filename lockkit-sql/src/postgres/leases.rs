@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lockkit_core::driver::Contention;
-use lockkit_core::driver::{Inspect, KeyWakers, LockMode};
+use lockkit_core::driver::{KeyWakers, LockMode};
 use lockkit_core::{
     AcquireRequest, Capabilities, FencingToken, Grant, LockError, LockKey, OwnerId, Renewal,
     Result, WakeUp, async_trait,
@@ -21,7 +21,7 @@ use super::{holder_sql, sql, waiter_sql};
 use crate::connect::Within;
 use crate::error::retry_conflicts;
 use crate::holds::{HolderRow, KeyRow};
-use crate::lease::LeaseBackend;
+use crate::lease::{LEASE_CAPABILITIES, LeaseBackend};
 use crate::renew;
 
 pub(crate) const NAME: &str = "postgres";
@@ -178,12 +178,7 @@ impl LeaseBackend for PgLeases {
 
     fn capabilities(&self) -> Capabilities {
         let notified = self.listener.is_some();
-        Capabilities::baseline()
-            .with_shared(true)
-            .with_permits(true)
-            .with_inspect(Inspect::Holders)
-            .with_proclaim(true)
-            .with_list(true)
+        LEASE_CAPABILITIES
             .with_wake_up(if notified {
                 WakeUp::Notify
             } else {

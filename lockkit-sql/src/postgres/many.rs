@@ -12,6 +12,8 @@ use super::wire::Value;
 use crate::connect::Within;
 use crate::error::{is_conflict, retry_conflicts};
 use crate::holds::{self, HolderRow, InspectRow, KeyRow};
+use crate::lease::busy_as_none;
+use crate::mode_names;
 
 /// A collision with another transaction is [`LockError::Contended`], which
 /// [`PgLeases::try_acquire_many`] turns into "busy"; any other error is the
@@ -55,10 +57,7 @@ impl PgLeases {
     /// One attempt at a shared hold or permit: the grant, or `None` when it must
     /// wait (a deadlock with another transaction counts as busy: nothing changed).
     pub(super) async fn try_acquire_many(&self, req: &AcquireRequest) -> Result<Option<Grant>> {
-        match self.acquire_many(req).await {
-            Err(LockError::Contended { .. }) => Ok(None),
-            other => other,
-        }
+        busy_as_none(self.acquire_many(req).await)
     }
 
     async fn acquire_many(&self, req: &AcquireRequest) -> Result<Option<Grant>> {
@@ -105,7 +104,7 @@ impl PgLeases {
                     Value::Text(req.key.as_str()),
                     Value::Text(&owner),
                     Value::Float(ttl_ms(req.ttl)),
-                    Value::Text(holds::mode_name(req.mode)),
+                    Value::Text(mode_names::mode_name(req.mode)),
                     Value::MaybeInt(req.mode.limit().map(i64::from)),
                     Value::MaybeText(label.as_deref()),
                 ];

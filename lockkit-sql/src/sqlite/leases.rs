@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lockkit_core::driver::{Inspect, KeyWakers, LockMode};
+use lockkit_core::driver::{KeyWakers, LockMode};
 use lockkit_core::{
     AcquireRequest, Capabilities, FencingToken, Grant, LockError, LockKey, OwnerId, Renewal,
     Result, async_trait,
@@ -17,7 +17,7 @@ use tokio::time::Instant;
 use super::clock::{Reading, monotonic_ms};
 use super::sql::{self, Statements};
 use crate::holds::{HolderRow, KeyRow};
-use crate::lease::LeaseBackend;
+use crate::lease::{LEASE_CAPABILITIES, LeaseBackend};
 use crate::renew;
 
 pub(super) const NAME: &str = "sqlite";
@@ -83,12 +83,7 @@ impl LeaseBackend for SqliteLeases {
     const BATCH_RENEWALS: bool = true;
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities::baseline()
-            .with_shared(true)
-            .with_permits(true)
-            .with_inspect(Inspect::Holders)
-            .with_proclaim(true)
-            .with_list(true)
+        LEASE_CAPABILITIES
     }
 
     fn wakers(&self) -> &KeyWakers {

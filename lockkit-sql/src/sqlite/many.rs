@@ -15,6 +15,7 @@ use tokio::time::Instant;
 use super::clock::{Reading, monotonic_ms};
 use super::leases::{SqliteLeases, db_error};
 use crate::holds::{self, HolderRow, KeyRow};
+use crate::mode_names;
 
 impl SqliteLeases {
     /// One attempt at a shared hold or permit: the grant, or `None` when it must
@@ -82,7 +83,7 @@ impl SqliteLeases {
                 sqlx::query(AssertSqlSafe(st.insert_holder.clone()))
                     .bind(key)
                     .bind(req.owner.to_hex())
-                    .bind(holds::mode_name(req.mode))
+                    .bind(mode_names::mode_name(req.mode))
                     .bind(req.mode.limit().map(i64::from))
                     .bind(fence)
                     .bind(expires)
