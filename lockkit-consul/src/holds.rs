@@ -11,6 +11,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use lockkit_core::holds::HoldTable;
 use lockkit_core::sync::lock;
 use lockkit_core::{AcquireRequest, FencingToken, Grant, LockKey, LockMode, LossSignal, OwnerId};
 use tokio::sync::Notify;
@@ -47,33 +48,32 @@ impl Hold {
     }
 }
 
-#[derive(Debug, Default)]
-struct Inner {
-    held: HashMap<(LockKey, OwnerId), Hold>,
-    /// Which owner of this driver has the key (taking or holding it).
-    claims: HashMap<LockKey, OwnerId>,
-}
-
 /// Holds by `(key, owner)`, and claims by key.
+///
+/// Lock order: a change that reads or writes both takes the claims first, then
+/// the table's own lock (inside [`HoldTable`]), so that a claim is never dropped
+/// while its owner's hold is being recorded.
 #[derive(Debug, Default)]
 pub(crate) struct Holds {
-    inner: Mutex<Inner>,
+    held: HoldTable<Hold>,
+    /// Which owner of this driver has the key (taking or holding it).
+    claims: Mutex<HashMap<LockKey, OwnerId>>,
     /// Notified whenever a claim is dropped.
     pub(crate) unclaimed: Arc<Notify>,
 }
 
 impl Holds {
-    fn inner(&self) -> std::sync::MutexGuard<'_, Inner> {
-        lock(&self.inner)
+    fn claims(&self) -> std::sync::MutexGuard<'_, HashMap<LockKey, OwnerId>> {
+        lock(&self.claims)
     }
 
     /// Claims `key` for `owner`; false if another owner of this driver has it.
     pub(crate) fn claim(&self, key: &LockKey, owner: &OwnerId) -> bool {
-        let mut inner = self.inner();
-        match inner.claims.get(key) {
+        let mut claims = self.claims();
+        match claims.get(key) {
             Some(o) => o == owner,
             None => {
-                inner.claims.insert(key.clone(), owner.clone());
+                claims.insert(key.clone(), owner.clone());
                 true
             }
         }
@@ -81,43 +81,39 @@ impl Holds {
 
     /// Drops `owner`'s claim on `key` unless it holds the key.
     pub(crate) fn unclaim(&self, key: &LockKey, owner: &OwnerId) {
-        let mut inner = self.inner();
-        if inner.claims.get(key) == Some(owner)
-            && !inner.held.contains_key(&(key.clone(), owner.clone()))
-        {
-            inner.claims.remove(key);
-            drop(inner);
+        let mut claims = self.claims();
+        if claims.get(key) == Some(owner) && self.held.get(key, owner).is_none() {
+            claims.remove(key);
+            drop(claims);
             self.unclaimed.notify_waiters();
         }
     }
 
-    pub(crate) fn insert(&self, key: LockKey, owner: OwnerId, held: Hold) {
-        self.inner().held.insert((key, owner), held);
+    pub(crate) fn insert(&self, key: LockKey, owner: OwnerId, hold: Hold) {
+        let _claims = self.claims();
+        self.held.insert(key, owner, hold);
     }
 
     pub(crate) fn get(&self, key: &LockKey, owner: &OwnerId) -> Option<Hold> {
-        self.inner()
-            .held
-            .get(&(key.clone(), owner.clone()))
-            .cloned()
+        self.held.get(key, owner)
     }
 
     /// Forgets the hold but keeps the claim: for a release, which drops the claim
     /// with [`unclaim`](Self::unclaim) once the key is deleted (before that, another
     /// owner of this driver would re-acquire the key our session still holds).
     pub(crate) fn take(&self, key: &LockKey, owner: &OwnerId) -> Option<Hold> {
-        self.inner().held.remove(&(key.clone(), owner.clone()))
+        self.held.remove(key, owner)
     }
 
     /// Forgets the hold and its claim.
     pub(crate) fn remove(&self, key: &LockKey, owner: &OwnerId) -> Option<Hold> {
-        let mut inner = self.inner();
-        let held = inner.held.remove(&(key.clone(), owner.clone()));
-        if inner.claims.get(key) == Some(owner) {
-            inner.claims.remove(key);
+        let mut claims = self.claims();
+        let hold = self.held.remove(key, owner);
+        if claims.get(key) == Some(owner) {
+            claims.remove(key);
         }
-        drop(inner);
+        drop(claims);
         self.unclaimed.notify_waiters();
-        held
+        hold
     }
 }
