@@ -130,6 +130,7 @@ pub(crate) const LEASE_CAPABILITIES: Capabilities = Capabilities::baseline()
 /// An attempt's answer, where [`LockError::Contended`] (a deadlock or a
 /// serialization failure with another transaction: nothing took effect) means
 /// busy: `None`, attempt again.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
 pub(crate) fn busy_as_none(answer: Result<Option<Grant>>) -> Result<Option<Grant>> {
     match answer {
         Err(LockError::Contended { .. }) => Ok(None),
