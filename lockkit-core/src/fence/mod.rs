@@ -8,6 +8,10 @@
 //! For a SQL resource, keep the highest token in a column and make it part of the
 //! `WHERE` clause ([`FencedUpdate`] writes that statement for any table); zero rows
 //! affected means "stale, rejected". For an in-process resource, use [`FencedCell`].
+//!
+//! Beside fencing, the lock-free alternative: optimistic versions. A row keeps a
+//! version; a write names the version it read and bumps it ([`VersionedUpdate`]),
+//! and a writer that lost the race reads again and retries ([`Optimistic`]).
 //! Bind a token as the `BIGINT` SQL drivers take with `i64::try_from(token)`
 //! ([`crate::FencingToken`] converts, checked).
 //!
@@ -37,9 +41,13 @@ use std::sync::Mutex;
 use crate::sync::lock;
 use crate::types::FencingToken;
 
+mod optimistic;
 mod sql;
+mod versioned;
 
+pub use optimistic::{Attempt, Optimistic, OptimisticError};
 pub use sql::{FencedUpdate, Placeholders};
+pub use versioned::VersionedUpdate;
 
 /// A write was refused because a newer holder has already written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

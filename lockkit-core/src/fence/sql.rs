@@ -134,11 +134,7 @@ impl FencedUpdate {
             ));
         }
         let n = self.set.len();
-        let p = |i: usize| match style {
-            Placeholders::Dollar => format!("${i}"),
-            Placeholders::QuestionNumbered => format!("?{i}"),
-            Placeholders::Question => "?".to_string(),
-        };
+        let p = |i: usize| placeholder(style, i);
         let sets: Vec<String> = self
             .set
             .iter()
@@ -156,7 +152,17 @@ impl FencedUpdate {
     }
 }
 
-fn check_identifier(name: &str) -> Result<(), LockError> {
+/// Parameter `i` (from 1) written in `style`.
+pub(super) fn placeholder(style: Placeholders, i: usize) -> String {
+    match style {
+        Placeholders::Dollar => format!("${i}"),
+        Placeholders::QuestionNumbered => format!("?{i}"),
+        Placeholders::Question => "?".to_string(),
+    }
+}
+
+/// Checks that `name` is a plain SQL identifier, safe to write into a statement.
+pub(super) fn check_identifier(name: &str) -> Result<(), LockError> {
     let ok = !name.is_empty()
         && name.len() <= 63
         && !name.starts_with(|c: char| c.is_ascii_digit())
