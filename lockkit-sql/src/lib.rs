@@ -56,6 +56,12 @@
 //! that name, shared with other clients (`raw_keys` on `PgOptions` and
 //! `MySqlOptions`).
 //!
+//! # Locks in the application's transaction
+//!
+//! Each database's `TransactionLocks` takes a lock in the application's own sqlx
+//! transaction, held until it commits or rolls back: [`transaction_lock`] has what
+//! they share, and each module its statements.
+//!
 //! # TLS
 //!
 //! PostgreSQL and MySQL/MariaDB connect over TLS with sqlx's own URL options
@@ -133,6 +139,8 @@ mod server_options;
 mod session;
 #[cfg(feature = "_sql")]
 mod table;
+#[cfg(feature = "_sql")]
+pub mod transaction_lock;
 #[cfg(feature = "_sql")]
 mod wait;
 

@@ -179,10 +179,12 @@ mod many;
 mod migrate;
 mod options;
 mod sql;
+mod transaction_lock;
 mod waiting;
 
 pub use driver::MySqlDriver;
 pub use options::MySqlOptions;
+pub use transaction_lock::{TransactionLock, TransactionLockRequest, TransactionLocks};
 
 use std::sync::Arc;
 

@@ -205,11 +205,13 @@ mod options;
 mod pooler;
 mod queue;
 mod sql;
+mod transaction_lock;
 mod waiter_sql;
 mod wire;
 
 pub use driver::PgDriver;
 pub use options::PgOptions;
+pub use transaction_lock::{TransactionLock, TransactionLockRequest, TransactionLocks};
 
 use std::sync::Arc;
 

@@ -130,9 +130,11 @@ mod many;
 mod open;
 mod options;
 mod sql;
+mod transaction_lock;
 
 pub use driver::SqliteDriver;
 pub use options::{DEFAULT_BUSY_TIMEOUT, SqliteOptions};
+pub use transaction_lock::{TransactionLock, TransactionLockRequest, TransactionLocks};
 
 use std::sync::Arc;
 
