@@ -85,8 +85,8 @@ pub use lockkit_core::{
     Capabilities, DEFAULT_JOB_AT_MOST_FOR, DEFAULT_OBSERVE_INTERVAL, DEFAULT_WATCHDOG_TTL,
     Election, FencingToken, Holder, Inspect, Inspection, Job, JobRun, KeyError, Leader, Leadership,
     LockError, LockGuard, LockKey, LockMode, LockRequest, Locker, LostReason, MAX_KEY_LEN,
-    MAX_LABEL_LEN, MAX_TTL, MIN_TTL, Observer, OwnerId, Result, Semaphore, TtlError, WakeUp,
-    default_label, fence, redact_url,
+    MAX_LABEL_LEN, MAX_TTL, MIN_TTL, MultiLockGuard, MultiLockRequest, Observer, OwnerId, Result,
+    Semaphore, TtlError, WakeUp, default_label, fence, redact_url,
 };
 
 /// Declares a driver module re-export behind its feature, with the docs.rs badge.

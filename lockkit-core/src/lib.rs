@@ -31,8 +31,8 @@ mod wait;
 pub use batch::renew_in_batches;
 pub use client::{
     DEFAULT_JOB_AT_MOST_FOR, DEFAULT_OBSERVE_INTERVAL, DEFAULT_WATCHDOG_TTL, Election, Job, JobRun,
-    Leader, Leadership, LockGuard, LockRequest, Locker, LostReason, Observer, Semaphore,
-    default_label, metrics,
+    Leader, Leadership, LockGuard, LockRequest, Locker, LostReason, MultiLockGuard,
+    MultiLockRequest, Observer, Semaphore, default_label, metrics,
 };
 pub use driver::{
     AcquireRequest, Cancellation, Capabilities, ConnectFuture, DriverEntry, Grant, Holder, Inspect,

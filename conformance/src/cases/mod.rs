@@ -19,6 +19,7 @@ mod fencing;
 mod input;
 mod inspect;
 mod job;
+mod multi;
 mod process;
 mod read_write;
 mod semaphore;
@@ -150,6 +151,11 @@ define_cases! {
     election::resign_hands_the_lead_to_the_next_candidate,
     election::a_killed_leader_is_replaced_within_its_lease,
     job::a_scheduled_job_runs_once_and_holds_at_least_for,
+    multi::lock_all_is_all_or_none_under_contention,
+    multi::lock_all_is_all_or_none_under_cancellation,
+    multi::opposite_orders_never_deadlock,
+    multi::lock_all_hands_out_a_token_per_key,
+    multi::lock_all_is_lost_when_any_key_is,
     ; optional:
     fairness::fifo_order if fair,
     read_write::readers_share if shared,

@@ -193,6 +193,18 @@ impl Locker {
         LockRequest::new(self, key.into(), LockMode::Exclusive)
     }
 
+    /// Starts building a request for exclusive locks on every one of `keys`, all
+    /// or none; `.await` it to acquire. Two requests for overlapping sets never
+    /// deadlock, whatever order their keys are written in: the keys are taken in
+    /// one global order. See [`MultiLockGuard`](super::MultiLockGuard).
+    pub fn lock_all<I, K>(&self, keys: I) -> super::MultiLockRequest<'_>
+    where
+        I: IntoIterator<Item = K>,
+        K: Into<String>,
+    {
+        super::MultiLockRequest::new(self, keys.into_iter().map(Into::into).collect())
+    }
+
     /// Starts building a request for a shared (read) hold on `key`: it shares the
     /// key with other readers and waits for writers — including, on a backend that
     /// orders its waiters ([`Capabilities::fair`]), a writer queued before it. Needs
