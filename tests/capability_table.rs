@@ -44,11 +44,15 @@ fn row(backend: &str, c: &Capabilities) -> String {
         _ => "?",
     };
     let expiry = if c.lease_expiry { "lease" } else { "session" };
+    let fair = match (c.fair, c.fair_on_request) {
+        (true, _) => "yes",
+        (false, true) => "on request",
+        (false, false) => "no",
+    };
     format!(
-        "| {backend} | {} | {} | {} | {expiry} | {wake_up} | {inspect} | {} | {} | {} | {} |",
+        "| {backend} | {} | {} | {fair} | {expiry} | {wake_up} | {inspect} | {} | {} | {} | {} |",
         yes(c.shared),
         yes(c.permits),
-        yes(c.fair),
         yes(c.proclaim),
         yes(c.watch),
         yes(c.list),

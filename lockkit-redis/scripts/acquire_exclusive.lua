@@ -7,7 +7,8 @@
 -- ('' when not waiting), ARGV[4] entry lifetime ms, ARGV[5] 'clock' to keep tokens
 -- at or above the server's clock (fence_seed=clock), ARGV[6] label ('' for none),
 -- ARGV[7] '1' if the caller may be queued already (an earlier attempt found the
--- lock taken), '' if not.
+-- lock taken), '' if not; ARGV[8] '1' for a fair request, which takes a free lock
+-- only with no live waiter queued ahead of it (none at all if it is not queued).
 -- Returns {1, token}; {0, ms to wait at most}; {-1, code} when the owner holds the
 -- key in another mode (code -1 shared, n a permit of n).
 local owner, member = ARGV[1], ARGV[3]
@@ -27,6 +28,12 @@ if current then
     enqueue(member, tonumber(ARGV[4]))
   end
   return {0, math.max(1, redis.call('PTTL', k.lock))}
+end
+if ARGV[8] == '1' and live_ahead(member) > 0 then
+  if member ~= '' then
+    enqueue(member, tonumber(ARGV[4]))
+  end
+  return {0, tonumber(ARGV[4])}
 end
 local token = next_token(ARGV[5])
 -- '%d': see holds.lua.

@@ -4,7 +4,9 @@
 -- and its token from the key's fencing counter. While permits are held the lock
 -- holds '~P<limit>': exclusive acquires see the key held, and the limit travels
 -- with the semaphore. A waiting caller that finds no room joins the queue.
--- KEYS: see queue.lua. ARGV[1..6] as acquire_exclusive.lua, ARGV[7] limit.
+-- KEYS: see queue.lua. ARGV[1..6] as acquire_exclusive.lua, ARGV[7] limit,
+-- ARGV[8] '1' for a fair request: it waits behind any live writer or reader
+-- queued ahead, and behind the permit waiters ahead that fill the free permits.
 -- Returns {1, token}; {0, ms until a lease ends}; {-1, code} when the owner holds
 -- the key in another mode (0 exclusive, -1 shared, n a permit of n); {-2, n} when
 -- the permits held use a limit of n.
@@ -37,6 +39,12 @@ end
 if not holds_live(owner) and held >= limit then
   local first = redis.call('ZRANGE', k.holders, 0, 0, 'WITHSCORES')
   return wait(tonumber(first[2]) - now())
+end
+if ARGV[8] == '1' and not holds_live(owner) then
+  local ahead, permits = live_ahead(member)
+  if ahead > permits or held + permits >= limit then
+    return wait(tonumber(ARGV[4]))
+  end
 end
 local token = grant_hold(owner, '~P' .. limit, tonumber(ARGV[2]), ARGV[5], ARGV[6])
 if member ~= '' then

@@ -3,7 +3,9 @@
 -- has its own lease in holders, so a crashed reader pins nothing past its lease.
 -- Our own write hold covers reading (its token comes back); our own read hold is
 -- renewed with its token. A waiting caller that must wait joins the queue.
--- KEYS: see queue.lua. ARGV as acquire_exclusive.lua.
+-- KEYS: see queue.lua. ARGV as acquire_exclusive.lua (ARGV[7] unused). A fair
+-- request (ARGV[8]) needs nothing more: a reader already waits behind every live
+-- writer and permit queued ahead, and readers ahead are admitted with it.
 -- Returns {1, token}; {0, ms to wait at most}; {-1, n} when the owner holds a
 -- permit of n.
 local owner, member, lifetime = ARGV[1], ARGV[3], tonumber(ARGV[4])

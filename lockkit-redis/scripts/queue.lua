@@ -61,6 +61,25 @@ local function enqueue(member, lifetime)
   redis.call('PEXPIRE', k.waiters, lifetime)
 end
 
+-- The live waiters queued ahead of `member` (the whole queue for a caller not
+-- queued), among the nearest SCAN: how many, and how many of those ask for a
+-- permit. A fair request (ARGV[8] '1') waits behind them.
+local function live_ahead(member)
+  local mine = member ~= '' and redis.call('ZSCORE', k.queue, member)
+  local ahead = redis.call('ZREVRANGEBYSCORE', k.queue, mine and '(' .. mine or '+inf',
+    '-inf', 'LIMIT', 0, SCAN)
+  local n, permits = 0, 0
+  for _, m in ipairs(ahead) do
+    if alive(m) then
+      n = n + 1
+      if string.sub(tag_of(m), 1, 1) == 'P' then
+        permits = permits + 1
+      end
+    end
+  end
+  return n, permits
+end
+
 local function dequeue(member)
   redis.call('ZREM', k.queue, member)
   redis.call('ZREM', k.waiters, member)

@@ -75,9 +75,10 @@ impl RedisDriver {
             .arg(req.stored_label().unwrap_or_default());
         match req.mode {
             LockMode::Permit { limit } => call.arg(limit),
-            LockMode::Shared => &mut call,
+            LockMode::Shared => call.arg(""),
             _ => call.arg(if queued { "1" } else { "" }),
         };
+        call.arg(if req.fair { "1" } else { "" });
         let ((status, value), acked): ((i64, i64), _) =
             call.invoke(&mut conn, self.replica_ack).await?;
         Ok(match status {

@@ -160,6 +160,7 @@ impl LockDriver for RedisDriver {
             .with_permits(true)
             .with_wake_up(wake_up)
             .with_inspect(Inspect::HoldersAndWaiters)
+            .with_fair_on_request(true)
             .with_proclaim(true)
             .with_list(!self.is_cluster() && self.keys == KeyLayout::Tagged)
     }

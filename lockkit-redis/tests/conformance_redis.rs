@@ -57,12 +57,14 @@ url_backend!(
 );
 
 /// A single server's, woken by pub/sub: the mutex, read-write locks, the
-/// semaphore, inspection with waiter counts, elections, and listing.
+/// semaphore, inspection with waiter counts, fairness on request, elections,
+/// and listing.
 const REDIS: Capabilities = Capabilities::baseline()
     .with_shared(true)
     .with_permits(true)
     .with_wake_up(WakeUp::Notify)
     .with_inspect(Inspect::HoldersAndWaiters)
+    .with_fair_on_request(true)
     .with_proclaim(true)
     .with_list(true);
 

@@ -41,6 +41,7 @@ pub struct LockRequest<'a> {
     lease: Option<(Duration, bool)>,
     wait: WaitSpec,
     owner: Option<OwnerId>,
+    fair: bool,
 }
 
 impl<'a> LockRequest<'a> {
@@ -52,6 +53,7 @@ impl<'a> LockRequest<'a> {
             lease: None,
             wait: WaitSpec::Forever,
             owner: None,
+            fair: false,
         }
     }
 
@@ -85,6 +87,12 @@ impl<'a> LockRequest<'a> {
     /// cannot be granted at once.
     pub fn no_wait(mut self) -> Self {
         self.wait = WaitSpec::NoWait;
+        self
+    }
+
+    /// Waits in arrival order, as [`crate::LockRequest::fair`] does.
+    pub fn fair(mut self) -> Self {
+        self.fair = true;
         self
     }
 
@@ -125,6 +133,9 @@ impl<'a> LockRequest<'a> {
         };
         if let Some(owner) = self.owner {
             request = request.owner(owner);
+        }
+        if self.fair {
+            request = request.fair();
         }
         let acquired = self.locker.runtime().call(request.into_future())?;
         Ok(LockGuard::new(acquired, self.locker.runtime().clone()))

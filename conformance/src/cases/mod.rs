@@ -58,11 +58,20 @@ impl Case {
 
 /// What the optional cases need, each a predicate over [`Capabilities`].
 mod needs {
-    use super::{Capabilities, Inspect};
+    use super::{Capabilities, Inspect, serves_in_order};
 
-    /// Waiters served in order, and counted (the cases wait for them to queue).
+    /// Waiters served in order, always or when asked, and counted (the cases
+    /// wait for them to queue).
     pub(super) fn fair(c: &Capabilities) -> bool {
-        c.fair && c.inspect == Inspect::HoldersAndWaiters
+        serves_in_order(c) && c.inspect == Inspect::HoldersAndWaiters
+    }
+    /// Neither fair nor fair on request: a fair request is refused.
+    pub(super) fn unfair(c: &Capabilities) -> bool {
+        !serves_in_order(c)
+    }
+    /// Fair requests, where waiting is not fair by default.
+    pub(super) fn fair_on_request(c: &Capabilities) -> bool {
+        c.fair_on_request && c.inspect == Inspect::HoldersAndWaiters
     }
     pub(super) fn shared(c: &Capabilities) -> bool {
         c.shared
@@ -158,6 +167,8 @@ define_cases! {
     multi::lock_all_is_lost_when_any_key_is,
     ; optional:
     fairness::fifo_order if fair,
+    fairness::a_fair_try_lock_takes_no_key_past_a_live_waiter if fair_on_request,
+    fairness::a_fair_request_is_refused_where_waiting_is_unfair if unfair,
     read_write::readers_share if shared,
     read_write::writer_excludes_readers_and_writers if shared,
     read_write::read_write_order_is_fifo if shared_and_fair,
@@ -177,6 +188,13 @@ define_cases! {
     election::observe_sees_every_change_in_order if inspect,
     election::proclaim_is_seen_by_leader_and_observe if proclaim,
     election::observe_wakes_on_the_backend_signal if watch,
+}
+
+/// Whether the cases' requests are served in arrival order: always, or because
+/// they ask ([`lockkit_core::LockRequest::fair`], which the cases' waiters do
+/// wherever the driver takes it).
+pub(crate) fn serves_in_order(c: &Capabilities) -> bool {
+    c.fair || c.fair_on_request
 }
 
 /// Checks that `r` is the "held by someone else" error of a no-wait acquire.

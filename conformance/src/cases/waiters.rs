@@ -69,7 +69,10 @@ pub(crate) async fn take(
         LockMode::Shared => locker.read_lock(key),
         _ => locker.lock(key),
     };
-    let request = request.ttl(TTL);
+    let mut request = request.ttl(TTL);
+    if super::serves_in_order(&locker.capabilities()) {
+        request = request.fair();
+    }
     match wait {
         None => request.no_wait().await,
         Some(wait) => request.wait(wait).await,

@@ -1,4 +1,4 @@
-//! `lockkit run [URL] --key K [--ttl T] [--wait W] -- CMD ARGS…`: runs a command
+//! `lockkit run [URL] --key K [--ttl T] [--wait W] [--fair] -- CMD ARGS…`: runs a command
 //! while holding a lock, as `flock(1)` or `consul lock` do.
 //!
 //! The lock is taken with the watchdog (renewed every TTL/3 while the command runs)
@@ -52,6 +52,10 @@ pub(crate) struct Args {
     /// How long to wait for the lock (default: as long as it takes).
     #[arg(long, value_parser = parse_duration)]
     wait: Option<Duration>,
+    /// Wait in arrival order, behind every live waiter that came before, where
+    /// the backend can; elsewhere nothing runs, and the refusal is the error.
+    #[arg(long)]
+    fair: bool,
     #[command(flatten)]
     cmd: CommandArgs,
 }
@@ -175,12 +179,16 @@ async fn acquire(
     args: &Args,
     say: &impl Fn(String),
 ) -> Result<LockGuard, LockError> {
-    match locker.lock(args.key.as_str()).ttl(args.ttl).no_wait().await {
+    let request = || {
+        let request = locker.lock(args.key.as_str()).ttl(args.ttl);
+        if args.fair { request.fair() } else { request }
+    };
+    match request().no_wait().await {
         Err(LockError::Contended { .. }) => {}
         other => return other,
     }
     say(format!("lock `{}` is held; waiting", args.key));
-    let request = locker.lock(args.key.as_str()).ttl(args.ttl);
+    let request = request();
     match args.wait {
         Some(w) => request.wait(w).await,
         None => request.wait_forever().await,

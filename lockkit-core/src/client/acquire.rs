@@ -27,6 +27,7 @@ impl Locker {
         let mut request =
             AcquireRequest::new(key.clone(), owner, ttl, req.wait.start()).with_mode(req.mode);
         request.value = req.value;
+        request.fair = req.fair;
         crate::wait::refuse_impossible(driver.name(), driver.capabilities(), &request)?;
         if let Some(guard) = self.reenter(&request)? {
             return Ok(guard);

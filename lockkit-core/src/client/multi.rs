@@ -36,6 +36,7 @@ pub struct MultiLockRequest<'a> {
     ttl: Option<(Duration, bool)>,
     wait: WaitSpec,
     owner: Option<OwnerId>,
+    fair: bool,
 }
 
 impl<'a> MultiLockRequest<'a> {
@@ -46,6 +47,7 @@ impl<'a> MultiLockRequest<'a> {
             ttl: None,
             wait: WaitSpec::Forever,
             owner: None,
+            fair: false,
         }
     }
 
@@ -82,6 +84,12 @@ impl<'a> MultiLockRequest<'a> {
         self
     }
 
+    /// Waits for each key in arrival order, as [`LockRequest::fair`](super::LockRequest::fair).
+    pub fn fair(mut self) -> Self {
+        self.fair = true;
+        self
+    }
+
     /// Acquires every key as `owner` (by default one fresh owner for the set).
     pub fn owner(mut self, owner: OwnerId) -> Self {
         self.owner = Some(owner);
@@ -105,6 +113,9 @@ impl<'a> MultiLockRequest<'a> {
         let mut guards = Vec::with_capacity(keys.len());
         for key in keys {
             let mut request = self.locker.lock(key.as_str()).owner(owner.clone());
+            if self.fair {
+                request = request.fair();
+            }
             request = match self.ttl {
                 Some((ttl, false)) => request.ttl(ttl),
                 Some((lease, true)) => request.lease(lease),

@@ -48,6 +48,7 @@ pub struct LockRequest<'a> {
     pub(super) mode: LockMode,
     /// What an election's candidate stores with its hold.
     pub(super) value: Option<String>,
+    pub(super) fair: bool,
 }
 
 impl<'a> LockRequest<'a> {
@@ -61,6 +62,7 @@ impl<'a> LockRequest<'a> {
             owner: None,
             mode,
             value: None,
+            fair: false,
         }
     }
 
@@ -97,6 +99,24 @@ impl<'a> LockRequest<'a> {
     /// be granted at once.
     pub fn no_wait(mut self) -> Self {
         self.wait = WaitSpec::NoWait;
+        self
+    }
+
+    /// Waits in arrival order, as Redisson's fair lock does: behind every live
+    /// waiter of the key that came before, and a request that does not wait
+    /// takes no key past one. A waiter that died is skipped once its entry
+    /// lapses (the backend's page says after how long).
+    ///
+    /// Backends whose waiting is always fair ([`Capabilities::fair`]) take it as
+    /// it is; where waiting is unfair by default
+    /// ([`Capabilities::fair_on_request`]), only fair requests wait their turn,
+    /// so ask for it on every request of the key. Elsewhere (Redlock) it is
+    /// refused with [`crate::LockError::Unsupported`].
+    ///
+    /// [`Capabilities::fair`]: crate::Capabilities::fair
+    /// [`Capabilities::fair_on_request`]: crate::Capabilities::fair_on_request
+    pub fn fair(mut self) -> Self {
+        self.fair = true;
         self
     }
 

@@ -38,8 +38,13 @@ pub struct Capabilities {
     pub permits: bool,
     /// What inspection reports.
     pub inspect: Inspect,
-    /// Waiters are served first-come first-served.
+    /// Waiters are served first-come first-served, always.
     pub fair: bool,
+    /// A request made [`fair`](crate::LockRequest::fair) is served in arrival
+    /// order among the key's waiters, where waiting is not fair by default. A
+    /// request that is not fair may still take a free key ahead of them: a key is
+    /// fair when every user of it asks for fairness.
+    pub fair_on_request: bool,
     /// Holds are visible to other processes (false for the in-process `mem` driver).
     pub cross_process: bool,
     /// A hold the holder stops renewing expires on the backend after its TTL (false
@@ -66,6 +71,7 @@ impl Capabilities {
             permits: false,
             inspect: Inspect::No,
             fair: false,
+            fair_on_request: false,
             cross_process: true,
             lease_expiry: true,
             wake_up: WakeUp::Poll,
@@ -135,6 +141,12 @@ impl Capabilities {
     /// With (or without) first-come first-served waiters.
     pub const fn with_fair(mut self, fair: bool) -> Self {
         self.fair = fair;
+        self
+    }
+
+    /// With (or without) fairness for the requests that ask for it.
+    pub const fn with_fair_on_request(mut self, fair_on_request: bool) -> Self {
+        self.fair_on_request = fair_on_request;
         self
     }
 

@@ -179,6 +179,12 @@ pub struct AcquireRequest {
     /// The value an election's candidate stores with its hold (see
     /// [`crate::Election`]); `None` for plain locks.
     pub value: Option<String>,
+    /// Served in arrival order ([`crate::LockRequest::fair`]): the driver keeps
+    /// the request behind every live waiter that came before it, and a request
+    /// that does not wait takes no key past one. The engine refuses it on a
+    /// driver with neither [`Capabilities::fair`](crate::Capabilities::fair) nor
+    /// [`Capabilities::fair_on_request`](crate::Capabilities::fair_on_request).
+    pub fair: bool,
 }
 
 impl AcquireRequest {
@@ -192,6 +198,7 @@ impl AcquireRequest {
             wait,
             cancel: Cancellation::new(),
             value: None,
+            fair: false,
         }
     }
 

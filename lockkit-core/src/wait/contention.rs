@@ -96,6 +96,12 @@ pub(crate) fn refuse_impossible(
     if !caps.supports(req.mode) {
         return Err(req.unsupported(driver));
     }
+    if req.fair && !caps.fair && !caps.fair_on_request {
+        return Err(LockError::Unsupported {
+            driver,
+            capability: "fair locks: waiters served in arrival order",
+        });
+    }
     if req.mode.limit() == Some(0) {
         return Err(LockError::Config(format!(
             "semaphore `{}`: a limit of 0 permits can never be granted; give at least 1",
