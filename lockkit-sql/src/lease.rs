@@ -19,7 +19,8 @@ use tokio::time::Instant;
 
 use crate::holds::{self, HolderRow, KeyRow};
 use crate::renew;
-use crate::wait::polled;
+use crate::turns;
+use crate::wait::polled_then;
 
 /// What a database provides for the lease table: each operation as its own
 /// statements, answering whether it took effect.
@@ -32,6 +33,9 @@ pub trait LeaseBackend: Send + Sync + fmt::Debug + 'static {
     /// Whether [`Self::extend_batch`] renews many holds in one statement; if not,
     /// holds are renewed one [`Self::extend`] at a time.
     const BATCH_RENEWALS: bool = false;
+    /// Whether waiting acquires queue in `<table>_queue` ([`crate::turns`]):
+    /// [`Self::enqueue`] and [`Self::dequeue`] are then the database's.
+    const QUEUES: bool = false;
     /// Whether a release wakes this driver's waiters of its key at once. Not on
     /// PostgreSQL, whose release statements send the NOTIFY that wakes the
     /// key's waiters in every driver, this one's included (of its queued
@@ -64,6 +68,19 @@ pub trait LeaseBackend: Send + Sync + fmt::Debug + 'static {
     /// the key's queue. Every other acquire is polling.
     fn contend_exclusive<'a>(&'a self, req: &'a AcquireRequest) -> Contention<'a> {
         polling(self, req)
+    }
+
+    /// Queues `req`, a waiting acquire just refused, in its key's queue, or
+    /// pushes its row out ([`crate::turns`]). Only where [`Self::QUEUES`].
+    async fn enqueue(&self, req: &AcquireRequest) -> Result<()> {
+        let _ = req;
+        Ok(())
+    }
+
+    /// Takes `req`'s row out of its key's queue: it was granted, or gave up.
+    async fn dequeue(&self, req: &AcquireRequest) -> Result<()> {
+        let _ = req;
+        Ok(())
     }
 
     /// Whether a read without locks shows that `req` must wait (a shared hold or
@@ -145,18 +162,55 @@ pub(crate) fn polling<'a, B: LeaseBackend + ?Sized>(
     backend: &'a B,
     req: &'a AcquireRequest,
 ) -> Contention<'a> {
-    let mut first = true;
     let wake = backend.wakers().notify(req.key.as_str());
-    polled(wake, B::POLL_CAP, move || {
-        let again = !std::mem::replace(&mut first, false);
-        async move {
-            if again {
-                backend.try_acquire_again(req).await
-            } else {
-                backend.try_acquire(req).await
+    let queues = B::QUEUES && !matches!(req.wait, Wait::NoWait);
+    // When this waiter's queue row was last written: shared by the attempts
+    // and the give-up.
+    let queued = Arc::new(std::sync::Mutex::new(None::<Instant>));
+    let left = queued.clone();
+    let mut first = true;
+    polled_then(
+        wake,
+        B::POLL_CAP,
+        move || {
+            let again = !std::mem::replace(&mut first, false);
+            let queued = queued.clone();
+            async move {
+                let granted = if again {
+                    backend.try_acquire_again(req).await?
+                } else {
+                    backend.try_acquire(req).await?
+                };
+                if !queues {
+                    return Ok(granted);
+                }
+                let written = *lockkit_core::sync::lock(&queued);
+                match (&granted, written) {
+                    (Some(_), Some(_)) => {
+                        *lockkit_core::sync::lock(&queued) = None;
+                        backend.dequeue(req).await?;
+                    }
+                    (None, Some(at)) if at.elapsed() < turns::REFRESH => {}
+                    (None, _) => {
+                        backend.enqueue(req).await?;
+                        *lockkit_core::sync::lock(&queued) = Some(Instant::now());
+                    }
+                    (Some(_), None) => {}
+                }
+                Ok(granted)
             }
-        }
-    })
+        },
+        move || {
+            let left = left.clone();
+            async move {
+                if lockkit_core::sync::lock(&left).take().is_some()
+                    && let Err(e) = backend.dequeue(req).await
+                {
+                    tracing::debug!(error = %e, "could not leave the queue; the row lapses");
+                }
+            }
+        },
+    )
 }
 
 /// A lease-table [`LockDriver`]: the one driver behind

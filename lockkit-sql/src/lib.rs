@@ -142,6 +142,8 @@ mod table;
 #[cfg(feature = "_sql")]
 pub mod transaction_lock;
 #[cfg(feature = "_sql")]
+mod turns;
+#[cfg(feature = "_sql")]
 mod wait;
 
 #[cfg(feature = "_sql")]

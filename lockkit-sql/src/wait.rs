@@ -31,6 +31,7 @@ const FIRST: Duration = Duration::from_millis(2);
 /// `wake` is armed *before* each attempt, so a release that lands between the
 /// attempt and the wait is not missed. `poll_cap` bounds the pause when no wake-up
 /// comes (a lost notification, another process without notifications).
+#[cfg(any(feature = "postgres", feature = "mysql"))]
 pub(crate) fn polled<'a, F, Fut>(
     wake: Arc<Notify>,
     poll_cap: Duration,
@@ -40,7 +41,29 @@ where
     F: FnMut() -> Fut + Send + 'a,
     Fut: Future<Output = Result<Option<Grant>>> + Send + 'a,
 {
-    Contention::new(Statement { wake, attempt }).with_policy(policy(poll_cap))
+    polled_then(wake, poll_cap, attempt, || async {})
+}
+
+/// As [`polled`], running `give_up` when the wait ends without a grant (to take
+/// back what the attempts left behind, such as a queue row).
+pub(crate) fn polled_then<'a, F, Fut, G, GFut>(
+    wake: Arc<Notify>,
+    poll_cap: Duration,
+    attempt: F,
+    give_up: G,
+) -> Contention<'a>
+where
+    F: FnMut() -> Fut + Send + 'a,
+    Fut: Future<Output = Result<Option<Grant>>> + Send + 'a,
+    G: FnMut() -> GFut + Send + 'a,
+    GFut: Future<Output = ()> + Send + 'a,
+{
+    Contention::new(Statement {
+        wake,
+        attempt,
+        give_up,
+    })
+    .with_policy(policy(poll_cap))
 }
 
 /// Pauses of 2 ms doubling to `poll_cap`, jittered, when no wake-up comes.
@@ -49,16 +72,19 @@ pub(crate) fn policy(poll_cap: Duration) -> WaitPolicy {
 }
 
 /// One run of the acquiring statement.
-struct Statement<F> {
+struct Statement<F, G> {
     wake: Arc<Notify>,
     attempt: F,
+    give_up: G,
 }
 
 #[async_trait]
-impl<F, Fut> Contender for Statement<F>
+impl<F, Fut, G, GFut> Contender for Statement<F, G>
 where
     F: FnMut() -> Fut + Send,
     Fut: Future<Output = Result<Option<Grant>>> + Send,
+    G: FnMut() -> GFut + Send,
+    GFut: Future<Output = ()> + Send,
 {
     async fn attempt(&mut self) -> Result<Attempt> {
         let armed = Armed::new([self.wake.clone()]);
@@ -67,6 +93,10 @@ where
             Ok(None) => Attempt::Busy(armed.busy()),
             Err(e) => return failed(e),
         })
+    }
+
+    async fn give_up(&mut self, _why: &LockError) {
+        (self.give_up)().await;
     }
 }
 

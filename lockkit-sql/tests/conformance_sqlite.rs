@@ -8,7 +8,7 @@ mod suites;
 use lockkit_conformance::{UrlHarness, url_backend};
 use lockkit_core::{LockDriver, LockError};
 use lockkit_sql::sqlite::{SqliteDriver, SqliteOptions};
-use suites::LEASES;
+use suites::QUEUED_LEASES;
 
 async fn connect(url: &str) -> Result<Arc<dyn LockDriver>, LockError> {
     Ok(Arc::new(
@@ -24,5 +24,5 @@ url_backend!(
 );
 
 lockkit_conformance::main! {
-    sqlite: UrlHarness<File>, claims LEASES;
+    sqlite: UrlHarness<File>, claims QUEUED_LEASES;
 }

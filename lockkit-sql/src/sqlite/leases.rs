@@ -5,10 +5,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lockkit_core::driver::{KeyWakers, LockMode};
+use lockkit_core::driver::{Inspect, KeyWakers, LockMode};
 use lockkit_core::{
-    AcquireRequest, Capabilities, FencingToken, Grant, LockError, LockKey, OwnerId, Renewal,
-    Result, async_trait,
+    AcquireRequest, Capabilities, FencingToken, Grant, Inspection, LockError, LockKey, OwnerId,
+    Renewal, Result, async_trait,
 };
 use sqlx::sqlite::SqlitePool;
 use sqlx::{AssertSqlSafe, Sqlite, Transaction};
@@ -16,9 +16,9 @@ use tokio::time::Instant;
 
 use super::clock::{Reading, monotonic_ms};
 use super::sql::{self, Statements};
-use crate::holds::{HolderRow, KeyRow};
+use crate::holds::{self, HolderRow, KeyRow};
 use crate::lease::{LEASE_CAPABILITIES, LeaseBackend};
-use crate::renew;
+use crate::{mode_names, renew, turns};
 
 pub(super) const NAME: &str = "sqlite";
 
@@ -81,9 +81,41 @@ impl LeaseBackend for SqliteLeases {
     /// are woken at once; invariant S4).
     const POLL_CAP: Duration = Duration::from_millis(50);
     const BATCH_RENEWALS: bool = true;
+    const QUEUES: bool = true;
 
     fn capabilities(&self) -> Capabilities {
         LEASE_CAPABILITIES
+            .with_inspect(Inspect::HoldersAndWaiters)
+            .with_fair_on_request(true)
+    }
+
+    async fn enqueue(&self, req: &AcquireRequest) -> Result<()> {
+        let now = Reading::now();
+        sqlx::query(AssertSqlSafe(self.statements.enqueue.clone()))
+            .bind(req.key.as_str())
+            .bind(req.owner.to_hex())
+            .bind(mode_names::mode_name(req.mode))
+            .bind(now.expiry(turns::LIFETIME))
+            .execute(&self.pool)
+            .await
+            .map(drop)
+            .map_err(db_error)
+    }
+
+    async fn dequeue(&self, req: &AcquireRequest) -> Result<()> {
+        sqlx::query(AssertSqlSafe(self.statements.dequeue.clone()))
+            .bind(req.key.as_str())
+            .bind(req.owner.to_hex())
+            .bind(monotonic_ms())
+            .execute(&self.pool)
+            .await
+            .map(drop)
+            .map_err(db_error)
+    }
+
+    async fn inspect(&self, key: &LockKey) -> Result<Inspection> {
+        let (row, many, queue) = self.read_rows(key).await?;
+        Ok(holds::inspection(key, row.as_ref(), &many).with_waiters(queue.len()))
     }
 
     fn wakers(&self) -> &KeyWakers {
@@ -102,6 +134,7 @@ impl LeaseBackend for SqliteLeases {
             .bind(now.expiry(req.ttl))
             .bind(now.ms())
             .bind(req.stored_label())
+            .bind(i64::from(req.fair))
             .fetch_optional(&self.pool)
             .await
             .map_err(db_error)?;
@@ -109,7 +142,8 @@ impl LeaseBackend for SqliteLeases {
     }
 
     async fn read_holds(&self, key: &LockKey) -> Result<(Option<KeyRow>, Vec<HolderRow>)> {
-        self.read_rows(key).await
+        let (row, many, _) = self.read_rows(key).await?;
+        Ok((row, many))
     }
 
     async fn extend(&self, key: &LockKey, owner: &OwnerId, ttl: Duration) -> Result<bool> {

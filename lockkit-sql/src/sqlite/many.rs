@@ -16,6 +16,7 @@ use super::clock::{Reading, monotonic_ms};
 use super::leases::{SqliteLeases, db_error};
 use crate::holds::{self, HolderRow, KeyRow};
 use crate::mode_names;
+use crate::turns::{self, QueueRow};
 
 impl SqliteLeases {
     /// One attempt at a shared hold or permit: the grant, or `None` when it must
@@ -46,7 +47,23 @@ impl SqliteLeases {
             .await
             .map_err(db_error)?;
         let held = holds::held(row.as_ref(), &many);
-        let token = match admit(super::leases::NAME, req, &held, []) {
+        let admission = match admit(super::leases::NAME, req, &held, []) {
+            Admission::Admit => {
+                let queue: Vec<QueueRow> = sqlx::query_as(AssertSqlSafe(st.live_queue.clone()))
+                    .bind(key)
+                    .bind(now)
+                    .fetch_all(&mut *tx)
+                    .await
+                    .map_err(db_error)?;
+                if turns::must_wait(req, &queue, held.len()) {
+                    Admission::Wait
+                } else {
+                    Admission::Admit
+                }
+            }
+            other => other,
+        };
+        let token = match admission {
             Admission::Wait => return Ok(None),
             Admission::Refuse(e) => return Err(e),
             Admission::Reenter(token) => {
@@ -154,11 +171,12 @@ impl SqliteLeases {
         Ok(live == Some(true))
     }
 
-    /// The key row and its live holders rows, read in one snapshot.
+    /// The key row, its live holders rows and its live queue, read in one
+    /// snapshot.
     pub(super) async fn read_rows(
         &self,
         key: &LockKey,
-    ) -> Result<(Option<KeyRow>, Vec<HolderRow>)> {
+    ) -> Result<(Option<KeyRow>, Vec<HolderRow>, Vec<QueueRow>)> {
         let mut tx = self.pool.begin().await.map_err(db_error)?;
         // Rounded up: these rows are shown, with the lease they have left.
         let now = Reading::now().ms_up();
@@ -175,7 +193,14 @@ impl SqliteLeases {
                 .fetch_all(&mut *tx)
                 .await
                 .map_err(db_error)?;
+        let queue: Vec<QueueRow> =
+            sqlx::query_as(AssertSqlSafe(self.statements.live_queue.clone()))
+                .bind(key.as_str())
+                .bind(now)
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(db_error)?;
         tx.commit().await.map_err(db_error)?;
-        Ok((row, many))
+        Ok((row, many, queue))
     }
 }

@@ -26,8 +26,9 @@
 //! ) WITHOUT ROWID;
 //! ```
 //!
-//! A table made by an earlier lockkit gets its `label` column at connect. A row is
-//! a few dozen bytes.
+//! Waiting acquires queue in `<table>_queue` (name, waiter, mode, place, expiry:
+//! see `turns.rs`). A table made by an earlier lockkit gets its `label` column at
+//! connect. A row is a few dozen bytes.
 //!
 //! # Invariants
 //!
@@ -78,9 +79,16 @@
 //! # Guarantees and limits
 //!
 //! - Every mode: exclusive, shared (read-write locks), semaphore permits; and
-//!   inspection of holders (mode, token, lease left, label). Waiters are not queued
-//!   (they poll), so they are not served in order, and a stream of readers can keep
-//!   a waiting writer out.
+//!   inspection of holders (mode, token, lease left, label) and of how many wait.
+//! - **Waiters take turns.** A waiting acquire queues a row after its first
+//!   refused attempt, and pushes it out every 600 ms while it waits (a dead
+//!   waiter's row lapses after 2 s). A reader does not pass a writer queued
+//!   ahead of it, nor a writer a reader, so neither side of a read-write lock
+//!   starves (`tests/read_write_turns.rs`: 2 writing and 4 reading processes
+//!   back to back, writers 68 grants of 201, longest wait 247 ms; without turns
+//!   93 of 3283, and a writer waited 2.06 s). A fair request (`.fair()`) passes
+//!   no live waiter at all, and a fair `try_lock` takes no key past one.
+//!   Requests that are not fair may pass waiters of their own kind.
 //! - `sqlite::memory:` is private to one driver: use it for tests.
 //! - Options: `?table=NAME&busy_timeout_ms=N` (default 5000); see
 //!   [`SqliteOptions`]. [`SqliteDriver::from_pool`] builds the driver on the

@@ -116,6 +116,9 @@ async fn create_tables(pool: &SqlitePool, table: &str) -> std::result::Result<()
     sqlx::query(AssertSqlSafe(sql::create_holders(table)))
         .execute(pool)
         .await?;
+    sqlx::query(AssertSqlSafe(sql::create_queue(table)))
+        .execute(pool)
+        .await?;
     Ok(())
 }
 

@@ -29,6 +29,9 @@ pub(super) struct Statements {
     pub(super) release_holder: Arc<str>,
     pub(super) settle: Arc<str>,
     pub(super) forget_holders: Arc<str>,
+    pub(super) enqueue: Arc<str>,
+    pub(super) dequeue: Arc<str>,
+    pub(super) live_queue: Arc<str>,
 }
 
 impl Statements {
@@ -52,6 +55,9 @@ impl Statements {
             release_holder: release_holder(table).into(),
             settle: settle(table).into(),
             forget_holders: forget_holders(table).into(),
+            enqueue: enqueue(table).into(),
+            dequeue: dequeue(table).into(),
+            live_queue: live_queue(table).into(),
         }
     }
 }
@@ -98,12 +104,13 @@ pub(super) fn create_holders(table: &str) -> String {
     )
 }
 
-/// Takes the lock exclusively if it is free, expired or already ours; bumps the
-/// fencing counter unless the current live holder is re-acquiring (invariants
-/// S1, S2). Returns the token, or no row. (Shared holds and permits keep the
-/// row's owner at [`MANY`], which is nobody's id.)
+/// Takes the lock exclusively if it is already ours, or free or expired and
+/// our turn ([`crate::turns`]: no live reader queued ahead of us, or when fair
+/// no one); bumps the fencing counter unless the current live holder is
+/// re-acquiring (invariants S1, S2). Returns the token, or no row. (Shared holds
+/// and permits keep the row's owner at [`MANY`], which is nobody's id.)
 ///
-/// `?1` name, `?2` owner, `?3` new expiry, `?4` now, `?5` label.
+/// `?1` name, `?2` owner, `?3` new expiry, `?4` now, `?5` label, `?6` 1 when fair.
 pub(super) fn acquire(table: &str) -> String {
     format!(
         "INSERT INTO {table} (name, owner, fence, expires_at, label) VALUES (?1, ?2, 1, ?3, ?5)
@@ -113,8 +120,57 @@ pub(super) fn acquire(table: &str) -> String {
              owner = excluded.owner,
              expires_at = excluded.expires_at,
              label = excluded.label
-         WHERE owner IS NULL OR owner = excluded.owner OR expires_at <= ?4
+         WHERE (owner = excluded.owner AND expires_at > ?4)
+            OR ((owner IS NULL OR expires_at <= ?4)
+                AND NOT EXISTS (
+                    SELECT 1 FROM {table}_queue q
+                    WHERE q.name = ?1 AND q.waiter <> ?2 AND q.expires_at > ?4
+                      AND (?6 = 1 OR q.mode = 'shared')
+                      AND NOT EXISTS (
+                          SELECT 1 FROM {table}_queue m
+                          WHERE m.name = ?1 AND m.waiter = ?2 AND m.expires_at > ?4
+                            AND (m.since < q.since
+                                 OR (m.since = q.since AND m.waiter < q.waiter)))))
          RETURNING fence"
+    )
+}
+
+/// Creates the queue of waiters ([`crate::turns`]) if it is missing.
+pub(super) fn create_queue(table: &str) -> String {
+    format!(
+        "CREATE TABLE IF NOT EXISTS {table}_queue (
+            name TEXT NOT NULL,
+            waiter TEXT NOT NULL,
+            mode TEXT NOT NULL,
+            since INTEGER NOT NULL,
+            expires_at INTEGER NOT NULL,
+            PRIMARY KEY (name, waiter)
+        ) WITHOUT ROWID"
+    )
+}
+
+/// Queues a waiter behind the key's last, or pushes its row out (it keeps its
+/// place). `?1` name, `?2` waiter, `?3` mode, `?4` expiry.
+pub(super) fn enqueue(table: &str) -> String {
+    format!(
+        "INSERT INTO {table}_queue (name, waiter, mode, since, expires_at)
+         VALUES (?1, ?2, ?3,
+                 COALESCE((SELECT MAX(since) FROM {table}_queue WHERE name = ?1), 0) + 1, ?4)
+         ON CONFLICT(name, waiter) DO UPDATE SET expires_at = excluded.expires_at"
+    )
+}
+
+/// Takes a waiter's row out, and the key's lapsed ones. `?1` name, `?2` waiter,
+/// `?3` now.
+pub(super) fn dequeue(table: &str) -> String {
+    format!("DELETE FROM {table}_queue WHERE name = ?1 AND (waiter = ?2 OR expires_at <= ?3)")
+}
+
+/// The key's live queue, in order. `?1` name, `?2` now.
+pub(super) fn live_queue(table: &str) -> String {
+    format!(
+        "SELECT waiter, mode, since FROM {table}_queue
+         WHERE name = ?1 AND expires_at > ?2 ORDER BY since, waiter"
     )
 }
 

@@ -16,6 +16,12 @@ pub(crate) const LEASES: Capabilities = Capabilities::baseline()
     .with_proclaim(true)
     .with_list(true);
 
+/// A lease table whose waiters queue in `<table>_queue`: counted, and served in
+/// arrival order when they ask for it (SQLite).
+pub(crate) const QUEUED_LEASES: Capabilities = LEASES
+    .with_inspect(Inspect::HoldersAndWaiters)
+    .with_fair_on_request(true);
+
 /// A lease table whose waiters are woken by the server, and whose changes are
 /// watched (PostgreSQL's `LISTEN`).
 pub(crate) const NOTIFIED_LEASES: Capabilities =
