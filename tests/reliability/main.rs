@@ -217,6 +217,50 @@ holder_faults_on!(
     fixed_holder_lease
 );
 
+holder_faults_on!(
+    redis_several_keys,
+    Primitive::SeveralKeys,
+    "redis (several keys)",
+    Redis::start(),
+    |s: &Redis| s.url()
+);
+holder_faults_on!(
+    etcd_several_keys,
+    Primitive::SeveralKeys,
+    "etcd (several keys)",
+    Etcd::start(),
+    |s: &Etcd| s.url()
+);
+holder_faults_on!(
+    zookeeper_several_keys,
+    Primitive::SeveralKeys,
+    "zookeeper (several keys)",
+    ZooKeeper::start(),
+    |s: &ZooKeeper| format!("{}?session_timeout_ms=1000", s.url())
+);
+holder_faults_on!(
+    sqlite_several_keys,
+    Primitive::SeveralKeys,
+    "sqlite (several keys)",
+    async { tempfile::tempdir() },
+    sqlite_url,
+    fixed_holder_lease
+);
+holder_faults_on!(
+    postgres_several_keys,
+    Primitive::SeveralKeys,
+    "postgres (several keys)",
+    Postgres::start(),
+    |s: &Postgres| s.url()
+);
+holder_faults_on!(
+    mysql_several_keys,
+    Primitive::SeveralKeys,
+    "mysql (several keys)",
+    MariaDb::start(),
+    |s: &MariaDb| s.url()
+);
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_server_killed_and_restarted() {
     let mut server = Postgres::start().await.unwrap();

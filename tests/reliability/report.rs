@@ -106,7 +106,9 @@ taking one permit of a 3-permit semaphore; in the *read-write* rows each worker 
 the write lock every third round and a read lock otherwise, and readers do not write; \
 in the *election* rows each worker campaigns for the election on the key, writes with \
 its term (the leadership's fencing token), and resigns, and the outside holder is a \
-leader. Every operation is recorded with its monotonic \
+leader; in the *several keys* rows each worker takes the key and a second one at once \
+(`lock_all`, alternate workers naming them in opposite orders) and writes with the \
+key's token, and the outside holder holds the key alone. Every operation is recorded with its monotonic \
 invoke and complete times, every write with its place in the resource's order; \
 `lockkit_conformance::history::check` then counts, from the history alone:\n\n\
 - **stale writes**: a write from a grant older than one that has already written to \

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use lockkit_core::{LockError, LockGuard, LockMode, Locker};
+use lockkit_core::{LockError, LockGuard, LockMode, Locker, MultiLockGuard};
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, sleep, sleep_until};
 
@@ -31,6 +31,40 @@ pub enum Primitive {
     /// An election on the key: each worker campaigns, writes with its term as
     /// leader, and resigns.
     Election,
+    /// Several keys at once ([`Locker::lock_all`]): the key and `<key>/second`,
+    /// named in opposite orders by alternate workers; each writes with the
+    /// key's token.
+    SeveralKeys,
+}
+
+/// What a worker holds: one guard, or a set whose first key is the trial's.
+enum Held {
+    One(LockGuard),
+    Set(MultiLockGuard),
+}
+
+impl Held {
+    /// The trial key's guard.
+    fn guard(&self) -> Option<&LockGuard> {
+        match self {
+            Held::One(guard) => Some(guard),
+            Held::Set(set) => set.guards().first(),
+        }
+    }
+
+    async fn lost(&self) {
+        match self {
+            Held::One(guard) => drop(guard.lost().await),
+            Held::Set(set) => drop(set.lost().await),
+        }
+    }
+
+    async fn release(self) -> Result<(), LockError> {
+        match self {
+            Held::One(guard) => guard.release().await,
+            Held::Set(set) => set.release().await,
+        }
+    }
 }
 
 /// How the workers use the lock.
@@ -137,9 +171,32 @@ impl Worker {
         let mut round = 0usize;
         while Instant::now() < until && !self.stop.load(Ordering::Relaxed) {
             let invoked = Instant::now();
+            if self.workload.primitive == Primitive::SeveralKeys {
+                let second = format!("{key}/second");
+                let keys = if self.client.is_multiple_of(2) {
+                    [key.clone(), second]
+                } else {
+                    [second, key.clone()]
+                };
+                let set = self
+                    .locker
+                    .lock_all(keys)
+                    .ttl(self.workload.ttl)
+                    .wait(self.workload.wait)
+                    .await;
+                match set {
+                    Ok(set) => self.hold(Held::Set(set), invoked).await,
+                    Err(e) => {
+                        self.recorder
+                            .failure(self.client, "acquire", invoked, e.to_string());
+                        sleep(self.workload.backoff).await;
+                    }
+                }
+                continue;
+            }
             if self.workload.primitive == Primitive::Election {
                 match self.campaign(&key).await {
-                    Ok(guard) => self.hold(guard, invoked).await,
+                    Ok(guard) => self.hold(Held::One(guard), invoked).await,
                     Err(e) => {
                         self.recorder
                             .failure(self.client, "campaign", invoked, e.to_string());
@@ -150,9 +207,13 @@ impl Worker {
             }
             let request = match (&semaphore, self.workload.primitive) {
                 (Some(semaphore), _) => semaphore.acquire(),
-                (None, Primitive::Lock | Primitive::Semaphore { .. } | Primitive::Election) => {
-                    self.locker.lock(key.clone())
-                }
+                (
+                    None,
+                    Primitive::Lock
+                    | Primitive::Semaphore { .. }
+                    | Primitive::Election
+                    | Primitive::SeveralKeys,
+                ) => self.locker.lock(key.clone()),
                 (None, Primitive::ReadWrite) if (self.client + round).is_multiple_of(3) => {
                     self.locker.write_lock(key.clone())
                 }
@@ -164,7 +225,7 @@ impl Worker {
                 .wait(self.workload.wait)
                 .await;
             match acquired {
-                Ok(guard) => self.hold(guard, invoked).await,
+                Ok(guard) => self.hold(Held::One(guard), invoked).await,
                 Err(e) => {
                     self.recorder
                         .failure(self.client, "acquire", invoked, e.to_string());
@@ -188,10 +249,13 @@ impl Worker {
         }
     }
 
-    async fn hold(&self, guard: LockGuard, invoked: Instant) {
+    async fn hold(&self, held: Held, invoked: Instant) {
         let granted = Instant::now();
+        let Some(guard) = held.guard() else {
+            return;
+        };
         let token = guard.token().get();
-        let mode = guard.mode();
+        let (mode, deadline) = (guard.mode(), guard.deadline());
         let grant = self
             .recorder
             .grant_of(self.client, mode, token, invoked, granted);
@@ -203,7 +267,7 @@ impl Worker {
         // as an application stalled between its check and its write would.
         let hold_end = Instant::now() + self.workload.hold;
         let lost_at = tokio::select! {
-            _ = guard.lost() => Some(Instant::now()),
+            () = held.lost() => Some(Instant::now()),
             () = sleep_until(hold_end) => None,
         };
         sleep_until(hold_end).await;
@@ -211,13 +275,13 @@ impl Worker {
             self.resource.write(grant, token);
         }
         let releasing = Instant::now();
-        let known_until = [Some(releasing), lost_at, Some(guard.deadline())]
+        let known_until = [Some(releasing), lost_at, Some(deadline)]
             .into_iter()
             .flatten()
             .min()
             .unwrap_or(releasing);
         self.recorder.held_until(grant, known_until);
-        match guard.release().await {
+        match held.release().await {
             Ok(()) => {
                 self.recorder.released();
                 sleep(self.workload.think).await;
