@@ -13,7 +13,7 @@ use lockkit_conformance::{UrlHarness, url_backend};
 use lockkit_core::{Capabilities, Inspect, LockDriver, LockError, WakeUp};
 use lockkit_sql::postgres::PgOptions;
 use lockkit_testkit::{PgBouncer, PoolMode, Postgres};
-use suites::{LEASES, NOTIFIED_LEASES, SESSION_BOUND};
+use suites::{NOTIFIED_LEASES, QUEUED_LEASES, SESSION_BOUND};
 
 async fn connect(url: &str) -> Result<Arc<dyn LockDriver>, LockError> {
     lockkit_sql::postgres::connect(PgOptions::from_url(url)?).await
@@ -87,7 +87,7 @@ lockkit_conformance::main! {
     postgres_serializable_advisory: UrlHarness<SerializableAdvisory>, claims ADVISORY,
         skip SESSION_BOUND;
     // Behind a transaction-mode pooler nothing is notified: waiters poll.
-    postgres_pgbouncer: UrlHarness<PgBouncerLease>, claims LEASES;
+    postgres_pgbouncer: UrlHarness<PgBouncerLease>, claims QUEUED_LEASES;
     postgres_pgbouncer_session_advisory: UrlHarness<PgBouncerSessionAdvisory>, claims ADVISORY,
         skip SESSION_BOUND;
 }

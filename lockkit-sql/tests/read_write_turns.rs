@@ -144,3 +144,13 @@ async fn sqlite_readers_and_writers_take_turns() {
     let url = format!("sqlite://{}", dir.path().join("locks.db").display());
     neither_side_starves("SQLite", run(&url).await, Duration::from_secs(2));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_readers_and_writers_take_turns() {
+    let server = lockkit_testkit::Postgres::start().await.unwrap();
+    neither_side_starves(
+        "PostgreSQL",
+        run(&server.url()).await,
+        Duration::from_secs(2),
+    );
+}

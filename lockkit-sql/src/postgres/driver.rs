@@ -68,7 +68,7 @@ pub(super) async fn prepare_tables(
 fn schema(table: &str) -> Vec<String> {
     let mut ddl = sql::create_table(table).to_vec();
     ddl.push(holder_sql::create_holders(table));
-    ddl.push(waiter_sql::create_waiters(table));
+    ddl.extend(waiter_sql::create_waiters(table));
     ddl
 }
 

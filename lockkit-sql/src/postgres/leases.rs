@@ -5,10 +5,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lockkit_core::driver::Contention;
-use lockkit_core::driver::{KeyWakers, LockMode};
+use lockkit_core::driver::{Inspect, KeyWakers, LockMode};
 use lockkit_core::{
-    AcquireRequest, Capabilities, FencingToken, Grant, LockError, LockKey, OwnerId, Renewal,
-    Result, WakeUp, async_trait,
+    AcquireRequest, Capabilities, FencingToken, Grant, Inspection, LockError, LockKey, OwnerId,
+    Renewal, Result, WakeUp, async_trait,
 };
 use sqlx::Row;
 use sqlx::postgres::PgPool;
@@ -22,7 +22,7 @@ use crate::connect::Within;
 use crate::error::retry_conflicts;
 use crate::holds::{HolderRow, KeyRow};
 use crate::lease::{LEASE_CAPABILITIES, LeaseBackend};
-use crate::renew;
+use crate::{mode_names, renew, turns};
 
 pub(crate) const NAME: &str = "postgres";
 
@@ -71,6 +71,10 @@ pub(super) struct Statements {
     acquire_queued: Arc<str>,
     pub(super) requeue: Arc<str>,
     pub(super) dequeue: Arc<str>,
+    enqueue_polling: Arc<str>,
+    leave_polling: Arc<str>,
+    pub(super) live_queue: Arc<str>,
+    count_waiters: Arc<str>,
     pub(super) extend: Arc<str>,
     proclaim: Arc<str>,
     list: Arc<str>,
@@ -115,6 +119,7 @@ impl PgLeases {
             }
             Take::Queued(waiter) => values.push(Value::Text(waiter)),
         }
+        values.push(Value::Int(i64::from(req.fair)));
         let row = retry_conflicts(|| self.wire.row(&self.pool, statement, &values))
             .within(self.timeout)
             .await
@@ -137,11 +142,15 @@ impl PgLeases {
             pool,
             statements: Statements {
                 acquire: sql::acquire(table).into(),
-                acquire_if_free: sql::acquire_if_free(table).into(),
+                acquire_if_free: sql::acquire_if_free(table, "$2", "$5").into(),
                 join_queue: waiter_sql::join_queue(table).into(),
                 acquire_queued: waiter_sql::acquire_queued(table).into(),
                 requeue: waiter_sql::requeue(table).into(),
                 dequeue: waiter_sql::dequeue(table).into(),
+                enqueue_polling: waiter_sql::enqueue(table).into(),
+                leave_polling: waiter_sql::leave(table).into(),
+                live_queue: waiter_sql::live_queue(table).into(),
+                count_waiters: waiter_sql::count_waiters(table).into(),
                 extend: sql::extend(table).into(),
                 proclaim: sql::proclaim(table).into(),
                 list: sql::list(table).into(),
@@ -175,6 +184,7 @@ impl LeaseBackend for PgLeases {
     const POLL_CAP: Duration = Duration::from_millis(250);
     const BATCH_RENEWALS: bool = true;
     const WAKE_ON_RELEASE: bool = false;
+    const QUEUES: bool = true;
 
     fn capabilities(&self) -> Capabilities {
         let notified = self.listener.is_some();
@@ -185,6 +195,38 @@ impl LeaseBackend for PgLeases {
                 WakeUp::Poll
             })
             .with_watch(notified)
+            .with_inspect(Inspect::HoldersAndWaiters)
+            .with_fair_on_request(true)
+    }
+
+    /// A polling waiter (shared, permit, or any behind a pooler) joins the
+    /// queue under its owner id; an exclusive waiter with a listener has a row
+    /// of its own ([`queue`]).
+    async fn enqueue(&self, req: &AcquireRequest) -> Result<()> {
+        let owner = req.owner.to_hex();
+        let values = [
+            Value::Text(req.key.as_str()),
+            Value::Text(&owner),
+            Value::Float(ttl_ms(turns::LIFETIME)),
+            Value::Text(mode_names::mode_name(req.mode)),
+        ];
+        self.wire
+            .rows(&self.pool, &self.statements.enqueue_polling, &values)
+            .within(self.timeout)
+            .await
+            .map(drop)
+            .map_err(db_error)
+    }
+
+    async fn dequeue(&self, req: &AcquireRequest) -> Result<()> {
+        let owner = req.owner.to_hex();
+        let values = [Value::Text(req.key.as_str()), Value::Text(&owner)];
+        self.wire
+            .rows(&self.pool, &self.statements.leave_polling, &values)
+            .within(self.timeout)
+            .await
+            .map(drop)
+            .map_err(db_error)
     }
 
     fn wakers(&self) -> &KeyWakers {
@@ -222,6 +264,22 @@ impl LeaseBackend for PgLeases {
 
     async fn read_holds(&self, key: &LockKey) -> Result<(Option<KeyRow>, Vec<HolderRow>)> {
         self.read_rows(key).await
+    }
+
+    async fn inspect(&self, key: &LockKey) -> Result<Inspection> {
+        let (row, many) = self.read_rows(key).await?;
+        let waiting: i64 = self
+            .wire
+            .scalar(
+                &self.pool,
+                &self.statements.count_waiters,
+                &[Value::Text(key.as_str())],
+            )
+            .within(self.timeout)
+            .await
+            .map_err(db_error)?;
+        let inspection = crate::holds::inspection(key, row.as_ref(), &many);
+        Ok(inspection.with_waiters(usize::try_from(waiting).unwrap_or(0)))
     }
 
     async fn extend(&self, key: &LockKey, owner: &OwnerId, ttl: Duration) -> Result<bool> {

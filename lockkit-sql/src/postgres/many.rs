@@ -14,6 +14,7 @@ use crate::error::{is_conflict, retry_conflicts};
 use crate::holds::{self, HolderRow, InspectRow, KeyRow};
 use crate::lease::busy_as_none;
 use crate::mode_names;
+use crate::turns::{self, QueueRow};
 
 /// A collision with another transaction is [`LockError::Contended`], which
 /// [`PgLeases::try_acquire_many`] turns into "busy"; any other error is the
@@ -78,7 +79,28 @@ impl PgLeases {
             .map_err(db_error)?;
         let (owner, label) = (req.owner.to_hex(), req.stored_label());
         let held = holds::held(Some(&row), &many);
-        let token = match admit(NAME, req, &held, []) {
+        let admission = match admit(NAME, req, &held, []) {
+            Admission::Admit => {
+                let queue = self
+                    .wire
+                    .rows(&mut *tx, &st.live_queue, &[Value::Text(req.key.as_str())])
+                    .within(self.timeout)
+                    .await
+                    .and_then(|rows| {
+                        rows.iter()
+                            .map(QueueRow::from_row)
+                            .collect::<Result<Vec<_>, _>>()
+                    })
+                    .map_err(db_error)?;
+                if turns::must_wait(req, &queue, held.len()) {
+                    Admission::Wait
+                } else {
+                    Admission::Admit
+                }
+            }
+            other => other,
+        };
+        let token = match admission {
             Admission::Wait => return Ok(None),
             Admission::Refuse(e) => return Err(e),
             Admission::Reenter(token) => {

@@ -22,13 +22,14 @@ pub(super) fn create_table(t: &str) -> [String; 2] {
 }
 
 /// Takes the lock if free, expired or ours. `$1` name, `$2` owner, `$3` TTL in
-/// ms, `$4` label. (Shared holds and permits keep the owner at [`MANY`], which is
-/// nobody's id.)
+/// ms, `$4` label, `$5` 1 when fair. (Shared holds and permits keep the owner at
+/// [`MANY`], which is nobody's id.)
 pub(super) fn acquire(t: &str) -> String {
     format!(
         "INSERT INTO {t} AS l (name, owner, fence, expires_at, label)
          VALUES ($1, $2, 1, clock_timestamp() + $3::float8 * interval '1 millisecond', $4)
-         {TAKE_IF_FREE}"
+         {}",
+        take_if_free(t, "$2", "$5")
     )
 }
 
@@ -39,28 +40,50 @@ pub(super) fn acquire(t: &str) -> String {
 /// `synchronous_commit` flushes, the WAL), and would queue the attempt behind a
 /// grant in progress. A snapshot that shows the key free goes on to the upsert,
 /// whose `WHERE` re-checks the row's latest version. Not for a first attempt:
-/// the look costs an uncontended acquire an index probe.
-pub(super) fn acquire_if_free(t: &str) -> String {
+/// the look costs an uncontended acquire an index probe. `$1`–`$4` as
+/// [`acquire`]; the waiter's row is named `me` and the fairness flag `fair`
+/// (parameters, as `$N`).
+pub(super) fn acquire_if_free(t: &str, me: &str, fair: &str) -> String {
     format!(
         "INSERT INTO {t} AS l (name, owner, fence, expires_at, label)
          SELECT $1, $2, 1, clock_timestamp() + $3::float8 * interval '1 millisecond', $4
          WHERE NOT EXISTS (
              SELECT 1 FROM {t}
              WHERE name = $1 AND owner <> $2 AND expires_at > clock_timestamp())
-         {TAKE_IF_FREE}"
+         {}",
+        take_if_free(t, me, fair)
     )
 }
 
 /// The upsert of [`acquire`] and [`acquire_if_free`]: a new token unless the
-/// owner already holds the lease.
-const TAKE_IF_FREE: &str = "ON CONFLICT (name) DO UPDATE SET
+/// owner already holds the lease. A free or expired key is taken only in turn
+/// ([`crate::turns`]): with no live reader's row of the queue ahead of `me`'s
+/// (the waiter's row: its owner's for a polling waiter; every row is ahead of
+/// a request not queued), or, when `fair` (an int parameter, 1 for fair), no
+/// row at all.
+fn take_if_free(t: &str, me: &str, fair: &str) -> String {
+    format!(
+        "ON CONFLICT (name) DO UPDATE SET
              fence = CASE WHEN l.owner = EXCLUDED.owner AND l.expires_at > clock_timestamp()
                           THEN l.fence ELSE l.fence + 1 END,
              owner = EXCLUDED.owner,
              expires_at = EXCLUDED.expires_at,
              label = EXCLUDED.label
-         WHERE l.owner IS NULL OR l.owner = EXCLUDED.owner OR l.expires_at <= clock_timestamp()
-         RETURNING fence";
+         WHERE (l.owner = EXCLUDED.owner AND l.expires_at > clock_timestamp())
+            OR ((l.owner IS NULL OR l.expires_at <= clock_timestamp())
+                AND NOT EXISTS (
+                    SELECT 1 FROM {t}_waiters q
+                    WHERE q.name = $1 AND q.expires_at > clock_timestamp()
+                      AND q.waiter IS DISTINCT FROM {me}
+                      AND ({fair}::int8 = 1 OR q.mode = 'shared')
+                      AND NOT EXISTS (
+                          SELECT 1 FROM {t}_waiters m
+                          WHERE m.name = $1 AND m.waiter = {me}
+                            AND m.expires_at > clock_timestamp()
+                            AND (m.since, m.waiter) < (q.since, q.waiter))))
+         RETURNING fence"
+    )
+}
 
 /// Pushes out our live lease, exclusive or not, in one statement: the key row's
 /// for an exclusive hold; a shared hold's or permit's row and the key row's

@@ -12,16 +12,49 @@
 
 use super::sql::acquire_if_free;
 
-/// Creates the waiters table if missing.
-pub(super) fn create_waiters(t: &str) -> String {
+/// Creates the waiters table if missing, and gives one made by an earlier
+/// lockkit its `mode` column (its rows were all exclusive waiters').
+pub(super) fn create_waiters(t: &str) -> [String; 2] {
+    [
+        format!(
+            "CREATE TABLE IF NOT EXISTS {t}_waiters (
+                name TEXT NOT NULL,
+                waiter TEXT NOT NULL,
+                since TIMESTAMPTZ NOT NULL,
+                expires_at TIMESTAMPTZ NOT NULL,
+                mode TEXT NOT NULL DEFAULT 'exclusive',
+                PRIMARY KEY (name, waiter)
+            )"
+        ),
+        format!(
+            "ALTER TABLE {t}_waiters ADD COLUMN IF NOT EXISTS mode TEXT NOT NULL DEFAULT 'exclusive'"
+        ),
+    ]
+}
+
+/// Queues a shared or permit waiter (the lease table's polling waiters, named
+/// by their owner id), or pushes its row out. `$1` name, `$2` waiter, `$3` time
+/// to live in ms, `$4` mode.
+pub(super) fn enqueue(t: &str) -> String {
     format!(
-        "CREATE TABLE IF NOT EXISTS {t}_waiters (
-            name TEXT NOT NULL,
-            waiter TEXT NOT NULL,
-            since TIMESTAMPTZ NOT NULL,
-            expires_at TIMESTAMPTZ NOT NULL,
-            PRIMARY KEY (name, waiter)
-        )"
+        "INSERT INTO {t}_waiters (name, waiter, since, expires_at, mode)
+         VALUES ($1, $2, clock_timestamp(),
+                 clock_timestamp() + $3::float8 * interval '1 millisecond', $4)
+         ON CONFLICT (name, waiter) DO UPDATE SET expires_at = EXCLUDED.expires_at"
+    )
+}
+
+/// Takes a polling waiter's row out. `$1` name, `$2` waiter.
+pub(super) fn leave(t: &str) -> String {
+    format!("DELETE FROM {t}_waiters WHERE name = $1 AND waiter = $2")
+}
+
+/// The key's live queue, in order ([`crate::turns::QueueRow`]; the place is
+/// the order the rows come in). `$1` name.
+pub(super) fn live_queue(t: &str) -> String {
+    format!(
+        "SELECT waiter, mode, 0::int8 FROM {t}_waiters
+         WHERE name = $1 AND expires_at > clock_timestamp() ORDER BY since, waiter"
     )
 }
 
@@ -73,7 +106,8 @@ pub(super) fn notify_next(channel: &str, rows: &str) -> String {
 /// was refused: the attempt again, looking first as [`super::sql::acquire_if_free`]
 /// does; when it is refused, the waiter's row, and when it grants, the row an
 /// earlier join that failed may have left. `$1` name, `$2` owner, `$3` TTL in
-/// ms, `$4` label, `$5` waiter, `$6` the row's time to live in ms.
+/// ms, `$4` label, `$5` waiter, `$6` the row's time to live in ms, `$7` 1 when
+/// fair.
 pub(super) fn join_queue(t: &str) -> String {
     format!(
         "WITH got AS ({}),
@@ -83,7 +117,7 @@ pub(super) fn join_queue(t: &str) -> String {
              WHERE name = $1 AND waiter = $5 AND EXISTS (SELECT 1 FROM got)),
          {}
          SELECT fence FROM got",
-        acquire_if_free(t),
+        acquire_if_free(t, "$5", "$7"),
         queue_row(t, "$5", "$6", "NOT EXISTS (SELECT 1 FROM got)"),
         sweep(t)
     )
@@ -92,7 +126,7 @@ pub(super) fn join_queue(t: &str) -> String {
 /// A queued waiter's next attempt: [`super::sql::acquire_if_free`], and when it
 /// grants, the waiter's row deleted in the same statement (a refused attempt
 /// deletes nothing, so it still takes no transaction id). `$1` name, `$2` owner,
-/// `$3` TTL in ms, `$4` label, `$5` waiter.
+/// `$3` TTL in ms, `$4` label, `$5` waiter, `$6` 1 when fair.
 pub(super) fn acquire_queued(t: &str) -> String {
     format!(
         "WITH got AS ({}),
@@ -100,7 +134,7 @@ pub(super) fn acquire_queued(t: &str) -> String {
              DELETE FROM {t}_waiters
              WHERE name = $1 AND waiter = $5 AND EXISTS (SELECT 1 FROM got))
          SELECT fence FROM got",
-        acquire_if_free(t)
+        acquire_if_free(t, "$5", "$6")
     )
 }
 
@@ -125,4 +159,9 @@ pub(super) fn dequeue(t: &str) -> String {
         next_waiter(t, Some("$2")),
         notify_next("$3", "gone")
     )
+}
+
+/// How many wait for the key: its live rows. `$1` name.
+pub(super) fn count_waiters(t: &str) -> String {
+    format!("SELECT count(*) FROM {t}_waiters WHERE name = $1 AND expires_at > clock_timestamp()")
 }

@@ -22,10 +22,10 @@ pub(crate) const QUEUED_LEASES: Capabilities = LEASES
     .with_inspect(Inspect::HoldersAndWaiters)
     .with_fair_on_request(true);
 
-/// A lease table whose waiters are woken by the server, and whose changes are
-/// watched (PostgreSQL's `LISTEN`).
+/// A lease table whose waiters queue and are woken by the server, and whose
+/// changes are watched (PostgreSQL's `LISTEN`).
 pub(crate) const NOTIFIED_LEASES: Capabilities =
-    LEASES.with_wake_up(WakeUp::Notify).with_watch(true);
+    QUEUED_LEASES.with_wake_up(WakeUp::Notify).with_watch(true);
 
 /// Locks that last as long as their session: no per-lock lease to expire.
 pub(crate) const SESSION_BOUND: Skips = &[
