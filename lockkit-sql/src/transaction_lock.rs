@@ -17,11 +17,15 @@
 //! (a deadlock victim, a killed session) has lost its lock.
 
 use std::fmt;
+use std::future::{Future, IntoFuture};
 use std::marker::PhantomData;
+use std::pin::Pin;
 use std::time::{Duration, Instant};
 
-use lockkit_core::{FencingToken, LockError, LockKey, OwnerId};
+use lockkit_core::{FencingToken, LockError, LockKey, OwnerId, Result};
 use sqlx::{Database, Pool, Transaction};
+
+use crate::table::{DEFAULT_TABLE, validate_table};
 
 /// Locks that live in the application's own transactions, on the tables named
 /// after `table` (`<table>_tx_locks` for the locks' rows, `<table>_fences` for
@@ -29,11 +33,8 @@ use sqlx::{Database, Pool, Transaction};
 /// in each database's module names it: `lockkit::postgres::TransactionLocks`,
 /// `lockkit::mysql::TransactionLocks`, `lockkit::sqlite::TransactionLocks`.
 pub struct TransactionLocks<DB: Database> {
-    /// Where tokens are bumped, outside the transaction (SQLite bumps in it).
-    #[cfg_attr(
-        not(any(feature = "postgres", feature = "mysql")),
-        expect(dead_code, reason = "SQLite bumps tokens in the transaction")
-    )]
+    /// Where the tables are made, and tokens bumped outside the transaction
+    /// (SQLite bumps them in it).
     pub(crate) pool: Pool<DB>,
     pub(crate) table: String,
     /// MySQL's `innodb_rollback_on_timeout`: a lock wait that times out then
@@ -78,19 +79,93 @@ impl<DB: Database> fmt::Debug for TransactionLocks<DB> {
     }
 }
 
-impl<DB: Database> TransactionLocks<DB> {
-    /// Locks on `pool`'s tables named after `table` (checked).
-    pub(crate) fn on(pool: Pool<DB>, table: String) -> Self {
-        Self {
+/// A database whose transactions take [`TransactionLocks`]: PostgreSQL, MySQL
+/// and SQLite, each in its module. Sealed.
+pub trait TxDatabase: Database + sealed::Sealed {
+    /// Makes `locks`' tables where missing, and reads the server's settings the
+    /// locks depend on.
+    #[doc(hidden)]
+    fn prepare(locks: &mut TransactionLocks<Self>) -> impl Future<Output = Result<()>> + Send;
+
+    /// Takes the lock `request` asks for.
+    #[doc(hidden)]
+    fn acquire<'t, 'c: 't>(
+        request: TransactionLockRequest<'t, 't, 'c, Self>,
+    ) -> impl Future<Output = Result<TransactionLock<Self>>> + Send + 't;
+
+    /// Whether `tx` still holds `lock`.
+    #[doc(hidden)]
+    fn check<'a>(
+        lock: &'a TransactionLock<Self>,
+        tx: &'a mut Transaction<'_, Self>,
+    ) -> impl Future<Output = Result<()>> + Send + 'a;
+}
+
+pub(crate) mod sealed {
+    /// Keeps [`super::TxDatabase`] to this crate's databases.
+    pub trait Sealed {}
+}
+
+impl<DB: TxDatabase> TransactionLocks<DB> {
+    /// Transaction locks on the tables named after [`DEFAULT_TABLE`], created
+    /// where missing.
+    ///
+    /// # Errors
+    ///
+    /// [`LockError::Connection`] or [`LockError::Backend`] when the tables
+    /// cannot be made; on MySQL, [`LockError::Config`] when the pool's
+    /// connections do not talk utf8mb4.
+    pub async fn new(pool: Pool<DB>) -> Result<Self> {
+        Self::with_table(pool, DEFAULT_TABLE).await
+    }
+
+    /// Transaction locks on the tables named after `table`.
+    ///
+    /// # Errors
+    ///
+    /// [`LockError::Config`] for a table name that is not a plain identifier;
+    /// otherwise as [`new`](Self::new).
+    pub async fn with_table(pool: Pool<DB>, table: &str) -> Result<Self> {
+        let mut locks = Self {
             pool,
-            table,
+            table: validate_table(table)?,
             #[cfg(feature = "mysql")]
             rollback_on_timeout: false,
             #[cfg(feature = "mysql")]
             rows: KnownRows::default(),
-        }
+        };
+        DB::prepare(&mut locks).await?;
+        Ok(locks)
     }
+}
 
+impl<'t, 'c: 't, DB: TxDatabase> IntoFuture for TransactionLockRequest<'t, 't, 'c, DB> {
+    type Output = Result<TransactionLock<DB>>;
+    type IntoFuture = Pin<Box<dyn Future<Output = Self::Output> + Send + 't>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(DB::acquire(self))
+    }
+}
+
+impl<DB: TxDatabase> TransactionLock<DB> {
+    /// Checks that `tx` is still the transaction that took the lock, and so
+    /// still holds it: PostgreSQL's transaction id, or on MySQL and SQLite the
+    /// mark the lock wrote into its row. Call it before a write outside the
+    /// transaction.
+    ///
+    /// # Errors
+    ///
+    /// [`LockError::Lost`] when the transaction was rolled back or failed (a
+    /// deadlock's victim, a serialization failure, a lock wait timeout under
+    /// MySQL's `innodb_rollback_on_timeout`: it awaits its rollback), ended, or
+    /// lost its connection.
+    pub async fn check(&self, tx: &mut Transaction<'_, DB>) -> Result<()> {
+        DB::check(self, tx).await
+    }
+}
+
+impl<DB: Database> TransactionLocks<DB> {
     /// The name the tables are named after.
     pub fn table(&self) -> &str {
         &self.table

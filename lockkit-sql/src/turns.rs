@@ -27,8 +27,10 @@
     expect(dead_code, reason = "MySQL's waiters do not queue yet")
 )]
 
+use std::future::Future;
 use std::time::Duration;
 
+use lockkit_core::driver::Admission;
 use lockkit_core::{AcquireRequest, LockMode};
 
 use crate::mode_names::mode_name;
@@ -41,6 +43,26 @@ pub(crate) const REFRESH: Duration = Duration::from_millis(600);
 
 /// A live row of a key's queue: waiter, mode, place. Read in queue order.
 pub(crate) type QueueRow = (String, String, i64);
+
+/// The admission of a shared hold or permit ([`lockkit_core::driver::admit`]),
+/// as its turn lets it stand: an admitted request that must let a waiter go
+/// first ([`must_wait`]) waits. `queue` reads the key's live queue, in the
+/// transaction that decides; it is read only for an admitted request.
+pub(crate) async fn in_turn<F, Fut, E>(
+    admission: Admission,
+    req: &AcquireRequest,
+    permits_held: usize,
+    queue: F,
+) -> Result<Admission, E>
+where
+    F: FnOnce() -> Fut,
+    Fut: Future<Output = Result<Vec<QueueRow>, E>>,
+{
+    Ok(match admission {
+        Admission::Admit if must_wait(req, &queue().await?, permits_held) => Admission::Wait,
+        other => other,
+    })
+}
 
 /// Whether `req` must let a waiter in `queue` go first, `permits_held` being the
 /// permits of the key held now (for a permit request).

@@ -18,9 +18,8 @@
 //! back does not hand its token out again. That pool needs a connection to
 //! spare besides the transaction's.
 
-use std::future::{Future, IntoFuture};
+use std::future::Future;
 use std::marker::PhantomData;
-use std::pin::Pin;
 use std::time::Instant;
 
 use lockkit_core::{LockError, LockKey, OwnerId, Result};
@@ -30,9 +29,9 @@ use sqlx::{AssertSqlSafe, MySql, MySqlConnection, MySqlPool, Transaction};
 use super::get_lock_sql::create_fences;
 use super::leases::db_error;
 use super::sql::TEXT;
-use crate::table::{DEFAULT_TABLE, validate_table};
 use crate::transaction_lock::{
-    self as shared, TxHolder, TxWait, busy, token_of, transaction_ended, vanished_row,
+    self as shared, TxDatabase, TxHolder, TxWait, busy, sealed, token_of, transaction_ended,
+    vanished_row,
 };
 
 /// MySQL's and MariaDB's [`crate::transaction_lock::TransactionLocks`].
@@ -67,30 +66,14 @@ pub type TransactionLock = shared::TransactionLock<MySql>;
 /// [`crate::transaction_lock::TransactionLockRequest`].
 pub type TransactionLockRequest<'l, 't, 'c> = shared::TransactionLockRequest<'l, 't, 'c, MySql>;
 
-impl shared::TransactionLocks<MySql> {
-    /// Transaction locks on the tables named after [`DEFAULT_TABLE`], created
-    /// where missing.
-    ///
-    /// # Errors
-    ///
-    /// [`LockError::Config`] when the pool's connections do not talk utf8mb4;
-    /// [`LockError::Connection`] or [`LockError::Backend`] when the tables
-    /// cannot be made.
-    pub async fn new(pool: MySqlPool) -> Result<Self> {
-        Self::with_table(pool, DEFAULT_TABLE).await
-    }
+impl sealed::Sealed for MySql {}
 
-    /// Transaction locks on the tables named after `table`.
-    ///
-    /// # Errors
-    ///
-    /// [`LockError::Config`] for a table name that is not a plain identifier;
-    /// otherwise as [`new`](Self::new).
-    pub async fn with_table(pool: MySqlPool, table: &str) -> Result<Self> {
-        let table = validate_table(table)?;
-        super::check_charset(&pool).await?;
+impl TxDatabase for MySql {
+    async fn prepare(locks: &mut shared::TransactionLocks<Self>) -> Result<()> {
+        let (pool, table) = (&locks.pool, &locks.table);
+        super::check_charset(pool).await?;
         let ddl = [
-            create_fences(&table),
+            create_fences(table),
             format!(
                 "CREATE TABLE IF NOT EXISTS {table}_tx_locks (
                     name VARCHAR(512) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL PRIMARY KEY,
@@ -98,56 +81,39 @@ impl shared::TransactionLocks<MySql> {
                 ) ENGINE=InnoDB {TEXT}"
             ),
         ];
-        super::migrate::tables(&pool, &ddl, &[], None)
+        super::migrate::tables(pool, &ddl, &[], None)
             .await
             .map_err(db_error)?;
         let rollback_on_timeout: i64 =
             sqlx::query_scalar("SELECT @@innodb_rollback_on_timeout + 0")
-                .fetch_one(&pool)
+                .fetch_one(pool)
                 .await
                 .map_err(db_error)?;
-        Ok(Self {
-            rollback_on_timeout: rollback_on_timeout != 0,
-            ..Self::on(pool, table)
-        })
+        locks.rollback_on_timeout = rollback_on_timeout != 0;
+        Ok(())
     }
-}
 
-impl<'t, 'c: 't> IntoFuture for shared::TransactionLockRequest<'t, 't, 'c, MySql> {
-    type Output = Result<TransactionLock>;
-    type IntoFuture = Pin<Box<dyn Future<Output = Self::Output> + Send + 't>>;
-
-    fn into_future(self) -> Self::IntoFuture {
-        Box::pin(acquire(self))
+    fn acquire<'t, 'c: 't>(
+        request: TransactionLockRequest<'t, 't, 'c>,
+    ) -> impl Future<Output = Result<TransactionLock>> + Send + 't {
+        acquire(request)
     }
-}
 
-impl shared::TransactionLock<MySql> {
-    /// Checks that `tx` is still the transaction that took the lock, and so
-    /// still holds it: the lock's row still shows this transaction's mark. Call
-    /// it before a write outside the transaction.
-    ///
-    /// # Errors
-    ///
-    /// [`LockError::Lost`] when the transaction was rolled back (a deadlock's
-    /// victim, a lock wait timeout under `innodb_rollback_on_timeout`) or lost
-    /// its connection.
-    pub async fn check(&self, tx: &mut Transaction<'_, MySql>) -> Result<()> {
-        let TxHolder::Mark { mark, table } = &self.holder else {
-            return Err(transaction_ended(&self.key, "it was not taken by MySQL"));
+    async fn check(lock: &TransactionLock, tx: &mut Transaction<'_, Self>) -> Result<()> {
+        let TxHolder::Mark { mark, table } = &lock.holder else {
+            return Err(transaction_ended(&lock.key, "it was not taken by MySQL"));
         };
         let holder: std::result::Result<Option<String>, sqlx::Error> =
             sqlx::query_scalar(AssertSqlSafe(format!(
-                "SELECT holder FROM {}_tx_locks WHERE name = CONVERT(? USING utf8mb4)",
-                table
+                "SELECT holder FROM {table}_tx_locks WHERE name = CONVERT(? USING utf8mb4)"
             )))
-            .bind(self.key.as_str().as_bytes())
+            .bind(lock.key.as_str().as_bytes())
             .fetch_optional(&mut **tx)
             .await;
         match holder {
             Ok(Some(holder)) if holder == mark.to_hex() => Ok(()),
-            Ok(_) => Err(transaction_ended(&self.key, "it was rolled back")),
-            Err(e) => Err(ended_or(&self.key, e, false)),
+            Ok(_) => Err(transaction_ended(&lock.key, "it was rolled back")),
+            Err(e) => Err(ended_or(&lock.key, e, false)),
         }
     }
 }

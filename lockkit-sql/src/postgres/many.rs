@@ -79,27 +79,16 @@ impl PgLeases {
             .map_err(db_error)?;
         let (owner, label) = (req.owner.to_hex(), req.stored_label());
         let held = holds::held(Some(&row), &many);
-        let admission = match admit(NAME, req, &held, []) {
-            Admission::Admit => {
-                let queue = self
-                    .wire
-                    .rows(&mut *tx, &st.live_queue, &[Value::Text(req.key.as_str())])
-                    .within(self.timeout)
-                    .await
-                    .and_then(|rows| {
-                        rows.iter()
-                            .map(QueueRow::from_row)
-                            .collect::<Result<Vec<_>, _>>()
-                    })
-                    .map_err(db_error)?;
-                if turns::must_wait(req, &queue, held.len()) {
-                    Admission::Wait
-                } else {
-                    Admission::Admit
-                }
-            }
-            other => other,
-        };
+        let admission = turns::in_turn(admit(NAME, req, &held, []), req, held.len(), || async {
+            let rows = self
+                .wire
+                .rows(&mut *tx, &st.live_queue, &[Value::Text(req.key.as_str())])
+                .within(self.timeout)
+                .await?;
+            rows.iter().map(QueueRow::from_row).collect()
+        })
+        .await
+        .map_err(db_error)?;
         let token = match admission {
             Admission::Wait => return Ok(None),
             Admission::Refuse(e) => return Err(e),

@@ -18,9 +18,8 @@
 //! back does not hand its token out again. That pool needs a connection to
 //! spare besides the transaction's.
 
-use std::future::{Future, IntoFuture};
+use std::future::Future;
 use std::marker::PhantomData;
-use std::pin::Pin;
 use std::time::Instant;
 
 use lockkit_core::{LockError, LockKey, Result};
@@ -29,9 +28,9 @@ use sqlx::{AssertSqlSafe, PgConnection, PgPool, Postgres, Transaction};
 use super::advisory_sql::{create_fences, id_of};
 use super::driver::migrate;
 use super::leases::db_error;
-use crate::table::{DEFAULT_TABLE, validate_table};
 use crate::transaction_lock::{
-    self as shared, TxHolder, TxWait, busy, token_of, transaction_ended, vanished_row,
+    self as shared, TxDatabase, TxHolder, TxWait, busy, sealed, token_of, transaction_ended,
+    vanished_row,
 };
 
 /// PostgreSQL's [`crate::transaction_lock::TransactionLocks`].
@@ -66,32 +65,34 @@ pub type TransactionLock = shared::TransactionLock<Postgres>;
 /// [`crate::transaction_lock::TransactionLockRequest`].
 pub type TransactionLockRequest<'l, 't, 'c> = shared::TransactionLockRequest<'l, 't, 'c, Postgres>;
 
-impl shared::TransactionLocks<Postgres> {
-    /// Transaction locks on the tables named after [`DEFAULT_TABLE`], created
-    /// where missing.
-    ///
-    /// # Errors
-    ///
-    /// [`LockError::Connection`] or [`LockError::Backend`] when the tables
-    /// cannot be made.
-    pub async fn new(pool: PgPool) -> Result<Self> {
-        Self::with_table(pool, DEFAULT_TABLE).await
-    }
+impl sealed::Sealed for Postgres {}
 
-    /// Transaction locks on the tables named after `table`.
-    ///
-    /// # Errors
-    ///
-    /// [`LockError::Config`] for a table name that is not a plain identifier;
-    /// otherwise as [`new`](Self::new).
-    pub async fn with_table(pool: PgPool, table: &str) -> Result<Self> {
-        let table = validate_table(table)?;
+impl TxDatabase for Postgres {
+    async fn prepare(locks: &mut shared::TransactionLocks<Self>) -> Result<()> {
+        let table = &locks.table;
         let ddl = [
-            create_fences(&table),
+            create_fences(table),
             format!("CREATE TABLE IF NOT EXISTS {table}_tx_locks (name TEXT PRIMARY KEY)"),
         ];
-        migrate(&pool, &ddl).await?;
-        Ok(Self::on(pool, table))
+        migrate(&locks.pool, &ddl).await
+    }
+
+    fn acquire<'t, 'c: 't>(
+        request: TransactionLockRequest<'t, 't, 'c>,
+    ) -> impl Future<Output = Result<TransactionLock>> + Send + 't {
+        acquire(request)
+    }
+
+    async fn check(lock: &TransactionLock, tx: &mut Transaction<'_, Self>) -> Result<()> {
+        let xid: std::result::Result<Option<i64>, sqlx::Error> =
+            sqlx::query_scalar("SELECT txid_current_if_assigned()")
+                .fetch_one(&mut **tx)
+                .await;
+        match xid {
+            Ok(Some(xid)) if TxHolder::Xid(xid) == lock.holder => Ok(()),
+            Ok(_) => Err(transaction_ended(&lock.key, "it is no longer open")),
+            Err(e) => Err(ended_or(&lock.key, e)),
+        }
     }
 }
 
@@ -101,37 +102,6 @@ impl shared::TransactionLockRequest<'_, '_, '_, Postgres> {
     pub fn advisory(mut self) -> Self {
         self.advisory = true;
         self
-    }
-}
-
-impl<'t, 'c: 't> IntoFuture for shared::TransactionLockRequest<'t, 't, 'c, Postgres> {
-    type Output = Result<TransactionLock>;
-    type IntoFuture = Pin<Box<dyn Future<Output = Self::Output> + Send + 't>>;
-
-    fn into_future(self) -> Self::IntoFuture {
-        Box::pin(acquire(self))
-    }
-}
-
-impl shared::TransactionLock<Postgres> {
-    /// Checks that `tx` is still the transaction that took the lock, and so
-    /// still holds it. Call it before a write outside the transaction.
-    ///
-    /// # Errors
-    ///
-    /// [`LockError::Lost`] when the transaction failed (a deadlock, a
-    /// serialization failure: it awaits its rollback), ended, or lost its
-    /// connection.
-    pub async fn check(&self, tx: &mut Transaction<'_, Postgres>) -> Result<()> {
-        let xid: std::result::Result<Option<i64>, sqlx::Error> =
-            sqlx::query_scalar("SELECT txid_current_if_assigned()")
-                .fetch_one(&mut **tx)
-                .await;
-        match xid {
-            Ok(Some(xid)) if TxHolder::Xid(xid) == self.holder => Ok(()),
-            Ok(_) => Err(transaction_ended(&self.key, "it is no longer open")),
-            Err(e) => Err(ended_or(&self.key, e)),
-        }
     }
 }
 

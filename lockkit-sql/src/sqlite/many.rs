@@ -47,22 +47,15 @@ impl SqliteLeases {
             .await
             .map_err(db_error)?;
         let held = holds::held(row.as_ref(), &many);
-        let admission = match admit(super::leases::NAME, req, &held, []) {
-            Admission::Admit => {
-                let queue: Vec<QueueRow> = sqlx::query_as(AssertSqlSafe(st.live_queue.clone()))
-                    .bind(key)
-                    .bind(now)
-                    .fetch_all(&mut *tx)
-                    .await
-                    .map_err(db_error)?;
-                if turns::must_wait(req, &queue, held.len()) {
-                    Admission::Wait
-                } else {
-                    Admission::Admit
-                }
-            }
-            other => other,
-        };
+        let admission = admit(super::leases::NAME, req, &held, []);
+        let admission = turns::in_turn(admission, req, held.len(), || {
+            sqlx::query_as::<_, QueueRow>(AssertSqlSafe(st.live_queue.clone()))
+                .bind(key)
+                .bind(now)
+                .fetch_all(&mut *tx)
+        })
+        .await
+        .map_err(db_error)?;
         let token = match admission {
             Admission::Wait => return Ok(None),
             Admission::Refuse(e) => return Err(e),

@@ -17,18 +17,16 @@
 //! A bounded wait sets the connection's busy timeout to the wait for the one
 //! statement, and puts it back after.
 
-use std::future::{Future, IntoFuture};
+use std::future::Future;
 use std::marker::PhantomData;
-use std::pin::Pin;
 use std::time::Instant;
 
 use lockkit_core::{LockError, LockKey, OwnerId, Result};
-use sqlx::{AssertSqlSafe, Sqlite, SqliteConnection, SqlitePool, Transaction};
+use sqlx::{AssertSqlSafe, Sqlite, SqliteConnection, Transaction};
 
 use super::leases::db_error;
-use crate::table::{DEFAULT_TABLE, validate_table};
 use crate::transaction_lock::{
-    self as shared, TxHolder, TxWait, busy, token_of, transaction_ended,
+    self as shared, TxDatabase, TxHolder, TxWait, busy, sealed, token_of, transaction_ended,
 };
 
 /// SQLite's [`crate::transaction_lock::TransactionLocks`].
@@ -61,68 +59,41 @@ pub type TransactionLock = shared::TransactionLock<Sqlite>;
 /// [`crate::transaction_lock::TransactionLockRequest`].
 pub type TransactionLockRequest<'l, 't, 'c> = shared::TransactionLockRequest<'l, 't, 'c, Sqlite>;
 
-impl shared::TransactionLocks<Sqlite> {
-    /// Transaction locks on the table named after [`DEFAULT_TABLE`], created
-    /// where missing.
-    ///
-    /// # Errors
-    ///
-    /// [`LockError::Connection`] or [`LockError::Backend`] when the table
-    /// cannot be made.
-    pub async fn new(pool: SqlitePool) -> Result<Self> {
-        Self::with_table(pool, DEFAULT_TABLE).await
-    }
+impl sealed::Sealed for Sqlite {}
 
-    /// Transaction locks on the table named after `table`.
-    ///
-    /// # Errors
-    ///
-    /// [`LockError::Config`] for a table name that is not a plain identifier;
-    /// otherwise as [`new`](Self::new).
-    pub async fn with_table(pool: SqlitePool, table: &str) -> Result<Self> {
-        let table = validate_table(table)?;
+impl TxDatabase for Sqlite {
+    async fn prepare(locks: &mut shared::TransactionLocks<Self>) -> Result<()> {
+        let table = &locks.table;
         sqlx::query(AssertSqlSafe(format!(
             "CREATE TABLE IF NOT EXISTS {table}_tx_locks (
                 name TEXT PRIMARY KEY, holder TEXT NOT NULL, fence INTEGER NOT NULL)"
         )))
-        .execute(&pool)
+        .execute(&locks.pool)
         .await
-        .map_err(db_error)?;
-        Ok(Self::on(pool, table))
+        .map(drop)
+        .map_err(db_error)
     }
-}
 
-impl<'t, 'c: 't> IntoFuture for shared::TransactionLockRequest<'t, 't, 'c, Sqlite> {
-    type Output = Result<TransactionLock>;
-    type IntoFuture = Pin<Box<dyn Future<Output = Self::Output> + Send + 't>>;
-
-    fn into_future(self) -> Self::IntoFuture {
-        Box::pin(acquire(self))
+    fn acquire<'t, 'c: 't>(
+        request: TransactionLockRequest<'t, 't, 'c>,
+    ) -> impl Future<Output = Result<TransactionLock>> + Send + 't {
+        acquire(request)
     }
-}
 
-impl shared::TransactionLock<Sqlite> {
-    /// Checks that `tx` is still the transaction that took the lock: the
-    /// lock's row still shows this transaction's mark.
-    ///
-    /// # Errors
-    ///
-    /// [`LockError::Lost`] when the transaction was rolled back.
-    pub async fn check(&self, tx: &mut Transaction<'_, Sqlite>) -> Result<()> {
-        let TxHolder::Mark { mark, table } = &self.holder else {
-            return Err(transaction_ended(&self.key, "it was not taken by SQLite"));
+    async fn check(lock: &TransactionLock, tx: &mut Transaction<'_, Self>) -> Result<()> {
+        let TxHolder::Mark { mark, table } = &lock.holder else {
+            return Err(transaction_ended(&lock.key, "it was not taken by SQLite"));
         };
         let holder: Option<String> = sqlx::query_scalar(AssertSqlSafe(format!(
-            "SELECT holder FROM {}_tx_locks WHERE name = ?1",
-            table
+            "SELECT holder FROM {table}_tx_locks WHERE name = ?1"
         )))
-        .bind(self.key.as_str())
+        .bind(lock.key.as_str())
         .fetch_optional(&mut **tx)
         .await
         .map_err(db_error)?;
         match holder {
             Some(holder) if holder == mark.to_hex() => Ok(()),
-            _ => Err(transaction_ended(&self.key, "it was rolled back")),
+            _ => Err(transaction_ended(&lock.key, "it was rolled back")),
         }
     }
 }
