@@ -188,7 +188,10 @@ pub(crate) fn polling<'a, B: LeaseBackend + ?Sized>(
                 match (&granted, written) {
                     (Some(_), Some(_)) => {
                         *lockkit_core::sync::lock(&queued) = None;
-                        backend.dequeue(req).await?;
+                        // The grant stands: a row left behind only lapses.
+                        if let Err(e) = backend.dequeue(req).await {
+                            tracing::debug!(error = %e, "could not leave the queue; the row lapses");
+                        }
                     }
                     (None, Some(at)) if at.elapsed() < turns::REFRESH => {}
                     (None, _) => {
