@@ -22,10 +22,6 @@
 //! The exclusive path is one statement on the key row, so each database writes
 //! the write hold's rule into it as SQL: a write hold that takes a key over may
 //! not pass a live reader's row queued ahead of it, nor, when fair, anyone's.
-#![cfg_attr(
-    not(any(feature = "sqlite", feature = "postgres")),
-    expect(dead_code, reason = "MySQL's waiters do not queue yet")
-)]
 
 use std::future::Future;
 use std::time::Duration;

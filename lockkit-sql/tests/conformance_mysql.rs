@@ -13,7 +13,7 @@ use lockkit_conformance::{UrlHarness, url_backend};
 use lockkit_core::{Capabilities, Inspect, LockDriver, LockError};
 use lockkit_sql::mysql::MySqlOptions;
 use lockkit_testkit::{MARIADB_HOSTILE_SETTINGS, MariaDb};
-use suites::{LEASES, SESSION_BOUND};
+use suites::{QUEUED_LEASES, SESSION_BOUND};
 
 async fn connect(url: &str) -> Result<Arc<dyn LockDriver>, LockError> {
     lockkit_sql::mysql::connect(MySqlOptions::from_url(url)?).await
@@ -57,10 +57,10 @@ const GET_LOCK: Capabilities = Capabilities::baseline()
     .with_lease_expiry(false);
 
 lockkit_conformance::main! {
-    mysql: UrlHarness<Lease>, claims LEASES;
+    mysql: UrlHarness<Lease>, claims QUEUED_LEASES;
     mysql_get_lock: UrlHarness<GetLock>, claims GET_LOCK, skip SESSION_BOUND;
-    mysql_tls: UrlHarness<TlsLease>, claims LEASES;
+    mysql_tls: UrlHarness<TlsLease>, claims QUEUED_LEASES;
     mysql_tls_get_lock: UrlHarness<TlsGetLock>, claims GET_LOCK, skip SESSION_BOUND;
-    mysql_hostile: UrlHarness<HostileLease>, claims LEASES;
+    mysql_hostile: UrlHarness<HostileLease>, claims QUEUED_LEASES;
     mysql_hostile_get_lock: UrlHarness<HostileGetLock>, claims GET_LOCK, skip SESSION_BOUND;
 }

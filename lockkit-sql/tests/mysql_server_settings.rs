@@ -146,6 +146,37 @@ async fn a_pool_that_does_not_talk_utf8mb4_is_refused() {
 }
 
 #[tokio::test]
+async fn a_pool_at_read_uncommitted_is_refused_and_read_committed_is_taken() {
+    let server = MariaDb::start().await.unwrap();
+    let options: MySqlConnectOptions = server.url().parse().unwrap();
+    for (level, refused) in [("READ UNCOMMITTED", true), ("READ COMMITTED", false)] {
+        let set = format!("SET SESSION TRANSACTION ISOLATION LEVEL {level}");
+        let pool = MySqlPoolOptions::new()
+            .after_connect(move |conn, _| {
+                let set = set.clone();
+                Box::pin(async move {
+                    sqlx::query(sqlx::AssertSqlSafe(set)).execute(conn).await?;
+                    Ok(())
+                })
+            })
+            .connect_with(options.clone())
+            .await
+            .unwrap();
+        match mysql::from_pool(pool, MySqlOptions::default()).await {
+            Err(LockError::Config(why)) if refused => {
+                assert!(why.contains("READ-UNCOMMITTED"), "{why}");
+                assert!(why.contains("READ-COMMITTED or stronger"), "{why}");
+            }
+            Ok(driver) if !refused => {
+                let locker = Locker::new(driver);
+                locker.try_lock("k").await.unwrap().release().await.unwrap();
+            }
+            other => panic!("{level}: got {:?}", other.map(|_| "a driver")),
+        }
+    }
+}
+
+#[tokio::test]
 async fn a_password_with_url_characters_reaches_the_server_whole() {
     let server = MariaDb::start().await.unwrap();
     let admin = sqlx::MySqlPool::connect(&server.url()).await.unwrap();

@@ -154,3 +154,9 @@ async fn postgres_readers_and_writers_take_turns() {
         Duration::from_secs(2),
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mariadb_readers_and_writers_take_turns() {
+    let server = lockkit_testkit::MariaDb::start().await.unwrap();
+    neither_side_starves("MariaDB", run(&server.url()).await, Duration::from_secs(2));
+}

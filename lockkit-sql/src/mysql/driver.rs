@@ -1,11 +1,12 @@
 //! [`MySqlDriver`]: the lease table over a sqlx MySQL pool.
 
-use lockkit_core::Result;
+use lockkit_core::{LockError, Result};
+use sqlx::AssertSqlSafe;
 use sqlx::mysql::MySqlPool;
 
 use super::leases::{MySqlLeases, db_error};
 use super::options::MySqlOptions;
-use super::{holder_sql, sql};
+use super::{holder_sql, queue_sql, sql};
 use crate::lease::LeaseDriver;
 use crate::table::Tables;
 
@@ -18,7 +19,7 @@ impl LeaseDriver<MySqlLeases> {
     ///
     /// # Errors
     ///
-    /// [`LockError::Connection`](lockkit_core::LockError::Connection) if the server
+    /// [`LockError::Connection`] if the server
     /// cannot be reached or refuses us.
     pub async fn connect(options: MySqlOptions) -> Result<Self> {
         Self::from_pool(options.pool().await?, options).await
@@ -34,6 +35,7 @@ impl LeaseDriver<MySqlLeases> {
     /// table.
     pub async fn from_pool(pool: MySqlPool, options: MySqlOptions) -> Result<Self> {
         let t = &options.settings.table;
+        check_isolation(&pool).await?;
         match options.settings.tables {
             Tables::Create => create_tables(&pool, t).await?,
             Tables::Existing => super::migrate::existing(&pool, t).await?,
@@ -54,11 +56,53 @@ impl LeaseDriver<MySqlLeases> {
     }
 }
 
-/// Creates the key and holders tables if missing, with utf8mb4 labels.
+/// Creates the key, holders and queue tables if missing, with utf8mb4 labels.
 async fn create_tables(pool: &MySqlPool, t: &str) -> Result<()> {
-    let ddl = [sql::create_table(t), holder_sql::create_holders(t)];
+    let ddl = [
+        sql::create_table(t),
+        holder_sql::create_holders(t),
+        queue_sql::create_queue(t),
+    ];
     let labelled = [t.to_owned(), format!("{t}_holders")];
     super::migrate::tables(pool, &ddl, &labelled, Some(t))
         .await
         .map_err(db_error)
+}
+
+/// Refuses a pool whose connections run at READ UNCOMMITTED (invariant M7): an
+/// exclusive attempt reads the queue once per assignment of its upsert, and
+/// only a snapshot or a lock (READ COMMITTED and up) makes every read give one
+/// answer. MariaDB before 11.1 names the setting `tx_isolation`.
+async fn check_isolation(pool: &MySqlPool) -> Result<()> {
+    let mut level = None;
+    for variable in ["@@transaction_isolation", "@@tx_isolation"] {
+        let read = sqlx::query_scalar::<_, String>(AssertSqlSafe(format!("SELECT {variable}")))
+            .fetch_one(pool)
+            .await;
+        match read {
+            Ok(read) => {
+                level = Some(read);
+                break;
+            }
+            Err(e) if is_unknown_variable(&e) => {}
+            Err(e) => return Err(db_error(e)),
+        }
+    }
+    match level {
+        Some(level) if level.eq_ignore_ascii_case("READ-UNCOMMITTED") => Err(LockError::Config(
+            "the pool's connections run at transaction_isolation=READ-UNCOMMITTED, where a \
+             lock's statement could read its queue twice with two answers: set \
+             transaction_isolation to READ-COMMITTED or stronger (the server's default is \
+             REPEATABLE-READ) for lockkit's connections"
+                .into(),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// MySQL's error 1193, "unknown system variable".
+fn is_unknown_variable(e: &sqlx::Error) -> bool {
+    e.as_database_error()
+        .and_then(|d| d.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>())
+        .is_some_and(|d| d.number() == 1193)
 }

@@ -30,27 +30,39 @@ pub(super) fn mark_statement(table: &str) -> String {
 /// holder's lease ends, for at most the time bound first. One statement, so that
 /// a release landing at any point of it ends it: before the look, the look sees
 /// the key free; after, the release's `KILL QUERY` ends the sleep, and `SLEEP`
-/// answers 1 (0 when it slept out, or when the key was free). Binds: the cap in
+/// answers 1 (0 when it slept out; -1 when the key was free). Binds: the cap in
 /// seconds, name.
 pub(super) fn sleep_statement(table: &str) -> String {
     format!(
         "SELECT CAST(COALESCE((SELECT SLEEP(LEAST(?, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), \
              expires_at) / 1000000)) FROM `{table}` \
-             WHERE name = ? AND owner IS NOT NULL AND expires_at > UTC_TIMESTAMP(6)), 0) AS SIGNED)"
+             WHERE name = ? AND owner IS NOT NULL AND expires_at > UTC_TIMESTAMP(6)), -1) AS SIGNED)"
     )
+}
+
+/// How a sleep of the first in line ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Slept {
+    /// A release woke it: the key is most likely free.
+    Woken,
+    /// It slept out its time, or the holder's lease ended.
+    Out,
+    /// It did not sleep: the key was free when it looked. Its attempt was
+    /// refused all the same if a waiter queued ahead has the turn
+    /// ([`crate::turns`]).
+    Free,
 }
 
 /// The first in line, with `bell`, sleeps on its connection until a release
 /// wakes it, the holder's lease ends, or `cap` passes ([`sleep_statement`]). The
-/// bell back, with whether a release woke it (then the key is most likely
-/// free); `None` if its connection failed (it is closed: the next waiter gets
-/// the bell).
+/// bell back, with how the sleep ended; `None` if its connection failed (it is
+/// closed: the next waiter gets the bell).
 pub(super) async fn sleep(
     mut bell: Bell,
     statements: WaitStatements,
     key: LockKey,
     cap: Duration,
-) -> Option<(Bell, bool)> {
+) -> Option<(Bell, Slept)> {
     let conn = bell.connection()?;
     let marked = sqlx::query(AssertSqlSafe(statements.mark))
         .bind(key.as_str())
@@ -60,7 +72,7 @@ pub(super) async fn sleep(
     match marked {
         Ok(_) => {}
         // A release's wake-up, already.
-        Err(e) if is_interrupted(&e) => return Some((bell, true)),
+        Err(e) if is_interrupted(&e) => return Some((bell, Slept::Woken)),
         Err(e) => {
             tracing::debug!(error = %e, "MySQL doorbell: the first in line could not mark the key");
             return None;
@@ -78,8 +90,15 @@ pub(super) async fn sleep(
         // Slept out, or the lease ended: 0. A release killed the sleep: `SLEEP`
         // answers 1, or the server fails the statement with "query execution
         // was interrupted".
-        Ok(answers) => Some((bell, answers.first() == Some(&1))),
-        Err(e) if is_interrupted(&e) => Some((bell, true)),
+        Ok(answers) => Some((
+            bell,
+            match answers.first() {
+                Some(1) => Slept::Woken,
+                Some(-1) => Slept::Free,
+                _ => Slept::Out,
+            },
+        )),
+        Err(e) if is_interrupted(&e) => Some((bell, Slept::Woken)),
         Err(e) => {
             tracing::debug!(error = %e, "MySQL doorbell: the first in line's sleep failed");
             None

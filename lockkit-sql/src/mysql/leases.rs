@@ -6,21 +6,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lockkit_core::driver::Contention;
-use lockkit_core::driver::{KeyWakers, LockMode};
+use lockkit_core::driver::{Inspect, KeyWakers, LockMode};
 use lockkit_core::{
-    AcquireRequest, Capabilities, FencingToken, Grant, LockError, LockKey, OwnerId, Result,
+    AcquireRequest, Capabilities, Grant, Inspection, LockError, LockKey, OwnerId, Result,
     async_trait,
 };
 use sqlx::AssertSqlSafe;
-use sqlx::mysql::{MySql, MySqlArguments, MySqlConnection, MySqlPool};
-use tokio::time::Instant;
+use sqlx::mysql::MySqlPool;
 
 use super::doorbell::Doorbells;
-use super::{holder_sql, sql, waiting};
+use super::{holder_sql, queue_sql, sql, waiting};
 use crate::connect::Within;
-use crate::error::is_conflict;
 use crate::holds::{HolderRow, KeyRow};
-use crate::lease::{LEASE_CAPABILITIES, LeaseBackend};
+use crate::lease::{LEASE_CAPABILITIES, LeaseBackend, polling};
 
 pub(super) const NAME: &str = "mysql";
 
@@ -48,8 +46,8 @@ pub struct MySqlLeases {
 /// Every statement, built once per driver.
 #[derive(Debug)]
 pub(super) struct Statements {
-    acquire: Arc<str>,
-    take_free: Arc<str>,
+    pub(super) acquire: Arc<str>,
+    pub(super) take_free: Arc<str>,
     pub(super) extend: Arc<str>,
     proclaim: Arc<str>,
     list: Arc<str>,
@@ -67,6 +65,9 @@ pub(super) struct Statements {
     pub(super) settle: Arc<str>,
     pub(super) forget_holders: Arc<str>,
     pub(super) inspect: Arc<str>,
+    pub(super) enqueue: Arc<str>,
+    pub(super) dequeue: Arc<str>,
+    pub(super) live_queue: Arc<str>,
 }
 
 impl MySqlLeases {
@@ -93,6 +94,9 @@ impl MySqlLeases {
                 settle: holder_sql::settle(table).into(),
                 forget_holders: holder_sql::forget_holders(table).into(),
                 inspect: holder_sql::inspect(table).into(),
+                enqueue: queue_sql::enqueue(table).into(),
+                dequeue: queue_sql::dequeue(table).into(),
+                live_queue: queue_sql::live_queue(table).into(),
             },
             wakers: KeyWakers::default(),
             doorbells: Doorbells::new(&pool, table, timeout),
@@ -166,93 +170,6 @@ impl MySqlLeases {
             Err(e) => tracing::debug!(error = %e, "MySQL doorbell: no connection to wake with"),
         }
     }
-
-    /// One exclusive attempt on `conn`: one statement ([`sql::acquire`]), whose
-    /// last-insert id is the token, or 0 if the key is someone else's (so a token
-    /// is never 0: every hold lockkit grants has a fence of 1 or more). A waiter
-    /// woken by its bell attempts on the bell's connection, which just answered:
-    /// no pool, no ping.
-    pub(super) async fn acquire_exclusive_on(
-        &self,
-        conn: &mut MySqlConnection,
-        req: &AcquireRequest,
-    ) -> Result<Option<Grant>> {
-        let owner = req.owner.to_hex();
-        let (ttl, label) = (ttl_us(req.ttl), req.stored_label());
-        let label = label.as_deref();
-        let query = sqlx::query(AssertSqlSafe(self.statements.acquire.clone()))
-            .bind(req.key.as_str())
-            .bind(&owner)
-            .bind(ttl)
-            .bind(label)
-            .bind(&owner)
-            .bind(&owner)
-            .bind(&owner)
-            .bind(label)
-            .bind(&owner)
-            .bind(&owner)
-            .bind(&owner)
-            .bind(&owner)
-            .bind(ttl);
-        Ok(match self.take(conn, req, query).await? {
-            Taken::Granted(grant) => Some(grant),
-            Taken::Refused | Taken::Conflict => None,
-        })
-    }
-
-    /// An attempt on `conn` by a waiter that a release just woke: the key is
-    /// most likely free, so first the cheaper statement that only takes a free
-    /// or expired row ([`sql::take_free`]); if it took nothing (the key was taken
-    /// again first, or has no row), the whole attempt ([`Self::acquire_exclusive_on`]).
-    pub(super) async fn take_rung(
-        &self,
-        conn: &mut MySqlConnection,
-        req: &AcquireRequest,
-    ) -> Result<Option<Grant>> {
-        let label = req.stored_label();
-        let query = sqlx::query(AssertSqlSafe(self.statements.take_free.clone()))
-            .bind(req.owner.to_hex())
-            .bind(label.as_deref())
-            .bind(ttl_us(req.ttl))
-            .bind(req.key.as_str());
-        match self.take(conn, req, query).await? {
-            Taken::Granted(grant) => Ok(Some(grant)),
-            Taken::Refused => self.acquire_exclusive_on(conn, req).await,
-            Taken::Conflict => Ok(None),
-        }
-    }
-
-    /// Runs an exclusive attempt's statement on `conn`: granted if it set a
-    /// last-insert id (the token, never 0).
-    async fn take(
-        &self,
-        conn: &mut MySqlConnection,
-        req: &AcquireRequest,
-        query: sqlx::query::Query<'_, MySql, MySqlArguments>,
-    ) -> Result<Taken> {
-        let sent = Instant::now();
-        match query.execute(&mut *conn).within(self.timeout).await {
-            Ok(done) if done.last_insert_id() > 0 => {
-                let token = FencingToken(done.last_insert_id());
-                Ok(Taken::Granted(Grant::of(req, token, sent + req.ttl)))
-            }
-            Ok(_) => Ok(Taken::Refused),
-            // A deadlock (the first inserter of a new key rolled back with two
-            // or more behind it): nothing took effect. Busy, as on the shared
-            // path; a waiter attempts again.
-            Err(e) if is_conflict(&e) => Ok(Taken::Conflict),
-            Err(e) => Err(db_error(e)),
-        }
-    }
-}
-
-/// What an exclusive attempt's statement came to.
-enum Taken {
-    Granted(Grant),
-    /// The key is someone else's, or (for [`sql::take_free`]) has no row.
-    Refused,
-    /// A deadlock: nothing took effect.
-    Conflict,
 }
 
 #[async_trait]
@@ -261,17 +178,36 @@ impl LeaseBackend for MySqlLeases {
     /// For the waiters that do not wait on a bell (shared, permits, and all when
     /// the bells' connections are used up): MySQL has no release notification.
     const POLL_CAP: Duration = Duration::from_millis(100);
+    const QUEUES: bool = true;
 
     fn capabilities(&self) -> Capabilities {
         LEASE_CAPABILITIES
+            .with_inspect(Inspect::HoldersAndWaiters)
+            .with_fair_on_request(true)
+    }
+
+    async fn enqueue(&self, req: &AcquireRequest) -> Result<()> {
+        self.enqueue_row(req).await
+    }
+
+    async fn dequeue(&self, req: &AcquireRequest) -> Result<()> {
+        self.dequeue_row(req).await
+    }
+
+    async fn inspect(&self, key: &LockKey) -> Result<Inspection> {
+        self.inspect_with_waiters(key).await
     }
 
     fn wakers(&self) -> &KeyWakers {
         &self.wakers
     }
 
-    /// An exclusive acquire that may wait waits on the key's bell.
+    /// An exclusive acquire that may wait waits on the key's bell; a fair one
+    /// polls, in its place in the queue.
     fn contend_exclusive<'a>(&'a self, req: &'a AcquireRequest) -> Contention<'a> {
+        if req.fair {
+            return polling(self, req);
+        }
         waiting::contention(self, req)
     }
 

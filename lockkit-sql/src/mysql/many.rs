@@ -1,6 +1,6 @@
 //! Shared holds and permits on MySQL/MariaDB: many holders of one key, decided by
 //! [`lockkit_core::driver::admit`] in a short transaction that locks the key row
-//! first (see [`super::holder_sql`]).
+//! first (see [`super::holder_sql`]), in its turn ([`crate::turns`]).
 
 use lockkit_core::driver::{AcquireRequest, Admission, Grant, LockMode, admit};
 use lockkit_core::{FencingToken, LockError, LockKey, OwnerId, Result};
@@ -13,6 +13,7 @@ use crate::error::{is_conflict, retry_conflicts};
 use crate::holds::{self, HolderRow, InspectRow, KeyRow};
 use crate::lease::busy_as_none;
 use crate::mode_names;
+use crate::turns;
 
 /// How a shared hold's or permit's transaction starts: at REPEATABLE READ, the
 /// level its statements were written for, whatever the server's default
@@ -95,7 +96,13 @@ impl MySqlLeases {
             .await
             .map_err(db)?;
         let held = holds::held(Some(&row), &rows);
-        let token = match admit(NAME, req, &held, []) {
+        let admission = admit(NAME, req, &held, []);
+        let admission = turns::in_turn(admission, req, held.len(), || {
+            self.live_queue(&mut *tx, &req.key)
+        })
+        .await
+        .map_err(db)?;
+        let token = match admission {
             Admission::Wait => return Ok(None),
             Admission::Refuse(e) => return Err(e),
             Admission::Reenter(token) => {

@@ -5,8 +5,8 @@
 //!
 //! Each lock is a row of the key table (default `lockkit_locks`, `?table=NAME`);
 //! shared holds and semaphore permits, many per key, are rows of
-//! `<table>_holders`. Both are created on first use (or by
-//! `MySqlDriver::migrate`):
+//! `<table>_holders`; waiting acquires queue in `<table>_queue`. They are
+//! created on first use (or by `MySqlDriver::migrate`):
 //!
 //! ```sql
 //! CREATE TABLE lockkit_locks (
@@ -26,9 +26,15 @@
 //!     token BIGINT NOT NULL, expires_at DATETIME(6) NOT NULL, label TEXT,
 //!     PRIMARY KEY (name, owner)
 //! ) ENGINE=InnoDB;
+//! CREATE TABLE lockkit_locks_queue (  -- waiting acquires: see turns.rs
+//!     name VARCHAR(512) … , waiter CHAR(32) NOT NULL, mode VARCHAR(9) NOT NULL,
+//!     since BIGINT NOT NULL AUTO_INCREMENT,  -- the waiter's place
+//!     expires_at DATETIME(6) NOT NULL,
+//!     PRIMARY KEY (name, waiter), KEY (since)
+//! ) ENGINE=InnoDB;
 //! ```
 //!
-//! Both are created on first use with utf8mb4 text, whatever the server's
+//! All are created on first use with utf8mb4 text, whatever the server's
 //! default character set; a table made by an earlier lockkit gets its `label`
 //! column at connect, or has it turned into utf8mb4.
 //!
@@ -76,6 +82,13 @@
 //!    `a_pool_that_does_not_talk_utf8mb4_is_refused`,
 //!    `mariadb_turns_a_latin1_label_column_into_utf8mb4`). The binary
 //!    collation pads: keys that differ only in trailing spaces are one lock.
+//! 7. **A statement reads the queue with one answer.** An exclusive attempt
+//!    reads the key's queue for its turn in each assignment of its upsert; at
+//!    READ COMMITTED and stronger every read in one statement sees one snapshot
+//!    or holds its locks, so they agree. A pool at READ UNCOMMITTED is refused
+//!    with `Config` (`a_pool_at_read_uncommitted_is_refused_and_read_committed_is_taken`);
+//!    the rule itself is proven under REPEATABLE READ and SERIALIZABLE by the
+//!    suite's FIFO and fair cases (`mysql`, `mysql_hostile`).
 //!
 //! # How it works
 //!
@@ -92,8 +105,13 @@
 //!   [`lockkit_core::driver::admit`], bump the counter and record the hold (6
 //!   statements with `BEGIN`/`COMMIT`). A deadlock InnoDB reports counts as
 //!   "busy" and the waiter tries again. The semaphore's limit is stored with each
-//!   permit; a request with another limit fails with `Config`. Waiters are not
-//!   queued: a stream of readers can keep a waiting writer out.
+//!   permit; a request with another limit fails with `Config`.
+//! - Waiting acquires take turns (`turns.rs`): each queues a row after its
+//!   first refused attempt, so a stream of readers cannot keep a waiting writer
+//!   out, nor a line of writers a reader (`read_write_turns`). The exclusive
+//!   upsert carries the writer's rule; the shared path reads the queue under
+//!   the key row's lock. A fair exclusive request polls in its place instead of
+//!   waiting on the bell.
 //! - There is no `LISTEN/NOTIFY` in MySQL: an exclusive waiter in another process
 //!   waits in `GET_LOCK` on the key's *bell*, which a holder that waited for its
 //!   lock keeps and rings (`RELEASE_LOCK`) at its release: one waiter wakes, the
@@ -137,8 +155,9 @@
 //!
 //! - Commits that survive a crash (`innodb_flush_log_at_trx_commit=1`, the
 //!   default): the fencing counter is as durable as a commit (see the crate docs).
-//! - Any `sql_mode`, isolation level, session time zone, binary-log format and
-//!   server character set is handled (invariants M3–M6).
+//! - Any `sql_mode`, session time zone, binary-log format and server character
+//!   set is handled, and any isolation level but READ UNCOMMITTED, which is
+//!   refused at connect (invariants M3–M7).
 //! - For the bell's `KILL QUERY`: the same database user for every client of a
 //!   lock, or the privilege to kill others' statements, and no proxy such as
 //!   ProxySQL between them; otherwise the first waiter finds a release at its
@@ -170,6 +189,7 @@
 mod bell_wait;
 mod doorbell;
 mod driver;
+mod exclusive;
 mod first_in_line;
 mod get_lock;
 mod get_lock_sql;
@@ -178,6 +198,8 @@ mod leases;
 mod many;
 mod migrate;
 mod options;
+mod queue;
+mod queue_sql;
 mod sql;
 mod transaction_lock;
 mod waiting;

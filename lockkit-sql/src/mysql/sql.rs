@@ -1,5 +1,8 @@
 //! The key table's statements, with the table name spliced in (validated as an
-//! identifier). The holders table's are in [`super::holder_sql`].
+//! identifier). The holders table's are in [`super::holder_sql`], the queue's in
+//! [`super::queue_sql`].
+
+use super::queue_sql;
 
 /// The key table's columns an earlier lockkit did not make, with their
 /// definitions: `sleeper` ([`super::first_in_line`]).
@@ -28,46 +31,61 @@ pub(super) fn create_table(t: &str) -> String {
 }
 
 /// Takes the key if free, expired or ours, in one statement: a key never seen
-/// is created held by us with token 1, an existing row is taken if free,
-/// expired or already ours (then with its token kept). The token comes back as
-/// the statement's last-insert id, 0 if the key is someone else's (the row is
-/// then left as it was). (Shared holds and permits keep the owner at
-/// [`crate::holds::MANY`], which is nobody's id.)
+/// is created held by us with token 1, an existing row is taken if already ours
+/// and live (then with its token kept), or free or expired and our turn
+/// ([`queue_sql::turn`]). The token comes back as the statement's last-insert
+/// id, 0 if the key is someone else's (the row is then left as it was).
+/// (Shared holds and permits keep the owner at [`crate::holds::MANY`], which is
+/// nobody's id.)
 ///
 /// Its meaning does not depend on the order in which the server assigns
 /// (invariant M3: `SIMULTANEOUS_ASSIGNMENT` reads old values, the default
 /// reads each assigned column's new one). Every assignment but the last reads
-/// only columns assigned after it; the last, `expires_at`, asks "free, expired
-/// or ours?", which has the same answer on the old row and on the new one:
-/// taken, the new owner is ours; refused, owner and expiry are unchanged.
-/// A grant clears the key's `sleeper` ([`super::first_in_line`]). Binds: name,
-/// owner, TTL µs, label; then owner, owner (`fence`); owner, label; owner
-/// (`sleeper`); owner, owner; owner, TTL µs.
+/// only columns assigned after it; the last, `expires_at`, asks "ours and live,
+/// or free and our turn?", which has the same answer on the old row and on the
+/// new one: taken, the new owner is ours and the old expiry tells which of the
+/// two it was; refused, owner and expiry are unchanged. Each assignment reads
+/// the queue for the turn, and every read gives one answer (invariant M7). A
+/// grant clears the key's `sleeper` ([`super::first_in_line`]). Binds: name, owner, TTL µs,
+/// label; then, each after a [`free_or_ours`]: owner (`fence`); label; nothing
+/// (`sleeper`); owner; TTL µs.
 pub(super) fn acquire(t: &str) -> String {
-    const FREE_OR_OURS: &str = "owner IS NULL OR owner = ? OR expires_at <= UTC_TIMESTAMP(6)";
+    let take = free_or_ours(t);
     format!(
         "INSERT INTO {t} (name, owner, fence, expires_at, label)
          VALUES (?, ?, LAST_INSERT_ID(1), UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, ?)
          ON DUPLICATE KEY UPDATE
-             fence = IF({FREE_OR_OURS},
+             fence = IF({take},
                  LAST_INSERT_ID(IF(owner = ? AND expires_at > UTC_TIMESTAMP(6), fence, fence + 1)),
                  fence + 0 * LAST_INSERT_ID(0)),
-             label = IF({FREE_OR_OURS}, ?, label),
-             sleeper = IF({FREE_OR_OURS}, NULL, sleeper),
-             owner = IF({FREE_OR_OURS}, ?, owner),
-             expires_at = IF({FREE_OR_OURS}, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, expires_at)"
+             label = IF({take}, ?, label),
+             sleeper = IF({take}, NULL, sleeper),
+             owner = IF({take}, ?, owner),
+             expires_at = IF({take}, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, expires_at)"
     )
 }
 
-/// Takes the key if it is free or expired, by updating its row: what a waiter
-/// that a release woke runs, expecting the key free ([`acquire`] takes a missing
-/// or held row's answer). The token is the last-insert id; no row changes if the
-/// key is held, or has no row. Binds: owner, label, TTL µs, name.
+/// Whether an exclusive request may have the key: ours and live, or free or
+/// expired and our turn. Binds: owner, then [`queue_sql::turn`]'s.
+fn free_or_ours(t: &str) -> String {
+    let turn = queue_sql::turn(t);
+    format!(
+        "(owner = ? AND expires_at > UTC_TIMESTAMP(6))
+         OR ((owner IS NULL OR expires_at <= UTC_TIMESTAMP(6)) AND {turn})"
+    )
+}
+
+/// Takes the key if it is free or expired and our turn, by updating its row:
+/// what a waiter that a release woke runs, expecting the key free ([`acquire`]
+/// takes a missing or held row's answer). The token is the last-insert id; no
+/// row changes if the key is held, has no row, or is not our turn. Binds:
+/// owner, label, TTL µs, name, then [`queue_sql::turn`]'s.
 pub(super) fn take_free(t: &str) -> String {
+    let turn = queue_sql::turn(t);
     format!(
         "UPDATE {t} SET fence = LAST_INSERT_ID(fence + 1), owner = ?, label = ?,
              expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, sleeper = NULL
-         WHERE name = ? AND (owner IS NULL OR expires_at <= UTC_TIMESTAMP(6))"
+         WHERE name = ? AND (owner IS NULL OR expires_at <= UTC_TIMESTAMP(6)) AND {turn}"
     )
 }
 

@@ -1,6 +1,7 @@
 //! An exclusive acquire that waits on the key's bell (see [`super::doorbell`])
-//! between attempts, instead of polling. A failed connection is transient, as
-//! for every SQL waiter (see `crate::wait`).
+//! between attempts, instead of polling, and keeps its place in the key's queue
+//! ([`crate::turns`]) from its first refused attempt to its grant or give-up. A
+//! failed connection is transient, as for every SQL waiter (see `crate::wait`).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -12,16 +13,22 @@ use tokio::time::Instant;
 
 use super::bell_wait::{self, Rung};
 use super::doorbell::{BELL_CAP, Bell};
-use super::first_in_line;
+use super::first_in_line::{self, Slept};
 use super::leases::MySqlLeases;
 use crate::error::{is_transient, was_interrupted};
 use crate::lease::LeaseBackend;
+use crate::turns;
 use crate::wait::{Armed, failed};
 
 /// The longest the waiter first in line sleeps before it looks again, when no
 /// release wakes it (a release by a client that does not, a wake-up lost to a
 /// failed connection); a holder's lease ending wakes it anyway.
 const FIRST_IN_LINE_CAP: Duration = Duration::from_millis(250);
+
+/// How long the first in line pauses when it found the key free twice running
+/// and was refused both times: a waiter queued ahead has the turn, and takes
+/// the key at its next poll.
+const TURN_PAUSE: Duration = Duration::from_millis(20);
 
 /// The attempts of `req` (exclusive, willing to wait), waiting on the key's
 /// bell between them.
@@ -32,6 +39,7 @@ pub(super) fn contention<'a>(leases: &'a MySqlLeases, req: &'a AcquireRequest) -
         req,
         wake: leases.wakers().notify(req.key.as_str()),
         state: Arc::default(),
+        queued: None,
     };
     Contention::new(waiter).with_policy(policy)
 }
@@ -44,6 +52,8 @@ struct Waiter<'a> {
     /// Where the waiter stands: set by each wait on the bell, taken by the
     /// attempt after it.
     state: Arc<Mutex<State>>,
+    /// When this waiter's queue row was last written.
+    queued: Option<Instant>,
 }
 
 /// Where a waiter stands between two attempts.
@@ -55,8 +65,13 @@ enum State {
     /// The key's bell is ours: attempt on its connection, and keep the bell
     /// with a grant (its holder rings it at the release). `rung`: the bell came
     /// with a release (its ring, or the end of our sleep), so the attempt
-    /// expects the key free ([`MySqlLeases::take_rung`]).
-    Bell { bell: Bell, rung: bool },
+    /// expects the key free ([`MySqlLeases::take_rung`]). `found_free`: the
+    /// last sleep found the key free ([`Slept::Free`]).
+    Bell {
+        bell: Bell,
+        rung: bool,
+        found_free: bool,
+    },
     /// The last wait on the bell ended at once: poll once, then wait again.
     PollOnce,
     /// The server cannot carry the bell: poll from now on.
@@ -67,7 +82,11 @@ impl State {
     /// Where a wait on the bell leaves the waiter.
     fn after_wait(rung: Rung) -> Self {
         match rung {
-            Rung::Ours { bell, rung } => State::Bell { bell, rung },
+            Rung::Ours { bell, rung } => State::Bell {
+                bell,
+                rung,
+                found_free: false,
+            },
             Rung::TimedOut { at_once: true } => State::PollOnce,
             Rung::TimedOut { at_once: false } => State::Free,
             Rung::Unusable => State::Polling,
@@ -76,9 +95,13 @@ impl State {
 
     /// Where the first in line's sleep leaves it: with the bell, woken or not,
     /// unless its connection failed (then the next waiter has the bell).
-    fn after_sleep(slept: Option<(Bell, bool)>) -> Self {
+    fn after_sleep(slept: Option<(Bell, Slept)>) -> Self {
         match slept {
-            Some((bell, woken)) => State::Bell { bell, rung: woken },
+            Some((bell, slept)) => State::Bell {
+                bell,
+                rung: slept == Slept::Woken,
+                found_free: slept == Slept::Free,
+            },
             None => State::Free,
         }
     }
@@ -112,7 +135,11 @@ impl Waiter<'_> {
     /// Waits on the key's bell: the next state is what the wait comes to.
     fn wait_on(&self, bell: Bell) -> Busy {
         let (state, statements) = (self.state.clone(), self.leases.doorbells.wait_statements());
-        let (key, cap) = (self.req.key.clone(), self.within_wait(BELL_CAP));
+        // Back before the queue row lapses, to push it out.
+        let (key, cap) = (
+            self.req.key.clone(),
+            self.within_wait(BELL_CAP.min(turns::REFRESH)),
+        );
         Busy::trusting(async move {
             let rung = bell_wait::wait(bell, statements, key, cap).await;
             *lock(&state) = State::after_wait(rung);
@@ -121,28 +148,56 @@ impl Waiter<'_> {
     }
 
     /// First in line (we have the bell) behind a holder without one: nothing
-    /// will ring. Sleeps on the bell's connection, where the release wakes us.
-    fn sleep_on(&self, bell: Bell) -> Busy {
+    /// will ring. Sleeps on the bell's connection, where the release wakes us;
+    /// first pauses for [`TURN_PAUSE`] if the key was free at the last look
+    /// (`found_free`) and still not ours: a waiter ahead has the turn.
+    fn sleep_on(&self, bell: Bell, found_free: bool) -> Busy {
         let (state, statements) = (self.state.clone(), self.leases.doorbells.wait_statements());
         let (key, cap) = (self.req.key.clone(), self.within_wait(FIRST_IN_LINE_CAP));
         Busy::trusting(async move {
+            if found_free {
+                tokio::time::sleep(TURN_PAUSE.min(cap)).await;
+            }
             let slept = first_in_line::sleep(bell, statements, key, cap).await;
             *lock(&state) = State::after_sleep(slept);
             Ok(())
         })
     }
-}
 
-#[async_trait]
-impl Contender for Waiter<'_> {
-    async fn attempt(&mut self) -> Result<Attempt> {
+    /// Queues this waiter after a refused attempt, or pushes its row out when
+    /// [`turns::REFRESH`] has passed.
+    async fn keep_place(&mut self) -> Result<()> {
+        if self.queued.is_some_and(|at| at.elapsed() < turns::REFRESH) {
+            return Ok(());
+        }
+        self.leases.enqueue_row(self.req).await?;
+        self.queued = Some(Instant::now());
+        Ok(())
+    }
+
+    /// Takes this waiter's row out of the queue, if it has one. A grant stands
+    /// if that fails: the row lapses.
+    async fn leave_queue(&mut self) {
+        if self.queued.take().is_some()
+            && let Err(e) = self.leases.dequeue_row(self.req).await
+        {
+            tracing::debug!(error = %e, "could not leave the queue; the row lapses");
+        }
+    }
+
+    /// One attempt, where the last wait left the waiter.
+    async fn attempt_once(&mut self) -> Result<Attempt> {
         let leases = self.leases;
         let armed = Armed::new([self.wake.clone()]);
         // Taken out: an attempt dropped half-way closes a bell it had, which
         // frees the bell for the next waiter.
         let state = std::mem::take(&mut *self.state());
-        let (mut bell, rung) = match state {
-            State::Bell { bell, rung } => (bell, rung),
+        let (mut bell, rung, found_free) = match state {
+            State::Bell {
+                bell,
+                rung,
+                found_free,
+            } => (bell, rung, found_free),
             other => {
                 match leases.try_acquire(self.req).await {
                     Ok(Some(grant)) => return Ok(Attempt::Granted(grant)),
@@ -168,25 +223,52 @@ impl Contender for Waiter<'_> {
                 leases.doorbells.keep(&self.req.key, &self.req.owner, bell);
                 Ok(Attempt::Granted(grant))
             }
-            Ok(None) => Ok(Attempt::Busy(self.sleep_on(bell))),
+            Ok(None) => Ok(Attempt::Busy(self.sleep_on(bell, found_free))),
             // A release's wake-up ended this attempt instead of our sleep
             // ([`first_in_line`]): it rolled back; attempt again.
             Err(e) if was_interrupted(&e) => {
-                *self.state() = State::Bell { bell, rung: false };
+                *self.state() = State::Bell {
+                    bell,
+                    rung: false,
+                    found_free: false,
+                };
                 Ok(Attempt::Busy(Busy::woken_by(async { Ok(()) })))
             }
             // Its connection may be the one that failed: closing it frees the
             // bell for the next waiter.
             Err(e) if is_transient(&e) => failed(e),
             Err(e) => {
-                *self.state() = State::Bell { bell, rung: false };
+                *self.state() = State::Bell {
+                    bell,
+                    rung: false,
+                    found_free: false,
+                };
                 Err(e)
             }
         }
     }
+}
 
-    /// A bell we got but leave without a grant goes to the next waiter.
+#[async_trait]
+impl Contender for Waiter<'_> {
+    async fn attempt(&mut self) -> Result<Attempt> {
+        let attempt = self.attempt_once().await?;
+        match attempt {
+            Attempt::Granted(_) => self.leave_queue().await,
+            Attempt::Busy(_) => {
+                if let Err(e) = self.keep_place().await {
+                    return failed(e);
+                }
+            }
+            _ => {}
+        }
+        Ok(attempt)
+    }
+
+    /// A bell we got but leave without a grant goes to the next waiter, and
+    /// our queue row goes.
     async fn give_up(&mut self, _: &LockError) {
+        self.leave_queue().await;
         let state = std::mem::take(&mut *self.state());
         if let State::Bell { bell, .. } = state {
             self.leases.doorbells.ring_unkept(bell).await;
