@@ -49,10 +49,15 @@ fn row(backend: &str, c: &Capabilities) -> String {
         (false, true) => "on request",
         (false, false) => "no",
     };
+    // `lock_all` is core's, over the exclusive holds every driver grants: the
+    // keys one by one, in their byte order.
+    let several_keys = "in order";
     format!(
-        "| {backend} | {} | {} | {fair} | {expiry} | {wake_up} | {inspect} | {} | {} | {} | {} |",
+        "| {backend} | {} | {} | {fair} | {several_keys} | {} | {expiry} | {wake_up} | {inspect} \
+         | {} | {} | {} | {} |",
         yes(c.shared),
         yes(c.permits),
+        yes(c.transaction_locks),
         yes(c.proclaim),
         yes(c.watch),
         yes(c.list),
@@ -63,9 +68,10 @@ fn row(backend: &str, c: &Capabilities) -> String {
 /// The table, from drivers connected to `urls` (backend, URL).
 async fn table(urls: &[(&str, String)]) -> String {
     let mut out = String::from(
-        "| backend | read-write | semaphore | fair | a vanished holder ends with its | \
-         waiters | inspect | proclaim | watch | list | across processes |\n\
-         |---|---|---|---|---|---|---|---|---|---|---|\n",
+        "| backend | read-write | semaphore | fair | several keys | in your transaction | \
+         a vanished holder ends with its | waiters | inspect | proclaim | watch | list | \
+         across processes |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for (backend, url) in urls {
         let locker = lockkit::connect(url)

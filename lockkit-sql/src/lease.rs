@@ -142,7 +142,8 @@ pub(crate) const LEASE_CAPABILITIES: Capabilities = Capabilities::baseline()
     .with_permits(true)
     .with_inspect(Inspect::Holders)
     .with_proclaim(true)
-    .with_list(true);
+    .with_list(true)
+    .with_transaction_locks(true);
 
 /// An attempt's answer, where [`LockError::Contended`] (a deadlock or a
 /// serialization failure with another transaction: nothing took effect) means

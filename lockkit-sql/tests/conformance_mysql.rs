@@ -54,7 +54,8 @@ url_backend!(
 const GET_LOCK: Capabilities = Capabilities::baseline()
     .with_permits(true)
     .with_inspect(Inspect::Holders)
-    .with_lease_expiry(false);
+    .with_lease_expiry(false)
+    .with_transaction_locks(true);
 
 lockkit_conformance::main! {
     mysql: UrlHarness<Lease>, claims QUEUED_LEASES;

@@ -76,7 +76,8 @@ const ADVISORY: Capabilities = Capabilities::baseline()
     .with_inspect(Inspect::Holders)
     .with_lease_expiry(false)
     .with_wake_up(WakeUp::Notify)
-    .with_watch(true);
+    .with_watch(true)
+    .with_transaction_locks(true);
 
 lockkit_conformance::main! {
     postgres: UrlHarness<Lease>, claims NOTIFIED_LEASES;

@@ -60,6 +60,11 @@ pub struct Capabilities {
     /// The backend signals changes to a key's holders ([`crate::LockDriver::watch`]):
     /// election observers wake on it instead of waiting their interval.
     pub watch: bool,
+    /// The backend also locks inside the application's own database
+    /// transaction, held until it commits or rolls back (the SQL backends'
+    /// `TransactionLocks`): no lease runs out under a holder whose writes go to
+    /// the same database.
+    pub transaction_locks: bool,
 }
 
 impl Capabilities {
@@ -78,6 +83,7 @@ impl Capabilities {
             proclaim: false,
             list: false,
             watch: false,
+            transaction_locks: false,
         }
     }
 
@@ -147,6 +153,12 @@ impl Capabilities {
     /// With (or without) fairness for the requests that ask for it.
     pub const fn with_fair_on_request(mut self, fair_on_request: bool) -> Self {
         self.fair_on_request = fair_on_request;
+        self
+    }
+
+    /// With (or without) locks in the application's own transaction.
+    pub const fn with_transaction_locks(mut self, transaction_locks: bool) -> Self {
+        self.transaction_locks = transaction_locks;
         self
     }
 

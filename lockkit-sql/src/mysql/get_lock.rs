@@ -91,6 +91,7 @@ impl SessionBackend for GetLock {
             .with_permits(!self.names.raw)
             .with_inspect(Inspect::Holders)
             .with_lease_expiry(false)
+            .with_transaction_locks(true)
     }
 
     fn wakers(&self) -> &KeyWakers {

@@ -69,6 +69,7 @@ impl SessionBackend for Advisory {
             .with_lease_expiry(false)
             .with_wake_up(WakeUp::Notify)
             .with_watch(true)
+            .with_transaction_locks(true)
     }
 
     fn wakers(&self) -> &KeyWakers {

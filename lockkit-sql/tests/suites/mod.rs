@@ -14,7 +14,8 @@ pub(crate) const LEASES: Capabilities = Capabilities::baseline()
     .with_permits(true)
     .with_inspect(Inspect::Holders)
     .with_proclaim(true)
-    .with_list(true);
+    .with_list(true)
+    .with_transaction_locks(true);
 
 /// A lease table whose waiters queue in `<table>_queue`: counted, and served in
 /// arrival order when they ask for it (SQLite).
