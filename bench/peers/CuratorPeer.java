@@ -3,8 +3,9 @@
 // (60 s session timeout, 15 s connection timeout), one CuratorFramework (one ZooKeeper
 // session) per client. With -Dlockkit.recipe=semaphore, read, write or leader, it
 // takes a lease of an InterProcessSemaphoreV2 of 4 leases, the read or the write lock
-// of an InterProcessReadWriteLock, or leadership by a LeaderLatch (released by closing
-// it), instead of the mutex.
+// of an InterProcessReadWriteLock, leadership by a LeaderLatch (released by closing
+// it), or with -Dlockkit.recipe=multi two mutexes at once by an InterProcessMultiLock
+// (PATH and PATH-2), instead of the mutex.
 //
 // Usage: java [-Dlockkit.recipe=RECIPE] CuratorPeer CONNECT pairs
 //        java [-Dlockkit.recipe=RECIPE] CuratorPeer CONNECT handoff WAITERS ROUNDS
@@ -15,6 +16,7 @@ import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -23,6 +25,7 @@ import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.locks.InterProcessLock;
+import org.apache.curator.framework.recipes.locks.InterProcessMultiLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
@@ -61,6 +64,8 @@ public final class CuratorPeer {
                 return lockRecipe(new InterProcessReadWriteLock(c, path).writeLock());
             case "mutex":
                 return lockRecipe(new InterProcessMutex(c, path));
+            case "multi":
+                return lockRecipe(new InterProcessMultiLock(c, Arrays.asList(path, path + "-2")));
             case "leader":
                 return what -> {
                     LeaderLatch latch = new LeaderLatch(c, path);

@@ -25,6 +25,7 @@ mod scale_report;
 mod server_cpu;
 mod suite;
 mod targets;
+mod transaction_locks;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -59,7 +59,8 @@ pub(crate) async fn run_group(
 ) -> Group {
     eprintln!("== {}", group.title);
     let before = round_trip(&mut group).await;
-    group.floor = if group.uncontended_only || group.handoffs_only.is_some() {
+    group.floor = if group.uncontended_only || group.handoffs_only.is_some() || group.without_floor
+    {
         None
     } else {
         floor(args, &mut group, lockkit_url).await

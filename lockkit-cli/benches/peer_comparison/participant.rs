@@ -17,6 +17,7 @@ const SETTLE: Duration = Duration::from_millis(300);
 const RSLOCK_TTL: Duration = Duration::from_secs(10);
 
 use crate::raw_mysql::RawMySql;
+use crate::transaction_locks::{TxClient, TxHold};
 
 type Failure = Box<dyn std::error::Error + Send + Sync>;
 
@@ -31,6 +32,12 @@ enum Client {
     LockkitPrimitive(lockkit::Locker, Primitive),
     /// lockkit's election: a candidate campaigns; leading is holding.
     LockkitElection(lockkit::Locker),
+    /// lockkit's fair request ([`lockkit::LockRequest::fair`]).
+    LockkitFair(lockkit::Locker),
+    /// lockkit's `lock_all` of two keys: the key and `KEY-2`.
+    LockkitTwoKeys(lockkit::Locker),
+    /// A lock in the application's own transaction.
+    LockkitTransaction(TxClient),
     Rslock(rslock::LockManager),
     /// The MariaDB hand-off floor (see [`crate::raw_mysql`]).
     RawMySql(RawMySql),
@@ -52,13 +59,17 @@ const PERMITS: u32 = 4;
 enum Hold {
     Lockkit(lockkit::LockGuard),
     Leading(lockkit::Leadership),
+    Several(lockkit::MultiLockGuard),
+    Transaction(TxHold),
     Rslock(rslock::Lock),
     RawMySql(RawMySql, String),
 }
 
 impl Client {
     /// `lockkit URL`, `lockkit-lease URL`, `lockkit-semaphore URL`, `lockkit-read
-    /// URL`, `lockkit-write URL`, `lockkit-election URL`, `rslock
+    /// URL`, `lockkit-write URL`, `lockkit-election URL`, `lockkit-fair URL`,
+    /// `lockkit-two-keys URL`, `lockkit-transaction URL`,
+    /// `lockkit-transaction-advisory URL`, `rslock
     /// HOST:PORT[,HOST:PORT…]` (one master, or Redlock's N) or `raw-mysql-bell
     /// URL`.
     async fn connect(library: &str, target: &str) -> Result<Self, Failure> {
@@ -66,6 +77,14 @@ impl Client {
             "lockkit" => Ok(Self::Lockkit(lockkit::connect(target).await?)),
             "lockkit-lease" => Ok(Self::LockkitLease(lockkit::connect(target).await?)),
             "lockkit-election" => Ok(Self::LockkitElection(lockkit::connect(target).await?)),
+            "lockkit-fair" => Ok(Self::LockkitFair(lockkit::connect(target).await?)),
+            "lockkit-two-keys" => Ok(Self::LockkitTwoKeys(lockkit::connect(target).await?)),
+            "lockkit-transaction" | "lockkit-transaction-advisory" => {
+                let advisory = library.ends_with("advisory");
+                Ok(Self::LockkitTransaction(
+                    TxClient::connect(target, advisory).await?,
+                ))
+            }
             "lockkit-semaphore" | "lockkit-read" | "lockkit-write" => {
                 let primitive = match library {
                     "lockkit-semaphore" => Primitive::Semaphore,
@@ -104,6 +123,16 @@ impl Client {
                 Primitive::Read => locker.read_lock(key).wait(WAIT).await?,
                 Primitive::Write => locker.write_lock(key).wait(WAIT).await?,
             })),
+            Self::LockkitFair(locker) => {
+                Ok(Hold::Lockkit(locker.lock(key).fair().wait(WAIT).await?))
+            }
+            Self::LockkitTwoKeys(locker) => Ok(Hold::Several(
+                locker
+                    .lock_all([key.to_owned(), format!("{key}-2")])
+                    .wait(WAIT)
+                    .await?,
+            )),
+            Self::LockkitTransaction(client) => Ok(Hold::Transaction(client.acquire(key).await?)),
             Self::LockkitElection(locker) => {
                 let election = locker.election(key);
                 let leading = tokio::time::timeout(WAIT, election.campaign("proposal")).await??;
@@ -127,6 +156,8 @@ impl Hold {
         match self {
             Self::Lockkit(guard) => Ok(guard.release().await?),
             Self::Leading(leading) => Ok(leading.resign().await?),
+            Self::Several(guard) => Ok(guard.release().await?),
+            Self::Transaction(tx) => tx.release().await,
             Self::Rslock(lock) => {
                 lock.release().await;
                 Ok(())

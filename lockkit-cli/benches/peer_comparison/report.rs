@@ -213,6 +213,14 @@ pub(crate) fn render(m: &Machine, args: &Args, groups: &[Group], consul: Option<
          returning to the next candidate leading.\n\
          - **the watchdog's cost**: on Redis and Redlock, lockkit also runs with a fixed \
          lease and no watchdog (*{}*), uncontended, in the same rounds.\n\
+         - **fair requests** (Redis): lockkit's request made `.fair()` beside its default \
+         one, uncontended and in the hand-off rounds; none of the peers here has a fair \
+         lock.\n\
+         - **two keys at once** (ZooKeeper): lockkit's `lock_all` of two keys beside \
+         Curator's `InterProcessMultiLock` of two mutexes; a pair takes and frees both.\n\
+         - **a lock in your transaction** (PostgreSQL, MariaDB): a pair begins a \
+         transaction, takes the key's lock in it (`TransactionLocks`) and commits; beside \
+         it, lockkit's lease table's acquire and release. Uncontended only.\n\
          - Each library is used as its documentation shows, with its defaults.\n",
         args.iterations,
         crate::rounds::BATCH,

@@ -123,6 +123,9 @@ pub(crate) struct Group {
     /// Hand-offs only, with these waiter counts: an election's failover, from
     /// the leader's resignation to the next candidate leading.
     pub(crate) handoffs_only: Option<Vec<u64>>,
+    /// No floor: lockkit's row times another request than the one `lockkit
+    /// bench` alternates with the floor (a fair request, two keys).
+    pub(crate) without_floor: bool,
 }
 
 impl Group {
@@ -141,6 +144,7 @@ impl Group {
             failures: Vec::new(),
             uncontended_only: false,
             handoffs_only: None,
+            without_floor: false,
         }
     }
 

@@ -34,6 +34,13 @@ const ZK_PRIMITIVES: [(&str, &str, &str, &str); 3] = [
     ),
 ];
 
+/// lockkit's default request beside its fair one.
+const UNFAIR: &str = "lockkit, not fair (the default)";
+
+/// lockkit's lease table beside its lock in the application's transaction: a
+/// lock on connections of its own, acquired and released.
+const LEASE_TABLE: &str = "lockkit, lease table (acquire + release)";
+
 /// Followers behind the leader in the election failover rows: each resignation
 /// hands the lead to the next.
 const FAILOVER_FOLLOWERS: [u64; 2] = [1, 8];
@@ -77,6 +84,18 @@ pub(crate) async fn run(args: &Args) -> Result<Vec<Group>, Failure> {
             )
             .await,
         );
+        let mut group = Group::new(
+            "Redis, one server: fair requests",
+            Backend::Redis(vec![RedisServer::new(address.clone())]),
+            version("redis-server", &["--version"]).await,
+        )
+        .with_servers([redis.pid()]);
+        group.without_floor = true;
+        let fair = vec![
+            programs.rust("lockkit-fair", "lockkit", redis.url()),
+            programs.rust("lockkit", UNFAIR, redis.url()),
+        ];
+        groups.push(run_group(args, group, &redis.url(), fair).await);
     }
     if args.wants("redlock") {
         let masters = RedisMasters::start(5).await?;
@@ -208,6 +227,16 @@ pub(crate) async fn run(args: &Args) -> Result<Vec<Group>, Failure> {
         }
         let backend = Backend::ZooKeeper(address.clone());
         let server = zk_version(&backend).await;
+        let mut group =
+            Group::new("ZooKeeper, two keys at once", backend, server).with_servers([zk.pid()]);
+        group.without_floor = true;
+        let two_keys = vec![
+            programs.rust("lockkit-two-keys", "lockkit", zk.url()),
+            programs.curator_recipe("multi", "Curator InterProcessMultiLock", address.clone()),
+        ];
+        groups.push(run_group(args, group, &zk.url(), two_keys).await);
+        let backend = Backend::ZooKeeper(address.clone());
+        let server = zk_version(&backend).await;
         let mut group = Group::new("ZooKeeper, election failover", backend, server);
         group.handoffs_only = Some(FAILOVER_FOLLOWERS.to_vec());
         let programs = vec![
@@ -226,11 +255,23 @@ pub(crate) async fn run(args: &Args) -> Result<Vec<Group>, Failure> {
             version("mariadbd", &["--version"]).await,
         )
         .with_servers([db.pid()]);
-        let programs = vec![
+        let mutex = vec![
             programs.rust("lockkit", "lockkit", url.clone()),
             programs.rust("raw-mysql-bell", HANDOFF_FLOOR, url.clone()),
         ];
-        groups.push(run_group(args, group, &url, programs).await);
+        groups.push(run_group(args, group, &url, mutex).await);
+        let mut group = Group::new(
+            "MariaDB, a lock in your transaction",
+            Backend::MySql(url.clone()),
+            version("mariadbd", &["--version"]).await,
+        )
+        .with_servers([db.pid()]);
+        group.uncontended_only = true;
+        let in_transaction = vec![
+            programs.rust("lockkit-transaction", "lockkit", url.clone()),
+            programs.rust("lockkit", LEASE_TABLE, url.clone()),
+        ];
+        groups.push(run_group(args, group, &url, in_transaction).await);
     }
     if args.wants("postgres") {
         let pg = counting_statements(Postgres::start().await?).await?;
@@ -246,8 +287,25 @@ pub(crate) async fn run(args: &Args) -> Result<Vec<Group>, Failure> {
         )
         .with_servers([pg.pid()]);
         // No peer: none of the peer libraries has a PostgreSQL lock.
-        let programs = vec![programs.rust("lockkit", "lockkit", url.clone())];
-        groups.push(run_group(args, group, &url, programs).await);
+        let mutex = vec![programs.rust("lockkit", "lockkit", url.clone())];
+        groups.push(run_group(args, group, &url, mutex).await);
+        let mut group = Group::new(
+            "PostgreSQL, a lock in your transaction",
+            Backend::Postgres(url.clone()),
+            version(&postgres, &["--version"]).await,
+        )
+        .with_servers([pg.pid()]);
+        group.uncontended_only = true;
+        let in_transaction = vec![
+            programs.rust("lockkit-transaction", "lockkit", url.clone()),
+            programs.rust(
+                "lockkit-transaction-advisory",
+                "lockkit, advisory (pg_advisory_xact_lock)",
+                url.clone(),
+            ),
+            programs.rust("lockkit", LEASE_TABLE, url.clone()),
+        ];
+        groups.push(run_group(args, group, &url, in_transaction).await);
     }
     Ok(groups)
 }
