@@ -49,9 +49,13 @@ fn row(backend: &str, c: &Capabilities) -> String {
         (false, true) => "on request",
         (false, false) => "no",
     };
-    // `lock_all` is core's, over the exclusive holds every driver grants: the
-    // keys one by one, in their byte order.
-    let several_keys = "in order";
+    // `lock_all` is core's: where the driver can, every key in one request,
+    // else (and whenever a key is held) one by one in their byte order.
+    let several_keys = if c.several_keys_at_once {
+        "at once"
+    } else {
+        "in order"
+    };
     format!(
         "| {backend} | {} | {} | {fair} | {several_keys} | {} | {expiry} | {wake_up} | {inspect} \
          | {} | {} | {} | {} |",

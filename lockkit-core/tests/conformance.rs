@@ -46,7 +46,8 @@ const MEM: Capabilities = Capabilities::baseline()
     .with_wake_up(WakeUp::Notify)
     .with_proclaim(true)
     .with_list(true)
-    .with_watch(true);
+    .with_watch(true)
+    .with_several_keys_at_once(true);
 
 const PROCESS_LOCAL: Skips = &[
     (

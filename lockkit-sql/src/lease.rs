@@ -77,6 +77,17 @@ pub trait LeaseBackend: Send + Sync + fmt::Debug + 'static {
         Ok(())
     }
 
+    /// Exclusive holds of every key of `reqs`, all or none, in one request
+    /// ([`LockDriver::try_acquire_all`]). Only where the database's capabilities
+    /// say [`Capabilities::several_keys_at_once`].
+    async fn try_acquire_all(&self, reqs: &[AcquireRequest]) -> Result<Option<Vec<Grant>>> {
+        let _ = reqs;
+        Err(LockError::Unsupported {
+            driver: Self::NAME,
+            capability: "several keys in one request",
+        })
+    }
+
     /// Takes `req`'s row out of its key's queue: it was granted, or gave up.
     async fn dequeue(&self, req: &AcquireRequest) -> Result<()> {
         let _ = req;
@@ -281,6 +292,10 @@ impl<B: LeaseBackend> LockDriver for LeaseDriver<B> {
                 polling(&*self.backend, req)
             },
         )
+    }
+
+    async fn try_acquire_all(&self, reqs: &[AcquireRequest]) -> Result<Option<Vec<Grant>>> {
+        self.backend.try_acquire_all(reqs).await
     }
 
     async fn extend(&self, key: &LockKey, owner: &OwnerId, ttl: Duration) -> Result<Instant> {

@@ -10,6 +10,7 @@ use tokio::time::Instant;
 use crate::check::{CaseError, CaseResult};
 use crate::harness::Ctx;
 
+mod at_once;
 mod counted;
 mod election;
 mod exclusion;
@@ -72,6 +73,9 @@ mod needs {
     /// Fair requests, where waiting is not fair by default.
     pub(super) fn fair_on_request(c: &Capabilities) -> bool {
         c.fair_on_request && c.inspect == Inspect::HoldersAndWaiters
+    }
+    pub(super) fn several_keys_at_once(c: &Capabilities) -> bool {
+        c.several_keys_at_once
     }
     pub(super) fn shared(c: &Capabilities) -> bool {
         c.shared
@@ -166,6 +170,7 @@ define_cases! {
     multi::lock_all_hands_out_a_token_per_key,
     multi::lock_all_is_lost_when_any_key_is,
     ; optional:
+    at_once::several_free_keys_are_taken_at_once_or_not_at_all if several_keys_at_once,
     fairness::fifo_order if fair,
     fairness::a_fair_try_lock_takes_no_key_past_a_live_waiter if fair_on_request,
     fairness::a_fair_request_is_refused_where_waiting_is_unfair if unfair,

@@ -3,6 +3,7 @@
 //! mode: locks, read-write locks and semaphore permits.
 
 mod acquire;
+mod at_once;
 mod election;
 mod guard;
 mod hold;

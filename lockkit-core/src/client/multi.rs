@@ -1,10 +1,13 @@
 //! [`MultiLockRequest`] and [`MultiLockGuard`]: several keys taken all or none.
 //!
-//! The keys are taken one by one in one global order, the keys' byte order, so
-//! two requests for overlapping sets, written in any order, never wait for each
-//! other in a cycle: the one that holds the lowest shared key goes first. A key
-//! that cannot be had within the wait releases the keys already taken before
-//! the error is returned.
+//! Where the backend can ([`crate::Capabilities::several_keys_at_once`]), a
+//! request first tries every key in one request, all or none (see
+//! [`super::at_once`]). Otherwise, or when a key is held, the keys are taken one
+//! by one in one global order, the keys' byte order, so two requests for
+//! overlapping sets, written in any order, never wait for each other in a
+//! cycle: the one that holds the lowest shared key goes first. A key that cannot
+//! be had within the wait releases the keys already taken before the error is
+//! returned.
 
 use std::fmt;
 use std::future::{Future, IntoFuture};
@@ -19,7 +22,7 @@ use super::hold::LostReason;
 use super::locker::Locker;
 use super::request::WaitSpec;
 use crate::error::Result;
-use crate::types::{FencingToken, LockKey, OwnerId};
+use crate::types::{FencingToken, LockKey, OwnerId, validate_ttl};
 
 /// A request for exclusive locks on several keys at once, all or none; `.await`
 /// it to acquire. Made by [`Locker::lock_all`].
@@ -105,7 +108,24 @@ impl<'a> MultiLockRequest<'a> {
             .collect::<Result<Vec<_>>>()?;
         keys.sort_unstable_by(|a, b| a.as_str().cmp(b.as_str()));
         keys.dedup_by(|a, b| a.as_str() == b.as_str());
+        // A fresh owner holds none of the keys: where the backend can, all of
+        // them in one request first.
+        let at_once = keys.len() > 1
+            && !self.fair
+            && self.owner.is_none()
+            && self.locker.capabilities().several_keys_at_once;
         let owner = self.owner.unwrap_or_default();
+        if at_once {
+            let (ttl, fixed) = self.ttl.unwrap_or((self.locker.inner.default_ttl, false));
+            let owner = owner.clone().with_clean_label(self.locker.label());
+            let taken = self
+                .locker
+                .lock_all_at_once(&keys, &owner, validate_ttl(ttl)?, !fixed)
+                .await?;
+            if let Some(guards) = taken {
+                return Ok(MultiLockGuard { guards });
+            }
+        }
         let deadline = match self.wait {
             WaitSpec::AtMost(d) => Instant::now().checked_add(d),
             WaitSpec::NoWait | WaitSpec::Forever => None,

@@ -95,7 +95,7 @@ impl Drop for PendingAcquire {
 
 /// Releases, in the background, what an acquire whose caller left may hold,
 /// until `deadline`, when such a hold's lease ends.
-fn release_after_cancel(
+pub(super) fn release_after_cancel(
     under_way: Arc<UnderWay>,
     driver: Arc<dyn LockDriver>,
     request: &AcquireRequest,

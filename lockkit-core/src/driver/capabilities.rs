@@ -65,6 +65,11 @@ pub struct Capabilities {
     /// `TransactionLocks`): no lease runs out under a holder whose writes go to
     /// the same database.
     pub transaction_locks: bool,
+    /// Exclusive holds of several free keys are taken in one request to the
+    /// backend, all or none ([`crate::LockDriver::try_acquire_all`]): what
+    /// [`crate::Locker::lock_all`] tries first. Elsewhere, and whenever a key is
+    /// held, it takes the keys one by one in their order.
+    pub several_keys_at_once: bool,
 }
 
 impl Capabilities {
@@ -84,6 +89,7 @@ impl Capabilities {
             list: false,
             watch: false,
             transaction_locks: false,
+            several_keys_at_once: false,
         }
     }
 
@@ -159,6 +165,12 @@ impl Capabilities {
     /// With (or without) locks in the application's own transaction.
     pub const fn with_transaction_locks(mut self, transaction_locks: bool) -> Self {
         self.transaction_locks = transaction_locks;
+        self
+    }
+
+    /// With (or without) [`crate::LockDriver::try_acquire_all`].
+    pub const fn with_several_keys_at_once(mut self, at_once: bool) -> Self {
+        self.several_keys_at_once = at_once;
         self
     }
 

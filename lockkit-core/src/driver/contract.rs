@@ -8,7 +8,7 @@ use tokio::time::Instant;
 
 use super::capabilities::Capabilities;
 use super::change::ChangeSignal;
-use super::grant::Renewal;
+use super::grant::{Grant, Renewal};
 use super::inspect::Inspection;
 use super::request::AcquireRequest;
 use crate::error::{LockError, Result};
@@ -159,6 +159,26 @@ pub trait LockDriver: Send + Sync + fmt::Debug + 'static {
     async fn watch(&self, key: &LockKey) -> Result<ChangeSignal> {
         let _ = key;
         Ok(Box::pin(std::future::pending()))
+    }
+
+    /// One attempt at exclusive holds of every request of `reqs` (distinct keys,
+    /// one owner none of whose holds they are, in the keys' byte order), all or
+    /// none, in one request to the backend: every grant, in the requests'
+    /// order, or `None` if any key is held or waited for, and then nothing was
+    /// taken. It never waits. Drivers that can list it in
+    /// [`Capabilities::several_keys_at_once`]; [`crate::Locker::lock_all`] tries
+    /// it first, and takes the keys one by one if it is refused.
+    ///
+    /// # Errors
+    ///
+    /// [`LockError::Unsupported`] by default; a backend error (then nothing is
+    /// held, or what is held is the caller's to release).
+    async fn try_acquire_all(&self, reqs: &[AcquireRequest]) -> Result<Option<Vec<Grant>>> {
+        let _ = reqs;
+        Err(LockError::Unsupported {
+            driver: self.name(),
+            capability: "several keys in one request",
+        })
     }
 
     /// Frees `key` whoever holds it: an operator's break-glass (Redisson's

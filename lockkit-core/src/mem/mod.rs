@@ -62,6 +62,7 @@
 //! # Ok(()) }
 //! ```
 
+mod at_once;
 mod contender;
 mod slot;
 
@@ -77,7 +78,7 @@ use tokio::time::Instant;
 use self::contender::MemContender;
 use self::slot::Slot;
 use crate::driver::{
-    AcquireRequest, Capabilities, ChangeSignal, Contention, Driver, DriverEntry, Inspect,
+    AcquireRequest, Capabilities, ChangeSignal, Contention, Driver, DriverEntry, Grant, Inspect,
     Inspection, LockDriver, LockMode, WaitPolicy, WakeUp, armed,
 };
 use crate::error::{LockError, Result};
@@ -210,6 +211,11 @@ impl LockDriver for MemDriver {
             .with_proclaim(true)
             .with_list(true)
             .with_watch(true)
+            .with_several_keys_at_once(true)
+    }
+
+    async fn try_acquire_all(&self, reqs: &[AcquireRequest]) -> Result<Option<Vec<Grant>>> {
+        self.take_all(reqs)
     }
 
     async fn contend<'a>(&'a self, req: &'a AcquireRequest) -> Result<Contention<'a>> {

@@ -131,6 +131,7 @@
 //! # Ok(()) }
 //! ```
 
+mod at_once;
 mod clock;
 mod driver;
 mod leases;
