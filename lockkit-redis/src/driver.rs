@@ -7,7 +7,7 @@ use std::time::Duration;
 use lockkit_core::driver::Contention;
 use lockkit_core::driver::{Inspect, Inspection, WakeUpHealth};
 use lockkit_core::{
-    AcquireRequest, Capabilities, LockDriver, LockKey, OwnerId, Renewal, Result, WakeUp,
+    AcquireRequest, Capabilities, Grant, LockDriver, LockKey, OwnerId, Renewal, Result, WakeUp,
     async_trait,
 };
 use tokio::time::Instant;
@@ -163,6 +163,11 @@ impl LockDriver for RedisDriver {
             .with_fair_on_request(true)
             .with_proclaim(true)
             .with_list(!self.is_cluster() && self.keys == KeyLayout::Tagged)
+            .with_several_keys_at_once(self.takes_several_at_once())
+    }
+
+    async fn try_acquire_all(&self, reqs: &[AcquireRequest]) -> Result<Option<Vec<Grant>>> {
+        self.take_all(reqs).await
     }
 
     async fn contend<'a>(&'a self, req: &'a AcquireRequest) -> Result<Contention<'a>> {

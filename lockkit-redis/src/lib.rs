@@ -298,6 +298,7 @@
 //!   `?wake=poll`: the random-delay retry only).
 
 mod acquire;
+mod acquire_all;
 mod app_client;
 mod call;
 mod connection;

@@ -80,6 +80,8 @@ pub(crate) struct Scripts {
     pub(crate) extend_many: Script,
     /// Redlock: writes the quorum's token back (see `redlock`).
     pub(crate) raise_fence: Script,
+    /// Several free locks at once (see `acquire_all`).
+    pub(crate) acquire_all: Script,
 }
 
 impl Scripts {
@@ -106,6 +108,7 @@ impl Scripts {
             &self.extend,
             &self.extend_many,
             &self.raise_fence,
+            &self.acquire_all,
         ] {
             script.prepare_invoke().load_async(conn).await?;
         }
@@ -133,6 +136,7 @@ impl Scripts {
             extend: Script::new(include_str!("../scripts/extend.lua")),
             extend_many: Script::new(include_str!("../scripts/extend_many.lua")),
             raise_fence: Script::new(include_str!("../scripts/raise_fence.lua")),
+            acquire_all: Script::new(include_str!("../scripts/acquire_all.lua")),
         }
     }
 }

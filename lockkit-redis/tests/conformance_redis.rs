@@ -66,19 +66,23 @@ const REDIS: Capabilities = Capabilities::baseline()
     .with_inspect(Inspect::HoldersAndWaiters)
     .with_fair_on_request(true)
     .with_proclaim(true)
-    .with_list(true);
+    .with_list(true)
+    .with_several_keys_at_once(true);
 
-/// Listing needs every lock on one server, under lockkit's own key names: not on
-/// a Cluster, nor with `keys=plain`.
+/// Listing needs every lock on one server, under lockkit's own key names: not
+/// with `keys=plain`.
 const UNLISTED: Capabilities = REDIS.with_list(false);
+
+/// Nor on a Cluster, where several locks are in several slots: taken one by one.
+const CLUSTER: Capabilities = UNLISTED.with_several_keys_at_once(false);
 
 lockkit_conformance::main! {
     redis: UrlHarness<Single>, claims REDIS;
-    redis_cluster: UrlHarness<Cluster>, claims UNLISTED;
+    redis_cluster: UrlHarness<Cluster>, claims CLUSTER;
     redis_polling: UrlHarness<SinglePolling>, claims REDIS.with_wake_up(WakeUp::Poll);
     redis_plain: UrlHarness<SinglePlain>, claims UNLISTED;
     redis_sentinel: UrlHarness<Sentinel>, claims REDIS;
     redis_tls: UrlHarness<Tls>, claims REDIS;
-    redis_tls_cluster: UrlHarness<TlsCluster>, claims UNLISTED;
+    redis_tls_cluster: UrlHarness<TlsCluster>, claims CLUSTER;
     redis_tls_sentinel: UrlHarness<TlsSentinel>, claims REDIS;
 }

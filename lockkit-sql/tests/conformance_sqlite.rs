@@ -6,13 +6,9 @@ use std::sync::Arc;
 mod suites;
 
 use lockkit_conformance::{UrlHarness, url_backend};
-use lockkit_core::Capabilities;
 use lockkit_core::{LockDriver, LockError};
 use lockkit_sql::sqlite::{SqliteDriver, SqliteOptions};
 use suites::QUEUED_LEASES;
-
-/// SQLite's lease table: queued waiters, and several keys in one transaction.
-const SQLITE: Capabilities = QUEUED_LEASES.with_several_keys_at_once(true);
 
 async fn connect(url: &str) -> Result<Arc<dyn LockDriver>, LockError> {
     Ok(Arc::new(
@@ -28,5 +24,5 @@ url_backend!(
 );
 
 lockkit_conformance::main! {
-    sqlite: UrlHarness<File>, claims SQLITE;
+    sqlite: UrlHarness<File>, claims QUEUED_LEASES;
 }

@@ -36,6 +36,9 @@ enum Client {
     LockkitFair(lockkit::Locker),
     /// lockkit's `lock_all` of two keys: the key and `KEY-2`.
     LockkitTwoKeys(lockkit::Locker),
+    /// The same two keys as two locks, one after the other: what `lock_all`
+    /// does where the backend cannot take them at once.
+    LockkitTwoLocks(lockkit::Locker),
     /// A lock in the application's own transaction.
     LockkitTransaction(TxClient),
     Rslock(rslock::LockManager),
@@ -60,6 +63,7 @@ enum Hold {
     Lockkit(lockkit::LockGuard),
     Leading(lockkit::Leadership),
     Several(lockkit::MultiLockGuard),
+    Pair(lockkit::LockGuard, lockkit::LockGuard),
     Transaction(TxHold),
     Rslock(rslock::Lock),
     RawMySql(RawMySql, String),
@@ -68,7 +72,7 @@ enum Hold {
 impl Client {
     /// `lockkit URL`, `lockkit-lease URL`, `lockkit-semaphore URL`, `lockkit-read
     /// URL`, `lockkit-write URL`, `lockkit-election URL`, `lockkit-fair URL`,
-    /// `lockkit-two-keys URL`, `lockkit-transaction URL`,
+    /// `lockkit-two-keys URL`, `lockkit-two-locks URL`, `lockkit-transaction URL`,
     /// `lockkit-transaction-advisory URL`, `rslock
     /// HOST:PORT[,HOST:PORT…]` (one master, or Redlock's N) or `raw-mysql-bell
     /// URL`.
@@ -79,6 +83,7 @@ impl Client {
             "lockkit-election" => Ok(Self::LockkitElection(lockkit::connect(target).await?)),
             "lockkit-fair" => Ok(Self::LockkitFair(lockkit::connect(target).await?)),
             "lockkit-two-keys" => Ok(Self::LockkitTwoKeys(lockkit::connect(target).await?)),
+            "lockkit-two-locks" => Ok(Self::LockkitTwoLocks(lockkit::connect(target).await?)),
             "lockkit-transaction" | "lockkit-transaction-advisory" => {
                 let advisory = library.ends_with("advisory");
                 Ok(Self::LockkitTransaction(
@@ -132,6 +137,11 @@ impl Client {
                     .wait(WAIT)
                     .await?,
             )),
+            Self::LockkitTwoLocks(locker) => {
+                let first = locker.lock(key).wait(WAIT).await?;
+                let second = locker.lock(format!("{key}-2")).wait(WAIT).await?;
+                Ok(Hold::Pair(first, second))
+            }
             Self::LockkitTransaction(client) => Ok(Hold::Transaction(client.acquire(key).await?)),
             Self::LockkitElection(locker) => {
                 let election = locker.election(key);
@@ -157,6 +167,10 @@ impl Hold {
             Self::Lockkit(guard) => Ok(guard.release().await?),
             Self::Leading(leading) => Ok(leading.resign().await?),
             Self::Several(guard) => Ok(guard.release().await?),
+            Self::Pair(first, second) => {
+                first.release().await?;
+                Ok(second.release().await?)
+            }
             Self::Transaction(tx) => tx.release().await,
             Self::Rslock(lock) => {
                 lock.release().await;

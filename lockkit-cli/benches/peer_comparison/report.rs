@@ -216,8 +216,10 @@ pub(crate) fn render(m: &Machine, args: &Args, groups: &[Group], consul: Option<
          - **fair requests** (Redis): lockkit's request made `.fair()` beside its default \
          one, uncontended and in the hand-off rounds; none of the peers here has a fair \
          lock.\n\
-         - **two keys at once** (ZooKeeper): lockkit's `lock_all` of two keys beside \
-         Curator's `InterProcessMultiLock` of two mutexes; a pair takes and frees both.\n\
+         - **two keys at once**: lockkit's `lock_all` of two keys; a pair takes and frees \
+         both. On ZooKeeper beside Curator's `InterProcessMultiLock` of two mutexes; on \
+         Redis and PostgreSQL, which take free keys in one request, beside the same two \
+         keys taken as two locks one after the other (uncontended only).\n\
          - **a lock in your transaction** (PostgreSQL, MariaDB): a pair begins a \
          transaction, takes the key's lock in it (`TransactionLocks`) and commits; beside \
          it, lockkit's lease table's acquire and release. Uncontended only.\n\

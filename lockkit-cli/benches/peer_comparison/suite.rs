@@ -41,6 +41,9 @@ const UNFAIR: &str = "lockkit, not fair (the default)";
 /// lock on connections of its own, acquired and released.
 const LEASE_TABLE: &str = "lockkit, lease table (acquire + release)";
 
+/// The two keys of `lock_all`'s rows taken as two locks, one after the other.
+const ONE_BY_ONE: &str = "lockkit, two locks one after the other";
+
 /// Followers behind the leader in the election failover rows: each resignation
 /// hands the lead to the next.
 const FAILOVER_FOLLOWERS: [u64; 2] = [1, 8];
@@ -96,6 +99,18 @@ pub(crate) async fn run(args: &Args) -> Result<Vec<Group>, Failure> {
             programs.rust("lockkit", UNFAIR, redis.url()),
         ];
         groups.push(run_group(args, group, &redis.url(), fair).await);
+        let mut group = Group::new(
+            "Redis, one server: two keys at once",
+            Backend::Redis(vec![RedisServer::new(address.clone())]),
+            version("redis-server", &["--version"]).await,
+        )
+        .with_servers([redis.pid()]);
+        group.uncontended_only = true;
+        let two_keys = vec![
+            programs.rust("lockkit-two-keys", "lockkit", redis.url()),
+            programs.rust("lockkit-two-locks", ONE_BY_ONE, redis.url()),
+        ];
+        groups.push(run_group(args, group, &redis.url(), two_keys).await);
     }
     if args.wants("redlock") {
         let masters = RedisMasters::start(5).await?;
@@ -306,6 +321,18 @@ pub(crate) async fn run(args: &Args) -> Result<Vec<Group>, Failure> {
             programs.rust("lockkit", LEASE_TABLE, url.clone()),
         ];
         groups.push(run_group(args, group, &url, in_transaction).await);
+        let mut group = Group::new(
+            "PostgreSQL, two keys at once",
+            Backend::Postgres(url.clone()),
+            version(&postgres, &["--version"]).await,
+        )
+        .with_servers([pg.pid()]);
+        group.uncontended_only = true;
+        let two_keys = vec![
+            programs.rust("lockkit-two-keys", "lockkit", url.clone()),
+            programs.rust("lockkit-two-locks", ONE_BY_ONE, url.clone()),
+        ];
+        groups.push(run_group(args, group, &url, two_keys).await);
     }
     Ok(groups)
 }

@@ -184,6 +184,11 @@ impl LeaseBackend for MySqlLeases {
         LEASE_CAPABILITIES
             .with_inspect(Inspect::HoldersAndWaiters)
             .with_fair_on_request(true)
+            .with_several_keys_at_once(true)
+    }
+
+    async fn try_acquire_all(&self, reqs: &[AcquireRequest]) -> Result<Option<Vec<Grant>>> {
+        self.take_all(reqs).await
     }
 
     async fn enqueue(&self, req: &AcquireRequest) -> Result<()> {

@@ -21,7 +21,7 @@ use crate::turns;
 /// locks into the next key's rows, and two keys' acquires could deadlock.
 /// (Not READ COMMITTED: with statement-based binary logging InnoDB refuses
 /// its writes.)
-const BEGIN: &str = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ; START TRANSACTION";
+pub(super) const BEGIN: &str = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ; START TRANSACTION";
 
 /// A deadlock with another transaction is [`LockError::Contended`], which
 /// [`MySqlLeases::try_acquire_many`] turns into "busy": nothing took effect.

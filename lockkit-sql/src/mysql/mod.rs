@@ -186,6 +186,7 @@
 //! # Ok::<(), lockkit::LockError>(())
 //! ```
 
+mod at_once;
 mod bell_wait;
 mod doorbell;
 mod driver;

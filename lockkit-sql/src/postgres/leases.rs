@@ -65,7 +65,7 @@ pub(super) enum Take<'a> {
 /// Every statement, built once per driver.
 #[derive(Debug)]
 pub(super) struct Statements {
-    acquire: Arc<str>,
+    pub(super) acquire: Arc<str>,
     acquire_if_free: Arc<str>,
     join_queue: Arc<str>,
     acquire_queued: Arc<str>,
@@ -106,20 +106,7 @@ impl PgLeases {
         };
         let sent = Instant::now();
         let (owner, label) = (req.owner.to_hex(), req.stored_label());
-        let mut values = vec![
-            Value::Text(req.key.as_str()),
-            Value::Text(&owner),
-            Value::Float(ttl_ms(req.ttl)),
-            Value::MaybeText(label.as_deref()),
-        ];
-        match which {
-            Take::First | Take::Again => {}
-            Take::Join(waiter) => {
-                values.extend([Value::Text(waiter), Value::Float(ttl_ms(queue::ROW_TTL))]);
-            }
-            Take::Queued(waiter) => values.push(Value::Text(waiter)),
-        }
-        values.push(Value::Int(i64::from(req.fair)));
+        let values = take_values(req, &owner, label.as_deref(), &which);
         let row = retry_conflicts(|| self.wire.row(&self.pool, statement, &values))
             .within(self.timeout)
             .await
@@ -177,6 +164,31 @@ impl PgLeases {
     }
 }
 
+/// What `which`'s statement binds for `req`: name, owner, TTL, label, then
+/// the waiter's (when queued), then whether the request is fair.
+pub(super) fn take_values<'v>(
+    req: &'v AcquireRequest,
+    owner: &'v str,
+    label: Option<&'v str>,
+    which: &Take<'v>,
+) -> Vec<Value<'v>> {
+    let mut values = vec![
+        Value::Text(req.key.as_str()),
+        Value::Text(owner),
+        Value::Float(ttl_ms(req.ttl)),
+        Value::MaybeText(label),
+    ];
+    match which {
+        Take::First | Take::Again => {}
+        Take::Join(waiter) => {
+            values.extend([Value::Text(waiter), Value::Float(ttl_ms(queue::ROW_TTL))]);
+        }
+        Take::Queued(waiter) => values.push(Value::Text(waiter)),
+    }
+    values.push(Value::Int(i64::from(req.fair)));
+    values
+}
+
 #[async_trait]
 impl LeaseBackend for PgLeases {
     const NAME: &'static str = NAME;
@@ -197,6 +209,11 @@ impl LeaseBackend for PgLeases {
             .with_watch(notified)
             .with_inspect(Inspect::HoldersAndWaiters)
             .with_fair_on_request(true)
+            .with_several_keys_at_once(true)
+    }
+
+    async fn try_acquire_all(&self, reqs: &[AcquireRequest]) -> Result<Option<Vec<Grant>>> {
+        self.take_all(reqs).await
     }
 
     /// A polling waiter (shared, permit, or any behind a pooler) joins the

@@ -206,6 +206,7 @@
 
 mod advisory;
 mod advisory_sql;
+mod at_once;
 mod driver;
 mod holder_sql;
 mod leases;

@@ -17,11 +17,12 @@ pub(crate) const LEASES: Capabilities = Capabilities::baseline()
     .with_list(true)
     .with_transaction_locks(true);
 
-/// A lease table whose waiters queue in `<table>_queue`: counted, and served in
-/// arrival order when they ask for it (SQLite).
+/// A lease table whose waiters queue: counted, and served in arrival order when
+/// they ask for it; several free keys are taken in one transaction.
 pub(crate) const QUEUED_LEASES: Capabilities = LEASES
     .with_inspect(Inspect::HoldersAndWaiters)
-    .with_fair_on_request(true);
+    .with_fair_on_request(true)
+    .with_several_keys_at_once(true);
 
 /// A lease table whose waiters queue and are woken by the server, and whose
 /// changes are watched (PostgreSQL's `LISTEN`).
