@@ -11,7 +11,7 @@ use std::time::Duration;
 use lockkit_core::driver::Contention;
 use lockkit_core::driver::{ChangeSignal, Driver, Inspect, Inspection};
 use lockkit_core::{
-    AcquireRequest, Capabilities, LockDriver, LockKey, OwnerId, Renewal, Result, WakeUp,
+    AcquireRequest, Capabilities, Grant, LockDriver, LockKey, OwnerId, Renewal, Result, WakeUp,
     async_trait,
 };
 use tokio::time::Instant;
@@ -19,7 +19,7 @@ use tokio::time::Instant;
 use super::connection::Inner;
 use super::contender::Contending;
 use super::options::EtcdOptions;
-use super::{inspect, list, observe, proclaim, release, renew};
+use super::{at_once, inspect, list, observe, proclaim, release, renew};
 
 /// What an HTTP/2 client sends first: a plain gRPC server answers it.
 #[cfg(feature = "tls")]
@@ -145,6 +145,11 @@ impl LockDriver for EtcdDriver {
             .with_proclaim(true)
             .with_list(true)
             .with_watch(true)
+            .with_several_keys_at_once(true)
+    }
+
+    async fn try_acquire_all(&self, reqs: &[AcquireRequest]) -> Result<Option<Vec<Grant>>> {
+        at_once::take_all(&self.inner, reqs).await
     }
 
     async fn inspect(&self, key: &LockKey) -> Result<Inspection> {

@@ -241,6 +241,7 @@
 //!   idempotent (the entry's key names its owner; deletes compare
 //!   create_revision).
 
+mod at_once;
 mod connection;
 mod contender;
 mod driver;

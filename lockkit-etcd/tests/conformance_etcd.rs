@@ -58,7 +58,8 @@ const ETCD: Capabilities = Capabilities::baseline()
     .with_wake_up(WakeUp::Notify)
     .with_proclaim(true)
     .with_list(true)
-    .with_watch(true);
+    .with_watch(true)
+    .with_several_keys_at_once(true);
 
 lockkit_conformance::main! {
     etcd: UrlHarness<Single>, claims ETCD;
