@@ -177,7 +177,7 @@ impl LeaseBackend for MySqlLeases {
     const NAME: &'static str = NAME;
     /// For the waiters that do not wait on a bell (shared, permits, and all when
     /// the bells' connections are used up): MySQL has no release notification.
-    const POLL_CAP: Duration = Duration::from_millis(100);
+    const POLL_CAP: Duration = Duration::from_millis(50);
     const QUEUES: bool = true;
 
     fn capabilities(&self) -> Capabilities {

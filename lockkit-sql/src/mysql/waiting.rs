@@ -25,11 +25,6 @@ use crate::wait::{Armed, failed};
 /// failed connection); a holder's lease ending wakes it anyway.
 const FIRST_IN_LINE_CAP: Duration = Duration::from_millis(250);
 
-/// How long the first in line pauses when it found the key free twice running
-/// and was refused both times: a waiter queued ahead has the turn, and takes
-/// the key at its next poll.
-const TURN_PAUSE: Duration = Duration::from_millis(20);
-
 /// The attempts of `req` (exclusive, willing to wait), waiting on the key's
 /// bell between them.
 pub(super) fn contention<'a>(leases: &'a MySqlLeases, req: &'a AcquireRequest) -> Contention<'a> {
@@ -66,7 +61,8 @@ enum State {
     /// with a grant (its holder rings it at the release). `rung`: the bell came
     /// with a release (its ring, or the end of our sleep), so the attempt
     /// expects the key free ([`MySqlLeases::take_rung`]). `found_free`: the
-    /// last sleep found the key free ([`Slept::Free`]).
+    /// last sleep found the key free ([`Slept::Free`]), so a refusal now is
+    /// another waiter's turn.
     Bell {
         bell: Bell,
         rung: bool,
@@ -148,16 +144,11 @@ impl Waiter<'_> {
     }
 
     /// First in line (we have the bell) behind a holder without one: nothing
-    /// will ring. Sleeps on the bell's connection, where the release wakes us;
-    /// first pauses for [`TURN_PAUSE`] if the key was free at the last look
-    /// (`found_free`) and still not ours: a waiter ahead has the turn.
-    fn sleep_on(&self, bell: Bell, found_free: bool) -> Busy {
+    /// will ring. Sleeps on the bell's connection, where the release wakes us.
+    fn sleep_on(&self, bell: Bell) -> Busy {
         let (state, statements) = (self.state.clone(), self.leases.doorbells.wait_statements());
         let (key, cap) = (self.req.key.clone(), self.within_wait(FIRST_IN_LINE_CAP));
         Busy::trusting(async move {
-            if found_free {
-                tokio::time::sleep(TURN_PAUSE.min(cap)).await;
-            }
             let slept = first_in_line::sleep(bell, statements, key, cap).await;
             *lock(&state) = State::after_sleep(slept);
             Ok(())
@@ -223,7 +214,14 @@ impl Waiter<'_> {
                 leases.doorbells.keep(&self.req.key, &self.req.owner, bell);
                 Ok(Attempt::Granted(grant))
             }
-            Ok(None) => Ok(Attempt::Busy(self.sleep_on(bell, found_free))),
+            // The key was free and is still not ours: a waiter queued ahead
+            // has the turn ([`crate::turns`]), and may be a writer waiting for
+            // this very bell. Hand the bell on, and poll.
+            Ok(None) if found_free => {
+                leases.doorbells.ring_unkept(bell).await;
+                Ok(Attempt::Busy(armed.busy()))
+            }
+            Ok(None) => Ok(Attempt::Busy(self.sleep_on(bell))),
             // A release's wake-up ended this attempt instead of our sleep
             // ([`first_in_line`]): it rolled back; attempt again.
             Err(e) if was_interrupted(&e) => {
