@@ -156,6 +156,13 @@ pub(crate) const LEASE_CAPABILITIES: Capabilities = Capabilities::baseline()
     .with_list(true)
     .with_transaction_locks(true);
 
+/// A lease table whose waiters queue ([`crate::turns`]): counted, fair on
+/// request, and several free keys taken in one transaction.
+pub(crate) const QUEUED_LEASE_CAPABILITIES: Capabilities = LEASE_CAPABILITIES
+    .with_inspect(Inspect::HoldersAndWaiters)
+    .with_fair_on_request(true)
+    .with_several_keys_at_once(true);
+
 /// An attempt's answer, where [`LockError::Contended`] (a deadlock or a
 /// serialization failure with another transaction: nothing took effect) means
 /// busy: `None`, attempt again.

@@ -3,11 +3,9 @@
 
 use tokio::time::Instant;
 
-use super::slot::MemHold;
 use super::{MemDriver, NAME};
 use crate::driver::{AcquireRequest, Admission, Grant, admit};
 use crate::error::Result;
-use crate::types::FencingToken;
 
 impl MemDriver {
     /// Exclusive holds of every key of `reqs`, or none if any is held or has a
@@ -26,17 +24,8 @@ impl MemDriver {
         }
         let mut grants = Vec::with_capacity(reqs.len());
         for req in reqs {
-            let slot = slots.entry(req.key.clone()).or_default();
-            slot.counter += 1;
-            let token = FencingToken(slot.counter);
             let expires = now + req.ttl;
-            slot.holders.push(MemHold {
-                owner: req.owner.clone(),
-                text: req.stored_label(),
-                mode: req.mode,
-                token,
-                expires,
-            });
+            let token = slots.entry(req.key.clone()).or_default().hold(req, expires);
             grants.push(Grant::of(req, token, expires));
         }
         self.store.changed.notify_waiters();

@@ -8,10 +8,9 @@ use tokio::time::Instant;
 
 use super::MemDriver;
 use super::NAME;
-use super::slot::{MemHold, Queued};
+use super::slot::Queued;
 use crate::driver::{AcquireRequest, Admission, Attempt, Busy, Contender, Grant, Wait, admit};
 use crate::error::Result;
-use crate::types::FencingToken;
 
 pub(super) struct MemContender<'a> {
     pub(super) driver: &'a MemDriver,
@@ -40,10 +39,7 @@ impl Contender for MemContender<'_> {
                 }
                 return Ok(Attempt::Granted(Grant::of(req, token, expires)));
             }
-            Admission::Admit => {
-                slot.counter += 1;
-                FencingToken(slot.counter)
-            }
+            Admission::Admit => slot.hold(req, expires),
             Admission::Refuse(e) => return Err(e),
             Admission::Wait => {
                 if req.wait == Wait::NoWait {
@@ -70,13 +66,6 @@ impl Contender for MemContender<'_> {
                 }));
             }
         };
-        slot.holders.push(MemHold {
-            owner: req.owner.clone(),
-            text: req.stored_label(),
-            mode: req.mode,
-            token,
-            expires,
-        });
         if let Some((id, _)) = self.queued.take() {
             // Leaving the queue may let the next waiters in (more readers, permits).
             slot.remove_waiter(id);

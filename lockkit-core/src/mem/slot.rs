@@ -42,6 +42,24 @@ pub(super) struct Queued {
 }
 
 impl Slot {
+    /// Records `req`'s new hold until `expires`, with the key's next token.
+    pub(super) fn hold(
+        &mut self,
+        req: &crate::driver::AcquireRequest,
+        expires: Instant,
+    ) -> FencingToken {
+        self.counter += 1;
+        let token = FencingToken(self.counter);
+        self.holders.push(MemHold {
+            owner: req.owner.clone(),
+            text: req.stored_label(),
+            mode: req.mode,
+            token,
+            expires,
+        });
+        token
+    }
+
     /// Drops the holds whose lease ran out.
     pub(super) fn prune(&mut self, now: Instant) {
         self.holders.retain(|h| h.expires > now);

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lockkit_core::driver::Contention;
-use lockkit_core::driver::{Inspect, KeyWakers, LockMode};
+use lockkit_core::driver::{KeyWakers, LockMode};
 use lockkit_core::{
     AcquireRequest, Capabilities, Grant, Inspection, LockError, LockKey, OwnerId, Result,
     async_trait,
@@ -18,7 +18,7 @@ use super::doorbell::Doorbells;
 use super::{holder_sql, queue_sql, sql, waiting};
 use crate::connect::Within;
 use crate::holds::{HolderRow, KeyRow};
-use crate::lease::{LEASE_CAPABILITIES, LeaseBackend, polling};
+use crate::lease::{LeaseBackend, QUEUED_LEASE_CAPABILITIES, polling};
 
 pub(super) const NAME: &str = "mysql";
 
@@ -181,10 +181,7 @@ impl LeaseBackend for MySqlLeases {
     const QUEUES: bool = true;
 
     fn capabilities(&self) -> Capabilities {
-        LEASE_CAPABILITIES
-            .with_inspect(Inspect::HoldersAndWaiters)
-            .with_fair_on_request(true)
-            .with_several_keys_at_once(true)
+        QUEUED_LEASE_CAPABILITIES
     }
 
     async fn try_acquire_all(&self, reqs: &[AcquireRequest]) -> Result<Option<Vec<Grant>>> {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lockkit_core::driver::Contention;
-use lockkit_core::driver::{Inspect, KeyWakers, LockMode};
+use lockkit_core::driver::{KeyWakers, LockMode};
 use lockkit_core::{
     AcquireRequest, Capabilities, FencingToken, Grant, Inspection, LockError, LockKey, OwnerId,
     Renewal, Result, WakeUp, async_trait,
@@ -21,7 +21,7 @@ use super::{holder_sql, sql, waiter_sql};
 use crate::connect::Within;
 use crate::error::retry_conflicts;
 use crate::holds::{HolderRow, KeyRow};
-use crate::lease::{LEASE_CAPABILITIES, LeaseBackend};
+use crate::lease::{LeaseBackend, QUEUED_LEASE_CAPABILITIES};
 use crate::{mode_names, renew, turns};
 
 pub(crate) const NAME: &str = "postgres";
@@ -200,16 +200,13 @@ impl LeaseBackend for PgLeases {
 
     fn capabilities(&self) -> Capabilities {
         let notified = self.listener.is_some();
-        LEASE_CAPABILITIES
+        QUEUED_LEASE_CAPABILITIES
             .with_wake_up(if notified {
                 WakeUp::Notify
             } else {
                 WakeUp::Poll
             })
             .with_watch(notified)
-            .with_inspect(Inspect::HoldersAndWaiters)
-            .with_fair_on_request(true)
-            .with_several_keys_at_once(true)
     }
 
     async fn try_acquire_all(&self, reqs: &[AcquireRequest]) -> Result<Option<Vec<Grant>>> {

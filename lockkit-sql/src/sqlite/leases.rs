@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lockkit_core::driver::{Inspect, KeyWakers, LockMode};
+use lockkit_core::driver::{KeyWakers, LockMode};
 use lockkit_core::{
     AcquireRequest, Capabilities, FencingToken, Grant, Inspection, LockError, LockKey, OwnerId,
     Renewal, Result, async_trait,
@@ -17,7 +17,7 @@ use tokio::time::Instant;
 use super::clock::{Reading, monotonic_ms};
 use super::sql::{self, Statements};
 use crate::holds::{self, HolderRow, KeyRow};
-use crate::lease::{LEASE_CAPABILITIES, LeaseBackend};
+use crate::lease::{LeaseBackend, QUEUED_LEASE_CAPABILITIES};
 use crate::{mode_names, renew, turns};
 
 pub(super) const NAME: &str = "sqlite";
@@ -43,6 +43,29 @@ impl SqliteLeases {
             statements: Statements::new(table),
             local_wake,
         }
+    }
+
+    /// One exclusive upsert of `req` ([`sql::acquire`]) on `conn`, its lease
+    /// counted from `sent`: the grant, or `None` if the key is someone else's
+    /// or not our turn.
+    pub(super) async fn take_exclusive<'c>(
+        &self,
+        conn: impl sqlx::Executor<'c, Database = Sqlite>,
+        req: &AcquireRequest,
+        sent: Instant,
+    ) -> Result<Option<Grant>> {
+        let now = Reading::now();
+        let fence: Option<i64> = sqlx::query_scalar(AssertSqlSafe(self.statements.acquire.clone()))
+            .bind(req.key.as_str())
+            .bind(req.owner.to_hex())
+            .bind(now.expiry(req.ttl))
+            .bind(now.ms())
+            .bind(req.stored_label())
+            .bind(i64::from(req.fair))
+            .fetch_optional(conn)
+            .await
+            .map_err(db_error)?;
+        Ok(fence.map(|f| Grant::of(req, FencingToken(f as u64), sent + req.ttl)))
     }
 
     /// A write transaction, holding SQLite's write lock from its start (so that
@@ -84,10 +107,7 @@ impl LeaseBackend for SqliteLeases {
     const QUEUES: bool = true;
 
     fn capabilities(&self) -> Capabilities {
-        LEASE_CAPABILITIES
-            .with_inspect(Inspect::HoldersAndWaiters)
-            .with_fair_on_request(true)
-            .with_several_keys_at_once(true)
+        QUEUED_LEASE_CAPABILITIES
     }
 
     async fn try_acquire_all(&self, reqs: &[AcquireRequest]) -> Result<Option<Vec<Grant>>> {
@@ -131,19 +151,7 @@ impl LeaseBackend for SqliteLeases {
         if req.mode != LockMode::Exclusive {
             return self.try_acquire_many(req).await;
         }
-        let sent = Instant::now();
-        let now = Reading::now();
-        let fence: Option<i64> = sqlx::query_scalar(AssertSqlSafe(self.statements.acquire.clone()))
-            .bind(req.key.as_str())
-            .bind(req.owner.to_hex())
-            .bind(now.expiry(req.ttl))
-            .bind(now.ms())
-            .bind(req.stored_label())
-            .bind(i64::from(req.fair))
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(db_error)?;
-        Ok(fence.map(|f| Grant::of(req, FencingToken(f as u64), sent + req.ttl)))
+        self.take_exclusive(&self.pool, req, Instant::now()).await
     }
 
     async fn read_holds(&self, key: &LockKey) -> Result<(Option<KeyRow>, Vec<HolderRow>)> {
