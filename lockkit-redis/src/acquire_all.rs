@@ -1,8 +1,10 @@
 //! Several free locks in one script call ([`lockkit_core::LockDriver::try_acquire_all`]):
 //! `acquire_all.lua` takes every lock, each with its key's next token, or none.
-//! On a single server (and behind Sentinel) with the counter's tokens; a Cluster
-//! puts each lock in a slot of its own, and `fence_seed=clock` reads the clock
-//! per grant, so there the locks are taken one by one.
+//! On a single server (and behind Sentinel) with the counter's tokens. A Cluster
+//! runs a script on one slot only: each lock's names share its key's hash tag,
+//! so the locks of one call share a slot only when their keys share a tag of
+//! their own (`{acct}:1`, `{acct}:2`); other sets, and every set under
+//! `fence_seed=clock` (which reads the clock per grant), are taken one by one.
 
 use lockkit_core::{AcquireRequest, FencingToken, Grant, LockDriver, Result};
 use tokio::time::Instant;
@@ -14,7 +16,8 @@ use crate::options::FenceSeed;
 use crate::scripts::ttl_ms;
 
 impl RedisDriver {
-    /// Whether this driver takes several locks in one call.
+    /// Whether this driver takes any several free locks in one call (a
+    /// Cluster: only those of one slot).
     pub(crate) fn takes_several_at_once(&self) -> bool {
         !self.is_cluster() && self.fence_seed == FenceSeed::Counter
     }
@@ -25,11 +28,14 @@ impl RedisDriver {
         let Some(first) = reqs.first() else {
             return Ok(Some(Vec::new()));
         };
-        if !self.takes_several_at_once() {
+        if self.fence_seed != FenceSeed::Counter {
             return Ok(None);
         }
         for req in reqs {
             self.keys.check(&req.key)?;
+        }
+        if self.is_cluster() && !one_slot(reqs.iter().map(|req| self.names(&req.key))) {
+            return Ok(None);
         }
         let sent = Instant::now();
         let mut call = Call::new(&self.scripts.acquire_all, 2 * reqs.len());
@@ -69,4 +75,21 @@ impl RedisDriver {
             .collect();
         Ok(Some(grants))
     }
+}
+
+/// Whether the locks named `names` are all in one Cluster slot.
+#[cfg(feature = "cluster")]
+fn one_slot(mut names: impl Iterator<Item = crate::keys::Names>) -> bool {
+    use redis::cluster_routing::Slot;
+    let Some(first) = names.next() else {
+        return true;
+    };
+    let slot = Slot::for_key(first.lock());
+    names.all(|n| Slot::for_key(n.lock()) == slot)
+}
+
+/// Without the `cluster` feature there is no Cluster connection.
+#[cfg(not(feature = "cluster"))]
+fn one_slot(_: impl Iterator<Item = crate::keys::Names>) -> bool {
+    true
 }

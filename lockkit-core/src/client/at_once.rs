@@ -1,7 +1,8 @@
 //! Several keys in one request to the backend: the first try of
-//! [`Locker::lock_all`] where the driver can
-//! ([`crate::Capabilities::several_keys_at_once`]). A refusal leaves nothing
-//! held, and the request then takes the keys one by one.
+//! [`Locker::lock_all`], asked of every driver
+//! ([`crate::LockDriver::try_acquire_all`]; one that cannot answers at once,
+//! with no request). A refusal leaves nothing held, and the request then takes
+//! the keys one by one.
 //!
 //! Dropping the caller's future never cuts the attempt in half: as a single
 //! acquire's ([`super::pending`]), the attempt in flight moves to a background
@@ -43,9 +44,10 @@ impl Locker {
             .collect();
         let started = Instant::now();
         let mut pending = PendingAll::start(self.inner.driver.clone(), &self.inner.releases, reqs);
-        let grants = match pending.join().await? {
-            Some(grants) => grants,
-            None => return Ok(None),
+        let grants = match pending.join().await {
+            Ok(Some(grants)) => grants,
+            Ok(None) | Err(LockError::Unsupported { .. }) => return Ok(None),
+            Err(e) => return Err(e),
         };
         // Never report "acquired" after a lease deadline.
         if grants.iter().any(|g| Instant::now() >= g.deadline) {

@@ -1,8 +1,8 @@
 //! [`MultiLockRequest`] and [`MultiLockGuard`]: several keys taken all or none.
 //!
-//! Where the backend can ([`crate::Capabilities::several_keys_at_once`]), a
-//! request first tries every key in one request, all or none (see
-//! [`super::at_once`]). Otherwise, or when a key is held, the keys are taken one
+//! Where the backend can ([`crate::Capabilities::several_keys_at_once`], or
+//! a Redis Cluster for keys of one slot), a request first tries every key in
+//! one request, all or none (see [`super::at_once`]). Otherwise, or when a key is held, the keys are taken one
 //! by one in one global order, the keys' byte order, so two requests for
 //! overlapping sets, written in any order, never wait for each other in a
 //! cycle: the one that holds the lowest shared key goes first. A key that cannot
@@ -109,11 +109,8 @@ impl<'a> MultiLockRequest<'a> {
         keys.sort_unstable_by(|a, b| a.as_str().cmp(b.as_str()));
         keys.dedup_by(|a, b| a.as_str() == b.as_str());
         // A fresh owner holds none of the keys: where the backend can, all of
-        // them in one request first.
-        let at_once = keys.len() > 1
-            && !self.fair
-            && self.owner.is_none()
-            && self.locker.capabilities().several_keys_at_once;
+        // them in one request first (a driver that cannot says so without one).
+        let at_once = keys.len() > 1 && !self.fair && self.owner.is_none();
         let owner = self.owner.unwrap_or_default();
         if at_once {
             let (ttl, fixed) = self.ttl.unwrap_or((self.locker.inner.default_ttl, false));

@@ -165,9 +165,11 @@ pub trait LockDriver: Send + Sync + fmt::Debug + 'static {
     /// one owner none of whose holds they are, in the keys' byte order), all or
     /// none, in one request to the backend: every grant, in the requests'
     /// order, or `None` if any key is held or waited for, and then nothing was
-    /// taken. It never waits. Drivers that can list it in
-    /// [`Capabilities::several_keys_at_once`]; [`crate::Locker::lock_all`] tries
-    /// it first, and takes the keys one by one if it is refused.
+    /// taken. It never waits. Drivers that can for any keys list it in
+    /// [`Capabilities::several_keys_at_once`]; a driver that can for some sets
+    /// only (a Redis Cluster: the locks of one slot) answers `None` for the
+    /// others, without a request. [`crate::Locker::lock_all`] tries it first,
+    /// and takes the keys one by one after `None` or `Unsupported`.
     ///
     /// # Errors
     ///
