@@ -23,6 +23,7 @@ mod rounds;
 mod scale;
 mod scale_report;
 mod server_cpu;
+mod servers;
 mod suite;
 mod targets;
 mod transaction_locks;

@@ -4,11 +4,13 @@
 use lockkit_testkit::{ConsulStandIn, Etcd, MariaDb, Postgres, Redis, RedisMasters, ZooKeeper};
 
 use crate::Args;
-use crate::backend::{self, Backend, Failure, RedisServer};
-use crate::machine;
+use crate::backend::{Backend, Failure, RedisServer};
 use crate::measure::{HANDOFF_FLOOR, LEASE, lockkit_bench, run_group};
 use crate::programs::Programs;
 use crate::results::Group;
+use crate::servers::{
+    counting_statements, pin_server, pin_server_and_children, version, zk_version,
+};
 
 /// ZooKeeper's other primitives, uncontended, against the peers that have them:
 /// (title, lockkit's and kazoo's suffix and Curator's recipe, kazoo's label,
@@ -346,72 +348,4 @@ pub(crate) async fn consul_smoke() -> Result<String, Failure> {
         "ran: {} uncontended pairs and a queue of 8 waiters ({} hand-offs) completed",
         report["lockkit"]["samples"], queue["samples"]
     ))
-}
-
-/// Puts a server on the servers' CPU (see [`machine::SERVER_CPU`]).
-fn pin_server(pid: Option<u32>) {
-    if let Some(pid) = pid {
-        machine::pin(pid, machine::SERVER_CPU);
-    }
-}
-
-/// `pg` with `pg_stat_statements` loaded, which counts every statement the
-/// moment it ends: what [`Backend::commands`] reads. It must be preloaded:
-/// `ALTER SYSTEM`, a restart, then `CREATE EXTENSION`.
-async fn counting_statements(mut pg: Postgres) -> Result<Postgres, Failure> {
-    let run = |statement: &'static str, url: String| async move {
-        let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(&url).await?;
-        sqlx::query(statement).execute(&mut conn).await?;
-        Ok::<_, Failure>(())
-    };
-    run(
-        "ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'",
-        pg.url(),
-    )
-    .await?;
-    pg.restart().await?;
-    run(
-        "CREATE EXTENSION IF NOT EXISTS pg_stat_statements",
-        pg.url(),
-    )
-    .await?;
-    Ok(pg)
-}
-
-/// [`pin_server`] for a server that forks processes of its own (PostgreSQL):
-/// the process and its children now.
-fn pin_server_and_children(pid: Option<u32>) {
-    let Some(pid) = pid else { return };
-    pin_server(Some(pid));
-    let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"));
-    for child in children.unwrap_or_default().split_whitespace() {
-        pin_server(child.parse().ok());
-    }
-}
-
-/// The first line `program ARGS` prints, or why not.
-async fn version(program: &str, args: &[&str]) -> String {
-    match tokio::process::Command::new(program)
-        .args(args)
-        .output()
-        .await
-    {
-        Ok(out) => String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .next()
-            .unwrap_or_default()
-            .to_owned(),
-        Err(e) => format!("{program}: {e}"),
-    }
-}
-
-async fn zk_version(backend: &Backend) -> String {
-    let Backend::ZooKeeper(address) = backend else {
-        return String::new();
-    };
-    backend::four_letter_word(address, "srvr")
-        .await
-        .ok()
-        .and_then(|s| s.lines().next().map(str::to_owned))
-        .unwrap_or_else(|| format!("ZooKeeper at {address}"))
 }

@@ -7,7 +7,8 @@ use lockkit_core::{AcquireRequest, FencingToken, Grant, Result};
 use sqlx::Row;
 use tokio::time::Instant;
 
-use super::leases::{PgLeases, Take, db_error, take_values};
+use super::leases::{PgLeases, db_error};
+use super::take::{Take, take_values};
 use crate::connect::Within;
 use crate::error::is_conflict;
 

@@ -7,15 +7,15 @@ use std::time::Duration;
 use lockkit_core::driver::Contention;
 use lockkit_core::driver::{KeyWakers, LockMode};
 use lockkit_core::{
-    AcquireRequest, Capabilities, FencingToken, Grant, Inspection, LockError, LockKey, OwnerId,
-    Renewal, Result, WakeUp, async_trait,
+    AcquireRequest, Capabilities, Grant, Inspection, LockError, LockKey, OwnerId, Renewal, Result,
+    WakeUp, async_trait,
 };
 use sqlx::Row;
 use sqlx::postgres::PgPool;
-use tokio::time::Instant;
 
 use super::listen::Listener;
 use super::queue::{self, Wakeups};
+use super::take::Take;
 use super::wire::{Value, Wire};
 use super::{holder_sql, sql, waiter_sql};
 use crate::connect::Within;
@@ -49,26 +49,13 @@ pub struct PgLeases {
     pub(super) timeout: Duration,
 }
 
-/// Which exclusive attempt [`PgLeases::take`] runs: its statement, and the
-/// parameters that statement adds.
-pub(super) enum Take<'a> {
-    /// The plain upsert ([`sql::acquire`]).
-    First,
-    /// A waiter's later attempt, which looks first ([`sql::acquire_if_free`]).
-    Again,
-    /// Joining the queue as this waiter ([`waiter_sql::join_queue`]).
-    Join(&'a str),
-    /// This queued waiter's attempt ([`waiter_sql::acquire_queued`]).
-    Queued(&'a str),
-}
-
 /// Every statement, built once per driver.
 #[derive(Debug)]
 pub(super) struct Statements {
     pub(super) acquire: Arc<str>,
-    acquire_if_free: Arc<str>,
-    join_queue: Arc<str>,
-    acquire_queued: Arc<str>,
+    pub(super) acquire_if_free: Arc<str>,
+    pub(super) join_queue: Arc<str>,
+    pub(super) acquire_queued: Arc<str>,
     pub(super) requeue: Arc<str>,
     pub(super) dequeue: Arc<str>,
     enqueue_polling: Arc<str>,
@@ -91,30 +78,6 @@ pub(super) struct Statements {
 }
 
 impl PgLeases {
-    /// Runs the exclusive attempt `which` for `req`: the grant, or `None`.
-    pub(super) async fn take(
-        &self,
-        req: &AcquireRequest,
-        which: Take<'_>,
-    ) -> Result<Option<Grant>> {
-        let statements = &self.statements;
-        let statement = match which {
-            Take::First => &statements.acquire,
-            Take::Again => &statements.acquire_if_free,
-            Take::Join(_) => &statements.join_queue,
-            Take::Queued(_) => &statements.acquire_queued,
-        };
-        let sent = Instant::now();
-        let (owner, label) = (req.owner.to_hex(), req.stored_label());
-        let values = take_values(req, &owner, label.as_deref(), &which);
-        let row = retry_conflicts(|| self.wire.row(&self.pool, statement, &values))
-            .within(self.timeout)
-            .await
-            .map_err(db_error)?;
-        let fence: Option<i64> = row.map(|r| r.try_get(0)).transpose().map_err(db_error)?;
-        Ok(fence.map(|f| Grant::of(req, FencingToken(f as u64), sent + req.ttl)))
-    }
-
     /// Statements on `table`, releases notified on `channel`, waiters woken by
     /// `wakeups` (which `listener` feeds).
     pub(super) fn new(
@@ -162,31 +125,6 @@ impl PgLeases {
             timeout,
         }
     }
-}
-
-/// What `which`'s statement binds for `req`: name, owner, TTL, label, then
-/// the waiter's (when queued), then whether the request is fair.
-pub(super) fn take_values<'v>(
-    req: &'v AcquireRequest,
-    owner: &'v str,
-    label: Option<&'v str>,
-    which: &Take<'v>,
-) -> Vec<Value<'v>> {
-    let mut values = vec![
-        Value::Text(req.key.as_str()),
-        Value::Text(owner),
-        Value::Float(ttl_ms(req.ttl)),
-        Value::MaybeText(label),
-    ];
-    match which {
-        Take::First | Take::Again => {}
-        Take::Join(waiter) => {
-            values.extend([Value::Text(waiter), Value::Float(ttl_ms(queue::ROW_TTL))]);
-        }
-        Take::Queued(waiter) => values.push(Value::Text(waiter)),
-    }
-    values.push(Value::Int(i64::from(req.fair)));
-    values
 }
 
 #[async_trait]

@@ -216,6 +216,7 @@ mod options;
 mod pooler;
 mod queue;
 mod sql;
+mod take;
 mod transaction_lock;
 mod waiter_sql;
 mod wire;

@@ -18,7 +18,8 @@ use sqlx::AssertSqlSafe;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use super::leases::{PgLeases, Take, db_error, ttl_ms};
+use super::leases::{PgLeases, db_error, ttl_ms};
+use super::take::Take;
 use crate::connect::Within;
 use crate::error::retry_conflicts;
 use crate::lease::LeaseBackend;
