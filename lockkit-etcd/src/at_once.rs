@@ -24,19 +24,9 @@ pub(crate) async fn take_all(
     let Some(first) = reqs.first() else {
         return Ok(Some(Vec::new()));
     };
-    let lease = inner.leases.for_ttl(&inner.client, first.ttl).await?;
-    // At least 2/3 of the TTL left on the lease, as for one key.
-    let since = Instant::now()
-        .checked_sub(first.ttl / 3)
-        .unwrap_or_else(Instant::now);
-    match inner.confirm(&lease, since).await {
-        Ok(_) => {}
-        Err(e) if e.is_lost() => {
-            inner.leases.forget(&lease);
-            return Ok(None);
-        }
-        Err(e) => return Err(e),
-    }
+    let Some(lease) = inner.confirmed_lease(first.ttl).await? else {
+        return Ok(None);
+    };
     let mode = LockMode::Exclusive;
     let names: Vec<String> = reqs
         .iter()

@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
+use std::time::Duration;
 
 use etcd_client::{Client, ConnectOptions, GetOptions};
 use lockkit_core::url::Timeouts;
@@ -96,6 +97,24 @@ impl Inner {
         lease
             .confirm(&self.client, since, &self.leases.rounds)
             .await
+    }
+
+    /// A lease for `ttl`, confirmed to have at least 2/3 of it left, so that a
+    /// watchdog renewing at ttl/3 is in time; `None` if the server no longer has
+    /// it (it is forgotten, and the next call makes another).
+    pub(crate) async fn confirmed_lease(&self, ttl: Duration) -> Result<Option<Arc<Lease>>> {
+        let lease = self.leases.for_ttl(&self.client, ttl).await?;
+        let since = Instant::now()
+            .checked_sub(ttl / 3)
+            .unwrap_or_else(Instant::now);
+        match self.confirm(&lease, since).await {
+            Ok(_) => Ok(Some(lease)),
+            Err(e) if e.is_lost() => {
+                self.leases.forget(&lease);
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
     }
 }
 

@@ -135,23 +135,10 @@ pub(crate) async fn enqueue_once(
     req: &AcquireRequest,
 ) -> std::result::Result<(Entry, Arc<Lease>, Instant), EnqueueError> {
     let lease = inner
-        .leases
-        .for_ttl(&inner.client, req.ttl)
+        .confirmed_lease(req.ttl)
         .await
-        .map_err(EnqueueError::Other)?;
-    // At least 2/3 of the TTL left on the lease, so a watchdog renewing at
-    // ttl/3 is in time.
-    let since = Instant::now()
-        .checked_sub(req.ttl / 3)
-        .unwrap_or_else(Instant::now);
-    match inner.confirm(&lease, since).await {
-        Ok(_) => {}
-        Err(e) if e.is_lost() => {
-            inner.leases.forget(&lease);
-            return Err(EnqueueError::LeaseGone);
-        }
-        Err(e) => return Err(EnqueueError::Other(e)),
-    }
+        .map_err(EnqueueError::Other)?
+        .ok_or(EnqueueError::LeaseGone)?;
     let sent = Instant::now();
     match enqueue(inner, name, queue, mode, &lease, req).await {
         Ok(entry) => Ok((entry, lease, sent)),
