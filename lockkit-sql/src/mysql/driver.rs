@@ -69,10 +69,11 @@ async fn create_tables(pool: &MySqlPool, t: &str) -> Result<()> {
         .map_err(db_error)
 }
 
-/// Refuses a pool whose connections run at READ UNCOMMITTED (invariant M7): an
-/// exclusive attempt reads the queue once per assignment of its upsert, and
-/// only a snapshot or a lock (READ COMMITTED and up) makes every read give one
-/// answer. MariaDB before 11.1 names the setting `tx_isolation`.
+/// Refuses a pool whose connections run at READ UNCOMMITTED (invariant M7):
+/// lockkit's statements and the queue's turns are tested at REPEATABLE READ
+/// and SERIALIZABLE and run at READ COMMITTED, and a level where a
+/// transaction reads rows another has not committed is refused rather than
+/// left untested. MariaDB before 11.1 names the setting `tx_isolation`.
 async fn check_isolation(pool: &MySqlPool) -> Result<()> {
     let mut level = None;
     for variable in ["@@transaction_isolation", "@@tx_isolation"] {

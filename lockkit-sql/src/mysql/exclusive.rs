@@ -25,13 +25,13 @@ impl MySqlLeases {
         let owner = req.owner.to_hex();
         let (ttl, label) = (ttl_us(req.ttl), req.stored_label());
         let label = label.as_deref();
-        let take = |q: Query<'a>| bind_turn(q.bind(owner.clone()), req);
+        let take = |q: Query<'a>| q.bind(owner.clone());
         let query = sqlx::query(AssertSqlSafe(self.statements.acquire.clone()))
             .bind(req.key.as_str())
             .bind(&owner)
             .bind(ttl)
             .bind(label);
-        let query = take(query).bind(&owner);
+        let query = take(bind_turn(query, req)).bind(&owner);
         let query = take(query).bind(label);
         let query = take(query);
         let query = take(query).bind(&owner);

@@ -38,22 +38,30 @@ pub(super) fn create_table(t: &str) -> String {
 /// (Shared holds and permits keep the owner at [`crate::holds::MANY`], which is
 /// nobody's id.)
 ///
+/// The turn is read once, in the inserted row: its `sleeper` is NULL in our
+/// turn and 0 if not, both of which a new row reads as "no sleeper"
+/// ([`super::first_in_line`]), and every assignment asks `VALUES(sleeper)`.
+/// (Read in each assignment, the queue's subquery cost the server about
+/// 50 µs each, five times per attempt.)
+///
 /// Its meaning does not depend on the order in which the server assigns
 /// (invariant M3: `SIMULTANEOUS_ASSIGNMENT` reads old values, the default
 /// reads each assigned column's new one). Every assignment but the last reads
-/// only columns assigned after it; the last, `expires_at`, asks "ours and live,
-/// or free and our turn?", which has the same answer on the old row and on the
-/// new one: taken, the new owner is ours and the old expiry tells which of the
-/// two it was; refused, owner and expiry are unchanged. Each assignment reads
-/// the queue for the turn, and every read gives one answer (invariant M7). A
-/// grant clears the key's `sleeper` ([`super::first_in_line`]). Binds: name, owner, TTL µs,
-/// label; then, each after a [`free_or_ours`]: owner (`fence`); label; nothing
-/// (`sleeper`); owner; TTL µs.
+/// only columns assigned after it, and `VALUES(…)`, which no assignment
+/// changes; the last, `expires_at`, asks "ours and live, or free and our
+/// turn?", which has the same answer on the old row and on the new one: taken,
+/// the new owner is ours and the old expiry tells which of the two it was;
+/// refused, owner and expiry are unchanged. A grant clears the key's `sleeper`.
+/// Binds: name, owner, TTL µs, label, then [`queue_sql::turn`]'s; then, each
+/// after a [`free_or_ours`]: owner (`fence`); label; nothing (`sleeper`);
+/// owner; TTL µs.
 pub(super) fn acquire(t: &str) -> String {
-    let take = free_or_ours(t);
+    let turn = queue_sql::turn(t);
+    let take = free_or_ours();
     format!(
-        "INSERT INTO {t} (name, owner, fence, expires_at, label)
-         VALUES (?, ?, LAST_INSERT_ID(1), UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, ?)
+        "INSERT INTO {t} (name, owner, fence, expires_at, label, sleeper)
+         VALUES (?, ?, LAST_INSERT_ID(1), UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, ?,
+                 IF({turn}, NULL, 0))
          ON DUPLICATE KEY UPDATE
              fence = IF({take},
                  LAST_INSERT_ID(IF(owner = ? AND expires_at > UTC_TIMESTAMP(6), fence, fence + 1)),
@@ -66,13 +74,10 @@ pub(super) fn acquire(t: &str) -> String {
 }
 
 /// Whether an exclusive request may have the key: ours and live, or free or
-/// expired and our turn. Binds: owner, then [`queue_sql::turn`]'s.
-fn free_or_ours(t: &str) -> String {
-    let turn = queue_sql::turn(t);
-    format!(
-        "(owner = ? AND expires_at > UTC_TIMESTAMP(6))
-         OR ((owner IS NULL OR expires_at <= UTC_TIMESTAMP(6)) AND {turn})"
-    )
+/// expired and our turn, as [`acquire`]'s inserted row says. Binds: owner.
+fn free_or_ours() -> &'static str {
+    "(owner = ? AND expires_at > UTC_TIMESTAMP(6))
+     OR ((owner IS NULL OR expires_at <= UTC_TIMESTAMP(6)) AND VALUES(sleeper) IS NULL)"
 }
 
 /// Takes the key if it is free or expired and our turn, by updating its row:
