@@ -1,10 +1,13 @@
 //! PostgreSQL's waiter queue: an exclusive acquire that waits is a row of
 //! `lockkit_locks_waiters`, and a release's `NOTIFY` names the oldest live one,
 //! which alone of the queued waiters its driver wakes. Each waiter here has its
-//! own driver, and so its own `LISTEN` connection, as separate processes would.
+//! own driver, with an `application_name` of its own, and so its own `LISTEN`
+//! connection, as separate processes would (the drivers of one process that
+//! connect alike share one).
 #![cfg(test)] // Test code throughout: clippy.toml allows unwrap, expect and panic here.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use lockkit_core::metrics::names;
@@ -23,8 +26,13 @@ const CHANNEL: &str = "lockkit_lockkit_locks";
 /// Far longer than any wait here should take.
 const WITHIN: Duration = Duration::from_secs(15);
 
+/// A driver of its own, as if in a process of its own.
 async fn locker(url: &str) -> Locker {
-    let driver = PgDriver::connect(PgOptions::from_url(url).unwrap());
+    static PROCESSES: AtomicUsize = AtomicUsize::new(0);
+    let process = PROCESSES.fetch_add(1, Ordering::Relaxed);
+    let sep = if url.contains('?') { '&' } else { '?' };
+    let url = format!("{url}{sep}application_name=process-{process}");
+    let driver = PgDriver::connect(PgOptions::from_url(&url).unwrap());
     Locker::new(Arc::new(driver.await.unwrap()))
 }
 

@@ -133,7 +133,11 @@ async fn leases_and_their_waiters_work_under_idle_session_timeout() {
     let server = Postgres::start_with_settings(&[IDLE_TIMEOUT])
         .await
         .unwrap();
-    let (a, b) = (connect(&server.url()).await, connect(&server.url()).await);
+    // As two processes: each listens on a connection of its own.
+    let (a, b) = (
+        connect(&format!("{}?application_name=a", server.url())).await,
+        connect(&format!("{}?application_name=b", server.url())).await,
+    );
     let listening = async {
         loop {
             let pids = listeners(&server).await;

@@ -15,7 +15,7 @@ use super::advisory_sql::{
     unlock,
 };
 use super::driver::{channel, prepare_tables};
-use super::listen::{self, Listener};
+use super::listen::Listener;
 use super::options::PgOptions;
 use super::queue::Wakeups;
 use crate::connect::Within;
@@ -44,7 +44,7 @@ pub(super) struct Advisory {
     pub(super) live_holds: Arc<str>,
     pub(super) channel: String,
     pub(super) wakeups: Arc<Wakeups>,
-    pub(super) _listener: Listener,
+    pub(super) listener: Listener,
     /// Each statement (`request_timeout_ms`).
     pub(super) timeout: Duration,
 }
@@ -73,6 +73,7 @@ impl SessionBackend for Advisory {
     }
 
     fn wakers(&self) -> &KeyWakers {
+        self.listener.keep_running();
         &self.wakeups.all
     }
 
@@ -298,8 +299,8 @@ pub(super) async fn on_pool(
     let probe = format!("{t}_session_holds");
     prepare_tables(&pool, options.settings.tables, &ddl, &probe).await?;
     let channel = channel(t);
-    let wakeups = Arc::new(Wakeups::default());
-    let listener = listen::spawn(pool.clone(), channel.clone(), wakeups.clone());
+    let listener = Listener::shared(&pool, &channel);
+    let wakeups = listener.wakeups().clone();
     Ok(SessionDriver::new(Advisory {
         pool,
         names: LockNames {
@@ -315,7 +316,7 @@ pub(super) async fn on_pool(
         live_holds: live_holds(t).into(),
         channel,
         wakeups,
-        _listener: listener,
+        listener,
         timeout: options.settings.timeouts.request,
     }))
 }

@@ -8,10 +8,10 @@ use sqlx::AssertSqlSafe;
 use sqlx::postgres::PgPool;
 
 use super::leases::{PgLeases, db_error};
+use super::listen::Listener;
 use super::options::PgOptions;
-use super::queue::Wakeups;
+use super::pooler;
 use super::{holder_sql, sql, waiter_sql};
-use super::{listen, pooler};
 use crate::lease::LeaseDriver;
 use crate::table::{Tables, no_lock_table};
 
@@ -100,11 +100,12 @@ impl LeaseDriver<PgLeases> {
             .await
             .map_err(db_error)?;
         let channel = channel(t);
-        let wakeups = Arc::new(Wakeups::default());
         // Behind a transaction-mode pooler, `LISTEN` would register on a server
         // connection others use, and hear nothing: waiters poll.
-        let listener =
-            (!pooled).then(|| listen::spawn(pool.clone(), channel.clone(), wakeups.clone()));
+        let listener = (!pooled).then(|| Listener::shared(&pool, &channel));
+        let wakeups = listener
+            .as_ref()
+            .map_or_else(Arc::default, |l| l.wakeups().clone());
         let timeout = options.settings.timeouts.request;
         Ok(Self::new(PgLeases::new(
             pool, t, channel, wakeups, listener, timeout,

@@ -182,15 +182,19 @@ impl LeaseBackend for PgLeases {
     }
 
     fn wakers(&self) -> &KeyWakers {
+        if let Some(listener) = &self.listener {
+            listener.keep_running();
+        }
         &self.wakeups.all
     }
 
     /// An exclusive acquire that waits joins the key's queue ([`queue`]);
     /// behind a transaction-mode pooler, where no release is heard, it polls.
     fn contend_exclusive<'a>(&'a self, req: &'a AcquireRequest) -> Contention<'a> {
-        if self.listener.is_none() {
+        let Some(listener) = &self.listener else {
             return crate::lease::polling(self, req);
-        }
+        };
+        listener.keep_running();
         queue::contention(self, req)
     }
 

@@ -1,12 +1,20 @@
-//! One `LISTEN` connection per driver: wakes the driver's waiters and observers of
-//! each released key, which the notification's payload names (and of a queued
-//! key, only the waiter it names).
+//! One `LISTEN` connection per process for each server, database, user and
+//! channel, shared by every driver that would listen there: it wakes the
+//! drivers' waiters and observers of each released key, which the
+//! notification's payload names (and of a queued key, only the waiter it
+//! names). PostgreSQL signals every listening backend of the database at each
+//! commit that notifies, so a listener per driver made each release cost the
+//! server one wake-up per driver (64 waiters, each with its own driver: a
+//! hand-off three times slower than with one listener).
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, LazyLock, Mutex, Weak};
 use std::time::Duration;
 
 use lockkit_core::driver::WakeUpHealth;
-use sqlx::postgres::PgListener;
+use lockkit_core::sync::lock;
+use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
 use sqlx::{AssertSqlSafe, PgPool};
 use tokio::task::JoinHandle;
 
@@ -14,13 +22,109 @@ use super::advisory_sql::KEEP_SESSION;
 use super::leases::NAME;
 use super::queue::Wakeups;
 
-/// Aborts the listener task when the last clone of the driver goes.
-#[derive(Debug)]
-pub(super) struct Listener(JoinHandle<()>);
+/// A shared `LISTEN` connection and the wake-ups it feeds; its task stops when
+/// the last driver holding it goes.
+#[derive(Debug, Clone)]
+pub(super) struct Listener(Arc<Shared>);
 
-impl Drop for Listener {
+#[derive(Debug)]
+struct Shared {
+    wakeups: Arc<Wakeups>,
+    /// The first driver's pool's settings, for a pool of one connection of the
+    /// listener's own: a driver that closes its pool does not silence the
+    /// others.
+    pool: PgPoolOptions,
+    connect: PgConnectOptions,
+    channel: String,
+    task: Mutex<JoinHandle<()>>,
+}
+
+impl Drop for Shared {
     fn drop(&mut self) {
-        self.0.abort();
+        lock(&self.task).abort();
+    }
+}
+
+/// Who may share a listener: drivers whose connections the server would see
+/// alike (server, user, database, `application_name`, startup options, TLS
+/// mode), listening on one channel.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Audience {
+    host: String,
+    port: u16,
+    socket: Option<PathBuf>,
+    user: String,
+    database: Option<String>,
+    application_name: Option<String>,
+    options: Option<String>,
+    tls: String,
+    channel: String,
+}
+
+/// This process's listeners, by audience.
+static LISTENERS: LazyLock<Mutex<HashMap<Audience, Weak<Shared>>>> = LazyLock::new(Mutex::default);
+
+impl Listener {
+    /// The process's listener for `pool`'s server, user and database on
+    /// `channel`: the one another driver started, or a new one.
+    pub(super) fn shared(pool: &PgPool, channel: &str) -> Self {
+        let options = pool.connect_options();
+        let audience = Audience {
+            host: options.get_host().to_owned(),
+            port: options.get_port(),
+            socket: options.get_socket().cloned(),
+            user: options.get_username().to_owned(),
+            database: options.get_database().map(str::to_owned),
+            application_name: options.get_application_name().map(str::to_owned),
+            options: options.get_options().map(str::to_owned),
+            tls: format!("{:?}", options.get_ssl_mode()),
+            channel: channel.to_owned(),
+        };
+        let mut listeners = lock(&LISTENERS);
+        listeners.retain(|_, shared| shared.strong_count() > 0);
+        if let Some(shared) = listeners.get(&audience).and_then(Weak::upgrade) {
+            let listener = Self(shared);
+            listener.keep_running();
+            return listener;
+        }
+        let wakeups = Arc::new(Wakeups::default());
+        let (pool, connect) = (pool.options().clone(), (*options).clone());
+        let task = spawn(
+            pool.clone(),
+            connect.clone(),
+            channel.to_owned(),
+            wakeups.clone(),
+        );
+        let shared = Arc::new(Shared {
+            wakeups,
+            pool,
+            connect,
+            channel: channel.to_owned(),
+            task: Mutex::new(task),
+        });
+        listeners.insert(audience, Arc::downgrade(&shared));
+        Self(shared)
+    }
+
+    /// The wake-ups this listener feeds.
+    pub(super) fn wakeups(&self) -> &Arc<Wakeups> {
+        &self.0.wakeups
+    }
+
+    /// Starts the listener's task again on this runtime if the runtime it ran
+    /// on is gone (a driver made on another runtime shares it). Cheap: called
+    /// before each wait.
+    pub(super) fn keep_running(&self) {
+        let mut task = lock(&self.0.task);
+        if task.is_finished() && tokio::runtime::Handle::try_current().is_ok() {
+            let shared = &self.0;
+            *task = spawn(
+                shared.pool.clone(),
+                shared.connect.clone(),
+                shared.channel.clone(),
+                shared.wakeups.clone(),
+            );
+        }
     }
 }
 
@@ -31,8 +135,18 @@ impl Drop for Listener {
 /// ([`WakeUpHealth`]). Whenever the connection was lost, however briefly (sqlx
 /// reconnects at once where it can), every waiter is woken once: a release may
 /// have been notified while no one listened.
-pub(super) fn spawn(pool: PgPool, channel: String, wakeups: Arc<Wakeups>) -> Listener {
-    Listener(tokio::spawn(async move {
+fn spawn(
+    pool: PgPoolOptions,
+    connect: PgConnectOptions,
+    channel: String,
+    wakeups: Arc<Wakeups>,
+) -> JoinHandle<()> {
+    // A pool of one connection, made on this runtime.
+    let pool = pool
+        .max_connections(1)
+        .min_connections(0)
+        .connect_lazy_with(connect);
+    tokio::spawn(async move {
         let health = WakeUpHealth::new(NAME, "LISTEN connection");
         let mut pause = Duration::from_millis(50);
         loop {
@@ -74,7 +188,7 @@ pub(super) fn spawn(pool: PgPool, channel: String, wakeups: Arc<Wakeups>) -> Lis
                 }
             }
         }
-    }))
+    })
 }
 
 /// Turns `idle_session_timeout` off for the listener's session (invariant P3),

@@ -105,9 +105,11 @@
 //!   decide on the same view. The semaphore's limit is stored with each permit; a
 //!   request with another limit fails with `Config`.
 //! - Release sends `NOTIFY` with the key in its payload (in the same statement,
-//!   delivered at commit); every driver keeps one `LISTEN` connection and wakes
-//!   its waiters and observers of that key only, with a polling fallback
-//!   (≤ 250 ms) for a missed notification or a broken listener.
+//!   delivered at commit). The drivers of one process that connect alike
+//!   (server, user, database, `application_name`) share one `LISTEN`
+//!   connection (`listen.rs`), which wakes their waiters and observers of that
+//!   key only, with a polling fallback (≤ 250 ms) for a missed notification or
+//!   a broken listener.
 //! - **Exclusive waiters queue**, in `<table>_waiters` (below): an exclusive
 //!   acquire whose first attempt is refused adds its row at once (the attempt
 //!   again, and the row if refused: one statement). An exclusive release names
@@ -134,10 +136,12 @@
 //!     the next waiter to join, refresh or leave the key's queue sweeps its
 //!     expired rows. A key nobody waits on again keeps its dead rows until
 //!     `purge`.
-//!   - Every driver on the table still receives every release's `NOTIFY` (one
-//!     channel per table), and PostgreSQL wakes every listening backend of the
-//!     database. Each driver wakes its observers and unqueued waiters of the
-//!     key; only the named waiter's driver wakes a queued waiter.
+//!   - Every process's listener on the table still receives every release's
+//!     `NOTIFY` (one channel per table), and PostgreSQL wakes every listening
+//!     backend of the database: a release costs the server one wake-up per
+//!     listening process, not per driver. Each listener wakes its drivers'
+//!     observers and unqueued waiters of the key; only the named waiter's
+//!     listener wakes a queued waiter.
 //!   - Shared and permit waiters, force releases and advisory mode do not
 //!     queue: their releases wake every waiter of the key. A lockkit older than
 //!     the queue, on the same table, ignores the named payloads (its waiters
