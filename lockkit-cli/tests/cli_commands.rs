@@ -309,6 +309,45 @@ async fn check_and_bench_leave_no_key_on_redis() {
     assert!(keys.is_empty(), "{} keys left: {keys:?}", keys.len());
 }
 
+/// `bench` on five Redlock masters measures the raw fenced Redlock floor beside
+/// lockkit, and leaves no key on any master: not the floor's locks, nor their
+/// counters.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bench_on_redlock_measures_the_fenced_floor_and_leaves_no_key() {
+    let masters = lockkit_testkit::RedisMasters::start(5).await.unwrap();
+    let url = masters.url();
+    let (code, r, err) = tokio::task::spawn_blocking(move || {
+        lockkit(&[
+            "bench",
+            &url,
+            "--json",
+            "--iterations",
+            "20",
+            "--handoffs",
+            "0",
+            "--duration",
+            "0",
+        ])
+    })
+    .await
+    .unwrap();
+    assert_eq!(code, 0, "{err}\n{r}");
+    let backend = &r["backends"][0];
+    assert_eq!(backend["floor"]["samples"].as_u64(), Some(20), "{r}");
+    let described = backend["floor_description"].as_str().unwrap();
+    assert!(described.contains("fenced Redlock"), "{described}");
+    for node in &masters.nodes {
+        let client = redis::Client::open(format!("redis://127.0.0.1:{}", node.port())).unwrap();
+        let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg("*")
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        assert!(keys.is_empty(), "{} keys left: {keys:?}", keys.len());
+    }
+}
+
 /// The same on SQLite: no lease row, no benchmark floor table.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn check_and_bench_leave_no_row_in_sqlite() {

@@ -91,9 +91,10 @@ pub(crate) async fn run_group(
         for &waiters in group.waiters(&args.waiters) {
             let rounds = args.handoffs.div_ceil(waiters).max(1);
             let measured = program
-                .handoffs(&group.backend, waiters, rounds)
+                .handoffs(&group.backend, &group.servers, waiters, rounds)
                 .await
                 .map(|h| Measured {
+                    server_cpu_per_handoff: h.server_cpu.map(|c| c / h.gaps_ns.len().max(1) as u32),
                     commands_per_handoff: h
                         .commands
                         .map(|c| c as f64 / h.gaps_ns.len().max(1) as f64),

@@ -9,6 +9,7 @@ use tokio::process::{Child, ChildStdout, Command};
 use tokio::task::JoinHandle;
 
 use crate::backend::{Backend, Failure};
+use crate::server_cpu::ServerCpu;
 
 /// No line from a participant for this long fails it (and kills it).
 const LINE_TIMEOUT: Duration = Duration::from_secs(180);
@@ -32,6 +33,9 @@ pub(crate) struct Handoffs {
     pub(crate) from_release_start_ns: Option<Vec<u64>>,
     /// Requests served during the rounds (from the go to the last release).
     pub(crate) commands: Option<u64>,
+    /// CPU time the server ran during the rounds (from the go to the last
+    /// release).
+    pub(crate) server_cpu: Option<Duration>,
 }
 
 /// A running participant, killed when dropped.
@@ -169,6 +173,7 @@ impl Program {
     pub(crate) async fn handoffs(
         &self,
         backend: &Backend,
+        servers: &ServerCpu,
         waiters: u64,
         rounds: u64,
     ) -> Result<Handoffs, Failure> {
@@ -178,6 +183,7 @@ impl Program {
         )?;
         let mut out = Handoffs {
             commands: Some(0),
+            server_cpu: Some(Duration::ZERO),
             from_release_start_ns: Some(Vec::new()),
             ..Handoffs::default()
         };
@@ -187,10 +193,15 @@ impl Program {
                 return Err(format!("expected ready, read {line:.200}").into());
             }
             let before = backend.commands().await?;
+            let cpu_before = servers.used();
             let stdin = running.child.stdin.as_mut().ok_or("no stdin")?;
             stdin.write_all(b"go\n").await?;
             stdin.flush().await?;
             let round = running.measurement().await?;
+            out.server_cpu = match (out.server_cpu, cpu_before, servers.used()) {
+                (Some(sum), Some(b), Some(a)) => Some(sum + a.saturating_sub(b)),
+                _ => None,
+            };
             out.gaps_ns.extend(round.ns);
             out.from_release_start_ns =
                 match (out.from_release_start_ns, round.from_release_start_ns) {

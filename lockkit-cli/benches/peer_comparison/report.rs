@@ -114,7 +114,7 @@ fn handoff_table(md: &mut String, g: &Group, waiters: &[u64]) {
     let lk = g.lockkit();
     let _ = writeln!(
         md,
-        "\n| hand-off | waiters | p50 | p99 | p50 from the release's start | hand-offs | commands per hand-off | lockkit p50 ÷ this | lockkit p99 ÷ this |\n|---|---|---|---|---|---|---|---|---|"
+        "\n| hand-off | waiters | p50 | p99 | p50 from the release's start | hand-offs | commands per hand-off | server CPU per hand-off | lockkit p50 ÷ this | lockkit p99 ÷ this |\n|---|---|---|---|---|---|---|---|---|---|"
     );
     for row in &g.rows {
         for &w in waiters {
@@ -134,13 +134,16 @@ fn handoff_table(md: &mut String, g: &Group, waiters: &[u64]) {
                     let commands = h
                         .commands_per_handoff
                         .map_or("–".into(), |c| format!("{c:.1}"));
+                    let cpu = h
+                        .server_cpu_per_handoff
+                        .map_or("–".into(), |c| us(c.as_secs_f64() * 1e6));
                     let from_start = h
                         .from_release_start
                         .as_ref()
                         .map_or("–".into(), |s| us(s.p50_us));
                     let _ = writeln!(
                         md,
-                        "| {} | {w} | {} | {} | {from_start} | {} | {commands} | {r50} | {r99} |",
+                        "| {} | {w} | {} | {} | {from_start} | {} | {commands} | {cpu} | {r50} | {r99} |",
                         row.library,
                         us(h.stats.p50_us),
                         us(h.stats.p99_us),
@@ -148,7 +151,7 @@ fn handoff_table(md: &mut String, g: &Group, waiters: &[u64]) {
                     );
                 }
                 Err(e) => {
-                    let _ = writeln!(md, "| {} | {w} | failed: {e} | | | | | | |", row.library);
+                    let _ = writeln!(md, "| {} | {w} | failed: {e} | | | | | | | |", row.library);
                 }
             }
         }
@@ -196,6 +199,10 @@ pub(crate) fn render(m: &Machine, args: &Args, groups: &[Group], consul: Option<
          - **commands per hand-off**: the backend's own request counter, read before and \
          after each round; it includes each waiter's queuing, waiting (polls, watches), \
          grant and release, and the holder's release.\n\
+         - **server CPU per hand-off**: the server's CPU time (as for the pairs) from \
+         each round's go to its last release, divided by its hand-offs: each waiter's \
+         queuing, the wake-ups (a herd would show here) and the holder's release \
+         included.\n\
          - **ratios**: lockkit ÷ the other, so below 1 means lockkit takes less time (p50, \
          p99) and above 1 means lockkit completes more pairs per second.\n\
          - **placement**: every server runs on CPU 0 and every client (the runner, each \
@@ -213,6 +220,10 @@ pub(crate) fn render(m: &Machine, args: &Args, groups: &[Group], consul: Option<
          returning to the next candidate leading.\n\
          - **the watchdog's cost**: on Redis and Redlock, lockkit also runs with a fixed \
          lease and no watchdog (*{}*), uncontended, in the same rounds.\n\
+         - **fencing** (Redis, Redlock): the floor is the raw fenced lock, the least a \
+         lock that hands out fencing tokens sends, and lockkit is held to 1.1× it. rslock \
+         hands out no token: it is shown, with its server CPU per pair, as the price of \
+         fencing, not as a target.\n\
          - **fair requests** (Redis): lockkit's request made `.fair()` beside its default \
          one, uncontended and in the hand-off rounds; none of the peers here has a fair \
          lock.\n\

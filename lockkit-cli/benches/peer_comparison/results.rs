@@ -47,6 +47,8 @@ pub(crate) struct Measured {
     /// participants only).
     pub(crate) from_release_start: Option<Stats>,
     pub(crate) commands_per_handoff: Option<f64>,
+    /// The server's CPU time per hand-off, its waiters' queuing included.
+    pub(crate) server_cpu_per_handoff: Option<std::time::Duration>,
 }
 
 /// One library on one backend.
@@ -126,6 +128,11 @@ pub(crate) struct Group {
     /// No floor: lockkit's row times another request than the one `lockkit
     /// bench` alternates with the floor (a fair request, two keys).
     pub(crate) without_floor: bool,
+    /// lockkit's uncontended p50 may be at most this many times the floor's.
+    pub(crate) floor_target: f64,
+    /// Libraries shown for context but not held as targets: they hand out no
+    /// fencing token, whose price lockkit pays (rslock).
+    pub(crate) unfenced: Vec<&'static str>,
 }
 
 impl Group {
@@ -145,7 +152,22 @@ impl Group {
             uncontended_only: false,
             handoffs_only: None,
             without_floor: false,
+            floor_target: 1.2,
+            unfenced: Vec::new(),
         }
+    }
+
+    /// Holds lockkit to `times` the floor's uncontended p50.
+    pub(crate) fn with_floor_target(mut self, times: f64) -> Self {
+        self.floor_target = times;
+        self
+    }
+
+    /// Shows `library`, which hands out no fencing token, as a reference, not a
+    /// target.
+    pub(crate) fn with_unfenced(mut self, library: &'static str) -> Self {
+        self.unfenced.push(library);
+        self
     }
 
     /// Reads the CPU time of these server processes around each batch.

@@ -36,6 +36,9 @@ const ZK_PRIMITIVES: [(&str, &str, &str, &str); 3] = [
     ),
 ];
 
+/// rslock: a reference on Redis and Redlock, not a target (no fencing token).
+const RSLOCK: &str = "rslock (Rust)";
+
 /// lockkit's default request beside its fair one.
 const UNFAIR: &str = "lockkit, not fair (the default)";
 
@@ -72,7 +75,9 @@ pub(crate) async fn run(args: &Args) -> Result<Vec<Group>, Failure> {
             Backend::Redis(vec![RedisServer::new(address.clone())]),
             version("redis-server", &["--version"]).await,
         )
-        .with_servers([redis.pid()]);
+        .with_servers([redis.pid()])
+        .with_floor_target(1.1)
+        .with_unfenced(RSLOCK);
         groups.push(
             run_group(
                 args,
@@ -81,7 +86,7 @@ pub(crate) async fn run(args: &Args) -> Result<Vec<Group>, Failure> {
                 vec![
                     programs.rust("lockkit", "lockkit", redis.url()),
                     programs.rust("lockkit-lease", LEASE, redis.url()),
-                    programs.rust("rslock", "rslock (Rust)", address.clone()),
+                    programs.rust("rslock", RSLOCK, address.clone()),
                     py("redis-py", "redis-py Lock"),
                     py("python-redis-lock", "python-redis-lock"),
                     py("pottery", "pottery Redlock"),
@@ -130,7 +135,9 @@ pub(crate) async fn run(args: &Args) -> Result<Vec<Group>, Failure> {
             Backend::Redis(addresses.into_iter().map(RedisServer::new).collect()),
             version("redis-server", &["--version"]).await,
         )
-        .with_servers(masters.nodes.iter().map(|n| n.pid()));
+        .with_servers(masters.nodes.iter().map(|n| n.pid()))
+        .with_floor_target(1.1)
+        .with_unfenced(RSLOCK);
         groups.push(
             run_group(
                 args,
@@ -139,7 +146,7 @@ pub(crate) async fn run(args: &Args) -> Result<Vec<Group>, Failure> {
                 vec![
                     programs.rust("lockkit", "lockkit", masters.url()),
                     programs.rust("lockkit-lease", LEASE, masters.url()),
-                    programs.rust("rslock", "rslock (Rust)", target.clone()),
+                    programs.rust("rslock", RSLOCK, target.clone()),
                     programs.python(
                         args.python.as_deref(),
                         "python",

@@ -5,8 +5,6 @@ use crate::paired::verdict;
 use crate::report::us;
 use crate::results::{Group, Row};
 
-/// Target: lockkit's uncontended p50 at most this many times the floor's.
-const FLOOR_TARGET: f64 = 1.2;
 /// Target: lockkit's hand-off p50 at most this many round trips, where waiters are
 /// notified.
 const ROUND_TRIP_TARGET: f64 = 3.0;
@@ -19,10 +17,10 @@ pub(crate) fn targets(g: &Group, waiters: &[u64]) -> Vec<String> {
     };
     let band = g.band();
     if let Some(f) = &g.floor {
-        let r = f.lockkit.p50_us / f.stats.p50_us;
+        let (r, target) = (f.lockkit.p50_us / f.stats.p50_us, g.floor_target);
         out.push(format!(
-            "uncontended p50 ≤ {FLOOR_TARGET}× the floor: {r:.2}× — {}",
-            verdict(r, FLOOR_TARGET, false, band)
+            "uncontended p50 ≤ {target}× the floor: {r:.2}× — {}",
+            verdict(r, target, false, band)
         ));
     }
     // Every backend here notifies lockkit's waiters (Redis and Redlock by pub/sub,
@@ -71,6 +69,10 @@ pub(crate) fn targets(g: &Group, waiters: &[u64]) -> Vec<String> {
     for peer in g.rows.iter().filter(|r| r.library != "lockkit") {
         if peer.library == HANDOFF_FLOOR {
             out.extend(floor_context(g, lk, peer, waiters));
+            continue;
+        }
+        if g.unfenced.contains(&peer.library.as_str()) {
+            out.extend(unfenced_context(g, lk, peer));
             continue;
         }
         if peer.library == LEASE {
@@ -161,4 +163,27 @@ fn floor_context(g: &Group, lk: &Row, floor: &Row, waiters: &[u64]) -> Vec<Strin
         ));
     }
     out
+}
+
+/// What fencing costs, against a library that hands out no token: context, not
+/// a target.
+fn unfenced_context(g: &Group, lk: &Row, peer: &Row) -> Option<String> {
+    let p = g.paired_with(peer)?;
+    let cpu = |row: &Row| {
+        row.uncontended
+            .as_ref()
+            .ok()
+            .and_then(|u| u.server_cpu)
+            .map_or("–".to_owned(), |c| us(c.as_secs_f64() * 1e6))
+    };
+    Some(format!(
+        "context, not a target: {} hands out no fencing token; lockkit's uncontended rate ÷ \
+         its: {:.2} (95% interval {:.2}–{:.2}); server CPU per pair {} against {}",
+        peer.library,
+        p.median,
+        p.low,
+        p.high,
+        cpu(lk),
+        cpu(peer)
+    ))
 }

@@ -5,7 +5,11 @@
 //!   free or expired and returns the fencing counter, then a releasing `UPDATE`.
 //! - MySQL/MariaDB: an `UPDATE` with `LAST_INSERT_ID(fence + 1)`, then a releasing
 //!   `UPDATE` (the rows are inserted once, by [`Floor::prepare`]).
-//! - Redis: `SET NX PX`, then an EVALSHA compare-and-delete.
+//! - Redis: the raw fenced lock, an EVALSHA that increments the key's counter and
+//!   sets the lock with the token in its value (`SET NX PX`), then an EVALSHA
+//!   compare-and-delete.
+//! - Redlock: the Redis floor's two scripts, each sent to every master at once;
+//!   granted by a majority.
 //! - etcd: one txn (put if the key's create_revision is 0, else get), then a delete.
 //! - ZooKeeper: an EPHEMERAL_SEQUENTIAL create under the key's parent, a getChildren
 //!   of the parent and a delete (three round trips, on a session of its own).
@@ -47,6 +51,7 @@ mod mem;
 mod mysql;
 mod postgres;
 mod redis;
+mod redlock;
 mod sqlite;
 mod zk;
 
@@ -84,6 +89,7 @@ pub(crate) enum Floor {
     MySql(mysql::MySqlFloor),
     Mem(mem::MemFloor),
     Redis(redis::RedisFloor),
+    Redlock(redlock::RedlockFloor),
     #[cfg(feature = "etcd")]
     Etcd(etcd::EtcdFloor),
     Zk(zk::ZkFloor),
@@ -99,6 +105,7 @@ macro_rules! each_floor {
             Floor::MySql($floor) => $body,
             Floor::Mem($floor) => $body,
             Floor::Redis($floor) => $body,
+            Floor::Redlock($floor) => $body,
             #[cfg(feature = "etcd")]
             Floor::Etcd($floor) => $body,
             Floor::Zk($floor) => $body,
@@ -117,8 +124,11 @@ impl Floor {
             let floor = postgres::PostgresFloor::connect(url).await?;
             (Floor::Postgres(floor), postgres::DESCRIPTION)
         } else if url.starts_with("redis://") {
-            let floor = redis::RedisFloor::connect(url).await?;
+            let floor = redis::RedisFloor::connect_to(url).await?;
             (Floor::Redis(floor), redis::DESCRIPTION)
+        } else if url.starts_with("redlock://") {
+            let floor = redlock::RedlockFloor::connect(url).await?;
+            (Floor::Redlock(floor), redlock::DESCRIPTION)
         } else if url.starts_with("etcd://") || url.starts_with("etcds://") {
             #[cfg(feature = "etcd")]
             {

@@ -1,26 +1,34 @@
-//! The Redis floor: `SET NX PX`, then an EVALSHA compare-and-delete (two round trips).
+//! The Redis floor: the raw fenced lock. One EVALSHA increments the key's
+//! counter and sets the lock with the token in its value (`SET NX PX`), and one
+//! EVALSHA compare-and-deletes it: the least a lock that hands out fencing
+//! tokens sends (two round trips).
 
 use lockkit::LockError;
 
 use super::{Hold, RawLock};
 
 /// What the Redis floor sends.
-pub(super) const DESCRIPTION: &str =
-    "raw SET NX PX + EVALSHA compare-and-delete (two round trips), same server";
+pub(super) const DESCRIPTION: &str = "raw fenced lock: EVALSHA (INCR the counter, SET NX PX with \
+     the token in the value) + EVALSHA compare-and-delete (two round trips), same server";
 
-/// The compare-and-delete every hand-rolled Redis lock sends on release.
-const REDIS_DEL_IF_OWNER: &str =
-    "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
+/// The lease the floor's locks are set with.
+const TTL_MS: u64 = 30_000;
 
-/// A Redis floor client: a multiplexed connection of its own and the release script.
+/// The floor's scripts, one client's connection to one server.
 pub(crate) struct RedisFloor {
     conn: ::redis::aio::MultiplexedConnection,
-    del: ::redis::Script,
+    acquire: ::redis::Script,
+    release: ::redis::Script,
+}
+
+/// The counter of `key`'s tokens.
+fn counter(key: &str) -> String {
+    format!("{key}:fence")
 }
 
 impl RedisFloor {
-    /// A client for a `redis://` URL (query options dropped).
-    pub(super) async fn connect(url: &str) -> Result<Self, LockError> {
+    /// A client for a `redis://HOST:PORT` URL (query options dropped).
+    pub(super) async fn connect_to(url: &str) -> Result<Self, LockError> {
         let (url, _) = url.split_once('?').unwrap_or((url, ""));
         let conn = ::redis::Client::open(url)
             .map_err(|e| LockError::connection("redis", e))?
@@ -29,43 +37,62 @@ impl RedisFloor {
             .map_err(|e| LockError::connection("redis", e))?;
         Ok(Self {
             conn,
-            del: ::redis::Script::new(REDIS_DEL_IF_OWNER),
+            acquire: ::redis::Script::new(include_str!("fenced_lock.lua")),
+            release: ::redis::Script::new(include_str!("delete_if_value.lua")),
         })
+    }
+
+    /// One fenced attempt: the value set (`owner:token`), or `None` if held.
+    pub(super) async fn take(&self, key: &str, owner: &str) -> Result<Option<String>, LockError> {
+        let mut conn = self.conn.clone();
+        let token: u64 = self
+            .acquire
+            .key(key)
+            .key(counter(key))
+            .arg(owner)
+            .arg(TTL_MS)
+            .invoke_async(&mut conn)
+            .await
+            .map_err(|e| LockError::backend("redis", e))?;
+        Ok((token > 0).then(|| format!("{owner}:{token}")))
+    }
+
+    /// Deletes `key` if its value is still `value`.
+    pub(super) async fn free(&self, key: &str, value: &str) -> Result<(), LockError> {
+        let mut conn = self.conn.clone();
+        let _: i64 = self
+            .release
+            .key(key)
+            .arg(value)
+            .invoke_async(&mut conn)
+            .await
+            .map_err(|e| LockError::backend("redis", e))?;
+        Ok(())
+    }
+
+    /// Deletes the floor's keys and their counters.
+    pub(super) async fn delete(&self, keys: &[String]) {
+        let mut conn = self.conn.clone();
+        for key in keys {
+            let _: Result<i64, _> = ::redis::cmd("DEL")
+                .arg(key)
+                .arg(counter(key))
+                .query_async(&mut conn)
+                .await;
+        }
     }
 }
 
 impl RawLock for RedisFloor {
     async fn clean_up(&self, keys: &[String]) {
-        let mut conn = self.conn.clone();
-        for key in keys {
-            let _: Result<i64, _> = ::redis::cmd("DEL").arg(key).query_async(&mut conn).await;
-        }
+        self.delete(keys).await;
     }
 
     async fn try_acquire(&self, key: &str, owner: &str) -> Result<Option<Hold>, LockError> {
-        let mut conn = self.conn.clone();
-        let set: Option<String> = ::redis::cmd("SET")
-            .arg(key)
-            .arg(owner)
-            .arg("NX")
-            .arg("PX")
-            .arg(30_000)
-            .query_async(&mut conn)
-            .await
-            .map_err(|e| LockError::backend("redis", e))?;
-        Ok(set.map(|_| Hold(owner.to_owned())))
+        Ok(self.take(key, owner).await?.map(Hold))
     }
 
     async fn release(&self, key: &str, held: Hold) -> Result<(), LockError> {
-        let Hold(owner) = held;
-        let mut conn = self.conn.clone();
-        let _: i64 = self
-            .del
-            .key(key)
-            .arg(&owner)
-            .invoke_async(&mut conn)
-            .await
-            .map_err(|e| LockError::backend("redis", e))?;
-        Ok(())
+        self.free(key, &held.0).await
     }
 }
