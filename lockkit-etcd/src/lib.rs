@@ -59,8 +59,9 @@
 //!    On etcd before 3.4.24 / 3.5.8 a delete may be reported one round late
 //!    (etcd issue 15220).
 //! 6. **A watch only wakes.** A waiter watches the entry ahead of it from the
-//!    revision it read, so no delete is missed; woken, it confirms its lease and
-//!    reads the queue again (E3), and a watch that ends, fails or is cancelled (a
+//!    revision it read, so no delete is missed; woken, it confirms its lease (a
+//!    keep-alive round from the last third of the TTL) and reads the queue again
+//!    (E3), and a watch that ends, fails or is cancelled (a
 //!    compaction) makes it read again. A permit's pass to the next waiter is best
 //!    effort, looked at again after a TTL at the latest
 //!    (`a_permit_release_wakes_one_waiter_not_the_queue`; hand-offs resume after

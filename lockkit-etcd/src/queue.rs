@@ -11,9 +11,11 @@
 //!    we read it at, so a delete in between is not missed: a writer the entry just
 //!    before it, a reader the last writer before it. One release wakes the next
 //!    writer, or the readers behind a writer: no herd.
-//! 4. On waking we confirm our lease with a keep-alive round *before* reading the
-//!    queue again, so we never report a grant on an expired lease (etcd issue
-//!    11456; invariant E3), and the deadline counts from that round.
+//! 4. On waking we confirm our lease *before* reading the queue again, so we
+//!    never report a grant on an expired lease (etcd issue 11456; invariant E3):
+//!    by a keep-alive round answered since a third of the TTL ago (most often the
+//!    lease keeper's latest, so no request), or else by a round of our own. The
+//!    deadline counts from that round, so at least 2/3 of the TTL is left.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -234,7 +236,12 @@ pub(crate) async fn check_turn(
     lease: &Lease,
     ttl: Duration,
 ) -> Result<Option<Turn>> {
-    match inner.confirm(lease, Instant::now()).await {
+    // A round from the last third of the TTL leaves 2/3 of it, as for a new
+    // entry ([`enqueue_once`]).
+    let since = Instant::now()
+        .checked_sub(ttl / 3)
+        .unwrap_or_else(Instant::now);
+    match inner.confirm(lease, since).await {
         Ok(_) => {}
         Err(e) if e.is_lost() => {
             inner.leases.forget(lease);
