@@ -123,6 +123,10 @@ impl Backend {
     /// What [`round_trip`](Self::round_trip) times.
     pub(crate) fn cheapest_request(&self) -> &'static str {
         match self {
+            Self::Redis(masters) if masters.len() > 1 => {
+                "a PING to every master at once, until every one answered: the round each \
+                 Redlock step waits for"
+            }
             Self::Redis(_) => "PING",
             Self::Etcd(_) => "a linearizable get of a missing key",
             Self::ZooKeeper(_) => "an exists of `/`",
@@ -211,21 +215,30 @@ impl Backend {
     }
 
     /// The p50 of `n` of the backend's cheapest requests on one connection: Redis
-    /// PING, an etcd linearizable get of a missing key, a ZooKeeper exists of `/`,
+    /// PING (on Redlock's masters, one to each at once), an etcd linearizable get of a missing key, a ZooKeeper exists of `/`,
     /// a MySQL or PostgreSQL one-row UPDATE (see
     /// [`cheapest_request`](Self::cheapest_request)).
     pub(crate) async fn round_trip(&self, n: usize) -> Result<Option<Duration>, Failure> {
         let mut samples = Vec::with_capacity(n);
         match self {
             Self::Redis(masters) => {
-                let mut conn = masters
-                    .first()
-                    .ok_or("no Redis server")?
-                    .connection()
-                    .await?;
+                let mut conns = Vec::with_capacity(masters.len());
+                for master in masters {
+                    conns.push(master.connection().await?);
+                }
+                if conns.is_empty() {
+                    return Err("no Redis server".into());
+                }
+                // On several masters (Redlock), each sample is a PING to every
+                // master at once, until every one answered: what each Redlock
+                // step waits for.
+                let ping = redis::cmd("PING");
                 for _ in 0..n + n / 10 {
                     let t = Instant::now();
-                    let _: String = redis::cmd("PING").query_async(&mut conn).await?;
+                    let pings = conns.iter_mut().map(|c| ping.query_async::<String>(c));
+                    for pong in futures_util::future::join_all(pings).await {
+                        pong?;
+                    }
                     samples.push(t.elapsed());
                 }
             }

@@ -246,7 +246,7 @@ pub(crate) fn render(m: &Machine, args: &Args, groups: &[Group], consul: Option<
         if let Some(rtt) = g.round_trip {
             let _ = writeln!(
                 md,
-                "One round trip (p50 of the cheapest request on one connection, {}; the \
+                "One round trip (p50 of the cheapest request, on one connection per server, {}; the \
                  lower of the measurements before and after the libraries ran): {}.",
                 g.backend.cheapest_request(),
                 us(rtt.as_secs_f64() * 1e6)
