@@ -45,6 +45,13 @@ pub trait LeaseBackend: Send + Sync + fmt::Debug + 'static {
     /// What the database supports.
     fn capabilities(&self) -> Capabilities;
 
+    /// Whether every release of a key wakes this driver's waiters of it
+    /// (PostgreSQL with its listener): then they poll only in case a wake-up
+    /// was lost ([`crate::wait::fallback_policy`]).
+    fn notified(&self) -> bool {
+        false
+    }
+
     /// Wakes this driver's waiters and observers, by key.
     fn wakers(&self) -> &KeyWakers;
 
@@ -188,9 +195,13 @@ pub(crate) fn polling<'a, B: LeaseBackend + ?Sized>(
     let queued = Arc::new(std::sync::Mutex::new(None::<Instant>));
     let left = queued.clone();
     let mut first = true;
+    let policy = match backend.notified() {
+        true => crate::wait::fallback_policy(B::POLL_CAP),
+        false => crate::wait::policy(B::POLL_CAP),
+    };
     polled_then(
         wake,
-        B::POLL_CAP,
+        policy,
         move || {
             let again = !std::mem::replace(&mut first, false);
             let queued = queued.clone();

@@ -41,14 +41,15 @@ where
     F: FnMut() -> Fut + Send + 'a,
     Fut: Future<Output = Result<Option<Grant>>> + Send + 'a,
 {
-    polled_then(wake, poll_cap, attempt, || async {})
+    polled_then(wake, policy(poll_cap), attempt, || async {})
 }
 
-/// As [`polled`], running `give_up` when the wait ends without a grant (to take
-/// back what the attempts left behind, such as a queue row).
+/// As [`polled`], with the pauses of `policy`, running `give_up` when the wait
+/// ends without a grant (to take back what the attempts left behind, such as a
+/// queue row).
 pub(crate) fn polled_then<'a, F, Fut, G, GFut>(
     wake: Arc<Notify>,
-    poll_cap: Duration,
+    policy: WaitPolicy,
     attempt: F,
     give_up: G,
 ) -> Contention<'a>
@@ -63,12 +64,20 @@ where
         attempt,
         give_up,
     })
-    .with_policy(policy(poll_cap))
+    .with_policy(policy)
 }
 
 /// Pauses of 2 ms doubling to `poll_cap`, jittered, when no wake-up comes.
 pub(crate) fn policy(poll_cap: Duration) -> WaitPolicy {
     WaitPolicy::DEFAULT.with_poll(Backoff::new(FIRST, poll_cap, Jitter::Spread))
+}
+
+/// For waiters that a release's notification wakes (PostgreSQL with its
+/// listener): a poll only in case a wake-up was lost, `poll_cap` apart
+/// (jittered) from the first. Polling from 2 ms as [`policy`] does made each of
+/// 64 notified waiters attempt about eight times in its first quarter second.
+pub(crate) fn fallback_policy(poll_cap: Duration) -> WaitPolicy {
+    WaitPolicy::DEFAULT.with_poll(Backoff::new(poll_cap, poll_cap, Jitter::Spread))
 }
 
 /// One run of the acquiring statement.

@@ -253,6 +253,11 @@ async fn a_long_waiter_keeps_its_row_live() {
 /// The attempts of waiting acquires that a wake-up started since the last call
 /// (the wait's metric, `cause` = `woken`: each snapshot resets the counters).
 fn woken_attempts(snapshotter: &Snapshotter) -> u64 {
+    attempts(snapshotter, "woken")
+}
+
+/// The attempts of waiting acquires made for `cause` since the last snapshot.
+fn attempts(snapshotter: &Snapshotter, cause: &str) -> u64 {
     snapshotter
         .snapshot()
         .into_vec()
@@ -262,7 +267,7 @@ fn woken_attempts(snapshotter: &Snapshotter) -> u64 {
             key.name() == names::WAIT_ATTEMPTS
                 && key
                     .labels()
-                    .any(|l| l.key() == names::CAUSE && l.value() == "woken")
+                    .any(|l| l.key() == names::CAUSE && l.value() == cause)
         })
         .map(|(.., value)| match value {
             DebugValue::Counter(n) => n,
@@ -325,4 +330,36 @@ fn each_release_wakes_at_most_one_queued_waiter() {
         (1..=WAITERS + 1).contains(&woken),
         "{woken} attempts woken by 9 releases"
     );
+}
+
+/// A queued waiter that releases wake polls only in case a wake-up was lost:
+/// its first poll comes a jittered 250 ms (at least 125 ms) after it queued,
+/// not 2 ms (as a waiter without notifications, whose pauses double from there:
+/// seven polls in its first half second). Counted by the wait's metric, as
+/// above, over the waiter's first half second in the queue; the release then
+/// grants it.
+#[test]
+fn a_notified_waiter_polls_only_as_a_fallback() {
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let polled = metrics::with_local_recorder(&recorder, || {
+        runtime.block_on(async {
+            let server = Postgres::start().await.unwrap();
+            let mut admin = admin(&server).await;
+            let held = hold_stock(&server.url()).await;
+            attempts(&snapshotter, "polled");
+            let waiter = take_and_release(locker(&server.url()).await, "stock");
+            until_queued(&mut admin, "stock", 1).await;
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let polled = attempts(&snapshotter, "polled");
+            held.release().await.unwrap();
+            timeout(WITHIN, waiter).await.unwrap().unwrap();
+            polled
+        })
+    });
+    assert!(polled <= 4, "{polled} polls in the waiter's first 500 ms");
 }

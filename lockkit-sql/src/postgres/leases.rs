@@ -181,6 +181,10 @@ impl LeaseBackend for PgLeases {
             .map_err(db_error)
     }
 
+    fn notified(&self) -> bool {
+        self.listener.is_some()
+    }
+
     fn wakers(&self) -> &KeyWakers {
         if let Some(listener) = &self.listener {
             listener.keep_running();

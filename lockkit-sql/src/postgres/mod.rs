@@ -49,7 +49,7 @@
 //!    the key's row: the exclusive upsert, or the shared path's transaction that
 //!    locks the row first. `NOTIFY` only wakes: a waiter it wakes still runs the
 //!    statement, and a lost `LISTEN` connection slows a hand-off to a poll
-//!    (≤ 250 ms), never grants. The whole conformance suite
+//!    (125–375 ms), never grants. The whole conformance suite
 //!    (`conformance_postgres.rs`); the `LISTEN` connection killed around grants
 //!    and releases in the reliability suite
 //!    (`postgres_wake_up_connection_killed_around_grants`).
@@ -108,8 +108,8 @@
 //!   delivered at commit). The drivers of one process that connect alike
 //!   (server, user, database, `application_name`) share one `LISTEN`
 //!   connection (`listen.rs`), which wakes their waiters and observers of that
-//!   key only, with a polling fallback (≤ 250 ms) for a missed notification or
-//!   a broken listener.
+//!   key only. Their waiters poll only as a fallback, for a missed notification
+//!   or a broken listener, every 125–375 ms.
 //! - **Exclusive waiters queue**, in `<table>_waiters` (below): an exclusive
 //!   acquire whose first attempt is refused adds its row at once (the attempt
 //!   again, and the row if refused: one statement). An exclusive release names

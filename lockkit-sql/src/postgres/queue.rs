@@ -5,9 +5,10 @@
 //! queued waiter, so a release behind 64 waiters sends one attempt, not 64.
 //!
 //! Polling stays the fallback: a named waiter that is gone without deleting its
-//! row (its process died) holds the others to their polls (≤ 250 ms) until its
-//! row expires ([`ROW_TTL`]); a waiter keeps its own row live while it waits. A
-//! waiter that leaves while the key is free passes the wake-up on.
+//! row (its process died) holds the others to their polls (every 125–375 ms,
+//! from the first: [`crate::wait::fallback_policy`]) until its row expires
+//! ([`ROW_TTL`]); a waiter keeps its own row live while it waits. A waiter that
+//! leaves while the key is free passes the wake-up on.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -73,7 +74,8 @@ impl Wakeups {
 /// The attempts of `req` (exclusive, willing to wait), queued in the key's
 /// queue.
 pub(super) fn contention<'a>(leases: &'a PgLeases, req: &'a AcquireRequest) -> Contention<'a> {
-    let policy = crate::wait::policy(<PgLeases as LeaseBackend>::POLL_CAP);
+    // Only with a listener: every release wakes the waiter it names.
+    let policy = crate::wait::fallback_policy(<PgLeases as LeaseBackend>::POLL_CAP);
     let queued = Queued {
         leases,
         req,
