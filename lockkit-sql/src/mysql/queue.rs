@@ -40,6 +40,22 @@ impl MySqlLeases {
             .map_err(db_error)
     }
 
+    /// [`Self::dequeue_row`], in a task of its own: after a grant, so that the
+    /// grant does not wait for it. Until it lands, the holder's row only stands
+    /// before requests that could not have the key anyway; if it fails, the
+    /// row lapses.
+    pub(super) fn dequeue_row_later(&self, req: &AcquireRequest) {
+        let query = sqlx::query(AssertSqlSafe(self.statements.dequeue.clone()))
+            .bind(req.key.as_str().to_owned())
+            .bind(req.owner.to_hex());
+        let (pool, timeout) = (self.pool.clone(), self.timeout);
+        tokio::spawn(async move {
+            if let Err(e) = query.execute(&pool).within(timeout).await {
+                tracing::debug!(error = %e, "could not leave the queue; the row lapses");
+            }
+        });
+    }
+
     /// `key`'s live queue, in order, read on `conn`.
     pub(super) async fn live_queue<'c, E>(
         &self,

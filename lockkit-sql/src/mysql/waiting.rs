@@ -166,6 +166,14 @@ impl Waiter<'_> {
         Ok(())
     }
 
+    /// Takes a granted waiter's row out of the queue, if it has one, without
+    /// holding up the grant ([`MySqlLeases::dequeue_row_later`]).
+    fn leave_queue_granted(&mut self) {
+        if self.queued.take().is_some() {
+            self.leases.dequeue_row_later(self.req);
+        }
+    }
+
     /// Takes this waiter's row out of the queue, if it has one. A grant stands
     /// if that fails: the row lapses.
     async fn leave_queue(&mut self) {
@@ -252,7 +260,7 @@ impl Contender for Waiter<'_> {
     async fn attempt(&mut self) -> Result<Attempt> {
         let attempt = self.attempt_once().await?;
         match attempt {
-            Attempt::Granted(_) => self.leave_queue().await,
+            Attempt::Granted(_) => self.leave_queue_granted(),
             Attempt::Busy(_) => {
                 if let Err(e) = self.keep_place().await {
                     return failed(e);
