@@ -233,7 +233,8 @@ pub(crate) fn render(m: &Machine, args: &Args, groups: &[Group], consul: Option<
          keys taken as two locks one after the other (uncontended only).\n\
          - **a lock in your transaction** (PostgreSQL, MariaDB): a pair begins a \
          transaction, takes the key's lock in it (`TransactionLocks`) and commits; beside \
-         it, lockkit's lease table's acquire and release. Uncontended only.\n\
+         it, lockkit's lease table's acquire and release, a reference for what the BEGIN \
+         and COMMIT cost, not a target. Uncontended only.\n\
          - Each library is used as its documentation shows, with its defaults.\n",
         args.iterations,
         crate::rounds::BATCH,

@@ -130,9 +130,10 @@ pub(crate) struct Group {
     pub(crate) without_floor: bool,
     /// lockkit's uncontended p50 may be at most this many times the floor's.
     pub(crate) floor_target: f64,
-    /// Libraries shown for context but not held as targets: they hand out no
-    /// fencing token, whose price lockkit pays (rslock).
-    pub(crate) unfenced: Vec<&'static str>,
+    /// Rows shown for context but not held as targets, with why: rslock hands
+    /// out no fencing token, whose price lockkit pays; the lease table takes no
+    /// part in the application's transaction.
+    pub(crate) context: Vec<(&'static str, &'static str)>,
 }
 
 impl Group {
@@ -153,7 +154,7 @@ impl Group {
             handoffs_only: None,
             without_floor: false,
             floor_target: 1.2,
-            unfenced: Vec::new(),
+            context: Vec::new(),
         }
     }
 
@@ -163,10 +164,9 @@ impl Group {
         self
     }
 
-    /// Shows `library`, which hands out no fencing token, as a reference, not a
-    /// target.
-    pub(crate) fn with_unfenced(mut self, library: &'static str) -> Self {
-        self.unfenced.push(library);
+    /// Shows `library` as a reference, not a target, because `why`.
+    pub(crate) fn with_context(mut self, library: &'static str, why: &'static str) -> Self {
+        self.context.push((library, why));
         self
     }
 

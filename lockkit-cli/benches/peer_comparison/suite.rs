@@ -36,8 +36,10 @@ const ZK_PRIMITIVES: [(&str, &str, &str, &str); 3] = [
     ),
 ];
 
-/// rslock: a reference on Redis and Redlock, not a target (no fencing token).
+/// rslock: a reference on Redis and Redlock, not a target.
 const RSLOCK: &str = "rslock (Rust)";
+/// Why rslock is a reference.
+const UNFENCED: &str = "it hands out no fencing token: the difference is what fencing costs";
 
 /// lockkit's default request beside its fair one.
 const UNFAIR: &str = "lockkit, not fair (the default)";
@@ -45,6 +47,9 @@ const UNFAIR: &str = "lockkit, not fair (the default)";
 /// lockkit's lease table beside its lock in the application's transaction: a
 /// lock on connections of its own, acquired and released.
 const LEASE_TABLE: &str = "lockkit, lease table (acquire + release)";
+/// Why the lease table is a reference there.
+const OUTSIDE_TRANSACTION: &str = "a lock outside the application's transaction, \
+    which needs no BEGIN and COMMIT: a reference for what those cost";
 
 /// The two keys of `lock_all`'s rows taken as two locks, one after the other.
 const ONE_BY_ONE: &str = "lockkit, two locks one after the other";
@@ -77,7 +82,7 @@ pub(crate) async fn run(args: &Args) -> Result<Vec<Group>, Failure> {
         )
         .with_servers([redis.pid()])
         .with_floor_target(1.1)
-        .with_unfenced(RSLOCK);
+        .with_context(RSLOCK, UNFENCED);
         groups.push(
             run_group(
                 args,
@@ -137,7 +142,7 @@ pub(crate) async fn run(args: &Args) -> Result<Vec<Group>, Failure> {
         )
         .with_servers(masters.nodes.iter().map(|n| n.pid()))
         .with_floor_target(1.1)
-        .with_unfenced(RSLOCK);
+        .with_context(RSLOCK, UNFENCED);
         groups.push(
             run_group(
                 args,
@@ -289,7 +294,8 @@ pub(crate) async fn run(args: &Args) -> Result<Vec<Group>, Failure> {
             Backend::MySql(url.clone()),
             version("mariadbd", &["--version"]).await,
         )
-        .with_servers([db.pid()]);
+        .with_servers([db.pid()])
+        .with_context(LEASE_TABLE, OUTSIDE_TRANSACTION);
         group.uncontended_only = true;
         let in_transaction = vec![
             programs.rust("lockkit-transaction", "lockkit", url.clone()),
@@ -318,7 +324,8 @@ pub(crate) async fn run(args: &Args) -> Result<Vec<Group>, Failure> {
             Backend::Postgres(url.clone()),
             version(&postgres, &["--version"]).await,
         )
-        .with_servers([pg.pid()]);
+        .with_servers([pg.pid()])
+        .with_context(LEASE_TABLE, OUTSIDE_TRANSACTION);
         group.uncontended_only = true;
         let in_transaction = vec![
             programs.rust("lockkit-transaction", "lockkit", url.clone()),

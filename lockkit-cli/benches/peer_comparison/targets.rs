@@ -71,8 +71,8 @@ pub(crate) fn targets(g: &Group, waiters: &[u64]) -> Vec<String> {
             out.extend(floor_context(g, lk, peer, waiters));
             continue;
         }
-        if g.unfenced.contains(&peer.library.as_str()) {
-            out.extend(unfenced_context(g, lk, peer));
+        if let Some((_, why)) = g.context.iter().find(|(l, _)| *l == peer.library) {
+            out.extend(context(g, lk, peer, why));
             continue;
         }
         if peer.library == LEASE {
@@ -165,9 +165,9 @@ fn floor_context(g: &Group, lk: &Row, floor: &Row, waiters: &[u64]) -> Vec<Strin
     out
 }
 
-/// What fencing costs, against a library that hands out no token: context, not
-/// a target.
-fn unfenced_context(g: &Group, lk: &Row, peer: &Row) -> Option<String> {
+/// A reference row: lockkit's rate against it, and the server's CPU per pair of
+/// each, as context, not a target.
+fn context(g: &Group, lk: &Row, peer: &Row, why: &str) -> Option<String> {
     let p = g.paired_with(peer)?;
     let cpu = |row: &Row| {
         row.uncontended
@@ -177,8 +177,8 @@ fn unfenced_context(g: &Group, lk: &Row, peer: &Row) -> Option<String> {
             .map_or("–".to_owned(), |c| us(c.as_secs_f64() * 1e6))
     };
     Some(format!(
-        "context, not a target: {} hands out no fencing token; lockkit's uncontended rate ÷ \
-         its: {:.2} (95% interval {:.2}–{:.2}); server CPU per pair {} against {}",
+        "context, not a target: {} ({why}); lockkit's uncontended rate ÷ its: {:.2} (95% \
+         interval {:.2}–{:.2}); server CPU per pair {} against {}",
         peer.library,
         p.median,
         p.low,
