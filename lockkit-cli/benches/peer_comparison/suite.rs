@@ -196,7 +196,8 @@ pub(crate) async fn run(args: &Args) -> Result<Vec<Group>, Failure> {
             "etcd, election failover",
             Backend::Etcd(address.clone()),
             version("etcd", &["--version"]).await,
-        );
+        )
+        .with_servers([etcd.pid()]);
         group.handoffs_only = Some(FAILOVER_FOLLOWERS.to_vec());
         let programs = vec![
             programs.rust("lockkit-election", "lockkit", etcd.url()),
@@ -266,7 +267,8 @@ pub(crate) async fn run(args: &Args) -> Result<Vec<Group>, Failure> {
         groups.push(run_group(args, group, &zk.url(), two_keys).await);
         let backend = Backend::ZooKeeper(address.clone());
         let server = zk_version(&backend).await;
-        let mut group = Group::new("ZooKeeper, election failover", backend, server);
+        let mut group =
+            Group::new("ZooKeeper, election failover", backend, server).with_servers([zk.pid()]);
         group.handoffs_only = Some(FAILOVER_FOLLOWERS.to_vec());
         let programs = vec![
             programs.rust("lockkit-election", "lockkit", zk.url()),

@@ -39,9 +39,19 @@ pub(crate) fn targets(g: &Group, waiters: &[u64]) -> Vec<String> {
                     let verdict = match &h.from_release_start {
                         Some(s) => {
                             let r = s.p50_us / rtt_us;
+                            // Timed so, a hand-off holds a whole release and a
+                            // whole acquire: at least the floor's pair.
+                            let pair = g.floor.as_ref().map_or_else(String::new, |f| {
+                                format!(
+                                    " (the floor's acquire + release, which it contains, \
+                                     is {}: {:.2}× that)",
+                                    us(f.stats.p50_us),
+                                    s.p50_us / f.stats.p50_us
+                                )
+                            });
                             format!(
                                 "timed from the release's start instead (release \
-                                 included): p50 {} = {r:.1}× — {}",
+                                 included): p50 {} = {r:.1}× — {}{pair}",
                                 us(s.p50_us),
                                 verdict(r, ROUND_TRIP_TARGET, false, band)
                             )
