@@ -267,10 +267,12 @@ pub async fn connect(options: PgOptions) -> lockkit_core::Result<Arc<dyn LockDri
 /// Only `options`' lockkit settings are used (table, mode, keys, timeouts): the
 /// pool already says where and who, TLS included.
 ///
-/// The driver takes connections from `pool` as it needs them: one for its
-/// `LISTEN`, kept while the driver lives, and in advisory mode one more per held
-/// lock (the lock lives as long as that session). Size the pool for both. The
-/// driver never closes the pool; dropping the driver gives its connections back.
+/// The driver takes connections from `pool` as it needs them, and in advisory
+/// mode one per held lock (the lock lives as long as that session): size the
+/// pool for that. Its `LISTEN` connection is not the pool's: one per process
+/// for the drivers that connect alike, made with the pool's settings. The
+/// driver never closes the pool; dropping the driver gives its connections
+/// back.
 ///
 /// # Examples
 ///
