@@ -293,6 +293,22 @@ async fn until_listening(admin: &mut sqlx::PgConnection, n: i64) {
     .expect("every driver listens");
 }
 
+/// Runs `test` on a runtime of this thread's, whose wait metrics `test` reads
+/// through the snapshotter it is given.
+fn counting_attempts<T, F, Fut>(test: F) -> T
+where
+    F: FnOnce(Snapshotter) -> Fut,
+    Fut: std::future::Future<Output = T>,
+{
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    metrics::with_local_recorder(&recorder, || runtime.block_on(test(snapshotter)))
+}
+
 /// No herd: eight queued waiters, each with its own driver, take the lock in
 /// turn, and each of the nine releases wakes at most one of them. Counted by the
 /// wait's metric on a runtime of this thread's: the attempts a wake-up started.
@@ -300,31 +316,23 @@ async fn until_listening(admin: &mut sqlx::PgConnection, n: i64) {
 #[test]
 fn each_release_wakes_at_most_one_queued_waiter() {
     const WAITERS: u64 = 8;
-    let recorder = DebuggingRecorder::new();
-    let snapshotter = recorder.snapshotter();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let woken = metrics::with_local_recorder(&recorder, || {
-        runtime.block_on(async {
-            let server = Postgres::start().await.unwrap();
-            let mut admin = admin(&server).await;
-            let held = hold_stock(&server.url()).await;
-            let mut waiters = Vec::new();
-            for _ in 0..WAITERS {
-                waiters.push(take_and_release(locker(&server.url()).await, "stock"));
-            }
-            until_queued(&mut admin, "stock", WAITERS as usize).await;
-            until_listening(&mut admin, WAITERS as i64 + 1).await;
-            // From here on: what the releases start.
-            woken_attempts(&snapshotter);
-            held.release().await.unwrap();
-            for waiter in waiters {
-                timeout(WITHIN, waiter).await.unwrap().unwrap();
-            }
-            woken_attempts(&snapshotter)
-        })
+    let woken = counting_attempts(|snapshotter| async move {
+        let server = Postgres::start().await.unwrap();
+        let mut admin = admin(&server).await;
+        let held = hold_stock(&server.url()).await;
+        let mut waiters = Vec::new();
+        for _ in 0..WAITERS {
+            waiters.push(take_and_release(locker(&server.url()).await, "stock"));
+        }
+        until_queued(&mut admin, "stock", WAITERS as usize).await;
+        until_listening(&mut admin, WAITERS as i64 + 1).await;
+        // From here on: what the releases start.
+        woken_attempts(&snapshotter);
+        held.release().await.unwrap();
+        for waiter in waiters {
+            timeout(WITHIN, waiter).await.unwrap().unwrap();
+        }
+        woken_attempts(&snapshotter)
     });
     assert!(
         (1..=WAITERS + 1).contains(&woken),
@@ -340,26 +348,18 @@ fn each_release_wakes_at_most_one_queued_waiter() {
 /// grants it.
 #[test]
 fn a_notified_waiter_polls_only_as_a_fallback() {
-    let recorder = DebuggingRecorder::new();
-    let snapshotter = recorder.snapshotter();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let polled = metrics::with_local_recorder(&recorder, || {
-        runtime.block_on(async {
-            let server = Postgres::start().await.unwrap();
-            let mut admin = admin(&server).await;
-            let held = hold_stock(&server.url()).await;
-            attempts(&snapshotter, "polled");
-            let waiter = take_and_release(locker(&server.url()).await, "stock");
-            until_queued(&mut admin, "stock", 1).await;
-            tokio::time::sleep(Duration::from_millis(500)).await;
-            let polled = attempts(&snapshotter, "polled");
-            held.release().await.unwrap();
-            timeout(WITHIN, waiter).await.unwrap().unwrap();
-            polled
-        })
+    let polled = counting_attempts(|snapshotter| async move {
+        let server = Postgres::start().await.unwrap();
+        let mut admin = admin(&server).await;
+        let held = hold_stock(&server.url()).await;
+        attempts(&snapshotter, "polled");
+        let waiter = take_and_release(locker(&server.url()).await, "stock");
+        until_queued(&mut admin, "stock", 1).await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let polled = attempts(&snapshotter, "polled");
+        held.release().await.unwrap();
+        timeout(WITHIN, waiter).await.unwrap().unwrap();
+        polled
     });
     assert!(polled <= 4, "{polled} polls in the waiter's first 500 ms");
 }
