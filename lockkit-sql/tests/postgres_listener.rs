@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use lockkit_core::Locker;
+use lockkit_sql::postgres::{PgDriver, PgOptions};
 use lockkit_testkit::Postgres;
 use sqlx::Connection;
 
@@ -91,4 +92,20 @@ fn a_listener_whose_runtime_ended_is_started_again_by_the_next_wait() {
         waiting.await.unwrap().unwrap().release().await.unwrap();
     });
     drop(first);
+}
+
+/// The shared listener keeps the connection settings it reconnects with, the
+/// password among them: the driver's `Debug` shows none of it.
+#[tokio::test]
+async fn the_drivers_debug_shows_no_password() {
+    let server = Postgres::start().await.unwrap();
+    // The testkit's server trusts local connections: any password connects.
+    let url = server.url().replacen("postgres@", "postgres:hunter2@", 1);
+    assert!(url.contains("hunter2"), "{url}");
+    let driver = PgDriver::connect(PgOptions::from_url(&url).unwrap())
+        .await
+        .unwrap();
+    until_listening(&server, 1).await;
+    let shown = format!("{driver:?}");
+    assert!(!shown.contains("hunter2"), "{shown}");
 }

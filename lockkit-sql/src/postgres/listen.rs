@@ -27,7 +27,6 @@ use super::queue::Wakeups;
 #[derive(Debug, Clone)]
 pub(super) struct Listener(Arc<Shared>);
 
-#[derive(Debug)]
 struct Shared {
     wakeups: Arc<Wakeups>,
     /// The first driver's pool's settings, for a pool of one connection of the
@@ -37,6 +36,15 @@ struct Shared {
     connect: PgConnectOptions,
     channel: String,
     task: Mutex<JoinHandle<()>>,
+}
+
+/// Never the connection settings: they hold the password.
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Listener")
+            .field("channel", &self.channel)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Drop for Shared {
