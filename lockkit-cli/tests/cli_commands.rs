@@ -299,7 +299,12 @@ async fn check_and_bench_leave_no_key_on_redis() {
     .await
     .unwrap();
     assert_eq!(code, 0, "{err}\n{r}");
-    let client = redis::Client::open(url.as_str()).unwrap();
+    assert_no_key_left(&url).await;
+}
+
+/// Fails if the Redis server at `url` holds any key.
+async fn assert_no_key_left(url: &str) {
+    let client = redis::Client::open(url).unwrap();
     let mut conn = client.get_multiplexed_async_connection().await.unwrap();
     let keys: Vec<String> = redis::cmd("KEYS")
         .arg("*")
@@ -337,14 +342,7 @@ async fn bench_on_redlock_measures_the_fenced_floor_and_leaves_no_key() {
     let described = backend["floor_description"].as_str().unwrap();
     assert!(described.contains("fenced Redlock"), "{described}");
     for node in &masters.nodes {
-        let client = redis::Client::open(format!("redis://127.0.0.1:{}", node.port())).unwrap();
-        let mut conn = client.get_multiplexed_async_connection().await.unwrap();
-        let keys: Vec<String> = redis::cmd("KEYS")
-            .arg("*")
-            .query_async(&mut conn)
-            .await
-            .unwrap();
-        assert!(keys.is_empty(), "{} keys left: {keys:?}", keys.len());
+        assert_no_key_left(&format!("redis://127.0.0.1:{}", node.port())).await;
     }
 }
 
