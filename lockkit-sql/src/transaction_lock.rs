@@ -200,6 +200,21 @@ pub(crate) enum TxWait {
     Server,
 }
 
+impl TxWait {
+    /// What is left of a bounded wait begun at `started`, in whole
+    /// milliseconds rounded up, and at least 1 (0 turns a server's timeout
+    /// off): a server that counts from when it starts waiting then gives up no
+    /// earlier than the wait's end. `None` for an unbounded or no wait.
+    pub(crate) fn millis_left(self, started: Instant) -> Option<u64> {
+        let TxWait::AtMost(d) = self else {
+            return None;
+        };
+        let left = d.saturating_sub(started.elapsed());
+        let up = left.as_nanos().div_ceil(1_000_000).max(1);
+        Some(u64::try_from(up).unwrap_or(u64::MAX / 2))
+    }
+}
+
 /// A transaction lock being asked for; `.await` it.
 ///
 /// # Cancel safety
@@ -342,4 +357,25 @@ pub(crate) fn vanished_row(table: &str) -> LockError {
         "a row of `{table}_tx_locks` vanished between its insert and its lock: \
          something deletes that table's rows, which lockkit never does"
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::TxWait;
+
+    #[test]
+    fn what_is_left_of_a_wait_rounds_up_to_whole_milliseconds() {
+        let started = Instant::now();
+        let left = TxWait::AtMost(Duration::from_secs(3600))
+            .millis_left(started)
+            .unwrap();
+        // Some nanoseconds have passed: truncating would give 3_599_999.
+        assert_eq!(left, 3_600_000);
+        let gone = Instant::now() - Duration::from_secs(1);
+        assert_eq!(TxWait::AtMost(Duration::ZERO).millis_left(gone), Some(1));
+        assert_eq!(TxWait::NoWait.millis_left(started), None);
+        assert_eq!(TxWait::Server.millis_left(started), None);
+    }
 }

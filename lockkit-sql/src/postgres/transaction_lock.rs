@@ -238,14 +238,7 @@ async fn lock_in_savepoint(
     wait: TxWait,
     started: Instant,
 ) -> Result<Taken> {
-    let timeout = match wait {
-        // `lock_timeout` counts whole milliseconds, and 0 turns it off.
-        TxWait::AtMost(d) => Some(format!(
-            "{}ms",
-            d.saturating_sub(started.elapsed()).as_millis().max(1)
-        )),
-        TxWait::NoWait | TxWait::Server => None,
-    };
+    let timeout = wait.millis_left(started).map(|ms| format!("{ms}ms"));
     run(conn, SAVEPOINT, key).await?;
     let mut lock = sqlx::query_as(AssertSqlSafe(s.lock(timeout.is_some()))).bind(&s.name);
     if let Some(timeout) = &timeout {

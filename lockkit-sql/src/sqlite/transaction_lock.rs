@@ -106,7 +106,7 @@ async fn acquire(request: TransactionLockRequest<'_, '_, '_>) -> Result<Transact
     let mark = OwnerId::new();
     let busy_ms = match request.wait {
         TxWait::NoWait => Some(0),
-        TxWait::AtMost(d) => Some(u64::try_from(d.as_millis()).unwrap_or(u64::MAX / 2)),
+        TxWait::AtMost(_) => request.wait.millis_left(started),
         TxWait::Server => None,
     };
     let before: Option<i64> = match busy_ms {
