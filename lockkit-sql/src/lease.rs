@@ -101,6 +101,14 @@ pub trait LeaseBackend: Send + Sync + fmt::Debug + 'static {
         Ok(())
     }
 
+    /// Tells the database that an observer of `key` wants its releases
+    /// signalled, before the observer reads the key (PostgreSQL notifies only
+    /// then).
+    async fn watching(&self, key: &LockKey) -> Result<()> {
+        let _ = key;
+        Ok(())
+    }
+
     /// Whether a read without locks shows that `req` must wait (a shared hold or
     /// permit only; the real attempt decides).
     async fn looks_full(&self, req: &AcquireRequest) -> Result<bool> {
@@ -373,8 +381,11 @@ impl<B: LeaseBackend> LockDriver for LeaseDriver<B> {
 
     async fn watch(&self, key: &LockKey) -> Result<ChangeSignal> {
         // Releases wake this driver's waiters of the key (PostgreSQL: every
-        // driver's, by NOTIFY); an observer waits on the same signal.
-        Ok(armed(self.backend.wakers().notify(key.as_str())))
+        // driver's, by NOTIFY); an observer waits on the same signal, armed
+        // before the database learns of it.
+        let signal = armed(self.backend.wakers().notify(key.as_str()));
+        self.backend.watching(key).await?;
+        Ok(signal)
     }
 
     async fn inspect(&self, key: &LockKey) -> Result<Inspection> {

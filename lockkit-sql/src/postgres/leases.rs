@@ -16,6 +16,7 @@ use sqlx::postgres::PgPool;
 use super::listen::Listener;
 use super::queue::{self, Wakeups};
 use super::take::Take;
+use super::watched::{WATCH_TTL, Watched};
 use super::wire::{Value, Wire};
 use super::{holder_sql, sql, waiter_sql};
 use crate::connect::Within;
@@ -47,6 +48,8 @@ pub struct PgLeases {
     pub(super) wire: Wire,
     /// Each statement (`request_timeout_ms`).
     pub(super) timeout: Duration,
+    /// The keys this driver's observers watch.
+    watched: Watched,
 }
 
 /// Every statement, built once per driver.
@@ -60,13 +63,14 @@ pub(super) struct Statements {
     pub(super) dequeue: Arc<str>,
     enqueue_polling: Arc<str>,
     leave_polling: Arc<str>,
+    watch: Arc<str>,
     pub(super) live_queue: Arc<str>,
     count_waiters: Arc<str>,
     pub(super) extend: Arc<str>,
     proclaim: Arc<str>,
     list: Arc<str>,
     extend_many: Arc<str>,
-    release: Arc<str>,
+    pub(super) release: Arc<str>,
     pub(super) force_release: Arc<str>,
     purge: Arc<str>,
     pub(super) lock_key: Arc<str>,
@@ -99,6 +103,7 @@ impl PgLeases {
                 dequeue: waiter_sql::dequeue(table).into(),
                 enqueue_polling: waiter_sql::enqueue(table).into(),
                 leave_polling: waiter_sql::leave(table).into(),
+                watch: waiter_sql::watch(table).into(),
                 live_queue: waiter_sql::live_queue(table).into(),
                 count_waiters: waiter_sql::count_waiters(table).into(),
                 extend: sql::extend(table).into(),
@@ -123,6 +128,7 @@ impl PgLeases {
             },
             listener,
             timeout,
+            watched: Watched::default(),
         }
     }
 }
@@ -153,7 +159,8 @@ impl LeaseBackend for PgLeases {
 
     /// A polling waiter (shared, permit, or any behind a pooler) joins the
     /// queue under its owner id; an exclusive waiter with a listener has a row
-    /// of its own ([`queue`]).
+    /// of its own ([`queue`]). If a release passed it by unnotified (the key is
+    /// free now), the key's waiters attempt again at once.
     async fn enqueue(&self, req: &AcquireRequest) -> Result<()> {
         let owner = req.owner.to_hex();
         let values = [
@@ -162,12 +169,17 @@ impl LeaseBackend for PgLeases {
             Value::Float(ttl_ms(turns::LIFETIME)),
             Value::Text(mode_names::mode_name(req.mode)),
         ];
-        self.wire
-            .rows(&self.pool, &self.statements.enqueue_polling, &values)
-            .within(self.timeout)
-            .await
-            .map(drop)
-            .map_err(db_error)
+        let free: bool = retry_conflicts(|| {
+            self.wire
+                .scalar(&self.pool, &self.statements.enqueue_polling, &values)
+        })
+        .within(self.timeout)
+        .await
+        .map_err(db_error)?;
+        if free {
+            self.wakeups.all.wake(req.key.as_str());
+        }
+        Ok(())
     }
 
     async fn dequeue(&self, req: &AcquireRequest) -> Result<()> {
@@ -183,6 +195,21 @@ impl LeaseBackend for PgLeases {
 
     fn notified(&self) -> bool {
         self.listener.is_some()
+    }
+
+    /// Pushes the key's `wake_until` out ([`super::watched`]), when due.
+    async fn watching(&self, key: &LockKey) -> Result<()> {
+        if self.listener.is_none() || !self.watched.due(key.as_str()) {
+            return Ok(());
+        }
+        let sent = tokio::time::Instant::now();
+        let values = [Value::Text(key.as_str()), Value::Float(ttl_ms(WATCH_TTL))];
+        retry_conflicts(|| self.wire.rows(&self.pool, &self.statements.watch, &values))
+            .within(self.timeout)
+            .await
+            .map_err(db_error)?;
+        self.watched.pushed(key.as_str(), sent);
+        Ok(())
     }
 
     fn wakers(&self) -> &KeyWakers {
@@ -337,6 +364,7 @@ impl LeaseBackend for PgLeases {
     }
 
     async fn purge(&self, key: &LockKey) -> Result<()> {
+        self.watched.forget(key.as_str());
         let key_only = [Value::Text(key.as_str())];
         retry_conflicts(|| {
             self.wire

@@ -17,7 +17,9 @@
 //!     fence BIGINT NOT NULL,           -- last fencing token handed out, every mode
 //!     expires_at TIMESTAMPTZ NOT NULL, -- the server's clock_timestamp() + TTL
 //!                                      -- (with '*': the latest of the holds')
-//!     label TEXT                       -- the exclusive holder's label
+//!     label TEXT,                      -- the exclusive holder's label
+//!     wake_until TIMESTAMPTZ           -- an exclusive release notifies until then:
+//!                                      -- someone waits or watches
 //! );
 //! CREATE TABLE lockkit_locks_holders (
 //!     name TEXT NOT NULL, owner TEXT NOT NULL,
@@ -37,8 +39,8 @@
 //! );
 //! ```
 //!
-//! A key table made by an earlier lockkit gets its `label` column at connect,
-//! and a waiters table its `mode` column.
+//! A key table made by an earlier lockkit gets its `label` and `wake_until`
+//! columns at connect, and a waiters table its `mode` column.
 //!
 //! # Invariants
 //!
@@ -104,8 +106,19 @@
 //!   statement reads after the key-row lock was granted, so no two transactions
 //!   decide on the same view. The semaphore's limit is stored with each permit; a
 //!   request with another limit fails with `Config`.
-//! - Release sends `NOTIFY` with the key in its payload (in the same statement,
-//!   delivered at commit). The drivers of one process that connect alike
+//! - An exclusive release sends `NOTIFY` with the key in its payload (in the
+//!   same statement, delivered at commit), if anyone waits for or watches the
+//!   key: while its row's `wake_until` is live. Each waiter pushes it out as it
+//!   queues and whenever it pushes its queue row out (to the row's expiry), and
+//!   each observer before it reads the key (60 s ahead, again once half has
+//!   gone; `watched.rs`). With nobody, a release costs no listener a wake-up.
+//!   The release and the push both write the key row, so one sees the other:
+//!   a push that comes after a release that sent nothing returns that the key
+//!   is free, and the waiter attempts again at once
+//!   (`a_release_that_passed_a_joining_waiter_unnotified_still_wakes_it`). A
+//!   lockkit older than `wake_until`, on the same table, sets none: its waiters
+//!   poll after a newer one's releases. Releases of shared holds and permits,
+//!   and force releases, notify always. The drivers of one process that connect alike
 //!   (server, user, database, `application_name`) share one `LISTEN`
 //!   connection (`listen.rs`), which wakes their waiters and observers of that
 //!   key only. Their waiters poll only as a fallback, for a missed notification
@@ -223,6 +236,7 @@ mod sql;
 mod take;
 mod transaction_lock;
 mod waiter_sql;
+mod watched;
 mod wire;
 
 pub use driver::PgDriver;

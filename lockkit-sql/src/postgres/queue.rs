@@ -63,6 +63,11 @@ impl Wakeups {
         }
     }
 
+    /// Wakes the queued `waiter`, as a release that names it does.
+    pub(super) fn wake_waiter(&self, waiter: &str) {
+        self.named.wake(waiter);
+    }
+
     /// Wakes every waiter and observer: releases may have gone unheard.
     pub(super) fn wake_all(&self) {
         self.all.wake_all();

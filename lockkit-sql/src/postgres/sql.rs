@@ -5,8 +5,9 @@ use super::waiter_sql;
 use crate::holds::MANY;
 
 /// Creates the key table if missing, and gives a table made by an earlier
-/// lockkit its `label` column.
-pub(super) fn create_table(t: &str) -> [String; 2] {
+/// lockkit its `label` and `wake_until` columns. `wake_until`: until when a
+/// release must notify ([`super::waiter_sql::push_wake`]).
+pub(super) fn create_table(t: &str) -> [String; 3] {
     [
         format!(
             "CREATE TABLE IF NOT EXISTS {t} (
@@ -14,10 +15,12 @@ pub(super) fn create_table(t: &str) -> [String; 2] {
                 owner TEXT,
                 fence BIGINT NOT NULL,
                 expires_at TIMESTAMPTZ NOT NULL,
-                label TEXT
+                label TEXT,
+                wake_until TIMESTAMPTZ
             )"
         ),
         format!("ALTER TABLE {t} ADD COLUMN IF NOT EXISTS label TEXT"),
+        format!("ALTER TABLE {t} ADD COLUMN IF NOT EXISTS wake_until TIMESTAMPTZ"),
     ]
 }
 
@@ -155,20 +158,24 @@ pub(super) fn extend_many(t: &str) -> String {
     )
 }
 
-/// Frees our live lease and notifies: the payload is the key, followed by
-/// [`super::queue::SEPARATOR`] and the oldest live queued waiter when there is
-/// one ([`super::waiter_sql`]), which alone of the queued waiters is woken.
-/// `$1` name, `$2` owner, `$3` channel.
+/// Frees our live lease, and notifies if anyone waits for or watches the key
+/// (its `wake_until` is live: [`super::waiter_sql::push_wake`]; with nobody,
+/// the release costs no listener a wake-up). The payload is the key, followed
+/// by [`super::queue::SEPARATOR`] and the oldest live queued waiter when there
+/// is one ([`super::waiter_sql`]), which alone of the queued waiters is woken.
+/// Returns how many leases it freed. `$1` name, `$2` owner, `$3` channel.
 pub(super) fn release(t: &str) -> String {
     format!(
         "WITH freed AS (
              UPDATE {t} SET owner = NULL, expires_at = '-infinity'
              WHERE name = $1 AND owner = $2 AND expires_at > clock_timestamp()
-             RETURNING name),
-         {}
-         {}",
+             RETURNING name, wake_until > clock_timestamp() AS watched),
+         woken AS (SELECT name FROM freed WHERE watched),
+         {},
+         notified AS ({})
+         SELECT (SELECT count(*) FROM freed) + 0 * (SELECT * FROM notified)",
         waiter_sql::next_waiter(t, None),
-        waiter_sql::notify_next("$3", "freed")
+        waiter_sql::notify_next("$3", "woken")
     )
 }
 

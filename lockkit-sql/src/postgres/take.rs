@@ -45,7 +45,18 @@ impl PgLeases {
             .within(self.timeout)
             .await
             .map_err(db_error)?;
-        let fence: Option<i64> = row.map(|r| r.try_get(0)).transpose().map_err(db_error)?;
+        // A join answers with a row either way: its token (NULL when refused)
+        // and whether the key is free now.
+        let fence: Option<i64> = match &row {
+            Some(r) => r.try_get(0).map_err(db_error)?,
+            None => None,
+        };
+        if let (Take::Join(waiter), None, Some(r)) = (&which, fence, &row)
+            && r.try_get::<bool, _>(1).map_err(db_error)?
+        {
+            // A release passed us by unnotified: attempt again at once.
+            self.wakeups.wake_waiter(waiter);
+        }
         Ok(fence.map(|f| Grant::of(req, FencingToken(f as u64), sent + req.ttl)))
     }
 }

@@ -32,15 +32,61 @@ pub(super) fn create_waiters(t: &str) -> [String; 2] {
     ]
 }
 
+/// Pushes the key's `wake_until` out to `ttl` (a parameter, as `$N`, in ms)
+/// from now, unless `condition` fails: a CTE named `woke`, whose `free` says
+/// whether the key's latest version has no live exclusive holder. `$1` name.
+///
+/// A release notifies only while `wake_until` is live ([`super::sql::release`]),
+/// so whoever waits or watches pushes it first. Both write the key row, so one
+/// of them reads the other's write: a release that commits first, and so sent
+/// nothing, leaves `free` true (this `UPDATE` re-reads the row's latest
+/// version), and the waiter attempts again at once instead of waiting for a
+/// notification that will not come.
+///
+/// A statement names the key table before the waiters table, as the migration
+/// does: PostgreSQL locks the tables in that order, and the other would
+/// deadlock with a driver migrating as it connects.
+fn push_wake(t: &str, ttl: &str, condition: &str) -> String {
+    format!(
+        "woke AS (
+             UPDATE {t} SET wake_until = GREATEST(wake_until,
+                 clock_timestamp() + {ttl}::float8 * interval '1 millisecond')
+             WHERE name = $1 AND {condition}
+             RETURNING owner IS NULL OR expires_at <= clock_timestamp() AS free)"
+    )
+}
+
+/// Whether the key was free when [`push_wake`]'s `woke` pushed, or had no row
+/// to push (then the waiter attempts again too).
+const FREE: &str = "coalesce((SELECT free FROM woke), true)";
+
 /// Queues a shared or permit waiter (the lease table's polling waiters, named
-/// by their owner id), or pushes its row out. `$1` name, `$2` waiter, `$3` time
-/// to live in ms, `$4` mode.
+/// by their owner id), or pushes its row out, and pushes the key's
+/// `wake_until` as far ([`push_wake`]). Returns whether the key is free now.
+/// `$1` name, `$2` waiter, `$3` time to live in ms, `$4` mode.
 pub(super) fn enqueue(t: &str) -> String {
     format!(
-        "INSERT INTO {t}_waiters (name, waiter, since, expires_at, mode)
-         VALUES ($1, $2, clock_timestamp(),
-                 clock_timestamp() + $3::float8 * interval '1 millisecond', $4)
-         ON CONFLICT (name, waiter) DO UPDATE SET expires_at = EXCLUDED.expires_at"
+        "WITH {},
+         queued AS (
+             INSERT INTO {t}_waiters (name, waiter, since, expires_at, mode)
+             VALUES ($1, $2, clock_timestamp(),
+                     clock_timestamp() + $3::float8 * interval '1 millisecond', $4)
+             ON CONFLICT (name, waiter) DO UPDATE SET expires_at = EXCLUDED.expires_at)
+         SELECT {FREE}",
+        push_wake(t, "$3", "true")
+    )
+}
+
+/// An observer's interest in the key ([`crate::lease::LeaseBackend::watching`]):
+/// pushes its `wake_until` out, making the key's row if it has none (free,
+/// with no token handed out yet). `$1` name, `$2` time to live in ms.
+pub(super) fn watch(t: &str) -> String {
+    format!(
+        "INSERT INTO {t} AS l (name, owner, fence, expires_at, wake_until)
+         VALUES ($1, NULL, 0, '-infinity',
+                 clock_timestamp() + $2::float8 * interval '1 millisecond')
+         ON CONFLICT (name) DO UPDATE
+             SET wake_until = GREATEST(l.wake_until, EXCLUDED.wake_until)"
     )
 }
 
@@ -104,21 +150,25 @@ pub(super) fn notify_next(channel: &str, rows: &str) -> String {
 
 /// A waiter's statement right after its first attempt ([`super::sql::acquire`])
 /// was refused: the attempt again, looking first as [`super::sql::acquire_if_free`]
-/// does; when it is refused, the waiter's row, and when it grants, the row an
-/// earlier join that failed may have left. `$1` name, `$2` owner, `$3` TTL in
-/// ms, `$4` label, `$5` waiter, `$6` the row's time to live in ms, `$7` 1 when
-/// fair.
+/// does; when it is refused, the waiter's row and the key's `wake_until`
+/// pushed out ([`push_wake`]), and when it grants, the row an earlier join that
+/// failed may have left deleted. Returns the token (NULL: refused) and whether
+/// the key is free now. `$1` name, `$2` owner, `$3` TTL in ms, `$4` label, `$5`
+/// waiter, `$6` the row's time to live in ms, `$7` 1 when fair.
 pub(super) fn join_queue(t: &str) -> String {
+    let refused = "NOT EXISTS (SELECT 1 FROM got)";
     format!(
         "WITH got AS ({}),
          queued AS ({}),
+         {},
          dequeued AS (
              DELETE FROM {t}_waiters
              WHERE name = $1 AND waiter = $5 AND EXISTS (SELECT 1 FROM got)),
          {}
-         SELECT fence FROM got",
+         SELECT (SELECT fence FROM got), {FREE}",
         acquire_if_free(t, "$5", "$7"),
-        queue_row(t, "$5", "$6", "NOT EXISTS (SELECT 1 FROM got)"),
+        queue_row(t, "$5", "$6", refused),
+        push_wake(t, "$6", refused),
         sweep(t)
     )
 }
@@ -139,9 +189,15 @@ pub(super) fn acquire_queued(t: &str) -> String {
 }
 
 /// Pushes a queued waiter's expiry out, or queues it again (last) if its row
-/// is gone. `$1` name, `$2` waiter, `$3` time to live in ms.
+/// is gone, and the key's `wake_until` as far. `$1` name, `$2` waiter, `$3`
+/// time to live in ms.
 pub(super) fn requeue(t: &str) -> String {
-    format!("WITH {} {}", sweep(t), queue_row(t, "$2", "$3", "true"))
+    format!(
+        "WITH {}, {} {}",
+        push_wake(t, "$3", "true"),
+        sweep(t),
+        queue_row(t, "$2", "$3", "true")
+    )
 }
 
 /// Deletes a waiter's row: it leaves without a grant. If the key is free, it

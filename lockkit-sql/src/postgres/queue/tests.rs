@@ -12,7 +12,10 @@ use sqlx::postgres::PgListener;
 use sqlx::{Connection, PgConnection};
 use tokio::sync::Notify;
 
+use lockkit_core::{AcquireRequest, LockKey, OwnerId, Wait};
+
 use super::super::leases::PgLeases;
+use super::super::take::Take;
 use super::super::{PgDriver, PgOptions};
 use super::{Dequeue, Wakeups};
 
@@ -146,4 +149,98 @@ async fn a_waiter_leaving_a_free_key_wakes_the_next_one_and_a_held_key_nobody() 
 
     // A held key: its release will wake the next waiter.
     assert_eq!(next_payload(&mut listener).await, "after");
+}
+
+/// Waits until `n` statements wait for a lock.
+async fn until_blocked(admin: &mut PgConnection, n: i64) {
+    let admin = tokio::sync::Mutex::new(admin);
+    lockkit_conformance::until(&format!("{n} blocked"), Duration::from_secs(10), || async {
+        let blocked: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'",
+        )
+        .fetch_one(&mut **admin.lock().await)
+        .await
+        .unwrap();
+        blocked == n
+    })
+    .await
+    .unwrap();
+}
+
+/// The race a release that notifies only while someone waits must not lose: a
+/// waiter joins the queue on a snapshot that shows the key held, while the
+/// release that frees it commits first, sees no `wake_until`, and notifies no
+/// one. The join's push re-reads the key row, finds it free, and wakes its
+/// waiter itself. Ordered by a row lock the test holds: the release queues on
+/// it first, then the join.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_that_passed_a_joining_waiter_unnotified_still_wakes_it() {
+    let server = Postgres::start().await.unwrap();
+    let driver = PgDriver::connect(PgOptions::from_url(&server.url()).unwrap())
+        .await
+        .unwrap();
+    let mut admin = PgConnection::connect(&server.url()).await.unwrap();
+    sqlx::query(
+        "INSERT INTO lockkit_locks (name, owner, fence, expires_at) \
+         VALUES ('stock', 'holder', 1, now() + interval '1 hour')",
+    )
+    .execute(&mut admin)
+    .await
+    .unwrap();
+    let channel = driver.backend().statements.channel.clone();
+    let mut listener = PgListener::connect(&server.url()).await.unwrap();
+    listener.listen(&channel).await.unwrap();
+    let mut gate = PgConnection::connect(&server.url()).await.unwrap();
+    sqlx::raw_sql("BEGIN; SELECT 1 FROM lockkit_locks WHERE name = 'stock' FOR UPDATE")
+        .execute(&mut gate)
+        .await
+        .unwrap();
+
+    let releasing = {
+        let (pool, statement) = (
+            driver.backend().pool.clone(),
+            driver.backend().statements.release.clone(),
+        );
+        let channel = channel.clone();
+        tokio::spawn(async move {
+            sqlx::query_scalar::<_, i64>(sqlx::AssertSqlSafe(&*statement))
+                .bind("stock")
+                .bind("holder")
+                .bind(channel)
+                .fetch_one(&pool)
+                .await
+        })
+    };
+    until_blocked(&mut admin, 1).await;
+    let woken = armed(driver.backend().wakeups.named.notify("w1"));
+    let joining = {
+        let driver = driver.clone();
+        tokio::spawn(async move {
+            let key = LockKey::new("stock").unwrap();
+            let req =
+                AcquireRequest::new(key, OwnerId::new(), Duration::from_secs(60), Wait::NoWait);
+            driver.backend().take(&req, Take::Join("w1")).await
+        })
+    };
+    until_blocked(&mut admin, 2).await;
+    sqlx::raw_sql("COMMIT").execute(&mut gate).await.unwrap();
+
+    assert_eq!(
+        releasing.await.unwrap().unwrap(),
+        1,
+        "the release freed the key"
+    );
+    let joined = joining.await.unwrap().unwrap();
+    assert!(joined.is_none(), "the join's snapshot showed the key held");
+    assert!(rung(woken), "the join woke its waiter: the key is free");
+    sqlx::query("SELECT pg_notify($1, 'after')")
+        .bind(&channel)
+        .execute(&mut admin)
+        .await
+        .unwrap();
+    assert_eq!(
+        next_payload(&mut listener).await,
+        "after",
+        "the release notified"
+    );
 }
