@@ -40,6 +40,28 @@ async fn through_a_transaction_pooler_statements_go_as_text_and_waiters_poll() {
     }
 }
 
+/// What connecting reads of the tables goes as plain text too: an unnamed
+/// prepared statement's parse and execution can reach different server
+/// connections. Repeated, as each driver's first statements may land anywhere.
+#[tokio::test]
+async fn through_a_transaction_pooler_connecting_reads_the_tables_as_text() {
+    let bouncer = PgBouncer::start(PoolMode::Transaction).await.unwrap();
+    let url = bouncer.url();
+    connect(&url).await;
+    let existing = format!("{url}?tables=existing");
+    for _ in 0..5 {
+        let (a, b) = tokio::join!(connect(&url), connect(&existing));
+        a.lock("k")
+            .no_wait()
+            .await
+            .unwrap()
+            .release()
+            .await
+            .unwrap();
+        b.inspect("k").await.unwrap();
+    }
+}
+
 #[tokio::test]
 async fn connected_directly_no_pooler_is_found_and_in_doubt_one_is_assumed() {
     let direct = Postgres::start().await.unwrap();

@@ -1,10 +1,13 @@
 //! A key table made by an earlier lockkit (no `label` column, no holders table)
 //! keeps working on PostgreSQL and MariaDB: connecting adds what is missing, the
 //! fencing counter carries on, and read locks, permits and inspection work on it.
+//! Tables that are up to date are left alone.
 #![cfg(test)] // Test code throughout: clippy.toml allows unwrap, expect and panic here.
 
+use std::time::Duration;
+
 use lockkit::{LockMode, Locker};
-use sqlx::AssertSqlSafe;
+use sqlx::{AssertSqlSafe, Connection};
 
 /// The key row an earlier lockkit left: free, its counter at 41.
 const LEFT_AT: u64 = 41;
@@ -48,6 +51,28 @@ async fn postgres_upgrades_a_table_from_an_earlier_lockkit() {
             .unwrap();
     }
     new_modes_carry_the_old_counter_on(&server.url()).await;
+}
+
+/// A driver connecting to tables that are up to date runs no DDL, whose
+/// table lock would wait for (and stall) the lock statements running.
+#[tokio::test]
+async fn postgres_connects_to_current_tables_without_a_table_lock() {
+    let server = lockkit_testkit::Postgres::start().await.unwrap();
+    let first = lockkit::connect(&server.url()).await.unwrap();
+    let mut running = sqlx::PgConnection::connect(&server.url()).await.unwrap();
+    sqlx::raw_sql("BEGIN; LOCK TABLE lockkit_locks, lockkit_locks_waiters IN ROW EXCLUSIVE MODE")
+        .execute(&mut running)
+        .await
+        .unwrap();
+
+    let second = tokio::time::timeout(Duration::from_secs(10), lockkit::connect(&server.url()))
+        .await
+        .expect("connecting waited for a table lock");
+
+    let held = second.unwrap().lock("k").no_wait().await.unwrap();
+    held.release().await.unwrap();
+    sqlx::raw_sql("COMMIT").execute(&mut running).await.unwrap();
+    drop(first);
 }
 
 #[tokio::test]

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use lockkit_core::Result;
-use sqlx::AssertSqlSafe;
 use sqlx::postgres::PgPool;
+use sqlx::{AssertSqlSafe, Row};
 
 use super::leases::{PgLeases, db_error};
 use super::listen::Listener;
@@ -50,17 +50,43 @@ pub(super) async fn prepare_tables(
         return migrate(pool, ddl).await;
     }
     // `table` is a validated identifier: letters, digits and `_`.
-    let exists: bool = sqlx::query_scalar(AssertSqlSafe(format!(
-        "SELECT to_regclass('{table}') IS NOT NULL"
-    )))
-    .persistent(false)
-    .fetch_one(pool)
-    .await
-    .map_err(db_error)?;
+    let exists = ask(pool, format!("SELECT to_regclass('{table}') IS NOT NULL")).await?;
     match exists {
         true => Ok(()),
         false => Err(no_lock_table(table, "this PostgreSQL database")),
     }
+}
+
+/// Whether the lease mode's tables are there as [`schema`] makes them: the
+/// holders table, and the newest column of the key and waiters tables. Then
+/// connecting runs no DDL: `ALTER TABLE … ADD COLUMN IF NOT EXISTS` takes its
+/// table's strongest lock even when the column is there, which stalls every
+/// lock statement on the table and can deadlock with one.
+async fn schema_is_current(pool: &PgPool, t: &str) -> Result<bool> {
+    // `t` is a validated identifier: letters, digits and `_`.
+    ask(
+        pool,
+        format!(
+            "SELECT to_regclass('{t}_holders') IS NOT NULL
+            AND (SELECT count(*) FROM pg_attribute
+                 WHERE NOT attisdropped
+                   AND ((attrelid = to_regclass('{t}') AND attname = 'wake_until')
+                     OR (attrelid = to_regclass('{t}_waiters') AND attname = 'mode'))) = 2"
+        ),
+    )
+    .await
+}
+
+/// The answer to a yes-or-no `question`, asked as plain text: a pooler that
+/// connecting has not looked for yet may be in the way, and it can send an
+/// unnamed prepared statement's parse and its run to different server
+/// connections.
+async fn ask(pool: &PgPool, question: String) -> Result<bool> {
+    let row = sqlx::raw_sql(AssertSqlSafe(question))
+        .fetch_one(pool)
+        .await
+        .map_err(db_error)?;
+    row.try_get(0).map_err(db_error)
 }
 
 /// The lease mode's tables: keys, holders of shared holds and permits, and
@@ -94,8 +120,10 @@ impl LeaseDriver<PgLeases> {
     /// A backend error if the pool cannot reach the server or may not create the
     /// table.
     pub async fn from_pool(pool: PgPool, options: PgOptions) -> Result<Self> {
-        let t = &options.settings.table;
-        prepare_tables(&pool, options.settings.tables, &schema(t), t).await?;
+        let (t, tables) = (&options.settings.table, options.settings.tables);
+        if tables == Tables::Existing || !schema_is_current(&pool, t).await? {
+            prepare_tables(&pool, tables, &schema(t), t).await?;
+        }
         let pooled = pooler::transaction_pooler(&pool, &options.settings)
             .await
             .map_err(db_error)?;

@@ -40,7 +40,9 @@
 //! ```
 //!
 //! A key table made by an earlier lockkit gets its `label` and `wake_until`
-//! columns at connect, and a waiters table its `mode` column.
+//! columns at connect, and a waiters table its `mode` column. Tables that are
+//! current are left alone: connecting then runs no DDL, whose table lock would
+//! stall the lock statements running.
 //!
 //! # Invariants
 //!
