@@ -93,6 +93,28 @@ async fn waiter_row(admin: &mut PgConnection, waiter: &str, since: &str, expires
     .unwrap();
 }
 
+/// "stock", held by `owner` for an hour.
+async fn held_by(admin: &mut PgConnection, owner: &str) {
+    sqlx::query(
+        "INSERT INTO lockkit_locks (name, owner, fence, expires_at) \
+         VALUES ('stock', $1, 1, now() + interval '1 hour')",
+    )
+    .bind(owner)
+    .execute(admin)
+    .await
+    .unwrap();
+}
+
+/// Notifies 'after' on `channel`, after everything before it: a listener that
+/// receives it first heard nothing before it.
+async fn mark(admin: &mut PgConnection, channel: &str) {
+    sqlx::query("SELECT pg_notify($1, 'after')")
+        .bind(channel)
+        .execute(admin)
+        .await
+        .unwrap();
+}
+
 fn leaving(leases: &PgLeases, waiter: &str) -> Dequeue {
     Dequeue {
         pool: leases.pool.clone(),
@@ -133,19 +155,9 @@ async fn a_waiter_leaving_a_free_key_wakes_the_next_one_and_a_held_key_nobody() 
         .unwrap();
     assert_eq!(left, ["b"], "the expired row is swept");
 
-    sqlx::query(
-        "INSERT INTO lockkit_locks (name, owner, fence, expires_at) \
-         VALUES ('stock', 'someone', 1, now() + interval '1 hour')",
-    )
-    .execute(&mut admin)
-    .await
-    .unwrap();
+    held_by(&mut admin, "someone").await;
     leaving(leases, "b").run().await;
-    sqlx::query("SELECT pg_notify($1, 'after')")
-        .bind(&leases.statements.channel)
-        .execute(&mut admin)
-        .await
-        .unwrap();
+    mark(&mut admin, &leases.statements.channel).await;
 
     // A held key: its release will wake the next waiter.
     assert_eq!(next_payload(&mut listener).await, "after");
@@ -180,13 +192,7 @@ async fn a_release_that_passed_a_joining_waiter_unnotified_still_wakes_it() {
         .await
         .unwrap();
     let mut admin = PgConnection::connect(&server.url()).await.unwrap();
-    sqlx::query(
-        "INSERT INTO lockkit_locks (name, owner, fence, expires_at) \
-         VALUES ('stock', 'holder', 1, now() + interval '1 hour')",
-    )
-    .execute(&mut admin)
-    .await
-    .unwrap();
+    held_by(&mut admin, "holder").await;
     let channel = driver.backend().statements.channel.clone();
     let mut listener = PgListener::connect(&server.url()).await.unwrap();
     listener.listen(&channel).await.unwrap();
@@ -233,11 +239,7 @@ async fn a_release_that_passed_a_joining_waiter_unnotified_still_wakes_it() {
     let joined = joining.await.unwrap().unwrap();
     assert!(joined.is_none(), "the join's snapshot showed the key held");
     assert!(rung(woken), "the join woke its waiter: the key is free");
-    sqlx::query("SELECT pg_notify($1, 'after')")
-        .bind(&channel)
-        .execute(&mut admin)
-        .await
-        .unwrap();
+    mark(&mut admin, &channel).await;
     assert_eq!(
         next_payload(&mut listener).await,
         "after",
