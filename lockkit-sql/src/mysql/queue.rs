@@ -30,14 +30,7 @@ impl MySqlLeases {
 
     /// Takes `req`'s row out of its key's queue, and the key's lapsed rows.
     pub(super) async fn dequeue_row(&self, req: &AcquireRequest) -> Result<()> {
-        sqlx::query(AssertSqlSafe(self.statements.dequeue.clone()))
-            .bind(req.key.as_str())
-            .bind(req.owner.to_hex())
-            .execute(&self.pool)
-            .within(self.timeout)
-            .await
-            .map(drop)
-            .map_err(db_error)
+        self.leaving(req).await
     }
 
     /// [`Self::dequeue_row`], in a task of its own: after a grant, so that the
@@ -45,15 +38,28 @@ impl MySqlLeases {
     /// before requests that could not have the key anyway; if it fails, the
     /// row lapses.
     pub(super) fn dequeue_row_later(&self, req: &AcquireRequest) {
+        let leaving = self.leaving(req);
+        tokio::spawn(async move {
+            if let Err(e) = leaving.await {
+                tracing::debug!(error = %e, "could not leave the queue; the row lapses");
+            }
+        });
+    }
+
+    /// The delete of [`Self::dequeue_row`], owning what it needs.
+    fn leaving(&self, req: &AcquireRequest) -> impl Future<Output = Result<()>> + Send + 'static {
         let query = sqlx::query(AssertSqlSafe(self.statements.dequeue.clone()))
             .bind(req.key.as_str().to_owned())
             .bind(req.owner.to_hex());
         let (pool, timeout) = (self.pool.clone(), self.timeout);
-        tokio::spawn(async move {
-            if let Err(e) = query.execute(&pool).within(timeout).await {
-                tracing::debug!(error = %e, "could not leave the queue; the row lapses");
-            }
-        });
+        async move {
+            query
+                .execute(&pool)
+                .within(timeout)
+                .await
+                .map(drop)
+                .map_err(db_error)
+        }
     }
 
     /// `key`'s live queue, in order, read on `conn`.
