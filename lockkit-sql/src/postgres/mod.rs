@@ -115,7 +115,7 @@
 //!   each observer before it reads the key (60 s ahead, again once half has
 //!   gone; `watched.rs`). With nobody, a release costs no listener a wake-up.
 //!   The release and the push both write the key row, so one sees the other:
-//!   a push that comes after a release that sent nothing returns that the key
+//!   a waiter's first push, coming after a release that sent nothing, returns that the key
 //!   is free, and the waiter attempts again at once
 //!   (`a_release_that_passed_a_joining_waiter_unnotified_still_wakes_it`). A
 //!   lockkit older than `wake_until`, on the same table, sets none: its waiters

@@ -43,9 +43,11 @@ pub(super) fn create_waiters(t: &str) -> [String; 2] {
 /// version), and the waiter attempts again at once instead of waiting for a
 /// notification that will not come.
 ///
-/// A statement names the key table before the waiters table, as the migration
-/// does: PostgreSQL locks the tables in that order, and the other would
-/// deadlock with a driver migrating as it connects.
+/// A statement that writes both the key row and waiter rows writes the key row
+/// first, so that two of them never wait for each other: its main query reads
+/// `woke` (PostgreSQL runs a data-modifying CTE that nothing reads after the
+/// main query). It also names the key table first, the order the migration
+/// locks the tables in.
 fn push_wake(t: &str, ttl: &str, condition: &str) -> String {
     format!(
         "woke AS (
@@ -61,19 +63,32 @@ fn push_wake(t: &str, ttl: &str, condition: &str) -> String {
 const FREE: &str = "coalesce((SELECT free FROM woke), true)";
 
 /// Queues a shared or permit waiter (the lease table's polling waiters, named
-/// by their owner id), or pushes its row out, and pushes the key's
-/// `wake_until` as far ([`push_wake`]). Returns whether the key is free now.
+/// by their owner id), or pushes its row out: a CTE named `queued`, whose
+/// `fresh` says the row is new. `$1` name, `$2` waiter, `$3` time to live in
+/// ms, `$4` mode.
+fn polling_row(t: &str) -> String {
+    format!(
+        "queued AS (
+             INSERT INTO {t}_waiters AS w (name, waiter, since, expires_at, mode)
+             VALUES ($1, $2, clock_timestamp(),
+                     clock_timestamp() + $3::float8 * interval '1 millisecond', $4)
+             ON CONFLICT (name, waiter) DO UPDATE SET expires_at = EXCLUDED.expires_at
+             RETURNING w.xmax = 0 AS fresh)"
+    )
+}
+
+/// Queues a polling waiter ([`polling_row`]) and pushes the key's
+/// `wake_until` as far ([`push_wake`]). Returns whether a release may have
+/// passed the waiter by unnotified: the key is free now, and the row is new
+/// (a refresh extends a live `wake_until`, which no release missed; a key free
+/// only because of the queue's turns would otherwise wake the waiter at each).
 /// `$1` name, `$2` waiter, `$3` time to live in ms, `$4` mode.
 pub(super) fn enqueue(t: &str) -> String {
     format!(
-        "WITH {},
-         queued AS (
-             INSERT INTO {t}_waiters (name, waiter, since, expires_at, mode)
-             VALUES ($1, $2, clock_timestamp(),
-                     clock_timestamp() + $3::float8 * interval '1 millisecond', $4)
-             ON CONFLICT (name, waiter) DO UPDATE SET expires_at = EXCLUDED.expires_at)
-         SELECT {FREE}",
-        push_wake(t, "$3", "true")
+        "WITH {}, {}
+         SELECT {FREE} AND (SELECT fresh FROM queued)",
+        push_wake(t, "$3", "true"),
+        polling_row(t)
     )
 }
 
@@ -193,7 +208,8 @@ pub(super) fn acquire_queued(t: &str) -> String {
 /// time to live in ms.
 pub(super) fn requeue(t: &str) -> String {
     format!(
-        "WITH {}, {} {}",
+        "WITH {}, {}, queued AS ({})
+         SELECT count(*) FROM woke",
         push_wake(t, "$3", "true"),
         sweep(t),
         queue_row(t, "$2", "$3", "true")
