@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use lockkit_core::Result;
+use lockkit_core::{LockError, Result};
 use sqlx::postgres::PgPool;
 use sqlx::{AssertSqlSafe, Row};
 
@@ -89,6 +89,16 @@ async fn ask(pool: &PgPool, question: String) -> Result<bool> {
     row.try_get(0).map_err(db_error)
 }
 
+/// The error for `tables=existing` on tables an earlier lockkit made, which
+/// lack columns this one writes.
+fn outdated_tables(t: &str) -> LockError {
+    LockError::Config(format!(
+        "the lock table `{t}` was made by an earlier lockkit and lacks columns this one \
+         needs, and with tables=existing lockkit changes no table: connect once without \
+         tables=existing (or call PgDriver::migrate) to add them"
+    ))
+}
+
 /// The lease mode's tables: keys, holders of shared holds and permits, and
 /// queued waiters.
 fn schema(table: &str) -> Vec<String> {
@@ -121,8 +131,14 @@ impl LeaseDriver<PgLeases> {
     /// table.
     pub async fn from_pool(pool: PgPool, options: PgOptions) -> Result<Self> {
         let (t, tables) = (&options.settings.table, options.settings.tables);
-        if tables == Tables::Existing || !schema_is_current(&pool, t).await? {
-            prepare_tables(&pool, tables, &schema(t), t).await?;
+        if tables == Tables::Existing {
+            prepare_tables(&pool, tables, &[], t).await?;
+        }
+        if !schema_is_current(&pool, t).await? {
+            if tables == Tables::Existing {
+                return Err(outdated_tables(t));
+            }
+            migrate(&pool, &schema(t)).await?;
         }
         let pooled = pooler::transaction_pooler(&pool, &options.settings)
             .await
