@@ -13,40 +13,49 @@ use std::time::Duration;
 use lockkit_core::sync::lock;
 use tokio::time::Instant;
 
-/// How long an observer's push keeps the key's releases notified. An observer
-/// whose interval is longer learns of a release after that only at its next
-/// reading.
+/// How long an observer's push keeps the key's releases notified. A reading
+/// is followed by at least half of it: an observer whose interval is longer
+/// than that may learn of a later release only at its next reading.
 pub(super) const WATCH_TTL: Duration = Duration::from_secs(60);
 
-/// Sweep the lapsed entries once there are this many.
-const SWEEP_AT: usize = 1024;
+/// Sweep the lapsed entries once there are this many, at the least.
+const SWEEP_FLOOR: usize = 1024;
 
 /// Until when this driver last pushed each key's `wake_until` out.
 #[derive(Debug, Default)]
 pub(super) struct Watched {
-    until: Mutex<HashMap<String, Instant>>,
+    until: Mutex<Until>,
+}
+
+#[derive(Debug, Default)]
+struct Until {
+    by_key: HashMap<String, Instant>,
+    /// Sweep the lapsed entries once there are this many: twice what the
+    /// last sweep left, so that sweeps stay rare however many keys are live.
+    sweep_at: usize,
 }
 
 impl Watched {
     /// Whether `key` needs a push now: none yet, or half of the last has gone.
     pub(super) fn due(&self, key: &str) -> bool {
-        let until = lock(&self.until).get(key).copied();
+        let until = lock(&self.until).by_key.get(key).copied();
         until.is_none_or(|until| until.saturating_duration_since(Instant::now()) < WATCH_TTL / 2)
     }
 
     /// Records a push of `key` sent at `sent`.
     pub(super) fn pushed(&self, key: &str, sent: Instant) {
         let mut until = lock(&self.until);
-        if until.len() >= SWEEP_AT {
+        if until.by_key.len() >= until.sweep_at.max(SWEEP_FLOOR) {
             let now = Instant::now();
-            until.retain(|_, at| *at > now);
+            until.by_key.retain(|_, at| *at > now);
+            until.sweep_at = until.by_key.len() * 2;
         }
-        until.insert(key.to_owned(), sent + WATCH_TTL);
+        until.by_key.insert(key.to_owned(), sent + WATCH_TTL);
     }
 
     /// Forgets `key`: its row was deleted, and its `wake_until` with it.
     pub(super) fn forget(&self, key: &str) {
-        lock(&self.until).remove(key);
+        lock(&self.until).by_key.remove(key);
     }
 }
 

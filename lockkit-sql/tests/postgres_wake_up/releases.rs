@@ -32,10 +32,14 @@ async fn an_uncontended_release_notifies_no_one() {
 }
 
 /// An observer reading only once an hour still learns of the leader's
-/// resignation at once: it told the database it watches before it read.
+/// resignation at once: it told the database it watches before it read, so
+/// the resignation is notified (heard before a marker sent after it).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_observer_learns_of_a_release_at_once_not_at_its_interval() {
     let server = Postgres::start().await.unwrap();
+    let mut admin = admin(&server).await;
+    let mut listener = PgListener::connect(&server.url()).await.unwrap();
+    listener.listen(CHANNEL).await.unwrap();
     let leader = locker(&server.url()).await;
     let watching = locker(&server.url()).await;
     let leadership = leader.election("primary").campaign("a").await.unwrap();
@@ -48,7 +52,9 @@ async fn an_observer_learns_of_a_release_at_once_not_at_its_interval() {
     let next = tokio::spawn(async move { observer.changed().await });
 
     leadership.resign().await.unwrap();
+    mark(&mut admin).await;
 
+    assert_eq!(next_payload(&mut listener).await, "primary");
     let next = timeout(WITHIN, next)
         .await
         .expect("the release wakes the observer, not its interval");
@@ -69,6 +75,8 @@ fn a_read_waiter_is_woken_by_the_exclusive_release() {
             guard.release().await.unwrap();
         });
         until_queued(&mut admin, "stock", 1).await;
+        // Each listener wakes its waiters once as it starts: before the count.
+        until_listening(&mut admin, 2).await;
         woken_attempts(&snapshotter);
 
         held.release().await.unwrap();
@@ -79,8 +87,9 @@ fn a_read_waiter_is_woken_by_the_exclusive_release() {
     assert!(woken >= 1, "the release woke no attempt: the reader polled");
 }
 
-/// After the last waiter is gone, the key's `wake_until` lapses with its row:
-/// no release is notified for good.
+/// A waiter pushes the key's `wake_until` in the statement that writes its
+/// queue row, as far as the row lives: once the last waiter is gone, releases
+/// stop being notified when its row would have lapsed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiters_push_lasts_as_long_as_its_queue_row() {
     let server = Postgres::start().await.unwrap();

@@ -163,18 +163,25 @@ async fn a_waiter_leaving_a_free_key_wakes_the_next_one_and_a_held_key_nobody() 
     assert_eq!(next_payload(&mut listener).await, "after");
 }
 
-/// Waits until `n` statements wait for a lock.
-async fn until_blocked(admin: &mut PgConnection, n: i64) {
+/// Connections that listen.
+const LISTENING: &str = "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN %'";
+/// Statements that wait for a lock.
+const BLOCKED: &str = "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'";
+
+/// Waits until the query `count` counts `n`.
+async fn until_counted(admin: &mut PgConnection, count: &'static str, n: i64) {
     let admin = tokio::sync::Mutex::new(admin);
-    lockkit_conformance::until(&format!("{n} blocked"), Duration::from_secs(10), || async {
-        let blocked: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'",
-        )
-        .fetch_one(&mut **admin.lock().await)
-        .await
-        .unwrap();
-        blocked == n
-    })
+    lockkit_conformance::until(
+        &format!("{count} = {n}"),
+        Duration::from_secs(10),
+        || async {
+            let counted: i64 = sqlx::query_scalar(count)
+                .fetch_one(&mut **admin.lock().await)
+                .await
+                .unwrap();
+            counted == n
+        },
+    )
     .await
     .unwrap();
 }
@@ -217,7 +224,9 @@ async fn a_release_that_passed_a_joining_waiter_unnotified_still_wakes_it() {
                 .await
         })
     };
-    until_blocked(&mut admin, 1).await;
+    until_counted(&mut admin, BLOCKED, 1).await;
+    // The driver's listener wakes every waiter once as it starts: before arming.
+    until_counted(&mut admin, LISTENING, 2).await;
     let woken = armed(driver.backend().wakeups.named.notify("w1"));
     let joining = {
         let driver = driver.clone();
@@ -228,7 +237,7 @@ async fn a_release_that_passed_a_joining_waiter_unnotified_still_wakes_it() {
             driver.backend().take(&req, Take::Join("w1")).await
         })
     };
-    until_blocked(&mut admin, 2).await;
+    until_counted(&mut admin, BLOCKED, 2).await;
     sqlx::raw_sql("COMMIT").execute(&mut gate).await.unwrap();
 
     assert_eq!(
