@@ -46,9 +46,14 @@ pub(super) async fn prepare_tables(
     ddl: &[String],
     table: &str,
 ) -> Result<()> {
-    if tables == Tables::Create {
-        return migrate(pool, ddl).await;
+    match tables {
+        Tables::Create => migrate(pool, ddl).await,
+        Tables::Existing => require_table(pool, table).await,
     }
+}
+
+/// Checks that `table` exists, writing nothing: a `Config` error if it does not.
+async fn require_table(pool: &PgPool, table: &str) -> Result<()> {
     // `table` is a validated identifier: letters, digits and `_`.
     let exists = ask(pool, format!("SELECT to_regclass('{table}') IS NOT NULL")).await?;
     match exists {
@@ -132,7 +137,7 @@ impl LeaseDriver<PgLeases> {
     pub async fn from_pool(pool: PgPool, options: PgOptions) -> Result<Self> {
         let (t, tables) = (&options.settings.table, options.settings.tables);
         if tables == Tables::Existing {
-            prepare_tables(&pool, tables, &[], t).await?;
+            require_table(&pool, t).await?;
         }
         if !schema_is_current(&pool, t).await? {
             if tables == Tables::Existing {
