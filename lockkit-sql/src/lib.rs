@@ -100,6 +100,14 @@
 //! listener connection besides. SQLite takes `busy_timeout_ms` (default 5000)
 //! instead.
 //!
+//! sqlx pings each connection it takes back into the pool, a round trip after
+//! every statement. So on a pool of its own (from a URL) a PostgreSQL or MySQL
+//! lease driver keeps up to half the pool's connections out of it between its
+//! lock statements, each for at most a minute and a second's idleness; a
+//! statement that did not run to its end (cancelled, timed out, an I/O error)
+//! gives its connection back to sqlx. On the application's pool (`from_pool`)
+//! every connection goes back after its statement.
+//!
 //! # Tables
 //!
 //! Connecting creates lockkit's tables where they are missing (`tables=create`,
@@ -145,6 +153,8 @@ pub mod transaction_lock;
 mod turns;
 #[cfg(feature = "_sql")]
 mod wait;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+mod warm;
 
 #[cfg(feature = "_sql")]
 pub use lease::LeaseDriver;

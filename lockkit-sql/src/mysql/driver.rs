@@ -22,7 +22,7 @@ impl LeaseDriver<MySqlLeases> {
     /// [`LockError::Connection`] if the server
     /// cannot be reached or refuses us.
     pub async fn connect(options: MySqlOptions) -> Result<Self> {
-        Self::from_pool(options.pool().await?, options).await
+        Self::on_pool(options.pool().await?, true, options).await
     }
 
     /// The lease driver on the application's own pool: creates the lease table if
@@ -34,6 +34,12 @@ impl LeaseDriver<MySqlLeases> {
     /// A backend error if the pool cannot reach the server or may not create the
     /// table.
     pub async fn from_pool(pool: MySqlPool, options: MySqlOptions) -> Result<Self> {
+        Self::on_pool(pool, false, options).await
+    }
+
+    /// The lease driver on `pool`, which lockkit made (`own`) or the
+    /// application gave.
+    pub(super) async fn on_pool(pool: MySqlPool, own: bool, options: MySqlOptions) -> Result<Self> {
         let t = &options.settings.table;
         check_isolation(&pool).await?;
         match options.settings.tables {
@@ -41,7 +47,7 @@ impl LeaseDriver<MySqlLeases> {
             Tables::Existing => super::migrate::existing(&pool, t).await?,
         }
         let timeout = options.settings.timeouts.request;
-        Ok(Self::new(MySqlLeases::new(pool, t, timeout)))
+        Ok(Self::new(MySqlLeases::new(pool, own, t, timeout)))
     }
 
     /// Creates the lease table `table` if it is missing (also done by `connect`).

@@ -12,13 +12,14 @@ use lockkit_core::{
     async_trait,
 };
 use sqlx::AssertSqlSafe;
-use sqlx::mysql::MySqlPool;
+use sqlx::mysql::{MySql, MySqlPool};
 
 use super::doorbell::Doorbells;
 use super::{holder_sql, queue_sql, sql, waiting};
 use crate::connect::Within;
 use crate::holds::{HolderRow, KeyRow};
 use crate::lease::{LeaseBackend, QUEUED_LEASE_CAPABILITIES, polling};
+use crate::warm::{Warm, ran_to_end};
 
 pub(super) const NAME: &str = "mysql";
 
@@ -34,6 +35,8 @@ pub(super) fn ttl_us(ttl: Duration) -> i64 {
 #[derive(Debug)]
 pub struct MySqlLeases {
     pub(super) pool: MySqlPool,
+    /// The exclusive lease statements' connections, kept between statements.
+    warm: Warm<MySql>,
     pub(super) statements: Statements,
     /// Wakes this driver's own waiters when it releases.
     wakers: KeyWakers,
@@ -72,8 +75,9 @@ pub(super) struct Statements {
 
 impl MySqlLeases {
     /// Statements on `table`, each bounded by `timeout`.
-    pub(super) fn new(pool: MySqlPool, table: &str, timeout: Duration) -> Self {
+    pub(super) fn new(pool: MySqlPool, own: bool, table: &str, timeout: Duration) -> Self {
         Self {
+            warm: Warm::new(pool.clone(), own),
             statements: Statements {
                 acquire: sql::acquire(table).into(),
                 take_free: sql::take_free(table).into(),
@@ -135,8 +139,8 @@ impl MySqlLeases {
     /// uncontended release is the one statement.
     async fn release_exclusive(&self, key: &LockKey, owner: &OwnerId, rings: bool) -> Result<bool> {
         let mut conn = self
-            .pool
-            .acquire()
+            .warm
+            .conn()
             .within(self.timeout)
             .await
             .map_err(db_error)?;
@@ -145,20 +149,30 @@ impl MySqlLeases {
             .bind(owner.to_hex())
             .execute(&mut *conn)
             .within(self.timeout)
-            .await
-            .map_err(db_error)?;
-        let marked = done.last_insert_id() > 0;
-        if done.rows_affected() == 0 {
-            return Ok(false);
+            .await;
+        if !ran_to_end(&done) {
+            // Its outcome unknown: the connection goes back through sqlx.
+            return done.map(|_| false).map_err(db_error);
         }
+        let done = match done {
+            Ok(done) => done,
+            Err(e) => {
+                conn.done(true);
+                return Err(db_error(e));
+            }
+        };
+        let marked = done.last_insert_id() > 0;
         // The mark says someone may sleep; whom to wake is asked of the bell
         // itself, so that a stale mark (its sleeper gone, or a server restarted
         // since, whose connection ids start again) never kills another
-        // client's statement.
-        if marked && !rings {
+        // client's statement. The wake-up's statements report no outcome: its
+        // connection goes back through sqlx.
+        if done.rows_affected() > 0 && marked && !rings {
             self.doorbells.wake_first_in_line(&mut conn, key).await;
+        } else {
+            conn.done(true);
         }
-        Ok(true)
+        Ok(done.rows_affected() > 0)
     }
 
     /// Wakes the waiter first in line on `key`'s bell, if the key is free
@@ -217,8 +231,14 @@ impl LeaseBackend for MySqlLeases {
         if req.mode != LockMode::Exclusive {
             return self.try_acquire_many(req).await;
         }
-        let mut conn = self.pool.acquire().await.map_err(db_error)?;
-        self.acquire_exclusive_on(&mut conn, req).await
+        let mut conn = self.warm.conn().await.map_err(db_error)?;
+        let taken = self.acquire_exclusive_on(&mut conn, req).await;
+        // An error may have cut a statement short: that connection goes back
+        // through sqlx.
+        if taken.is_ok() {
+            conn.done(true);
+        }
+        taken
     }
 
     async fn read_holds(&self, key: &LockKey) -> Result<(Option<KeyRow>, Vec<HolderRow>)> {
@@ -226,14 +246,23 @@ impl LeaseBackend for MySqlLeases {
     }
 
     async fn extend(&self, key: &LockKey, owner: &OwnerId, ttl: Duration) -> Result<bool> {
+        let mut conn = self
+            .warm
+            .conn()
+            .within(self.timeout)
+            .await
+            .map_err(db_error)?;
         let done = sqlx::query(AssertSqlSafe(self.statements.extend.clone()))
             .bind(ttl_us(ttl))
             .bind(key.as_str())
             .bind(owner.to_hex())
-            .execute(&self.pool)
+            .execute(&mut *conn)
             .within(self.timeout)
-            .await
-            .map_err(db_error)?;
+            .await;
+        if ran_to_end(&done) {
+            conn.done(true);
+        }
+        let done = done.map_err(db_error)?;
         let ours = done.rows_affected() > 0 || self.extend_holder(key, owner, ttl_us(ttl)).await?;
         if !ours {
             // Lost: the next waiter need not wait for the release.

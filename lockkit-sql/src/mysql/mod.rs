@@ -240,14 +240,15 @@ impl Driver for MySqlDriver {
 /// [`lockkit_core::LockError::Connection`] if the server cannot be reached.
 pub async fn connect(options: MySqlOptions) -> lockkit_core::Result<Arc<dyn LockDriver>> {
     let pool = options.pool().await?;
-    from_pool(pool, options).await
+    on_pool(pool, true, options).await
 }
 
 /// The driver on the application's own pool, in the mode `options` asks for.
 /// Only `options`' lockkit settings are used (table, mode, keys, timeouts): the
 /// pool already says where and who, TLS included.
 ///
-/// The driver takes connections from `pool` as it needs them; in `GET_LOCK` mode
+/// The driver takes connections from `pool` as it needs them, gives each back
+/// after its statement; in `GET_LOCK` mode
 /// it keeps one per held lock (the lock lives as long as that session), so size
 /// the pool for the locks held at once. The driver never closes the pool.
 ///
@@ -275,11 +276,20 @@ pub async fn from_pool(
     pool: sqlx::MySqlPool,
     options: MySqlOptions,
 ) -> lockkit_core::Result<Arc<dyn LockDriver>> {
+    on_pool(pool, false, options).await
+}
+
+/// The driver on `pool`, which lockkit made (`own`) or the application gave.
+async fn on_pool(
+    pool: sqlx::MySqlPool,
+    own: bool,
+    options: MySqlOptions,
+) -> lockkit_core::Result<Arc<dyn LockDriver>> {
     check_charset(&pool).await?;
     if options.settings.session_mode {
         return Ok(Arc::new(get_lock::on_pool(pool, options).await?));
     }
-    Ok(Arc::new(MySqlDriver::from_pool(pool, options).await?))
+    Ok(Arc::new(MySqlDriver::on_pool(pool, own, options).await?))
 }
 
 /// Refuses a pool whose connections do not talk utf8mb4 (invariant M6): keys

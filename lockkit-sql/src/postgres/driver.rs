@@ -122,7 +122,7 @@ impl LeaseDriver<PgLeases> {
     /// [`LockError::Connection`](lockkit_core::LockError::Connection) if the server
     /// cannot be reached or refuses us.
     pub async fn connect(options: PgOptions) -> Result<Self> {
-        Self::from_pool(options.pool().await?, options).await
+        Self::on_pool(options.pool().await?, true, options).await
     }
 
     /// The lease driver on the application's own pool: creates the lease table if
@@ -135,6 +135,12 @@ impl LeaseDriver<PgLeases> {
     /// A backend error if the pool cannot reach the server or may not create the
     /// table.
     pub async fn from_pool(pool: PgPool, options: PgOptions) -> Result<Self> {
+        Self::on_pool(pool, false, options).await
+    }
+
+    /// The lease driver on `pool`, which lockkit made (`own`) or the
+    /// application gave.
+    pub(super) async fn on_pool(pool: PgPool, own: bool, options: PgOptions) -> Result<Self> {
         let (t, tables) = (&options.settings.table, options.settings.tables);
         if tables == Tables::Existing {
             require_table(&pool, t).await?;
@@ -157,7 +163,7 @@ impl LeaseDriver<PgLeases> {
             .map_or_else(Arc::default, |l| l.wakeups().clone());
         let timeout = options.settings.timeouts.request;
         Ok(Self::new(PgLeases::new(
-            pool, t, channel, wakeups, listener, timeout,
+            pool, own, t, channel, wakeups, listener, timeout,
         )))
     }
 

@@ -11,7 +11,7 @@ use lockkit_core::{
     WakeUp, async_trait,
 };
 use sqlx::Row;
-use sqlx::postgres::PgPool;
+use sqlx::postgres::{PgPool, Postgres};
 
 use super::listen::Listener;
 use super::queue::{self, Wakeups};
@@ -23,6 +23,7 @@ use crate::connect::Within;
 use crate::error::retry_conflicts;
 use crate::holds::{HolderRow, KeyRow};
 use crate::lease::{LeaseBackend, QUEUED_LEASE_CAPABILITIES};
+use crate::warm::Warm;
 use crate::{mode_names, renew, turns};
 
 pub(crate) const NAME: &str = "postgres";
@@ -39,6 +40,8 @@ pub(super) fn ttl_ms(ttl: Duration) -> f64 {
 #[derive(Debug)]
 pub struct PgLeases {
     pub(super) pool: PgPool,
+    /// The lease statements' connections, kept between statements.
+    pub(super) warm: Warm<Postgres>,
     pub(super) statements: Statements,
     pub(super) wakeups: Arc<Wakeups>,
     /// None behind a transaction-mode pooler, where `LISTEN` hears nothing:
@@ -83,9 +86,11 @@ pub(super) struct Statements {
 
 impl PgLeases {
     /// Statements on `table`, releases notified on `channel`, waiters woken by
-    /// `wakeups` (which `listener` feeds).
+    /// `wakeups` (which `listener` feeds). Connections are kept warm between
+    /// statements if lockkit made the `pool` (`own`).
     pub(super) fn new(
         pool: PgPool,
+        own: bool,
         table: &str,
         channel: String,
         wakeups: Arc<Wakeups>,
@@ -93,6 +98,7 @@ impl PgLeases {
         timeout: Duration,
     ) -> Self {
         Self {
+            warm: Warm::new(pool.clone(), own),
             pool,
             statements: Statements {
                 acquire: sql::acquire(table).into(),
@@ -171,7 +177,7 @@ impl LeaseBackend for PgLeases {
         ];
         let free: bool = retry_conflicts(|| {
             self.wire
-                .scalar(&self.pool, &self.statements.enqueue_polling, &values)
+                .scalar(&self.warm, &self.statements.enqueue_polling, &values)
         })
         .within(self.timeout)
         .await
@@ -186,7 +192,7 @@ impl LeaseBackend for PgLeases {
         let owner = req.owner.to_hex();
         let values = [Value::Text(req.key.as_str()), Value::Text(&owner)];
         self.wire
-            .rows(&self.pool, &self.statements.leave_polling, &values)
+            .rows(&self.warm, &self.statements.leave_polling, &values)
             .within(self.timeout)
             .await
             .map(drop)
@@ -204,7 +210,7 @@ impl LeaseBackend for PgLeases {
         }
         let sent = tokio::time::Instant::now();
         let values = [Value::Text(key.as_str()), Value::Float(ttl_ms(WATCH_TTL))];
-        retry_conflicts(|| self.wire.rows(&self.pool, &self.statements.watch, &values))
+        retry_conflicts(|| self.wire.rows(&self.warm, &self.statements.watch, &values))
             .within(self.timeout)
             .await
             .map_err(db_error)?;
@@ -258,7 +264,7 @@ impl LeaseBackend for PgLeases {
         let waiting: i64 = self
             .wire
             .scalar(
-                &self.pool,
+                &self.warm,
                 &self.statements.count_waiters,
                 &[Value::Text(key.as_str())],
             )
@@ -278,7 +284,7 @@ impl LeaseBackend for PgLeases {
         ];
         let renewed: i64 = retry_conflicts(|| {
             self.wire
-                .scalar(&self.pool, &self.statements.extend, &values)
+                .scalar(&self.warm, &self.statements.extend, &values)
         })
         .within(self.timeout)
         .await
@@ -295,7 +301,7 @@ impl LeaseBackend for PgLeases {
         ];
         let stored: i64 = retry_conflicts(|| {
             self.wire
-                .scalar(&self.pool, &self.statements.proclaim, &values)
+                .scalar(&self.warm, &self.statements.proclaim, &values)
         })
         .within(self.timeout)
         .await
@@ -309,7 +315,7 @@ impl LeaseBackend for PgLeases {
             Value::Text(prefix),
             Value::Int(i64::try_from(limit).unwrap_or(i64::MAX)),
         ];
-        let rows = retry_conflicts(|| self.wire.rows(&self.pool, &self.statements.list, &values))
+        let rows = retry_conflicts(|| self.wire.rows(&self.warm, &self.statements.list, &values))
             .within(self.timeout)
             .await
             .map_err(db_error)?;
@@ -329,7 +335,7 @@ impl LeaseBackend for PgLeases {
         ];
         let rows = retry_conflicts(|| {
             self.wire
-                .rows(&self.pool, &self.statements.extend_many, &values)
+                .rows(&self.warm, &self.statements.extend_many, &values)
         })
         .within(self.timeout)
         .await
@@ -351,7 +357,7 @@ impl LeaseBackend for PgLeases {
         ];
         let freed: i64 = retry_conflicts(|| {
             self.wire
-                .scalar(&self.pool, &self.statements.release, &values)
+                .scalar(&self.warm, &self.statements.release, &values)
         })
         .within(self.timeout)
         .await
@@ -368,7 +374,7 @@ impl LeaseBackend for PgLeases {
         let key_only = [Value::Text(key.as_str())];
         retry_conflicts(|| {
             self.wire
-                .rows(&self.pool, &self.statements.purge, &key_only)
+                .rows(&self.warm, &self.statements.purge, &key_only)
         })
         .within(self.timeout)
         .await

@@ -180,7 +180,7 @@ impl PgLeases {
         let key_only = [Value::Text(key.as_str())];
         let rows = retry_conflicts(|| {
             self.wire
-                .rows(&self.pool, &self.statements.inspect, &key_only)
+                .rows(&self.warm, &self.statements.inspect, &key_only)
         })
         .within(self.timeout)
         .await

@@ -276,16 +276,16 @@ impl Driver for PgDriver {
 /// [`lockkit_core::LockError::Connection`] if the server cannot be reached.
 pub async fn connect(options: PgOptions) -> lockkit_core::Result<Arc<dyn LockDriver>> {
     let pool = options.pool().await?;
-    from_pool(pool, options).await
+    on_pool(pool, true, options).await
 }
 
 /// The driver on the application's own pool, in the mode `options` asks for.
 /// Only `options`' lockkit settings are used (table, mode, keys, timeouts): the
 /// pool already says where and who, TLS included.
 ///
-/// The driver takes connections from `pool` as it needs them, and in advisory
-/// mode one per held lock (the lock lives as long as that session): size the
-/// pool for that. Its `LISTEN` connection is not the pool's: one per process
+/// The driver takes connections from `pool` as it needs them, gives each back
+/// after its statement, and in advisory mode keeps one per held lock (the lock
+/// lives as long as that session): size the pool for that. Its `LISTEN` connection is not the pool's: one per process
 /// for the drivers that connect alike, made with the pool's settings. The
 /// driver never closes the pool; dropping the driver gives its connections
 /// back.
@@ -313,8 +313,17 @@ pub async fn from_pool(
     pool: sqlx::PgPool,
     options: PgOptions,
 ) -> lockkit_core::Result<Arc<dyn LockDriver>> {
+    on_pool(pool, false, options).await
+}
+
+/// The driver on `pool`, which lockkit made (`own`) or the application gave.
+async fn on_pool(
+    pool: sqlx::PgPool,
+    own: bool,
+    options: PgOptions,
+) -> lockkit_core::Result<Arc<dyn LockDriver>> {
     if options.settings.session_mode {
         return Ok(Arc::new(advisory::on_pool(pool, options).await?));
     }
-    Ok(Arc::new(PgDriver::from_pool(pool, options).await?))
+    Ok(Arc::new(PgDriver::on_pool(pool, own, options).await?))
 }

@@ -41,7 +41,7 @@ impl PgLeases {
         let sent = Instant::now();
         let (owner, label) = (req.owner.to_hex(), req.stored_label());
         let values = take_values(req, &owner, label.as_deref(), &which);
-        let row = retry_conflicts(|| self.wire.row(&self.pool, statement, &values))
+        let row = retry_conflicts(|| self.wire.row(&self.warm, statement, &values))
             .within(self.timeout)
             .await
             .map_err(db_error)?;

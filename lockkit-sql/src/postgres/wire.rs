@@ -13,8 +13,10 @@
 
 use std::sync::Arc;
 
-use sqlx::postgres::{PgRow, Postgres};
+use sqlx::postgres::{PgConnection, PgRow, Postgres};
 use sqlx::{AssertSqlSafe, Executor};
+
+use crate::warm::{Warm, ran_to_end};
 
 /// One value a statement is sent with, for its `$n` placeholder.
 #[derive(Debug, Clone)]
@@ -36,9 +38,47 @@ pub(super) enum Wire {
     Simple,
 }
 
+/// Where a statement runs: on a connection the driver keeps warm
+/// (from `&Warm<Postgres>`), or on one the caller holds, such as a
+/// transaction's (from `&mut PgConnection`).
+pub(super) enum On<'c> {
+    Warm(&'c Warm<Postgres>),
+    Conn(&'c mut PgConnection),
+}
+
+impl<'c> From<&'c Warm<Postgres>> for On<'c> {
+    fn from(warm: &'c Warm<Postgres>) -> Self {
+        On::Warm(warm)
+    }
+}
+
+impl<'c> From<&'c mut PgConnection> for On<'c> {
+    fn from(conn: &'c mut PgConnection) -> Self {
+        On::Conn(conn)
+    }
+}
+
 impl Wire {
+    /// Runs `sql` with `values` `on` a connection: every row it returns.
+    pub(super) async fn rows<'c>(
+        self,
+        on: impl Into<On<'c>>,
+        sql: &Arc<str>,
+        values: &[Value<'_>],
+    ) -> Result<Vec<PgRow>, sqlx::Error> {
+        match on.into() {
+            On::Warm(warm) => {
+                let mut conn = warm.conn().await?;
+                let rows = self.rows_on(&mut *conn, sql, values).await;
+                conn.done(ran_to_end(&rows));
+                rows
+            }
+            On::Conn(conn) => self.rows_on(conn, sql, values).await,
+        }
+    }
+
     /// Runs `sql` with `values` on `executor`: every row it returns.
-    pub(super) async fn rows<'e>(
+    async fn rows_on<'e>(
         self,
         executor: impl Executor<'e, Database = Postgres>,
         sql: &Arc<str>,
@@ -66,21 +106,21 @@ impl Wire {
         }
     }
 
-    /// Runs `sql` with `values` on `executor`: the first row, if any.
-    pub(super) async fn row<'e>(
+    /// Runs `sql` with `values` `on` a connection: the first row, if any.
+    pub(super) async fn row<'c>(
         self,
-        executor: impl Executor<'e, Database = Postgres>,
+        on: impl Into<On<'c>>,
         sql: &Arc<str>,
         values: &[Value<'_>],
     ) -> Result<Option<PgRow>, sqlx::Error> {
-        Ok(self.rows(executor, sql, values).await?.into_iter().next())
+        Ok(self.rows(on, sql, values).await?.into_iter().next())
     }
 
-    /// Runs `sql` with `values` on `executor`: the first column of its first
-    /// row, which it must return.
-    pub(super) async fn scalar<'e, T>(
+    /// Runs `sql` with `values` `on` a connection: the first column of its
+    /// first row, which it must return.
+    pub(super) async fn scalar<'c, T>(
         self,
-        executor: impl Executor<'e, Database = Postgres>,
+        on: impl Into<On<'c>>,
         sql: &Arc<str>,
         values: &[Value<'_>],
     ) -> Result<T, sqlx::Error>
@@ -88,7 +128,7 @@ impl Wire {
         T: for<'r> sqlx::Decode<'r, Postgres> + sqlx::Type<Postgres>,
     {
         use sqlx::Row;
-        let row = self.row(executor, sql, values).await?;
+        let row = self.row(on, sql, values).await?;
         row.ok_or(sqlx::Error::RowNotFound)?.try_get(0)
     }
 }
