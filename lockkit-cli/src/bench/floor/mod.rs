@@ -47,6 +47,7 @@ macro_rules! clean_floor_table {
 mod consul;
 #[cfg(feature = "etcd")]
 mod etcd;
+mod held;
 mod mem;
 mod mysql;
 mod postgres;

@@ -3,16 +3,17 @@
 
 use lockkit::LockError;
 
+use super::held::Held;
 use super::{Hold, RawLock, floor_error};
 
 /// What the MySQL floor sends.
 pub(super) const DESCRIPTION: &str =
-    "raw UPDATE … LAST_INSERT_ID(fence + 1) + UPDATE via sqlx, same server";
+    "raw UPDATE … LAST_INSERT_ID(fence + 1) + UPDATE via sqlx on a held connection, same server";
 
 const FLOOR_TABLE_MY: &str = "CREATE TABLE IF NOT EXISTS lockkit_bench_floor (name VARCHAR(64) PRIMARY KEY, owner CHAR(32), fence BIGINT NOT NULL, expires_at DATETIME(6) NOT NULL) ENGINE=InnoDB";
 
-/// A MySQL/MariaDB floor client: a small pool of its own.
-pub(crate) struct MySqlFloor(sqlx::MySqlPool);
+/// A MySQL/MariaDB floor client: connections of its own, held.
+pub(crate) struct MySqlFloor(Held<sqlx::MySql>);
 
 impl MySqlFloor {
     /// A client for a `mysql://` or `mariadb://` URL (query options dropped), with the
@@ -32,7 +33,7 @@ impl MySqlFloor {
             .execute(&pool)
             .await
             .map_err(floor_error)?;
-        Ok(Self(pool))
+        Ok(Self(Held::new(pool)))
     }
 }
 
@@ -45,36 +46,43 @@ impl RawLock for MySqlFloor {
             q.push_values(chunk, |mut row, key| {
                 row.push_bind(key).push("NULL").push("0").push("NOW(6)");
             });
-            q.build().execute(&self.0).await.map_err(floor_error)?;
+            q.build()
+                .execute(self.0.pool())
+                .await
+                .map_err(floor_error)?;
         }
         Ok(())
     }
 
     async fn clean_up(&self, _keys: &[String]) {
-        clean_floor_table!(&self.0)
+        clean_floor_table!(self.0.pool())
     }
 
     async fn try_acquire(&self, key: &str, owner: &str) -> Result<Option<Hold>, LockError> {
+        let mut conn = self.0.conn().await.map_err(floor_error)?;
         let done = sqlx::query(
             "UPDATE lockkit_bench_floor SET fence = LAST_INSERT_ID(fence + 1), owner = ?, expires_at = NOW(6) + INTERVAL 30 SECOND
              WHERE name = ? AND (owner IS NULL OR expires_at <= NOW(6))",
         )
         .bind(owner)
         .bind(key)
-        .execute(&self.0)
+        .execute(&mut *conn)
         .await
         .map_err(floor_error)?;
+        conn.done();
         Ok((done.rows_affected() == 1).then(|| Hold(owner.to_owned())))
     }
 
     async fn release(&self, key: &str, held: Hold) -> Result<(), LockError> {
         let Hold(owner) = held;
+        let mut conn = self.0.conn().await.map_err(floor_error)?;
         sqlx::query("UPDATE lockkit_bench_floor SET owner = NULL WHERE name = ? AND owner = ?")
             .bind(key)
             .bind(&owner)
-            .execute(&self.0)
+            .execute(&mut *conn)
             .await
             .map_err(floor_error)?;
+        conn.done();
         Ok(())
     }
 }

@@ -3,16 +3,17 @@
 
 use lockkit::LockError;
 
+use super::held::Held;
 use super::{Hold, RawLock, floor_error};
 
 /// What the PostgreSQL floor sends.
 pub(super) const DESCRIPTION: &str =
-    "raw INSERT … ON CONFLICT … RETURNING + UPDATE via sqlx, same server";
+    "raw INSERT … ON CONFLICT … RETURNING + UPDATE via sqlx on a held connection, same server";
 
 const FLOOR_TABLE_PG: &str = "CREATE TABLE IF NOT EXISTS lockkit_bench_floor (name TEXT PRIMARY KEY, owner TEXT, fence BIGINT NOT NULL, expires_at TIMESTAMPTZ NOT NULL)";
 
-/// A PostgreSQL floor client: a small pool of its own.
-pub(crate) struct PostgresFloor(sqlx::PgPool);
+/// A PostgreSQL floor client: connections of its own, held.
+pub(crate) struct PostgresFloor(Held<sqlx::Postgres>);
 
 impl PostgresFloor {
     /// A client for a `postgres…://` URL (query options dropped), with the floor's table.
@@ -30,16 +31,17 @@ impl PostgresFloor {
             .execute(&pool)
             .await
             .map_err(floor_error)?;
-        Ok(Self(pool))
+        Ok(Self(Held::new(pool)))
     }
 }
 
 impl RawLock for PostgresFloor {
     async fn clean_up(&self, _keys: &[String]) {
-        clean_floor_table!(&self.0)
+        clean_floor_table!(self.0.pool())
     }
 
     async fn try_acquire(&self, key: &str, owner: &str) -> Result<Option<Hold>, LockError> {
+        let mut conn = self.0.conn().await.map_err(floor_error)?;
         let fence: Option<i64> = sqlx::query_scalar(
             "INSERT INTO lockkit_bench_floor AS l (name, owner, fence, expires_at)
              VALUES ($1, $2, 1, clock_timestamp() + interval '30 seconds')
@@ -48,20 +50,23 @@ impl RawLock for PostgresFloor {
         )
         .bind(key)
         .bind(owner)
-        .fetch_optional(&self.0)
+        .fetch_optional(&mut *conn)
         .await
         .map_err(floor_error)?;
+        conn.done();
         Ok(fence.map(|_| Hold(owner.to_owned())))
     }
 
     async fn release(&self, key: &str, held: Hold) -> Result<(), LockError> {
         let Hold(owner) = held;
+        let mut conn = self.0.conn().await.map_err(floor_error)?;
         sqlx::query("UPDATE lockkit_bench_floor SET owner = NULL, expires_at = '-infinity' WHERE name = $1 AND owner = $2")
             .bind(key)
             .bind(&owner)
-            .execute(&self.0)
+            .execute(&mut *conn)
             .await
             .map_err(floor_error)?;
+        conn.done();
         Ok(())
     }
 }
