@@ -150,14 +150,11 @@ impl MySqlLeases {
             .execute(&mut *conn)
             .within(self.timeout)
             .await;
-        if !ran_to_end(&done) {
-            // Its outcome unknown: the connection goes back through sqlx.
-            return done.map(|_| false).map_err(db_error);
-        }
+        let whole = ran_to_end(&done);
         let done = match done {
             Ok(done) => done,
             Err(e) => {
-                conn.done(true);
+                conn.done(whole);
                 return Err(db_error(e));
             }
         };
@@ -233,11 +230,8 @@ impl LeaseBackend for MySqlLeases {
         }
         let mut conn = self.warm.conn().await.map_err(db_error)?;
         let taken = self.acquire_exclusive_on(&mut conn, req).await;
-        // An error may have cut a statement short: that connection goes back
-        // through sqlx.
-        if taken.is_ok() {
-            conn.done(true);
-        }
+        // An error may have cut a statement short.
+        conn.done(taken.is_ok());
         taken
     }
 
@@ -259,9 +253,7 @@ impl LeaseBackend for MySqlLeases {
             .execute(&mut *conn)
             .within(self.timeout)
             .await;
-        if ran_to_end(&done) {
-            conn.done(true);
-        }
+        conn.done(ran_to_end(&done));
         let done = done.map_err(db_error)?;
         let ours = done.rows_affected() > 0 || self.extend_holder(key, owner, ttl_us(ttl)).await?;
         if !ours {
