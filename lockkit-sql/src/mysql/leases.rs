@@ -19,7 +19,7 @@ use super::{holder_sql, queue_sql, sql, waiting};
 use crate::connect::Within;
 use crate::holds::{HolderRow, KeyRow};
 use crate::lease::{LeaseBackend, QUEUED_LEASE_CAPABILITIES, polling};
-use crate::warm::{Warm, ran_to_end};
+use crate::warm::{Warm, WarmConn, ran_to_end};
 
 pub(super) const NAME: &str = "mysql";
 
@@ -138,12 +138,7 @@ impl MySqlLeases {
     /// woken on the same connection ([`Doorbells::wake_first_in_line`]). An
     /// uncontended release is the one statement.
     async fn release_exclusive(&self, key: &LockKey, owner: &OwnerId, rings: bool) -> Result<bool> {
-        let mut conn = self
-            .warm
-            .conn()
-            .within(self.timeout)
-            .await
-            .map_err(db_error)?;
+        let mut conn = self.warm_conn().await?;
         let done = sqlx::query(AssertSqlSafe(self.statements.release.clone()))
             .bind(key.as_str())
             .bind(owner.to_hex())
@@ -170,6 +165,15 @@ impl MySqlLeases {
             conn.done(true);
         }
         Ok(done.rows_affected() > 0)
+    }
+
+    /// A warm connection ([`Warm`]), waited for at most the request timeout.
+    async fn warm_conn(&self) -> Result<WarmConn<'_, MySql>> {
+        self.warm
+            .conn()
+            .within(self.timeout)
+            .await
+            .map_err(db_error)
     }
 
     /// Wakes the waiter first in line on `key`'s bell, if the key is free
@@ -240,12 +244,7 @@ impl LeaseBackend for MySqlLeases {
     }
 
     async fn extend(&self, key: &LockKey, owner: &OwnerId, ttl: Duration) -> Result<bool> {
-        let mut conn = self
-            .warm
-            .conn()
-            .within(self.timeout)
-            .await
-            .map_err(db_error)?;
+        let mut conn = self.warm_conn().await?;
         let done = sqlx::query(AssertSqlSafe(self.statements.extend.clone()))
             .bind(ttl_us(ttl))
             .bind(key.as_str())

@@ -247,10 +247,10 @@ pub async fn connect(options: MySqlOptions) -> lockkit_core::Result<Arc<dyn Lock
 /// Only `options`' lockkit settings are used (table, mode, keys, timeouts): the
 /// pool already says where and who, TLS included.
 ///
-/// The driver takes connections from `pool` as it needs them, gives each back
-/// after its statement; in `GET_LOCK` mode
-/// it keeps one per held lock (the lock lives as long as that session), so size
-/// the pool for the locks held at once. The driver never closes the pool.
+/// The driver takes connections from `pool` as it needs them and gives each
+/// back after its statement; in `GET_LOCK` mode it keeps one per held lock (the
+/// lock lives as long as that session), so size the pool for the locks held at
+/// once. The driver never closes the pool.
 ///
 /// # Examples
 ///
