@@ -42,6 +42,17 @@ impl Tables {
         [("create", Tables::Create), ("existing", Tables::Existing)];
 }
 
+/// The error of `tables=existing` on tables an earlier lockkit made, which
+/// lack columns this one writes: `migrate` is the driver's call that adds them.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+pub(crate) fn outdated_tables(table: &str, migrate: &str) -> LockError {
+    LockError::Config(format!(
+        "the lock table `{table}` was made by an earlier lockkit and lacks columns this one \
+         needs, and with tables=existing lockkit changes no table: connect once without \
+         tables=existing (or call {migrate}) to add them"
+    ))
+}
+
 /// The error of `tables=existing` when `table` is missing from the database.
 pub(crate) fn no_lock_table(table: &str, database: &str) -> LockError {
     LockError::Config(format!(

@@ -1,7 +1,7 @@
 //! A key table made by an earlier lockkit (no `label` column, no holders table)
 //! keeps working on PostgreSQL and MariaDB: connecting adds what is missing, the
 //! fencing counter carries on, and read locks, permits and inspection work on it.
-//! On PostgreSQL, `tables=existing` refuses such a table with the fix, and tables
+//! `tables=existing` refuses such a table with the fix; on PostgreSQL, tables
 //! that are up to date are left alone.
 #![cfg(test)] // Test code throughout: clippy.toml allows unwrap, expect and panic here.
 
@@ -99,7 +99,14 @@ async fn mariadb_upgrades_a_table_from_an_earlier_lockkit() {
             .await
             .unwrap();
     }
+    let existing = format!("{}?tables=existing", server.url());
+    let refused = lockkit::connect(&existing).await.unwrap_err();
+    assert!(
+        matches!(&refused, lockkit::LockError::Config(m) if m.contains("earlier lockkit")),
+        "{refused:?}"
+    );
     new_modes_carry_the_old_counter_on(&server.url()).await;
+    lockkit::connect(&existing).await.unwrap();
 }
 
 #[tokio::test]

@@ -46,21 +46,32 @@ pub(super) async fn tables(
     Ok(())
 }
 
-/// Checks, for `tables=existing`, that `table` is in the URL's database: a
-/// look that writes nothing.
+/// Checks, for `tables=existing`, that `table` is in the URL's database with
+/// the columns added since the first lockkit ([`LATER_COLUMNS`]): a look that
+/// writes nothing.
 pub(super) async fn existing(pool: &MySqlPool, table: &str) -> lockkit_core::Result<()> {
-    let found: i64 = sqlx::query_scalar(
-        "SELECT COUNT(*) FROM information_schema.TABLES
-         WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?",
-    )
+    let later = LATER_COLUMNS
+        .map(|(name, _)| format!("'{name}'"))
+        .join(", ");
+    let (found, columns): (i64, i64) = sqlx::query_as(AssertSqlSafe(format!(
+        "SELECT (SELECT COUNT(*) FROM information_schema.TABLES
+                 WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?),
+                (SELECT COUNT(*) FROM information_schema.COLUMNS
+                 WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?
+                   AND COLUMN_NAME IN ({later}))"
+    )))
+    .bind(table)
     .bind(table)
     .fetch_one(pool)
     .await
     .map_err(|e| crate::error::db_error("mysql", e))?;
-    match found {
-        0 => Err(crate::table::no_lock_table(table, "this MySQL database")),
-        _ => Ok(()),
+    if found == 0 {
+        return Err(crate::table::no_lock_table(table, "this MySQL database"));
     }
+    if columns < LATER_COLUMNS.len() as i64 {
+        return Err(crate::table::outdated_tables(table, "MySqlDriver::migrate"));
+    }
+    Ok(())
 }
 
 /// `Some` with the column's character set if `table` has the column.

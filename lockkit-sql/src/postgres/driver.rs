@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use lockkit_core::{LockError, Result};
+use lockkit_core::Result;
 use sqlx::postgres::PgPool;
 use sqlx::{AssertSqlSafe, Row};
 
@@ -13,7 +13,7 @@ use super::options::PgOptions;
 use super::pooler;
 use super::{holder_sql, sql, waiter_sql};
 use crate::lease::LeaseDriver;
-use crate::table::{Tables, no_lock_table};
+use crate::table::{Tables, no_lock_table, outdated_tables};
 
 /// The PostgreSQL lease-table driver. See the [module docs](super).
 pub type PgDriver = LeaseDriver<PgLeases>;
@@ -94,16 +94,6 @@ async fn ask(pool: &PgPool, question: String) -> Result<bool> {
     row.try_get(0).map_err(db_error)
 }
 
-/// The error for `tables=existing` on tables an earlier lockkit made, which
-/// lack columns this one writes.
-fn outdated_tables(t: &str) -> LockError {
-    LockError::Config(format!(
-        "the lock table `{t}` was made by an earlier lockkit and lacks columns this one \
-         needs, and with tables=existing lockkit changes no table: connect once without \
-         tables=existing (or call PgDriver::migrate) to add them"
-    ))
-}
-
 /// The lease mode's tables: keys, holders of shared holds and permits, and
 /// queued waiters.
 fn schema(table: &str) -> Vec<String> {
@@ -147,7 +137,7 @@ impl LeaseDriver<PgLeases> {
         }
         if !schema_is_current(&pool, t).await? {
             if tables == Tables::Existing {
-                return Err(outdated_tables(t));
+                return Err(outdated_tables(t, "PgDriver::migrate"));
             }
             migrate(&pool, &schema(t)).await?;
         }
