@@ -113,6 +113,38 @@ async fn no_statement_is_unsafe_for_statement_based_binary_logging() {
         }
         let permit = a.semaphore("s", 2).try_acquire().await.unwrap();
         permit.release().await.unwrap();
+        if !url.contains("get_lock") {
+            // A reader queued behind a writer marks the key's row; a fair
+            // writer reads its turn from the queue.
+            let held = a.lock("q").ttl(TTL).no_wait().await.unwrap();
+            let reader = tokio::spawn(async move {
+                let r = b
+                    .read_lock("q")
+                    .wait(Duration::from_secs(20))
+                    .await
+                    .unwrap();
+                r.release().await.unwrap();
+            });
+            let marked = "SELECT COUNT(*) FROM lockkit_locks \
+                          WHERE name = 'q' AND readers_until IS NOT NULL";
+            let queued = async {
+                while sqlx::query_scalar::<_, i64>(marked)
+                    .fetch_one(&admin)
+                    .await
+                    .unwrap()
+                    == 0
+                {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            };
+            tokio::time::timeout(Duration::from_secs(10), queued)
+                .await
+                .unwrap();
+            let fair = a.lock("q2").fair().no_wait().await.unwrap();
+            fair.release().await.unwrap();
+            held.release().await.unwrap();
+            reader.await.unwrap();
+        }
     }
     let log = server.error_log().unwrap();
     assert!(!log.contains(UNSAFE), "{log}");

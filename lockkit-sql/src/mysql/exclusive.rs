@@ -1,6 +1,9 @@
-//! An exclusive attempt's statements: the upsert that takes a key, and the
+//! An exclusive attempt's statements: the upsert that takes a key (which reads
+//! the queue only when a reader may be in it, or for a fair request), and the
 //! cheaper update a waiter that a release woke runs first. Each grants only in
 //! its turn ([`crate::turns`]).
+
+use std::sync::Arc;
 
 use lockkit_core::{AcquireRequest, FencingToken, Grant, Result};
 use sqlx::AssertSqlSafe;
@@ -8,38 +11,32 @@ use sqlx::mysql::{MySql, MySqlArguments, MySqlConnection};
 use tokio::time::Instant;
 
 use super::leases::{MySqlLeases, db_error, ttl_us};
+use super::sql::READERS_QUEUED;
 use crate::connect::Within;
 use crate::error::is_conflict;
 
 impl MySqlLeases {
     /// One exclusive attempt on `conn`: one statement ([`super::sql::acquire`]), whose
     /// last-insert id is the token, or 0 if the key is someone else's (so a token
-    /// is never 0: every hold lockkit grants has a fence of 1 or more). A waiter
-    /// woken by its bell attempts on the bell's connection, which just answered:
-    /// no pool, no ping.
-    pub(super) async fn acquire_exclusive_on<'a>(
+    /// is never 0: every hold lockkit grants has a fence of 1 or more). A second
+    /// statement that reads the turn from the queue ([`super::sql::acquire_in_turn`])
+    /// decides for a fair request, and where the key is free but a reader may be
+    /// queued. A waiter woken by its bell attempts on the bell's connection,
+    /// which just answered: no pool, no ping.
+    pub(super) async fn acquire_exclusive_on(
         &self,
         conn: &mut MySqlConnection,
-        req: &'a AcquireRequest,
+        req: &AcquireRequest,
     ) -> Result<Option<Grant>> {
-        let owner = req.owner.to_hex();
-        let (ttl, label) = (ttl_us(req.ttl), req.stored_label());
-        let label = label.as_deref();
-        let take = |q: Query<'a>| q.bind(owner.clone());
-        let query = sqlx::query(AssertSqlSafe(self.statements.acquire.clone()))
-            .bind(req.key.as_str())
-            .bind(&owner)
-            .bind(ttl)
-            .bind(label);
-        let query = take(bind_turn(query, req)).bind(&owner);
-        let query = take(query).bind(label);
-        let query = take(query);
-        let query = take(query).bind(&owner);
-        let query = take(query).bind(ttl);
-        Ok(match self.take(conn, req, query).await? {
-            Taken::Granted(grant) => Some(grant),
-            Taken::Refused | Taken::Conflict => None,
-        })
+        if !req.fair {
+            let query = upsert(&self.statements.acquire, req, None);
+            match self.take(conn, req, query).await? {
+                Taken::ReadersQueued => {}
+                taken => return Ok(taken.grant()),
+            }
+        }
+        let query = upsert(&self.statements.acquire_in_turn, req, Some(bind_turn));
+        Ok(self.take(conn, req, query).await?.grant())
     }
 
     /// An attempt on `conn` by a waiter that a release just woke: the key is
@@ -59,14 +56,13 @@ impl MySqlLeases {
             .bind(req.key.as_str());
         let query = bind_turn(query, req);
         match self.take(conn, req, query).await? {
-            Taken::Granted(grant) => Ok(Some(grant)),
             Taken::Refused => self.acquire_exclusive_on(conn, req).await,
-            Taken::Conflict => Ok(None),
+            taken => Ok(taken.grant()),
         }
     }
 
     /// Runs an exclusive attempt's statement on `conn`: granted if it set a
-    /// last-insert id (the token, never 0).
+    /// last-insert id (the token, never 0) other than [`READERS_QUEUED`].
     async fn take(
         &self,
         conn: &mut MySqlConnection,
@@ -75,6 +71,7 @@ impl MySqlLeases {
     ) -> Result<Taken> {
         let sent = Instant::now();
         match query.execute(&mut *conn).within(self.timeout).await {
+            Ok(done) if done.last_insert_id() == READERS_QUEUED => Ok(Taken::ReadersQueued),
             Ok(done) if done.last_insert_id() > 0 => {
                 let token = FencingToken(done.last_insert_id());
                 Ok(Taken::Granted(Grant::of(req, token, sent + req.ttl)))
@@ -92,6 +89,34 @@ impl MySqlLeases {
 /// A statement on the pool or a connection, its values bound as they go.
 type Query<'q> = sqlx::query::Query<'q, MySql, MySqlArguments>;
 
+/// [`super::sql::acquire`] or [`super::sql::acquire_in_turn`] (`turn` binds its
+/// values), bound for `req`.
+fn upsert<'q>(
+    statement: &Arc<str>,
+    req: &'q AcquireRequest,
+    turn: Option<fn(Query<'q>, &'q AcquireRequest) -> Query<'q>>,
+) -> Query<'q> {
+    let owner = req.owner.to_hex();
+    let (ttl, label) = (ttl_us(req.ttl), req.stored_label());
+    let query = sqlx::query(AssertSqlSafe(statement.clone()))
+        .bind(req.key.as_str())
+        .bind(owner.clone())
+        .bind(ttl)
+        .bind(label.clone());
+    let query = match turn {
+        Some(turn) => turn(query, req),
+        None => query,
+    };
+    // Each assignment asks whether the request takes the key (bound: owner),
+    // then binds its own values.
+    let take = |q: Query<'q>| q.bind(owner.clone());
+    let query = take(query).bind(owner.clone());
+    let query = take(query).bind(label);
+    let query = take(query);
+    let query = take(query).bind(owner.clone());
+    take(query).bind(ttl)
+}
+
 /// Binds the values of [`super::queue_sql::turn`] for `req`.
 fn bind_turn<'q>(query: Query<'q>, req: &'q AcquireRequest) -> Query<'q> {
     let owner = req.owner.to_hex();
@@ -107,6 +132,19 @@ enum Taken {
     Granted(Grant),
     /// The key is someone else's, or (for [`super::sql::take_free`]) has no row.
     Refused,
+    /// The key is free, but a reader may be queued ([`super::sql::acquire`]):
+    /// the turn decides.
+    ReadersQueued,
     /// A deadlock: nothing took effect.
     Conflict,
+}
+
+impl Taken {
+    /// The grant, if any.
+    fn grant(self) -> Option<Grant> {
+        match self {
+            Taken::Granted(grant) => Some(grant),
+            Taken::Refused | Taken::ReadersQueued | Taken::Conflict => None,
+        }
+    }
 }

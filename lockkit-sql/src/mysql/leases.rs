@@ -50,6 +50,7 @@ pub struct MySqlLeases {
 #[derive(Debug)]
 pub(super) struct Statements {
     pub(super) acquire: Arc<str>,
+    pub(super) acquire_in_turn: Arc<str>,
     pub(super) take_free: Arc<str>,
     pub(super) extend: Arc<str>,
     proclaim: Arc<str>,
@@ -69,6 +70,7 @@ pub(super) struct Statements {
     pub(super) forget_holders: Arc<str>,
     pub(super) inspect: Arc<str>,
     pub(super) enqueue: Arc<str>,
+    pub(super) readers_queued: Arc<str>,
     pub(super) dequeue: Arc<str>,
     pub(super) live_queue: Arc<str>,
 }
@@ -80,6 +82,7 @@ impl MySqlLeases {
             warm: Warm::new(pool.clone(), own),
             statements: Statements {
                 acquire: sql::acquire(table).into(),
+                acquire_in_turn: sql::acquire_in_turn(table).into(),
                 take_free: sql::take_free(table).into(),
                 extend: sql::extend(table).into(),
                 proclaim: sql::proclaim(table).into(),
@@ -99,6 +102,7 @@ impl MySqlLeases {
                 forget_holders: holder_sql::forget_holders(table).into(),
                 inspect: holder_sql::inspect(table).into(),
                 enqueue: queue_sql::enqueue(table).into(),
+                readers_queued: queue_sql::readers_queued(table).into(),
                 dequeue: queue_sql::dequeue(table).into(),
                 live_queue: queue_sql::live_queue(table).into(),
             },

@@ -16,8 +16,9 @@
 //!     fence BIGINT NOT NULL,        -- last fencing token handed out, every mode
 //!     expires_at DATETIME(6) NOT NULL,
 //!     label TEXT,                   -- the exclusive holder's label
-//!     sleeper BIGINT UNSIGNED       -- the waiter first in line asleep on the
+//!     sleeper BIGINT UNSIGNED,      -- the waiter first in line asleep on the
 //!                                   -- key's bell: its connection id
+//!     readers_until DATETIME(6)     -- a reader may be queued until then
 //! ) ENGINE=InnoDB;
 //! CREATE TABLE lockkit_locks_holders (
 //!     name VARCHAR(512) … , owner CHAR(32) NOT NULL,
@@ -35,8 +36,8 @@
 //! ```
 //!
 //! All are created on first use with utf8mb4 text, whatever the server's
-//! default character set; a table made by an earlier lockkit gets its `label`
-//! column at connect, or has it turned into utf8mb4.
+//! default character set; a table made by an earlier lockkit gets the columns
+//! added since at connect, and its `label` turned into utf8mb4.
 //!
 //! # Invariants
 //!
@@ -83,7 +84,7 @@
 //!    `mariadb_turns_a_latin1_label_column_into_utf8mb4`). The binary
 //!    collation pads: keys that differ only in trailing spaces are one lock.
 //! 7. **A statement reads the queue with one answer.** An exclusive attempt
-//!    reads the key's queue for its turn in each assignment of its upsert; at
+//!    that reads the key's queue for its turn reads it once, in its upsert; at
 //!    READ COMMITTED and stronger every read in one statement sees one snapshot
 //!    or holds its locks, so they agree. A pool at READ UNCOMMITTED is refused
 //!    with `Config` (`a_pool_at_read_uncommitted_is_refused_and_read_committed_is_taken`);
@@ -111,7 +112,13 @@
 //!   out, nor a line of writers a reader (`read_write_turns`). The exclusive
 //!   upsert carries the writer's rule; the shared path reads the queue under
 //!   the key row's lock. A fair exclusive request polls in its place instead of
-//!   waiting on the bell.
+//!   waiting on the bell. Reading the queue costs the server more than the
+//!   rest of the upsert, so a non-fair writer's upsert reads only the key row's
+//!   `readers_until`, which each queued reader pushes out past its queue row's
+//!   expiry; a free key with a reader possibly queued (for up to 2 s after the
+//!   last one) takes a second upsert, which reads the queue. A lockkit older
+//!   than that column does not push it: mixed with it, a newer writer may pass
+//!   an older reader's queued row (turns, never exclusion).
 //! - There is no `LISTEN/NOTIFY` in MySQL: an exclusive waiter in another process
 //!   waits in `GET_LOCK` on the key's *bell*, which a holder that waited for its
 //!   lock keeps and rings (`RELEASE_LOCK`) at its release: one waiter wakes, the

@@ -1,8 +1,8 @@
 //! MySQL's waiters in the key's queue ([`crate::turns`]): joining it, leaving
 //! it, and reading it.
 
-use lockkit_core::{AcquireRequest, Inspection, LockKey, Result};
-use sqlx::mysql::MySql;
+use lockkit_core::{AcquireRequest, Inspection, LockKey, LockMode, Result};
+use sqlx::mysql::{MySql, MySqlArguments};
 use sqlx::{AssertSqlSafe, Executor};
 
 use super::leases::{MySqlLeases, db_error, ttl_us};
@@ -11,16 +11,33 @@ use crate::holds;
 use crate::mode_names::mode_name;
 use crate::turns::{self, QueueRow};
 
+type Query<'q> = sqlx::query::Query<'q, MySql, MySqlArguments>;
+
 impl MySqlLeases {
-    /// Queues `req` behind its key's last waiter, or pushes its row out.
+    /// Queues `req` behind its key's last waiter, or pushes its row out. A
+    /// reader then marks the key's row past that row's expiry, so that write
+    /// holds read their turn ([`super::sql::acquire`]).
     pub(super) async fn enqueue_row(&self, req: &AcquireRequest) -> Result<()> {
         let life = ttl_us(turns::LIFETIME);
-        sqlx::query(AssertSqlSafe(self.statements.enqueue.clone()))
+        let enqueue = sqlx::query(AssertSqlSafe(self.statements.enqueue.clone()))
             .bind(req.key.as_str())
             .bind(req.owner.to_hex())
             .bind(mode_name(req.mode))
             .bind(life)
-            .bind(life)
+            .bind(life);
+        self.execute(enqueue).await?;
+        if req.mode == LockMode::Shared {
+            let mark = sqlx::query(AssertSqlSafe(self.statements.readers_queued.clone()))
+                .bind(life)
+                .bind(req.key.as_str());
+            self.execute(mark).await?;
+        }
+        Ok(())
+    }
+
+    /// Runs `query` on the pool.
+    async fn execute(&self, query: Query<'_>) -> Result<()> {
+        query
             .execute(&self.pool)
             .within(self.timeout)
             .await

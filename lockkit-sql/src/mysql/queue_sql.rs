@@ -29,6 +29,18 @@ pub(super) fn enqueue(t: &str) -> String {
     )
 }
 
+/// Marks the key's row as having a reader queued until at least `lifetime`
+/// from now, which a reader runs after each [`enqueue`], so past its queue
+/// row's expiry: a write hold's [`super::sql::acquire`] then reads its turn.
+/// Nothing pulls it back; it lapses. Binds: lifetime µs, name.
+pub(super) fn readers_queued(t: &str) -> String {
+    format!(
+        "UPDATE {t} SET readers_until = GREATEST(COALESCE(readers_until, UTC_TIMESTAMP(6)),
+                                                 UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND)
+         WHERE name = ?"
+    )
+}
+
 /// Takes a waiter's row out, and the key's lapsed ones. Binds: name, waiter.
 pub(super) fn dequeue(t: &str) -> String {
     format!(

@@ -5,8 +5,12 @@
 use super::queue_sql;
 
 /// The key table's columns an earlier lockkit did not make, with their
-/// definitions: `sleeper` ([`super::first_in_line`]).
-pub(super) const LATER_COLUMNS: [(&str, &str); 1] = [("sleeper", "BIGINT UNSIGNED NULL")];
+/// definitions: `sleeper` ([`super::first_in_line`]) and `readers_until`
+/// ([`acquire`]).
+pub(super) const LATER_COLUMNS: [(&str, &str); 2] = [
+    ("sleeper", "BIGINT UNSIGNED NULL"),
+    ("readers_until", "DATETIME(6) NULL"),
+];
 
 /// Every lockkit table's text, whatever the server's default character set
 /// (MariaDB's built-in default is latin1): keys, labels and election values
@@ -25,16 +29,44 @@ pub(super) fn create_table(t: &str) -> String {
             fence BIGINT NOT NULL,
             expires_at DATETIME(6) NOT NULL,
             label {LABEL},
-            sleeper BIGINT UNSIGNED NULL
+            sleeper BIGINT UNSIGNED NULL,
+            readers_until DATETIME(6) NULL
         ) ENGINE=InnoDB {TEXT}"
     )
 }
 
+/// What [`acquire`] reports as its last-insert id when the key is free but a
+/// reader may wait in its queue: then [`acquire_in_turn`] decides. Never a
+/// token, which is a signed `BIGINT`.
+pub(super) const READERS_QUEUED: u64 = u64::MAX;
+
+/// A key row that no exclusive hold has: free, or its lease over.
+const FREE: &str = "(owner IS NULL OR expires_at <= UTC_TIMESTAMP(6))";
+
 /// Takes the key if free, expired or ours, in one statement: a key never seen
 /// is created held by us with token 1, an existing row is taken if already ours
-/// and live (then with its token kept), or free or expired and our turn
-/// ([`queue_sql::turn`]). The token comes back as the statement's last-insert
-/// id, 0 if the key is someone else's (the row is then left as it was).
+/// and live (then with its token kept), or free or expired and no reader may
+/// be queued on it. The token comes back as the statement's last-insert id, 0
+/// if the key is someone else's, [`READERS_QUEUED`] if it is free but a reader
+/// may be queued (the row is then left as it was).
+///
+/// This is a non-fair write hold's attempt. Its turn ([`queue_sql::turn`]) is
+/// always ours unless a reader waits, and reading the queue costs the server
+/// twice the rest of the statement (about 110 µs on MariaDB, even in a branch
+/// never taken). So the key row keeps `readers_until`, which a queued reader
+/// pushes out past its queue row's expiry ([`queue_sql::readers_queued`]),
+/// and only a free key with a live `readers_until` takes a second statement.
+/// Binds: [`acquire_in_turn`]'s, without the turn's.
+pub(super) fn acquire(t: &str) -> String {
+    let readers_gone = "(readers_until IS NULL OR readers_until <= UTC_TIMESTAMP(6))";
+    // `~0` is READERS_QUEUED, all ones; both branches unsigned, or the
+    // server converts it to a signed integer, and fails.
+    let refused = format!("IF({FREE}, ~0, CAST(0 AS UNSIGNED))");
+    upsert(t, "NULL", readers_gone, &refused)
+}
+
+/// [`acquire`] for any exclusive request, fair or not, with its turn read
+/// from the queue ([`queue_sql::turn`]): the token as the last-insert id, or 0.
 /// (Shared holds and permits keep the owner at [`crate::holds::MANY`], which is
 /// nobody's id.)
 ///
@@ -42,42 +74,48 @@ pub(super) fn create_table(t: &str) -> String {
 /// turn and 0 if not, both of which a new row reads as "no sleeper"
 /// ([`super::first_in_line`]), and every assignment asks `VALUES(sleeper)`.
 /// (Read in each assignment, the queue's subquery cost the server about
-/// 50 µs each, five times per attempt.)
+/// 50 µs each, five times per attempt.) Binds: name, owner, TTL µs, label,
+/// then [`queue_sql::turn`]'s; then, each after a take's owner: owner
+/// (`fence`); label; nothing (`sleeper`); owner; TTL µs.
+pub(super) fn acquire_in_turn(t: &str) -> String {
+    let turn = queue_sql::turn(t);
+    upsert(
+        t,
+        &format!("IF({turn}, NULL, 0)"),
+        "VALUES(sleeper) IS NULL",
+        "0",
+    )
+}
+
+/// The exclusive upsert: a new row held by us with its `sleeper`; an existing
+/// row taken if ours and live, or [`FREE`] and `our_turn`; else left as it
+/// was, with `refused` as the last-insert id (compared, not added, to the
+/// signed `fence`, which [`READERS_QUEUED`] would overflow).
 ///
 /// Its meaning does not depend on the order in which the server assigns
 /// (invariant M3: `SIMULTANEOUS_ASSIGNMENT` reads old values, the default
 /// reads each assigned column's new one). Every assignment but the last reads
-/// only columns assigned after it, and `VALUES(…)`, which no assignment
-/// changes; the last, `expires_at`, asks "ours and live, or free and our
-/// turn?", which has the same answer on the old row and on the new one: taken,
-/// the new owner is ours and the old expiry tells which of the two it was;
-/// refused, owner and expiry are unchanged. A grant clears the key's `sleeper`.
-/// Binds: name, owner, TTL µs, label, then [`queue_sql::turn`]'s; then, each
-/// after a [`free_or_ours`]: owner (`fence`); label; nothing (`sleeper`);
-/// owner; TTL µs.
-pub(super) fn acquire(t: &str) -> String {
-    let turn = queue_sql::turn(t);
-    let take = free_or_ours();
+/// only columns assigned after it, columns no assignment changes
+/// (`readers_until`), and `VALUES(…)`; the last, `expires_at`, asks "ours and
+/// live, or free and our turn?", which has the same answer on the old row and
+/// on the new one: taken, the new owner is ours and the old expiry tells which
+/// of the two it was; refused, owner and expiry are unchanged. A grant clears
+/// the key's `sleeper`.
+fn upsert(t: &str, sleeper: &str, our_turn: &str, refused: &str) -> String {
+    let take = format!("(owner = ? AND expires_at > UTC_TIMESTAMP(6)) OR ({FREE} AND {our_turn})");
     format!(
         "INSERT INTO {t} (name, owner, fence, expires_at, label, sleeper)
          VALUES (?, ?, LAST_INSERT_ID(1), UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, ?,
-                 IF({turn}, NULL, 0))
+                 {sleeper})
          ON DUPLICATE KEY UPDATE
              fence = IF({take},
                  LAST_INSERT_ID(IF(owner = ? AND expires_at > UTC_TIMESTAMP(6), fence, fence + 1)),
-                 fence + 0 * LAST_INSERT_ID(0)),
+                 fence + 0 * (LAST_INSERT_ID({refused}) > 0)),
              label = IF({take}, ?, label),
              sleeper = IF({take}, NULL, sleeper),
              owner = IF({take}, ?, owner),
              expires_at = IF({take}, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, expires_at)"
     )
-}
-
-/// Whether an exclusive request may have the key: ours and live, or free or
-/// expired and our turn, as [`acquire`]'s inserted row says. Binds: owner.
-fn free_or_ours() -> &'static str {
-    "(owner = ? AND expires_at > UTC_TIMESTAMP(6))
-     OR ((owner IS NULL OR expires_at <= UTC_TIMESTAMP(6)) AND VALUES(sleeper) IS NULL)"
 }
 
 /// Takes the key if it is free or expired and our turn, by updating its row:
@@ -90,7 +128,7 @@ pub(super) fn take_free(t: &str) -> String {
     format!(
         "UPDATE {t} SET fence = LAST_INSERT_ID(fence + 1), owner = ?, label = ?,
              expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, sleeper = NULL
-         WHERE name = ? AND (owner IS NULL OR expires_at <= UTC_TIMESTAMP(6)) AND {turn}"
+         WHERE name = ? AND {FREE} AND {turn}"
     )
 }
 

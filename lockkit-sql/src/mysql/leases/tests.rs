@@ -1,12 +1,14 @@
 #![cfg(test)] // Test code throughout: clippy.toml allows unwrap, expect and panic here.
 
-//! A woken waiter's attempt ([`MySqlLeases::take_rung`]) against a real MariaDB:
-//! the same grant as the whole attempt where the key is free, and the whole
-//! attempt's answer where it is not.
+//! Exclusive attempts against a real MariaDB: a write hold reads the queue only
+//! when a reader may be in it, or when fair ([`super::super::sql::acquire`]);
+//! a woken waiter's attempt ([`MySqlLeases::take_rung`]) makes the same grant
+//! as the whole attempt where the key is free, and the whole attempt's answer
+//! where it is not.
 
 use std::time::Duration;
 
-use lockkit_core::{AcquireRequest, FencingToken, LockKey, OwnerId, Wait};
+use lockkit_core::{AcquireRequest, FencingToken, LockKey, LockMode, OwnerId, Wait};
 use lockkit_testkit::MariaDb;
 use sqlx::{Connection, MySqlConnection};
 
@@ -97,4 +99,78 @@ async fn a_rung_attempt_on_a_held_key_is_refused_and_otherwise_is_the_whole_atte
     let fresh = request("fresh", "fresh");
     let grant = leases.take_rung(&mut conn, &fresh).await.unwrap().unwrap();
     assert_eq!(grant.token, FencingToken(1));
+}
+
+#[tokio::test]
+async fn a_writer_on_a_free_key_waits_for_a_queued_reader_in_a_second_statement() {
+    let (db, driver) = started().await;
+    let leases = driver.backend();
+    let first = request("stock", "first");
+    let held = leases.try_acquire(&first).await.unwrap().unwrap();
+    let reader = request("stock", "reader").with_mode(LockMode::Shared);
+    leases.enqueue_row(&reader).await.unwrap();
+    assert!(leases.release(&first.key, &first.owner).await.unwrap());
+    let mut conn = MySqlConnection::connect(&db.url()).await.unwrap();
+    let free = row(&mut conn, "stock").await;
+
+    // The key is free, but the reader is first: refused, the row as it was,
+    // after the upsert that reads the queue.
+    let writer = request("stock", "writer");
+    let before = statements(&mut conn).await;
+    assert!(leases.try_acquire(&writer).await.unwrap().is_none());
+    let after = statements(&mut conn).await;
+    assert_eq!((after.0 - before.0, after.1 - before.1), (2, 0));
+    assert_eq!(row(&mut conn, "stock").await, free);
+
+    // The reader gone, the turn is the writer's, while the mark lasts still
+    // read from the queue; the next token.
+    leases.dequeue_row(&reader).await.unwrap();
+    let grant = leases.try_acquire(&writer).await.unwrap().unwrap();
+    assert_eq!(grant.token, FencingToken(held.token.0 + 1));
+}
+
+#[tokio::test]
+async fn a_queued_writer_or_a_lapsed_reader_costs_a_write_attempt_no_second_statement() {
+    let (db, driver) = started().await;
+    let leases = driver.backend();
+    let first = request("stock", "first");
+    leases.try_acquire(&first).await.unwrap().unwrap();
+    let reader = request("stock", "reader").with_mode(LockMode::Shared);
+    leases.enqueue_row(&reader).await.unwrap();
+    leases.dequeue_row(&reader).await.unwrap();
+    let queued = request("stock", "queued writer");
+    leases.enqueue_row(&queued).await.unwrap();
+    assert!(leases.release(&first.key, &first.owner).await.unwrap());
+    let mut conn = MySqlConnection::connect(&db.url()).await.unwrap();
+    // The reader's mark lapsed (as it does 2 s after its last push).
+    sqlx::query("UPDATE lockkit_locks SET readers_until = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+
+    // A write hold does not let a queued writer go first (unless fair): one upsert.
+    let writer = request("stock", "writer");
+    let before = statements(&mut conn).await;
+    assert!(leases.try_acquire(&writer).await.unwrap().is_some());
+    let after = statements(&mut conn).await;
+    assert_eq!((after.0 - before.0, after.1 - before.1), (1, 0));
+}
+
+#[tokio::test]
+async fn a_fair_writer_reads_its_turn_in_one_statement() {
+    let (db, driver) = started().await;
+    let leases = driver.backend();
+    let first = request("stock", "first");
+    leases.try_acquire(&first).await.unwrap().unwrap();
+    let queued = request("stock", "queued writer");
+    leases.enqueue_row(&queued).await.unwrap();
+    assert!(leases.release(&first.key, &first.owner).await.unwrap());
+    let mut conn = MySqlConnection::connect(&db.url()).await.unwrap();
+
+    let mut fair = request("stock", "fair");
+    fair.fair = true;
+    let before = statements(&mut conn).await;
+    assert!(leases.try_acquire(&fair).await.unwrap().is_none());
+    let after = statements(&mut conn).await;
+    assert_eq!((after.0 - before.0, after.1 - before.1), (1, 0));
 }
