@@ -60,6 +60,23 @@ async fn a_lease_holds_for_sessions_in_any_time_zone() {
 /// after a failover to it).
 const UNSAFE: &str = "Unsafe statement written to the binary log";
 
+/// Waits (at most 10 s) until `count`, a `SELECT COUNT(*)`, counts a row.
+async fn until_counted(admin: &sqlx::MySqlPool, count: &'static str) {
+    let counted = async {
+        while sqlx::query_scalar::<_, i64>(count)
+            .fetch_one(admin)
+            .await
+            .unwrap()
+            == 0
+        {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), counted)
+        .await
+        .unwrap_or_else(|_| panic!("never counted a row: {count}"));
+}
+
 #[tokio::test]
 async fn no_statement_is_unsafe_for_statement_based_binary_logging() {
     let server = MariaDb::start_with_settings(MARIADB_HOSTILE_SETTINGS)
@@ -84,19 +101,7 @@ async fn no_statement_is_unsafe_for_statement_based_binary_logging() {
             // statements that read the bell's holder are the ones at stake).
             let asleep = "SELECT COUNT(*) FROM information_schema.PROCESSLIST \
                           WHERE INFO LIKE '%SLEEP(%' AND ID <> CONNECTION_ID()";
-            let waiting = async {
-                while sqlx::query_scalar::<_, i64>(asleep)
-                    .fetch_one(&admin)
-                    .await
-                    .unwrap()
-                    == 0
-                {
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                }
-            };
-            tokio::time::timeout(Duration::from_secs(10), waiting)
-                .await
-                .unwrap();
+            until_counted(&admin, asleep).await;
         }
         held.extend(TTL).await.unwrap();
         held.release().await.unwrap();
@@ -127,19 +132,7 @@ async fn no_statement_is_unsafe_for_statement_based_binary_logging() {
             });
             let marked = "SELECT COUNT(*) FROM lockkit_locks \
                           WHERE name = 'q' AND readers_until IS NOT NULL";
-            let queued = async {
-                while sqlx::query_scalar::<_, i64>(marked)
-                    .fetch_one(&admin)
-                    .await
-                    .unwrap()
-                    == 0
-                {
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                }
-            };
-            tokio::time::timeout(Duration::from_secs(10), queued)
-                .await
-                .unwrap();
+            until_counted(&admin, marked).await;
             let fair = a.lock("q2").fair().no_wait().await.unwrap();
             fair.release().await.unwrap();
             held.release().await.unwrap();
