@@ -114,8 +114,10 @@
 //! the default), on every backend and in every mode. `tables=existing` only uses
 //! tables that are there, and creates nothing (nor a SQLite file): a database
 //! where nothing was ever locked is then a [`Config`](lockkit_core::LockError::Config)
-//! error that says so. `lockkit inspect`, `ls` and `break` connect this way, so
-//! that looking writes nothing.
+//! error that says so, and so are PostgreSQL or MySQL tables an earlier
+//! lockkit made without the columns this one writes (the error names the fix:
+//! connect once without it, or call the driver's `migrate`). `lockkit inspect`,
+//! `ls` and `break` connect this way, so that looking writes nothing.
 //!
 //! # Tested against
 //!
