@@ -3,8 +3,6 @@
 //! cheaper update a waiter that a release woke runs first. Each grants only in
 //! its turn ([`crate::turns`]).
 
-use std::sync::Arc;
-
 use lockkit_core::{AcquireRequest, FencingToken, Grant, Result};
 use sqlx::AssertSqlSafe;
 use sqlx::mysql::{MySql, MySqlArguments, MySqlConnection};
@@ -29,14 +27,12 @@ impl MySqlLeases {
         req: &AcquireRequest,
     ) -> Result<Option<Grant>> {
         if !req.fair {
-            let query = upsert(&self.statements.acquire, req, None);
-            match self.take(conn, req, query).await? {
+            match self.take(conn, req, self.upsert(req, false)).await? {
                 Taken::ReadersQueued => {}
                 taken => return Ok(taken.grant()),
             }
         }
-        let query = upsert(&self.statements.acquire_in_turn, req, Some(bind_turn));
-        Ok(self.take(conn, req, query).await?.grant())
+        Ok(self.take(conn, req, self.upsert(req, true)).await?.grant())
     }
 
     /// An attempt on `conn` by a waiter that a release just woke: the key is
@@ -87,34 +83,36 @@ impl MySqlLeases {
 }
 
 /// A statement on the pool or a connection, its values bound as they go.
-type Query<'q> = sqlx::query::Query<'q, MySql, MySqlArguments>;
+pub(super) type Query<'q> = sqlx::query::Query<'q, MySql, MySqlArguments>;
 
-/// [`super::sql::acquire`] or [`super::sql::acquire_in_turn`] (`turn` binds its
-/// values), bound for `req`.
-fn upsert<'q>(
-    statement: &Arc<str>,
-    req: &'q AcquireRequest,
-    turn: Option<fn(Query<'q>, &'q AcquireRequest) -> Query<'q>>,
-) -> Query<'q> {
-    let owner = req.owner.to_hex();
-    let (ttl, label) = (ttl_us(req.ttl), req.stored_label());
-    let query = sqlx::query(AssertSqlSafe(statement.clone()))
-        .bind(req.key.as_str())
-        .bind(owner.clone())
-        .bind(ttl)
-        .bind(label.clone());
-    let query = match turn {
-        Some(turn) => turn(query, req),
-        None => query,
-    };
-    // Each assignment asks whether the request takes the key (bound: owner),
-    // then binds its own values.
-    let take = |q: Query<'q>| q.bind(owner.clone());
-    let query = take(query).bind(owner.clone());
-    let query = take(query).bind(label);
-    let query = take(query);
-    let query = take(query).bind(owner.clone());
-    take(query).bind(ttl)
+impl MySqlLeases {
+    /// [`super::sql::acquire`], or [`super::sql::acquire_in_turn`] (`in_turn`,
+    /// with its turn's values), bound for `req`.
+    fn upsert<'q>(&self, req: &'q AcquireRequest, in_turn: bool) -> Query<'q> {
+        let statement = match in_turn {
+            true => &self.statements.acquire_in_turn,
+            false => &self.statements.acquire,
+        };
+        let owner = req.owner.to_hex();
+        let (ttl, label) = (ttl_us(req.ttl), req.stored_label());
+        let query = sqlx::query(AssertSqlSafe(statement.clone()))
+            .bind(req.key.as_str())
+            .bind(owner.clone())
+            .bind(ttl)
+            .bind(label.clone());
+        let query = match in_turn {
+            true => bind_turn(query, req),
+            false => query,
+        };
+        // Each assignment asks whether the request takes the key (bound: owner),
+        // then binds its own values.
+        let take = |q: Query<'q>| q.bind(owner.clone());
+        let query = take(query).bind(owner.clone());
+        let query = take(query).bind(label);
+        let query = take(query);
+        let query = take(query).bind(owner.clone());
+        take(query).bind(ttl)
+    }
 }
 
 /// Binds the values of [`super::queue_sql::turn`] for `req`.

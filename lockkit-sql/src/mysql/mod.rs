@@ -115,8 +115,9 @@
 //!   waiting on the bell. Reading the queue costs the server more than the
 //!   rest of the upsert, so a non-fair writer's upsert reads only the key row's
 //!   `readers_until`, which each queued reader pushes out past its queue row's
-//!   expiry; a free key with a reader possibly queued (for up to 2 s after the
-//!   last one) takes a second upsert, which reads the queue. A lockkit older
+//!   expiry; a free key with a reader possibly queued (until the last one's
+//!   queue row would lapse: `turns.rs`) takes a second upsert, which reads the
+//!   queue. A lockkit older
 //!   than that column does not push it: mixed with it, a newer writer may pass
 //!   an older reader's queued row (turns, never exclusion).
 //! - There is no `LISTEN/NOTIFY` in MySQL: an exclusive waiter in another process

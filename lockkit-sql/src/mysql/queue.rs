@@ -2,16 +2,15 @@
 //! it, and reading it.
 
 use lockkit_core::{AcquireRequest, Inspection, LockKey, LockMode, Result};
-use sqlx::mysql::{MySql, MySqlArguments};
+use sqlx::mysql::MySql;
 use sqlx::{AssertSqlSafe, Executor};
 
+use super::exclusive::Query;
 use super::leases::{MySqlLeases, db_error, ttl_us};
 use crate::connect::Within;
 use crate::holds;
 use crate::mode_names::mode_name;
 use crate::turns::{self, QueueRow};
-
-type Query<'q> = sqlx::query::Query<'q, MySql, MySqlArguments>;
 
 impl MySqlLeases {
     /// Queues `req` behind its key's last waiter, or pushes its row out. A
