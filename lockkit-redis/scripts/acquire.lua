@@ -2,12 +2,14 @@
 -- the token); bumps the per-key fencing counter for a new holder. A waiting caller
 -- that finds the lock held joins the waiters (or refreshes its entry there), so a
 -- release wakes it and only it.
--- KEYS[1] lock, KEYS[2] fencing counter, KEYS[3] waiters.
+-- KEYS[1] lock, KEYS[2] fencing counter, KEYS[3] waiters (scored by entry expiry),
+-- KEYS[4] queue (the same entries, scored by the waiter's rank: wake_next.lua).
 -- ARGV[1] owner, ARGV[2] ttl ms, ARGV[3] waiter entry ('' when not waiting),
 -- ARGV[4] waiter entry lifetime ms, ARGV[5] 'clock' to keep tokens at or above the
 -- server's clock in microseconds (fence_seed=clock), '' for the counter alone,
 -- ARGV[6] '1' if the caller may be in the waiters set already (an earlier attempt
--- was refused somewhere), '' if not: a grant takes its entry out only then.
+-- was refused somewhere), '' if not: a grant takes its entry out only then,
+-- ARGV[7] the waiter's rank, the same on every master.
 -- The lock's value is owner:token.
 -- Returns {1, token} when held by us, {0, pttl} when held by another owner.
 local current = redis.call('GET', KEYS[1])
@@ -22,6 +24,8 @@ if current then
     local expires = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[4])
     redis.call('ZADD', KEYS[3], expires, ARGV[3])
     redis.call('PEXPIRE', KEYS[3], ARGV[4])
+    redis.call('ZADD', KEYS[4], ARGV[7], ARGV[3])
+    redis.call('PEXPIRE', KEYS[4], ARGV[4])
   end
   return {0, redis.call('PTTL', KEYS[1])}
 end
@@ -43,5 +47,6 @@ end
 redis.call('SET', KEYS[1], ARGV[1] .. ':' .. string.format('%d', token), 'PX', ARGV[2])
 if ARGV[3] ~= '' and ARGV[6] == '1' then
   redis.call('ZREM', KEYS[3], ARGV[3])
+  redis.call('ZREM', KEYS[4], ARGV[3])
 end
 return {1, token}

@@ -92,6 +92,12 @@ impl Names {
         self.name(2)
     }
 
+    /// `<prefix>:{K}:queue`: who waits, in order (on a single server by arrival;
+    /// on a Redlock master by the rank each waiter sends).
+    pub(crate) fn queue(&self) -> &str {
+        self.name(3)
+    }
+
     /// `<prefix>:{K}:holders`: shared holds and permits, scored by lease end.
     pub(crate) fn holders(&self) -> &str {
         self.name(5)

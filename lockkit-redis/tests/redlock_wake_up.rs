@@ -9,6 +9,7 @@ use common::redlock_locker;
 
 use std::time::Duration;
 
+use futures_util::StreamExt;
 use lockkit_testkit::RedisMasters;
 use tokio::time::Instant;
 
@@ -107,4 +108,116 @@ async fn a_release_wakes_the_waiter_before_it_would_retry() {
         "hand-off took {handoff:?}: the waiter was not woken"
     );
     assert!(token > first, "tokens {first} then {token}");
+}
+
+/// Who each master woke: `(driver id, waiter id)` of the first wake-up it published
+/// after this subscribes, one per master, in master order.
+async fn first_wake_ups(
+    masters: &RedisMasters,
+) -> Vec<tokio::sync::oneshot::Receiver<(String, String)>> {
+    let mut firsts = Vec::new();
+    for node in &masters.nodes {
+        let client = redis::Client::open(node.url()).unwrap();
+        let mut pubsub = client.get_async_pubsub().await.unwrap();
+        pubsub.psubscribe("lockkit:wake:*").await.unwrap();
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        tokio::spawn(async move {
+            let mut messages = pubsub.on_message();
+            if let Some(m) = messages.next().await {
+                let driver = m.get_channel_name().trim_start_matches("lockkit:wake:");
+                let _ = tx.send((driver.to_owned(), m.get_payload().unwrap()));
+            }
+        });
+        firsts.push(rx);
+    }
+    firsts
+}
+
+/// Every master orders its waiters by the rank the waiter sends, not by when its
+/// entry was last refreshed there, so one release wakes the same waiter on every
+/// master. Ordered by the entries' expiry, two masters here would wake the later
+/// waiter, and the vote would split.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_master_wakes_the_earliest_waiter_whatever_its_entrys_expiry() {
+    let masters = RedisMasters::start(5).await.unwrap();
+    let url = masters.url();
+    let holder = redlock_locker(&url).await;
+    let (first, second) = (redlock_locker(&url).await, redlock_locker(&url).await);
+    let mut conns = admin(&masters).await;
+    on_every_master(
+        &mut conns,
+        "the drivers' wake channels",
+        |mut c| {
+            c.arg("PUBSUB").arg("CHANNELS").arg("lockkit:wake:*");
+            c
+        },
+        3,
+    )
+    .await;
+    let key = "stock:sku-11";
+    let waiters = format!("lockkit:{{{key}}}:waiters");
+    let held = holder.try_lock(key).await.unwrap();
+    let wait_for = |locker: lockkit_core::Locker| {
+        tokio::spawn(async move {
+            let g = locker
+                .lock(key)
+                .wait(Duration::from_secs(20))
+                .await
+                .unwrap();
+            let token = g.token().get();
+            g.release().await.unwrap();
+            token
+        })
+    };
+    let earliest = wait_for(first);
+    let entries = |mut c: redis::Cmd| {
+        c.arg("ZRANGE").arg(&waiters).arg(0).arg(-1);
+        c
+    };
+    on_every_master(&mut conns, "the first waiter's entry", &entries, 1).await;
+    // Each master names our waiters by its own wake channel.
+    let mut early = Vec::new();
+    for c in &mut conns {
+        let mut members: Vec<String> = entries(redis::Cmd::new()).query_async(c).await.unwrap();
+        early.push(members.remove(0));
+    }
+    let later = wait_for(second);
+    on_every_master(&mut conns, "both waiters' entries", &entries, 2).await;
+    // On two masters the earlier waiter's entry now expires after the later one's,
+    // as if it had refreshed there last.
+    for (c, early) in conns.iter_mut().zip(&early).take(2) {
+        let members: Vec<String> = entries(redis::Cmd::new()).query_async(c).await.unwrap();
+        let late = members.iter().find(|m| *m != early).unwrap();
+        let late_expiry: f64 = redis::cmd("ZSCORE")
+            .arg(&waiters)
+            .arg(late)
+            .query_async(c)
+            .await
+            .unwrap();
+        let _: i64 = redis::cmd("ZADD")
+            .arg(&waiters)
+            .arg("XX")
+            .arg(late_expiry + 1000.0)
+            .arg(early)
+            .query_async(c)
+            .await
+            .unwrap();
+    }
+    let woken = first_wake_ups(&masters).await;
+    let token = held.token().get();
+    held.release().await.unwrap();
+    for (i, (rx, early)) in woken.into_iter().zip(&early).enumerate() {
+        let (driver, waiter) = early.split_once(':').unwrap();
+        let got = tokio::time::timeout(Duration::from_secs(10), rx)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            got,
+            (driver.to_owned(), waiter.to_owned()),
+            "master {i} woke another waiter than the earliest"
+        );
+    }
+    let (earlier_token, later_token) = (earliest.await.unwrap(), later.await.unwrap());
+    assert!(token < earlier_token && earlier_token < later_token);
 }

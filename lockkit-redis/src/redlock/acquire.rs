@@ -26,13 +26,14 @@ pub(super) enum Outcome {
 
 impl RedlockDriver {
     /// One round; `waiters` (one per master, `None` where it cannot wake us) join
-    /// the lock's waiters set on the masters that refuse; `queued`: an earlier
-    /// round was refused, so they may be there already.
+    /// the lock's waiters queue, at `rank`, on the masters that refuse; `queued`:
+    /// an earlier round was refused, so they may be there already.
     pub(super) async fn attempt(
         &self,
         req: &AcquireRequest,
         n: &Names,
         waiters: &[Option<Waiter>],
+        rank: u64,
         queued: bool,
     ) -> Outcome {
         let (q, s) = (self.inner.quorum, &self.inner.scripts);
@@ -47,6 +48,7 @@ impl RedlockDriver {
                 let entry = w.as_ref().map(|w| Entry {
                     id: w.entry.as_str(),
                     lifetime_ms: ttl_ms(ENTRY_LIFETIME),
+                    rank,
                     queued,
                 });
                 m.timed(limit, move |c| {

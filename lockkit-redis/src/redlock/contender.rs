@@ -31,6 +31,8 @@ pub(super) struct Contending<'a> {
     names: Names,
     /// Our entry on each master that can wake us.
     waiters: Vec<Option<Waiter>>,
+    /// Our place in every master's queue of waiters ([`arrival_rank`]).
+    rank: u64,
     /// A round was refused (or cut short): our entries may be in the waiters sets.
     queued: bool,
 }
@@ -54,6 +56,7 @@ impl<'a> Contending<'a> {
             req,
             names: driver.names(&req.key),
             waiters,
+            rank: arrival_rank(),
             queued: false,
         }
     }
@@ -112,6 +115,18 @@ impl<'a> Contending<'a> {
     }
 }
 
+/// A waiter's rank in the masters' queues: the wall clock's microseconds when its
+/// acquire began, sent to every master. It only has to be the same number on
+/// every master, so that each wakes the same waiter at one release
+/// (`wake_next.lua`) and the vote does not split; earlier acquires go first. It
+/// is an order, never a deadline: a client whose clock is off only goes earlier
+/// or later in line, and a grant's deadline still comes from the monotonic clock.
+fn arrival_rank() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+}
+
 /// The holder's expiry, plus up to 20 ms so waiters do not all retry at once.
 fn until_expiry(expiry: Duration) -> Duration {
     expiry + Duration::from_millis(fastrand::u64(0..20))
@@ -127,7 +142,7 @@ impl Contender for Contending<'_> {
         }
         let expiry = match self
             .driver
-            .attempt(self.req, &self.names, &self.waiters, self.queued)
+            .attempt(self.req, &self.names, &self.waiters, self.rank, self.queued)
             .await
         {
             Outcome::Granted(grant) => return Ok(Attempt::Granted(grant)),

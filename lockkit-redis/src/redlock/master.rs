@@ -223,12 +223,14 @@ pub(crate) async fn prime(scripts: Arc<Scripts>, mut conn: ConnectionManager) ->
     scripts.load_all(&mut conn).await
 }
 
-/// A waiter's entry in a lock's `waiters` set on one master, and how long it lives
-/// without a refresh.
+/// A waiter's entry in a lock's `waiters` and `queue` sets on one master, how long
+/// it lives without a refresh, and its place in the queue.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Entry<'a> {
     pub(crate) id: &'a str,
     pub(crate) lifetime_ms: u64,
+    /// The waiter's rank, the same on every master (`wake_next.lua`).
+    pub(crate) rank: u64,
     /// An earlier attempt was refused: the entry may be in the set already.
     pub(crate) queued: bool,
 }
@@ -248,6 +250,7 @@ pub(crate) async fn acquire(
         .key(n.lock())
         .key(n.fence())
         .key(n.waiters())
+        .key(n.queue())
         .arg(owner)
         .arg(ttl_ms)
         .arg(entry.map_or("", |e| e.id))
@@ -258,6 +261,7 @@ pub(crate) async fn acquire(
         } else {
             ""
         })
+        .arg(entry.map_or(0, |e| e.rank))
         .invoke_async(&mut conn)
         .await
 }
@@ -273,6 +277,7 @@ pub(crate) async fn leave(
     s.leave
         .key(n.lock())
         .key(n.waiters())
+        .key(n.queue())
         .arg(entry)
         .arg(wake_prefix)
         .invoke_async(&mut conn)
@@ -339,6 +344,7 @@ pub(crate) async fn release(
     s.release
         .key(n.lock())
         .key(n.waiters())
+        .key(n.queue())
         .arg(owner)
         .arg(wake_prefix)
         .invoke_async(&mut conn)
@@ -355,6 +361,7 @@ pub(crate) async fn force_release(
     s.force_release
         .key(n.lock())
         .key(n.waiters())
+        .key(n.queue())
         .arg(wake_prefix)
         .invoke_async(&mut conn)
         .await
@@ -366,6 +373,7 @@ pub(crate) async fn purge(mut conn: ConnectionManager, n: &Names) -> RedisResult
         .arg(n.lock())
         .arg(n.fence())
         .arg(n.waiters())
+        .arg(n.queue())
         .query_async(&mut conn)
         .await
 }

@@ -295,8 +295,10 @@ impl RedlockOptions {
     }
 
     /// How waiters learn of a release (default [`WakeMode::Notify`]): with `Notify`,
-    /// a waiter joins the lock's waiters set on every master and each master's
-    /// release wakes the oldest live one through this driver's wake channel there
+    /// a waiter joins the lock's waiters queue on every master and each master's
+    /// release wakes the earliest live one (the same on every master: see
+    /// [`RedlockDriver`](super::RedlockDriver)'s "Wake-ups") through this driver's
+    /// wake channel there
     /// (one pub/sub connection per master, subscribed in the background); while a
     /// quorum of masters can wake it, a waiter retries on its own only about once a
     /// second. With `Poll`, or until then, waiters retry after the random
