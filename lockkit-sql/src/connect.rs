@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::table::ServerSettings;
 use lockkit_core::LockError;
-use sqlx::pool::PoolOptions;
+use sqlx::pool::{PoolConnectionMetadata, PoolOptions};
 use sqlx::{ConnectOptions, Connection, Database, Pool};
 
 /// A pooled connection idle at least this long is pinged before it is handed out
@@ -18,7 +18,8 @@ pub(crate) const PING_IF_IDLE: Duration = Duration::from_secs(1);
 
 /// Opens a pool of at most `size` connections to `server` (a name for messages:
 /// "PostgreSQL"), waiting at most `timeouts.connect` for a pooled connection.
-/// Connections idle for [`PING_IF_IDLE`] are pinged before use.
+/// Connections idle for [`PING_IF_IDLE`] are pinged before use; `sessions` adds
+/// to the pool's options (a statement run on each new connection).
 ///
 /// One connection is made first, by itself, within the connect timeout: sqlx's
 /// pool would retry a refused connection until its deadline and then say only
@@ -32,6 +33,7 @@ pub(crate) async fn open_pool<DB: Database>(
     driver: &'static str,
     settings: &ServerSettings,
     options: <DB::Connection as Connection>::Options,
+    sessions: impl FnOnce(PoolOptions<DB>) -> PoolOptions<DB>,
 ) -> Result<Pool<DB>, LockError> {
     let server = settings.kind.server;
     let timeouts = settings.timeouts;
@@ -67,19 +69,24 @@ pub(crate) async fn open_pool<DB: Database>(
             });
         }
     }
-    Ok(PoolOptions::<DB>::new()
+    let pool = PoolOptions::<DB>::new()
         .max_connections(settings.pool_size())
         .acquire_timeout(timeouts.connect)
         .test_before_acquire(false)
-        .before_acquire(|conn, idle| {
-            Box::pin(async move {
-                if idle.idle_for >= PING_IF_IDLE {
-                    conn.ping().await?;
-                }
-                Ok(true)
-            })
-        })
-        .connect_lazy_with(options))
+        .before_acquire(|conn, meta| Box::pin(ping_if_idle(conn, meta)));
+    Ok(sessions(pool).connect_lazy_with(options))
+}
+
+/// The pool's check of a connection before it hands it out: a ping if it sat
+/// idle for [`PING_IF_IDLE`]; `true` to hand it out.
+pub(crate) async fn ping_if_idle<C: Connection>(
+    conn: &mut C,
+    meta: PoolConnectionMetadata,
+) -> Result<bool, sqlx::Error> {
+    if meta.idle_for >= PING_IF_IDLE {
+        conn.ping().await?;
+    }
+    Ok(true)
 }
 
 /// What to change when a connect failed over TLS (or for want of it), in the

@@ -142,6 +142,16 @@ impl<K: ServerKind> ServerOptions<K> {
 
     /// Opens the connection pool (see [`crate::connect::open_pool`]).
     pub(crate) async fn pool(&self) -> lockkit_core::Result<Pool<K::Db>> {
-        crate::connect::open_pool::<K::Db>(K::NAME, &self.settings, self.connect.clone()).await
+        self.pool_with(|pool| pool).await
+    }
+
+    /// [`pool`](Self::pool), with `sessions` adding to the pool's options (see
+    /// [`crate::connect::open_pool`]).
+    pub(crate) async fn pool_with(
+        &self,
+        sessions: impl FnOnce(sqlx::pool::PoolOptions<K::Db>) -> sqlx::pool::PoolOptions<K::Db>,
+    ) -> lockkit_core::Result<Pool<K::Db>> {
+        crate::connect::open_pool::<K::Db>(K::NAME, &self.settings, self.connect.clone(), sessions)
+            .await
     }
 }

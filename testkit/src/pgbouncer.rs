@@ -41,7 +41,20 @@ impl PgBouncer {
     /// [`TestkitError::NotFound`] if PgBouncer or PostgreSQL is not installed;
     /// `NotReady` with the log's tail if either does not come up.
     pub async fn start(mode: PoolMode) -> Result<Self, TestkitError> {
-        let postgres = Postgres::start().await?;
+        Self::start_with_settings(mode, &[]).await
+    }
+
+    /// [`start`](Self::start), with `settings` on PostgreSQL's command line
+    /// (as [`Postgres::start_with_settings`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`start`](Self::start).
+    pub async fn start_with_settings(
+        mode: PoolMode,
+        settings: &[&str],
+    ) -> Result<Self, TestkitError> {
+        let postgres = Postgres::start_with_settings(settings).await?;
         let binary = find_binary("pgbouncer", "LOCKKIT_PGBOUNCER_BIN")?;
         let (uid, gid) = user_ids("postgres")?;
         let dir = temp_dir()?;

@@ -10,6 +10,7 @@ use sqlx::{AssertSqlSafe, Row};
 use super::leases::{PgLeases, db_error};
 use super::listen::Listener;
 use super::options::PgOptions;
+use super::plans::GenericPlans;
 use super::pooler;
 use super::{holder_sql, sql, waiter_sql};
 use crate::lease::LeaseDriver;
@@ -112,7 +113,9 @@ impl LeaseDriver<PgLeases> {
     /// [`LockError::Connection`](lockkit_core::LockError::Connection) if the server
     /// cannot be reached or refuses us.
     pub async fn connect(options: PgOptions) -> Result<Self> {
-        Self::on_pool(options.pool().await?, true, options).await
+        let plans = GenericPlans::new(&options.settings);
+        let pool = options.pool_with(|pool| plans.set_up(pool)).await?;
+        Self::on_pool(pool, Some(plans), options).await
     }
 
     /// The lease driver on the application's own pool: creates the lease table if
@@ -125,12 +128,16 @@ impl LeaseDriver<PgLeases> {
     /// A backend error if the pool cannot reach the server or may not create the
     /// table.
     pub async fn from_pool(pool: PgPool, options: PgOptions) -> Result<Self> {
-        Self::on_pool(pool, false, options).await
+        Self::on_pool(pool, None, options).await
     }
 
-    /// The lease driver on `pool`, which lockkit made (`own`) or the
-    /// application gave.
-    pub(super) async fn on_pool(pool: PgPool, own: bool, options: PgOptions) -> Result<Self> {
+    /// The lease driver on `pool`, which lockkit made (then `own` sets its
+    /// sessions up for generic plans) or the application gave (`None`).
+    pub(super) async fn on_pool(
+        pool: PgPool,
+        own: Option<GenericPlans>,
+        options: PgOptions,
+    ) -> Result<Self> {
         let (t, tables) = (&options.settings.table, options.settings.tables);
         if tables == Tables::Existing {
             require_table(&pool, t).await?;
@@ -144,6 +151,9 @@ impl LeaseDriver<PgLeases> {
         let pooled = pooler::transaction_pooler(&pool, &options.settings)
             .await
             .map_err(db_error)?;
+        if let Some(plans) = own.as_ref().filter(|_| !pooled) {
+            plans.on();
+        }
         let channel = channel(t);
         // Behind a transaction-mode pooler, `LISTEN` would register on a server
         // connection others use, and hear nothing: waiters poll.
@@ -153,7 +163,13 @@ impl LeaseDriver<PgLeases> {
             .map_or_else(Arc::default, |l| l.wakeups().clone());
         let timeout = options.settings.timeouts.request;
         Ok(Self::new(PgLeases::new(
-            pool, own, t, channel, wakeups, listener, timeout,
+            pool,
+            own.is_some(),
+            t,
+            channel,
+            wakeups,
+            listener,
+            timeout,
         )))
     }
 

@@ -125,6 +125,14 @@
 //!   connection (`listen.rs`), which wakes their waiters and observers of that
 //!   key only. Their waiters poll only as a fallback, for a missed notification
 //!   or a broken listener, every 125–375 ms.
+//! - **Each statement is planned once per connection** on a pool lockkit opened
+//!   (`plan_cache_mode = force_generic_plan`, set on each of its connections
+//!   once connecting found no transaction-mode pooler; `plans.rs`). Left to
+//!   itself, PostgreSQL planned the upserts afresh on every run behind a queue
+//!   of waiters, at 100–550 µs of server time a plan. The application's pool
+//!   (`from_pool`) keeps its own setting
+//!   (`a_driver_on_its_own_pool_plans_each_statement_once`,
+//!   `through_a_transaction_pooler_no_session_setting_is_left_behind`).
 //! - **Exclusive waiters queue**, in `<table>_waiters` (below): an exclusive
 //!   acquire whose first attempt is refused adds its row at once (the attempt
 //!   again, and the row if refused: one statement). An exclusive release names
@@ -232,6 +240,7 @@ mod leases;
 mod listen;
 mod many;
 mod options;
+mod plans;
 mod pooler;
 mod queue;
 mod sql;
@@ -275,8 +284,12 @@ impl Driver for PgDriver {
 ///
 /// [`lockkit_core::LockError::Connection`] if the server cannot be reached.
 pub async fn connect(options: PgOptions) -> lockkit_core::Result<Arc<dyn LockDriver>> {
-    let pool = options.pool().await?;
-    on_pool(pool, true, options).await
+    if options.settings.session_mode {
+        return Ok(Arc::new(
+            advisory::on_pool(options.pool().await?, options).await?,
+        ));
+    }
+    Ok(Arc::new(PgDriver::connect(options).await?))
 }
 
 /// The driver on the application's own pool, in the mode `options` asks for.
@@ -313,17 +326,8 @@ pub async fn from_pool(
     pool: sqlx::PgPool,
     options: PgOptions,
 ) -> lockkit_core::Result<Arc<dyn LockDriver>> {
-    on_pool(pool, false, options).await
-}
-
-/// The driver on `pool`, which lockkit made (`own`) or the application gave.
-async fn on_pool(
-    pool: sqlx::PgPool,
-    own: bool,
-    options: PgOptions,
-) -> lockkit_core::Result<Arc<dyn LockDriver>> {
     if options.settings.session_mode {
         return Ok(Arc::new(advisory::on_pool(pool, options).await?));
     }
-    Ok(Arc::new(PgDriver::on_pool(pool, own, options).await?))
+    Ok(Arc::new(PgDriver::from_pool(pool, options).await?))
 }
