@@ -294,7 +294,8 @@
 //! - **Redlock** ([`RedlockDriver`]) over `N` independent masters: invariants
 //!   RL1–RL3. Its waiters join the lock's waiters queue on every master, and
 //!   each master's release wakes the earliest live one there (the same one on
-//!   every master: see its "Wake-ups") through the same wake channels as the single-server driver (one subscription per master;
+//!   every master: see its "Wake-ups") through the same wake channels as the
+//!   single-server driver (one subscription per master;
 //!   `?wake=poll`: the random-delay retry only).
 
 mod acquire;
