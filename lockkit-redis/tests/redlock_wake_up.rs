@@ -58,6 +58,21 @@ async fn on_every_master(
     }
 }
 
+/// Waits (bounded) until `drivers` drivers' wake channels are subscribed on every
+/// master.
+async fn until_subscribed(conns: &mut [redis::aio::MultiplexedConnection], drivers: usize) {
+    on_every_master(
+        conns,
+        "the drivers' wake channels",
+        |mut c| {
+            c.arg("PUBSUB").arg("CHANNELS").arg("lockkit:wake:*");
+            c
+        },
+        drivers,
+    )
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_release_wakes_the_waiter_before_it_would_retry() {
     let masters = RedisMasters::start(5).await.unwrap();
@@ -65,16 +80,7 @@ async fn a_release_wakes_the_waiter_before_it_would_retry() {
     let url = format!("{}?retry_ms=5000", masters.url());
     let (holder, waiter) = (redlock_locker(&url).await, redlock_locker(&url).await);
     let mut conns = admin(&masters).await;
-    on_every_master(
-        &mut conns,
-        "both drivers' wake channels",
-        |mut c| {
-            c.arg("PUBSUB").arg("CHANNELS").arg("lockkit:wake:*");
-            c
-        },
-        2,
-    )
-    .await;
+    until_subscribed(&mut conns, 2).await;
     let key = "stock:sku-9";
     let held = holder.try_lock(key).await.unwrap();
     let waiting = tokio::spawn(async move {
@@ -144,16 +150,7 @@ async fn every_master_wakes_the_earliest_waiter_whatever_its_entrys_expiry() {
     let holder = redlock_locker(&url).await;
     let (first, second) = (redlock_locker(&url).await, redlock_locker(&url).await);
     let mut conns = admin(&masters).await;
-    on_every_master(
-        &mut conns,
-        "the drivers' wake channels",
-        |mut c| {
-            c.arg("PUBSUB").arg("CHANNELS").arg("lockkit:wake:*");
-            c
-        },
-        3,
-    )
-    .await;
+    until_subscribed(&mut conns, 3).await;
     let key = "stock:sku-11";
     let waiters = format!("lockkit:{{{key}}}:waiters");
     let held = holder.try_lock(key).await.unwrap();

@@ -80,12 +80,7 @@ impl MySqlLeases {
             Err(e) => Err(db_error(e)),
         }
     }
-}
 
-/// A statement on the pool or a connection, its values bound as they go.
-pub(super) type Query<'q> = sqlx::query::Query<'q, MySql, MySqlArguments>;
-
-impl MySqlLeases {
     /// [`super::sql::acquire`], or [`super::sql::acquire_in_turn`] (`in_turn`,
     /// with its turn's values), bound for `req`.
     fn upsert<'q>(&self, req: &'q AcquireRequest, in_turn: bool) -> Query<'q> {
@@ -114,6 +109,9 @@ impl MySqlLeases {
         take(query).bind(ttl)
     }
 }
+
+/// A statement on the pool or a connection, its values bound as they go.
+pub(super) type Query<'q> = sqlx::query::Query<'q, MySql, MySqlArguments>;
 
 /// Binds the values of [`super::queue_sql::turn`] for `req`.
 fn bind_turn<'q>(query: Query<'q>, req: &'q AcquireRequest) -> Query<'q> {

@@ -117,9 +117,9 @@
 //!   `readers_until`, which each queued reader pushes out past its queue row's
 //!   expiry; a free key with a reader possibly queued (until the last one's
 //!   queue row would lapse: `turns.rs`) takes a second upsert, which reads the
-//!   queue. A lockkit older
-//!   than that column does not push it: mixed with it, a newer writer may pass
-//!   an older reader's queued row (turns, never exclusion).
+//!   queue. A lockkit older than that column does not push it: mixed with it, a
+//!   newer writer may pass an older reader's queued row (turns, never
+//!   exclusion).
 //! - There is no `LISTEN/NOTIFY` in MySQL: an exclusive waiter in another process
 //!   waits in `GET_LOCK` on the key's *bell*, which a holder that waited for its
 //!   lock keeps and rings (`RELEASE_LOCK`) at its release: one waiter wakes, the

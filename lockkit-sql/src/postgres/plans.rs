@@ -34,7 +34,7 @@ const SET_UP: &str = "SET plan_cache_mode = force_generic_plan";
 
 /// Whether new connections of lockkit's own pool get the setting: from when
 /// it was turned on.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub(super) struct GenericPlans {
     since: Arc<OnceLock<Instant>>,
 }
@@ -56,9 +56,9 @@ impl GenericPlans {
     /// the pooler probe's), so that every connection lockkit runs its
     /// statements on has it.
     pub(super) fn set_up(&self, pool: PgPoolOptions) -> PgPoolOptions {
-        let (on, since) = (self.since.clone(), self.since.clone());
+        let (at_connect, at_acquire) = (self.since.clone(), self.since.clone());
         pool.after_connect(move |conn, _| {
-            let on = on.get().is_some();
+            let on = at_connect.get().is_some();
             Box::pin(async move {
                 if on && let Err(e) = sqlx::raw_sql(AssertSqlSafe(SET_UP)).execute(conn).await {
                     tracing::debug!(error = %e, "PostgreSQL: plan_cache_mode not set");
@@ -68,7 +68,9 @@ impl GenericPlans {
         })
         .before_acquire(move |conn, meta| {
             let opened = Instant::now().checked_sub(meta.age);
-            let before = since.get().is_some_and(|on| opened.is_none_or(|o| o < *on));
+            let before = at_acquire
+                .get()
+                .is_some_and(|since| opened.is_none_or(|o| o < *since));
             Box::pin(async move {
                 if before {
                     return Ok(false);
