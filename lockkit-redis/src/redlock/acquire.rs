@@ -51,10 +51,10 @@ impl RedlockDriver {
                     rank,
                     queued,
                 });
-                m.timed(limit, move |c| {
-                    master::acquire(s, c, n, owner, ms, seed, entry)
-                })
+                let call = master::acquire(s, n, owner, ms, seed, entry);
+                (m, async move { m.call(|c| call.run(c)).await })
             }),
+            limit,
             |_| false,
         )
         .await;
@@ -79,6 +79,7 @@ impl RedlockDriver {
             let raised = if unanimous {
                 None
             } else {
+                let raise = master::raise_fence(s, n, owner, token);
                 // Sent to every master, but awaited only from those that answered the
                 // acquire round: a master that just timed out is not waited for twice.
                 let awaited: Vec<bool> = replies
@@ -87,9 +88,11 @@ impl RedlockDriver {
                     .collect();
                 Some(
                     gather(
-                        self.inner.masters.iter().map(|m| {
-                            m.timed(limit, |c| master::raise_fence(s, c, n, owner, token))
-                        }),
+                        self.inner
+                            .masters
+                            .iter()
+                            .map(|m| (m, m.call(|c| raise.run(c)))),
+                        limit,
                         |r| {
                             r.iter()
                                 .zip(&awaited)
@@ -138,7 +141,7 @@ impl RedlockDriver {
         limit: Duration,
     ) -> Vec<Reply<i64>> {
         let (s, wake) = (&self.inner.scripts, self.inner.wake_prefix.as_str());
-        self.on_every_master(limit, |c| master::release(s, c, n, owner, wake))
-            .await
+        let call = master::release(s, n, owner, wake);
+        self.on_every_master(limit, |c| call.run(c)).await
     }
 }

@@ -55,11 +55,10 @@ impl RedlockDriver {
         // requests); the others are primed in the background.
         let scripts = Arc::new(Scripts::new());
         let replies = gather(
-            masters.iter().map(|m| {
-                m.timed(options.connect_timeout, |c| {
-                    master::prime(scripts.clone(), c)
-                })
-            }),
+            masters
+                .iter()
+                .map(|m| (m, m.call(|c| master::prime(scripts.clone(), c)))),
+            options.connect_timeout,
             |r| answered(r) >= quorum,
         )
         .await;

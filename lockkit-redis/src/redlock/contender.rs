@@ -183,8 +183,10 @@ impl Contender for Contending<'_> {
                 .zip(&self.waiters)
                 .filter_map(|(m, w)| {
                     let entry = w.as_ref()?.entry.as_str();
-                    Some(m.timed(limit, move |c| master::leave(s, c, n, entry, wake)))
+                    let call = master::leave(s, n, entry, wake);
+                    Some((m, async move { m.call(|c| call.run(c)).await }))
                 }),
+            limit,
             |_| false,
         )
         .await;

@@ -105,10 +105,9 @@ impl LockDriver for RedlockDriver {
     async fn force_release(&self, key: &LockKey) -> Result<bool> {
         let (s, n) = (&self.inner.scripts, self.names(key));
         let wake = self.inner.wake_prefix.as_str();
+        let call = master::force_release(s, &n, wake);
         let replies = self
-            .on_every_master(self.inner.request_timeout, |c| {
-                master::force_release(s, c, &n, wake)
-            })
+            .on_every_master(self.inner.request_timeout, |c| call.run(c))
             .await;
         if quorum_unreachable(&replies, self.inner.quorum) {
             return Err(unreachable_error(&replies, self.inner.quorum));

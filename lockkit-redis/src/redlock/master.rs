@@ -1,8 +1,9 @@
-//! One master: its connection, its wake-up subscription, a time limit on every
-//! request, and the script calls.
+//! One master: its connection, its wake-up subscription, its requests, and the
+//! script calls.
 //!
 //! The script calls are small free functions so that a change to a script's keys or
-//! arguments is a change in one place.
+//! arguments is a change in one place. Each builds its [`ScriptCall`] once; a
+//! round sends it to every master it is the same for.
 
 use std::future::Future;
 use std::sync::{Arc, OnceLock, Weak};
@@ -20,8 +21,13 @@ use crate::options::FenceSeed;
 use crate::scripts::Scripts;
 use crate::wait::{Subscriptions, Waiter};
 
+use super::script_call::ScriptCall;
+
 /// Longest pause between attempts to subscribe to a master that is down.
 const SUBSCRIBE_BACKOFF_MAX: Duration = Duration::from_secs(5);
+
+/// How long loading the scripts in the background may wait for a master.
+const BACKGROUND_PRIME_LIMIT: Duration = Duration::from_secs(5);
 
 /// One Redlock master.
 pub(crate) struct Master {
@@ -29,7 +35,7 @@ pub(crate) struct Master {
     pub(crate) shown: String,
     conn: ConnectionManager,
     client: redis::Client,
-    /// Whether its eviction policy was found safe (see [`timed`](Self::timed)).
+    /// Whether its eviction policy was found safe (see [`call`](Self::call)).
     checked: Checked,
     /// `Redlock master <shown>`, as a refusal names it.
     server: String,
@@ -60,8 +66,10 @@ impl Master {
     pub(crate) fn prime_in_background(&self, scripts: Arc<Scripts>) {
         let conn = self.conn.clone();
         tokio::spawn(async move {
-            if let Err(e) = prime(scripts, conn).await {
-                tracing::debug!(error = %e, "Redlock master: scripts not loaded yet");
+            match tokio::time::timeout(BACKGROUND_PRIME_LIMIT, prime(scripts, conn)).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => tracing::debug!(error = %e, "Redlock master: scripts not loaded yet"),
+                Err(_) => tracing::debug!("Redlock master: scripts not loaded yet (no answer)"),
             }
         });
     }
@@ -87,7 +95,9 @@ impl Master {
             .set_min_delay(Duration::from_millis(5))
             .set_max_delay(Duration::from_millis(20))
             .set_connection_timeout(Some(connect_timeout))
-            .set_response_timeout(Some(Duration::from_secs(5)));
+            // Every request is bounded by its round's deadline (`gather`), or by
+            // `timed`: a second timer per request would only cost a wake-up.
+            .set_response_timeout(None);
         let conn =
             ConnectionManager::new_lazy_with_config(client.clone(), config).map_err(|e| {
                 LockError::Connection {
@@ -176,12 +186,13 @@ impl Master {
         self.wake.get().is_some_and(|subs| subs.is_live())
     }
 
-    /// Runs `call` on this master's connection, giving up after `limit`. First,
-    /// if it is due, the master's eviction policy is checked within the same
-    /// limit: a master whose policy is refused fails every request with the
-    /// refusal, and so counts as failed for the quorum (see
+    /// Runs `call` on this master's connection, with no time limit of its own
+    /// (every caller bounds it: [`gather`](super::fan_out::gather) bounds a
+    /// round, [`timed`](Self::timed) a lone request). First, if it is due, the
+    /// master's eviction policy is checked: a master whose policy is refused fails
+    /// every request with the refusal, and so counts as failed for the quorum (see
     /// [`RedlockOptions::eviction`](super::RedlockOptions::eviction)).
-    pub(crate) async fn timed<T, F, Fut>(&self, limit: Duration, call: F) -> Reply<T>
+    pub(crate) async fn call<T, F, Fut>(&self, call: F) -> Reply<T>
     where
         F: FnOnce(ConnectionManager) -> Fut,
         Fut: Future<Output = RedisResult<T>>,
@@ -195,9 +206,9 @@ impl Master {
                 .await
                 .inspect_err(|e| self.checked.after_error(e))
         };
-        match tokio::time::timeout(limit, checked_call).await {
-            Ok(Ok(v)) => Reply::Answered(v),
-            Ok(Err(e)) => match eviction::refusal(&e) {
+        match checked_call.await {
+            Ok(v) => Reply::Answered(v),
+            Err(e) => match eviction::refusal(&e) {
                 Some(why) => Reply::Failed(why),
                 None => Reply::Failed(format!(
                     "{}: {}",
@@ -205,8 +216,23 @@ impl Master {
                     redact_urls_in(&e.to_string())
                 )),
             },
-            Err(_) => Reply::Failed(format!("{}: no answer within {limit:?}", self.shown)),
         }
+    }
+
+    /// [`call`](Self::call), giving up after `limit`.
+    pub(crate) async fn timed<T, F, Fut>(&self, limit: Duration, call: F) -> Reply<T>
+    where
+        F: FnOnce(ConnectionManager) -> Fut,
+        Fut: Future<Output = RedisResult<T>>,
+    {
+        tokio::time::timeout(limit, self.call(call))
+            .await
+            .unwrap_or_else(|_| Reply::Failed(self.no_answer(limit)))
+    }
+
+    /// The failure of a request this master did not answer within `limit`.
+    pub(crate) fn no_answer(&self, limit: Duration) -> String {
+        format!("{}: no answer within {limit:?}", self.shown)
     }
 }
 
@@ -237,20 +263,15 @@ pub(crate) struct Entry<'a> {
 
 /// `acquire.lua`: `(1, token)` if now held by `owner`, `(0, pttl)` if by another;
 /// a refused waiter with an `entry` joins (or refreshes) the lock's waiters set.
-pub(crate) async fn acquire(
-    s: &Scripts,
-    mut conn: ConnectionManager,
+pub(crate) fn acquire<'s>(
+    s: &'s Scripts,
     n: &Names,
     owner: &str,
     ttl_ms: u64,
     seed: FenceSeed,
     entry: Option<Entry<'_>>,
-) -> RedisResult<(i64, i64)> {
-    s.acquire
-        .key(n.lock())
-        .key(n.fence())
-        .key(n.waiters())
-        .key(n.queue())
+) -> ScriptCall<'s, (i64, i64)> {
+    ScriptCall::new(&s.acquire, &[n.lock(), n.fence(), n.waiters(), n.queue()])
         .arg(owner)
         .arg(ttl_ms)
         .arg(entry.map_or("", |e| e.id))
@@ -262,109 +283,76 @@ pub(crate) async fn acquire(
             ""
         })
         .arg(entry.map_or(0, |e| e.rank))
-        .invoke_async(&mut conn)
-        .await
 }
 
 /// `leave.lua`: removes a waiter's entry, passing on a wake-up if the lock is free.
-pub(crate) async fn leave(
-    s: &Scripts,
-    mut conn: ConnectionManager,
+pub(crate) fn leave<'s>(
+    s: &'s Scripts,
     n: &Names,
     entry: &str,
     wake_prefix: &str,
-) -> RedisResult<i64> {
-    s.leave
-        .key(n.lock())
-        .key(n.waiters())
-        .key(n.queue())
+) -> ScriptCall<'s, i64> {
+    ScriptCall::new(&s.leave, &[n.lock(), n.waiters(), n.queue()])
         .arg(entry)
         .arg(wake_prefix)
-        .invoke_async(&mut conn)
-        .await
 }
 
 /// `raise_fence.lua`: 1 if the lock is `owner`'s and now carries `token`.
-pub(crate) async fn raise_fence(
-    s: &Scripts,
-    mut conn: ConnectionManager,
+pub(crate) fn raise_fence<'s>(
+    s: &'s Scripts,
     n: &Names,
     owner: &str,
     token: u64,
-) -> RedisResult<i64> {
-    s.raise_fence
-        .key(n.lock())
-        .key(n.fence())
+) -> ScriptCall<'s, i64> {
+    ScriptCall::new(&s.raise_fence, &[n.lock(), n.fence()])
         .arg(owner)
         .arg(token)
-        .invoke_async(&mut conn)
-        .await
 }
 
 /// `extend.lua`: 1 if `owner`'s hold was extended.
-pub(crate) async fn extend(
-    s: &Scripts,
-    mut conn: ConnectionManager,
+pub(crate) fn extend<'s>(
+    s: &'s Scripts,
     n: &Names,
     owner: &str,
     ttl_ms: u64,
-) -> RedisResult<i64> {
-    s.extend
-        .key(n.lock())
+) -> ScriptCall<'s, i64> {
+    ScriptCall::new(&s.extend, &[n.lock()])
         .arg(owner)
         .arg(ttl_ms)
-        .invoke_async(&mut conn)
-        .await
 }
 
 /// `extend_many.lua`: one 1/0 per `(lock key, owner)`.
-pub(crate) async fn extend_many(
-    s: &Scripts,
-    mut conn: ConnectionManager,
+pub(crate) fn extend_many<'s>(
+    s: &'s Scripts,
     holds: &[(String, String)],
     ttl_ms: u64,
-) -> RedisResult<Vec<i64>> {
-    let mut invocation = s.extend_many.prepare_invoke();
-    invocation.arg(ttl_ms);
-    for (lock, owner) in holds {
-        invocation.key(lock);
-        invocation.arg(owner);
-    }
-    invocation.invoke_async(&mut conn).await
+) -> ScriptCall<'s, Vec<i64>> {
+    let locks: Vec<&str> = holds.iter().map(|(lock, _)| lock.as_str()).collect();
+    holds.iter().fold(
+        ScriptCall::new(&s.extend_many, &locks).arg(ttl_ms),
+        |call, (_, owner)| call.arg(owner),
+    )
 }
 
 /// `release.lua`: 1 if `owner`'s hold was deleted (then one waiter is woken).
-pub(crate) async fn release(
-    s: &Scripts,
-    mut conn: ConnectionManager,
+pub(crate) fn release<'s>(
+    s: &'s Scripts,
     n: &Names,
     owner: &str,
     wake_prefix: &str,
-) -> RedisResult<i64> {
-    s.release
-        .key(n.lock())
-        .key(n.waiters())
-        .key(n.queue())
+) -> ScriptCall<'s, i64> {
+    ScriptCall::new(&s.release, &[n.lock(), n.waiters(), n.queue()])
         .arg(owner)
         .arg(wake_prefix)
-        .invoke_async(&mut conn)
-        .await
 }
 
 /// `force_release.lua`: 1 if there was a holder (then one waiter is woken).
-pub(crate) async fn force_release(
-    s: &Scripts,
-    mut conn: ConnectionManager,
+pub(crate) fn force_release<'s>(
+    s: &'s Scripts,
     n: &Names,
     wake_prefix: &str,
-) -> RedisResult<i64> {
-    s.force_release
-        .key(n.lock())
-        .key(n.waiters())
-        .key(n.queue())
-        .arg(wake_prefix)
-        .invoke_async(&mut conn)
-        .await
+) -> ScriptCall<'s, i64> {
+    ScriptCall::new(&s.force_release, &[n.lock(), n.waiters(), n.queue()]).arg(wake_prefix)
 }
 
 /// Deletes the lock, its counter and its waiters on this master (`purge`).

@@ -7,9 +7,11 @@
 //! - `acquire.rs`: one acquire round and the fencing write-back; `contender.rs`:
 //!   the waits and retries around it;
 //! - `renew.rs`: extend and the watchdog's renewals;
-//! - `fan_out.rs`: one request to every master at once; `quorum.rs`: counting
-//!   the answers; `validity.rs`: request timeouts, drift and deadlines;
+//! - `fan_out.rs`: one request to every master at once, under one deadline;
+//!   `quorum.rs`: counting the answers; `validity.rs`: request timeouts, drift
+//!   and deadlines;
 //! - `master.rs`: one master's connection, subscription and script calls;
+//!   `script_call.rs`: a script call encoded once for every master;
 //! - `options.rs`: [`RedlockOptions`]. This text is `design.md`, which is also
 //!   the documentation of [`RedlockDriver`].
 
@@ -22,6 +24,7 @@ mod master;
 mod options;
 mod quorum;
 mod renew;
+mod script_call;
 mod validity;
 
 pub(crate) use options::SCHEMES;
