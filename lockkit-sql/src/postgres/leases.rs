@@ -355,14 +355,13 @@ impl LeaseBackend for PgLeases {
             Value::Text(&hex),
             Value::Text(&self.statements.channel),
         ];
-        let freed: i64 = retry_conflicts(|| {
-            self.wire
-                .scalar(&self.warm, &self.statements.release, &values)
-        })
-        .within(self.timeout)
-        .await
-        .map_err(db_error)?;
-        Ok(freed > 0 || self.release_holder(key, owner).await?)
+        let freed =
+            retry_conflicts(|| self.wire.row(&self.warm, &self.statements.release, &values))
+                .within(self.timeout)
+                .await
+                .map_err(db_error)?
+                .is_some();
+        Ok(freed || self.release_holder(key, owner).await?)
     }
 
     async fn force_release(&self, key: &LockKey) -> Result<bool> {

@@ -160,22 +160,18 @@ pub(super) fn extend_many(t: &str) -> String {
 
 /// Frees our live lease, and notifies if anyone waits for or watches the key
 /// (its `wake_until` is live: [`super::waiter_sql::push_wake`]; with nobody,
-/// the release costs no listener a wake-up). The payload is the key, followed
-/// by [`super::queue::SEPARATOR`] and the oldest live queued waiter when there
-/// is one ([`super::waiter_sql`]), which alone of the queued waiters is woken.
-/// Returns how many leases it freed. `$1` name, `$2` owner, `$3` channel.
+/// the release costs no listener a wake-up, and reads no queue). The payload
+/// is the key, followed by [`super::queue::SEPARATOR`] and the oldest live
+/// queued waiter when there is one ([`super::waiter_sql`]), which alone of the
+/// queued waiters is woken. One statement with no CTE, so that the server
+/// sets up no more than the `UPDATE`. Returns a row if it freed the lease,
+/// none otherwise. `$1` name, `$2` owner, `$3` channel.
 pub(super) fn release(t: &str) -> String {
     format!(
-        "WITH freed AS (
-             UPDATE {t} SET owner = NULL, expires_at = '-infinity'
-             WHERE name = $1 AND owner = $2 AND expires_at > clock_timestamp()
-             RETURNING name, wake_until > clock_timestamp() AS watched),
-         woken AS (SELECT name FROM freed WHERE watched),
-         {},
-         notified AS ({})
-         SELECT (SELECT count(*) FROM freed) + 0 * (SELECT * FROM notified)",
-        waiter_sql::next_waiter(t, None),
-        waiter_sql::notify_next("$3", "woken")
+        "UPDATE {t} SET owner = NULL, expires_at = '-infinity'
+         WHERE name = $1 AND owner = $2 AND expires_at > clock_timestamp()
+         RETURNING CASE WHEN wake_until > clock_timestamp() THEN {} END",
+        waiter_sql::notify_next(t, "$3", None)
     )
 }
 

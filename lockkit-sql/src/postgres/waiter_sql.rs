@@ -140,26 +140,27 @@ fn sweep(t: &str) -> String {
     )
 }
 
-/// The key's oldest live waiter, but `except` (a parameter, as `$N`) if given,
-/// as a CTE named `next`. `$1` name.
-pub(super) fn next_waiter(t: &str, except: Option<&str>) -> String {
+/// The key's oldest live waiter, but `except` (a parameter, as `$N`) if given:
+/// a query of at most one row, one `waiter` column. `$1` name.
+fn oldest_waiter(t: &str, except: Option<&str>) -> String {
     let except = except
         .map(|w| format!("AND waiter <> {w}"))
         .unwrap_or_default();
     format!(
-        "next AS (
-             SELECT waiter FROM {t}_waiters
-             WHERE name = $1 {except} AND expires_at > clock_timestamp()
-             ORDER BY since, waiter LIMIT 1)"
+        "SELECT waiter FROM {t}_waiters
+         WHERE name = $1 {except} AND expires_at > clock_timestamp()
+         ORDER BY since, waiter LIMIT 1"
     )
 }
 
-/// A `NOTIFY` on the channel `$N` `channel` for each row of `rows` (which have
-/// a `name`): the key, and the waiter `next` names if any.
-pub(super) fn notify_next(channel: &str, rows: &str) -> String {
+/// A `NOTIFY` on the channel `$N` `channel` for the key in the `name` column:
+/// the key, and the oldest live waiter of its queue but `except` (as
+/// [`oldest_waiter`]) if there is one. An expression, of type `void`; the
+/// queue is read only when it is evaluated.
+pub(super) fn notify_next(t: &str, channel: &str, except: Option<&str>) -> String {
     format!(
-        "SELECT count(pg_notify({channel}, name || coalesce(chr(31) || (SELECT waiter FROM next), '')))
-         FROM {rows}"
+        "pg_notify({channel}, name || coalesce(chr(31) || ({}), ''))",
+        oldest_waiter(t, except)
     )
 }
 
@@ -222,14 +223,13 @@ pub(super) fn requeue(t: &str) -> String {
 pub(super) fn dequeue(t: &str) -> String {
     format!(
         "WITH gone AS (DELETE FROM {t}_waiters WHERE name = $1 AND waiter = $2 RETURNING name),
-         {}, {}
          {}
+         SELECT count({}) FROM gone
          WHERE NOT EXISTS (
              SELECT 1 FROM {t}
              WHERE name = $1 AND owner IS NOT NULL AND expires_at > clock_timestamp())",
         sweep(t),
-        next_waiter(t, Some("$2")),
-        notify_next("$3", "gone")
+        notify_next(t, "$3", Some("$2"))
     )
 }
 

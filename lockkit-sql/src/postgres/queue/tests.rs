@@ -216,11 +216,11 @@ async fn a_release_that_passed_a_joining_waiter_unnotified_still_wakes_it() {
         );
         let channel = channel.clone();
         tokio::spawn(async move {
-            sqlx::query_scalar::<_, i64>(sqlx::AssertSqlSafe(&*statement))
+            sqlx::query(sqlx::AssertSqlSafe(&*statement))
                 .bind("stock")
                 .bind("holder")
                 .bind(channel)
-                .fetch_one(&pool)
+                .fetch_optional(&pool)
                 .await
         })
     };
@@ -240,9 +240,8 @@ async fn a_release_that_passed_a_joining_waiter_unnotified_still_wakes_it() {
     until_counted(&mut admin, BLOCKED, 2).await;
     sqlx::raw_sql("COMMIT").execute(&mut gate).await.unwrap();
 
-    assert_eq!(
-        releasing.await.unwrap().unwrap(),
-        1,
+    assert!(
+        releasing.await.unwrap().unwrap().is_some(),
         "the release freed the key"
     );
     let joined = joining.await.unwrap().unwrap();
