@@ -1,7 +1,8 @@
 //! lockkit's own PostgreSQL connections plan each statement once
-//! (`plan_cache_mode = force_generic_plan`), and only where the session is
-//! lockkit's alone. Counted on a real server by pg_stat_statements, which
-//! counts plans beside runs.
+//! (`plan_cache_mode = force_generic_plan`), by its keys' indexes
+//! (`enable_seqscan = off`), and only where the session is lockkit's alone.
+//! Counted on a real server by pg_stat_statements, which counts plans and
+//! buffers beside runs.
 #![cfg(test)] // Test code throughout: clippy.toml allows unwrap, expect and panic here.
 
 use std::sync::Arc;
@@ -56,6 +57,9 @@ async fn lock_and_release(locker: &Locker, times: i64) {
     }
 }
 
+/// lockkit's session settings, as pg_stat_statements shows them.
+const SETTINGS: [&str; 2] = ["%plan_cache_mode%", "%enable_seqscan%"];
+
 /// The acquire's upsert, as pg_stat_statements shows it.
 const ACQUIRE: &str = "INSERT INTO lockkit_locks AS l%VALUES%";
 
@@ -91,11 +95,10 @@ async fn a_driver_on_the_applications_pool_leaves_its_sessions_alone() {
         .await
         .unwrap();
     lock_and_release(&Locker::new(Arc::new(driver)), RUNS).await;
-    let (set, _) = counted(&mut admin, "%plan_cache_mode%").await;
-    assert_eq!(
-        set, 0,
-        "plan_cache_mode was set on the application's session"
-    );
+    for setting in SETTINGS {
+        let (set, _) = counted(&mut admin, setting).await;
+        assert_eq!(set, 0, "{setting} was set on the application's session");
+    }
     let (calls, plans) = counted(&mut admin, ACQUIRE).await;
     assert_eq!(calls, RUNS);
     assert!(
@@ -112,6 +115,66 @@ async fn through_a_transaction_pooler_no_session_setting_is_left_behind() {
     let mut admin = admin(&bouncer.postgres().url()).await;
     let locker = lockkit::connect(&bouncer.url()).await.unwrap();
     lock_and_release(&locker, RUNS).await;
-    let (set, _) = counted(&mut admin, "%plan_cache_mode%").await;
-    assert_eq!(set, 0, "plan_cache_mode was set on a pooled server session");
+    for setting in SETTINGS {
+        let (set, _) = counted(&mut admin, setting).await;
+        assert_eq!(set, 0, "{setting} was set on a pooled server session");
+    }
+}
+
+/// Buffers the statements whose text is like `like` touched per run.
+async fn blocks_per_run(admin: &mut PgConnection, like: &str) -> f64 {
+    sqlx::query_scalar(
+        "SELECT (sum(shared_blks_hit + shared_blks_read) / sum(calls))::float8
+         FROM pg_stat_statements WHERE query LIKE $1",
+    )
+    .bind(like)
+    .fetch_one(admin)
+    .await
+    .unwrap()
+}
+
+/// A plan kept for the life of a connection is made from the statistics of the
+/// moment, and a queue table is empty most of the time: planned then, the
+/// acquire would scan every waiter's row of every key for the queue check.
+/// Planned on tables analyzed empty (no autovacuum to plan it again), then run
+/// with 20,000 other keys' waiters, it still reads only its own key's rows.
+#[tokio::test]
+async fn a_plan_made_on_empty_tables_still_finds_rows_by_key() {
+    let settings = [COUNTED[0], COUNTED[1], "autovacuum=off"];
+    let server = Postgres::start_with_settings(&settings).await.unwrap();
+    let mut admin = admin(&server.url()).await;
+    let options = PgOptions::from_url(&server.url())
+        .unwrap()
+        .max_connections(1);
+    let locker = Locker::new(Arc::new(PgDriver::connect(options).await.unwrap()));
+    sqlx::query("ANALYZE lockkit_locks, lockkit_locks_waiters")
+        .execute(&mut admin)
+        .await
+        .unwrap();
+    lock_and_release(&locker, 2).await;
+    sqlx::query(
+        "INSERT INTO lockkit_locks_waiters (name, waiter, since, expires_at)
+         SELECT 'other-' || i, 'w' || i, clock_timestamp(), clock_timestamp() + interval '1 hour'
+         FROM generate_series(1, 20000) AS i",
+    )
+    .execute(&mut admin)
+    .await
+    .unwrap();
+    sqlx::query("SELECT pg_stat_statements_reset()")
+        .execute(&mut admin)
+        .await
+        .unwrap();
+    lock_and_release(&locker, RUNS).await;
+    let table_pages: i64 = sqlx::query_scalar(
+        "SELECT pg_relation_size('lockkit_locks_waiters') / current_setting('block_size')::int8",
+    )
+    .fetch_one(&mut admin)
+    .await
+    .unwrap();
+    let blocks = blocks_per_run(&mut admin, ACQUIRE).await;
+    assert!(
+        blocks < 20.0,
+        "the acquire touched {blocks:.0} buffers a run: a scan of the \
+         {table_pages}-page waiters table"
+    );
 }

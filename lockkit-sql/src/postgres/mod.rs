@@ -127,7 +127,9 @@
 //!   or a broken listener, every 125–375 ms.
 //! - **Each statement is planned once per connection** on a pool lockkit opened
 //!   (`plan_cache_mode = force_generic_plan`, set on each of its connections
-//!   once connecting found no transaction-mode pooler; `plans.rs`). Left to
+//!   once connecting found no transaction-mode pooler; `plans.rs`), by its
+//!   keys' indexes (`enable_seqscan = off`, set alike: a plan made while the
+//!   waiters table was empty scanned every key's waiters). Left to
 //!   itself, PostgreSQL planned the upserts afresh on every run behind a queue
 //!   of waiters, at 100–550 µs of server time a plan. The application's pool
 //!   (`from_pool`) keeps its own setting
