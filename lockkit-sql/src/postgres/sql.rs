@@ -63,7 +63,10 @@ pub(super) fn acquire_if_free(t: &str, me: &str, fair: &str) -> String {
 /// ([`crate::turns`]): with no live reader's row of the queue ahead of `me`'s
 /// (the waiter's row: its owner's for a polling waiter; every row is ahead of
 /// a request not queued), or, when `fair` (an int parameter, 1 for fair), no
-/// row at all.
+/// row at all. `me`'s place is read once, not once per row of the queue
+/// (a plan made while the table was empty could otherwise scan it once per
+/// row); with no live row of its own, it is `('infinity', '')`, behind
+/// every row.
 fn take_if_free(t: &str, me: &str, fair: &str) -> String {
     format!(
         "ON CONFLICT (name) DO UPDATE SET
@@ -79,11 +82,11 @@ fn take_if_free(t: &str, me: &str, fair: &str) -> String {
                     WHERE q.name = $1 AND q.expires_at > clock_timestamp()
                       AND q.waiter IS DISTINCT FROM {me}
                       AND ({fair}::int8 = 1 OR q.mode = 'shared')
-                      AND NOT EXISTS (
-                          SELECT 1 FROM {t}_waiters m
+                      AND (q.since, q.waiter) < (
+                          SELECT coalesce(max(m.since), 'infinity'), coalesce(max(m.waiter), '')
+                          FROM {t}_waiters m
                           WHERE m.name = $1 AND m.waiter = {me}
-                            AND m.expires_at > clock_timestamp()
-                            AND (m.since, m.waiter) < (q.since, q.waiter))))
+                            AND m.expires_at > clock_timestamp())))
          RETURNING fence"
     )
 }
