@@ -45,6 +45,26 @@ async fn counted(admin: &mut PgConnection, like: &str) -> (i64, i64) {
     (row.get(0), row.get(1))
 }
 
+/// A locker on a pool lockkit opens, of one connection (found to be
+/// PostgreSQL itself), so that every statement runs on it.
+async fn on_its_own_pool(url: &str) -> Locker {
+    let options = PgOptions::from_url(url).unwrap().max_connections(1);
+    Locker::new(Arc::new(PgDriver::connect(options).await.unwrap()))
+}
+
+/// A locker on a pool of one connection that the application opened.
+async fn on_the_applications_pool(url: &str) -> Locker {
+    let pool = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(1)
+        .connect(url)
+        .await
+        .unwrap();
+    let driver = PgDriver::from_pool(pool, PgOptions::default())
+        .await
+        .unwrap();
+    Locker::new(Arc::new(driver))
+}
+
 async fn lock_and_release(locker: &Locker, times: i64) {
     for _ in 0..times {
         let guard = locker
@@ -87,12 +107,7 @@ const ACQUIRE: &str = "INSERT INTO lockkit_locks AS l%VALUES%";
 async fn a_driver_on_its_own_pool_plans_each_statement_once() {
     let server = Postgres::start_with_settings(&COUNTED).await.unwrap();
     let mut admin = admin(&server.url()).await;
-    // One connection (found to be PostgreSQL itself), so every statement runs
-    // on it.
-    let options = PgOptions::from_url(&server.url())
-        .unwrap()
-        .max_connections(1);
-    let locker = Locker::new(Arc::new(PgDriver::connect(options).await.unwrap()));
+    let locker = on_its_own_pool(&server.url()).await;
     lock_and_release(&locker, RUNS).await;
     let (calls, plans) = counted(&mut admin, ACQUIRE).await;
     assert_eq!(calls, RUNS);
@@ -106,15 +121,7 @@ async fn a_driver_on_its_own_pool_plans_each_statement_once() {
 async fn a_driver_on_the_applications_pool_leaves_its_sessions_alone() {
     let server = Postgres::start_with_settings(&COUNTED).await.unwrap();
     let mut admin = admin(&server.url()).await;
-    let pool = sqlx::postgres::PgPoolOptions::new()
-        .max_connections(1)
-        .connect(&server.url())
-        .await
-        .unwrap();
-    let driver = PgDriver::from_pool(pool, PgOptions::default())
-        .await
-        .unwrap();
-    lock_and_release(&Locker::new(Arc::new(driver)), RUNS).await;
+    lock_and_release(&on_the_applications_pool(&server.url()).await, RUNS).await;
     for setting in SETTINGS {
         let (set, _) = counted(&mut admin, setting).await;
         assert_eq!(set, 0, "{setting} was set on the application's session");
@@ -163,10 +170,7 @@ async fn a_plan_made_on_empty_tables_still_finds_rows_by_key() {
     let settings = [COUNTED[0], COUNTED[1], "autovacuum=off"];
     let server = Postgres::start_with_settings(&settings).await.unwrap();
     let mut admin = admin(&server.url()).await;
-    let options = PgOptions::from_url(&server.url())
-        .unwrap()
-        .max_connections(1);
-    let locker = Locker::new(Arc::new(PgDriver::connect(options).await.unwrap()));
+    let locker = on_its_own_pool(&server.url()).await;
     analyze_empty(&mut admin).await;
     lock_and_release(&locker, 2).await;
     queue_other_keys(&mut admin).await;
@@ -199,15 +203,7 @@ async fn an_acquire_on_the_applications_pool_outlives_a_plan_made_on_empty_table
         .await
         .unwrap();
     let mut admin = PgConnection::connect(&server.url()).await.unwrap();
-    let pool = sqlx::postgres::PgPoolOptions::new()
-        .max_connections(1)
-        .connect(&server.url())
-        .await
-        .unwrap();
-    let driver = PgDriver::from_pool(pool, PgOptions::default())
-        .await
-        .unwrap();
-    let locker = Locker::new(Arc::new(driver));
+    let locker = on_the_applications_pool(&server.url()).await;
     analyze_empty(&mut admin).await;
     lock_and_release(&locker, RUNS).await;
     queue_other_keys(&mut admin).await;
