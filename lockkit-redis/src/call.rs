@@ -8,9 +8,9 @@
 //! and acknowledge at once. In one pipeline with the script, both reach the same
 //! node on the same connection, or fail together (invariant R5).
 
+use redis::aio::ConnectionLike;
 use redis::{Cmd, FromRedisValue, RedisResult, Script, ToRedisArgs};
 
-use crate::connection::Conn;
 use crate::replicas::ReplicaAck;
 
 /// A script with its keys and arguments, ready to send: the `EVALSHA` command is
@@ -62,7 +62,7 @@ impl<'a> Call<'a> {
     /// The script's or the connection's error.
     pub(crate) async fn invoke<T: FromRedisValue>(
         &self,
-        conn: &mut Conn,
+        conn: &mut impl ConnectionLike,
         ack: Option<ReplicaAck>,
     ) -> RedisResult<(T, Option<i64>)> {
         match self.send(conn, ack).await {
@@ -74,9 +74,22 @@ impl<'a> Call<'a> {
         }
     }
 
+    /// [`invoke`](Self::invoke) with no `WAIT`, on a connection of its own
+    /// (a Redlock master's, cloned for the request): the script's answer.
+    ///
+    /// # Errors
+    ///
+    /// The script's or the connection's error.
+    pub(crate) async fn run<T: FromRedisValue>(
+        &self,
+        mut conn: impl ConnectionLike,
+    ) -> RedisResult<T> {
+        Ok(self.invoke(&mut conn, None).await?.0)
+    }
+
     async fn send<T: FromRedisValue>(
         &self,
-        conn: &mut Conn,
+        conn: &mut impl ConnectionLike,
         ack: Option<ReplicaAck>,
     ) -> RedisResult<(T, Option<i64>)> {
         let Some(ack) = ack else {

@@ -52,7 +52,10 @@ impl RedlockDriver {
                     queued,
                 });
                 let call = master::acquire(s, n, owner, ms, seed, entry);
-                (m, async move { m.call(|c| call.run(c)).await })
+                (
+                    m,
+                    async move { m.call(|c| call.run::<(i64, i64)>(c)).await },
+                )
             }),
             limit,
             |_| false,
@@ -91,7 +94,7 @@ impl RedlockDriver {
                         self.inner
                             .masters
                             .iter()
-                            .map(|m| (m, m.call(|c| raise.run(c)))),
+                            .map(|m| (m, m.call(|c| raise.run::<i64>(c)))),
                         limit,
                         |r| {
                             r.iter()
@@ -142,6 +145,6 @@ impl RedlockDriver {
     ) -> Vec<Reply<i64>> {
         let (s, wake) = (&self.inner.scripts, self.inner.wake_prefix.as_str());
         let call = master::release(s, n, owner, wake);
-        self.on_every_master(limit, |c| call.run(c)).await
+        self.on_every_master(limit, |c| call.run::<i64>(c)).await
     }
 }

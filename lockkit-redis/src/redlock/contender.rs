@@ -184,7 +184,7 @@ impl Contender for Contending<'_> {
                 .filter_map(|(m, w)| {
                     let entry = w.as_ref()?.entry.as_str();
                     let call = master::leave(s, n, entry, wake);
-                    Some((m, async move { m.call(|c| call.run(c)).await }))
+                    Some((m, async move { m.call(|c| call.run::<i64>(c)).await }))
                 }),
             limit,
             |_| false,

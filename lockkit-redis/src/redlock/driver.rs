@@ -107,7 +107,7 @@ impl LockDriver for RedlockDriver {
         let wake = self.inner.wake_prefix.as_str();
         let call = master::force_release(s, &n, wake);
         let replies = self
-            .on_every_master(self.inner.request_timeout, |c| call.run(c))
+            .on_every_master(self.inner.request_timeout, |c| call.run::<i64>(c))
             .await;
         if quorum_unreachable(&replies, self.inner.quorum) {
             return Err(unreachable_error(&replies, self.inner.quorum));

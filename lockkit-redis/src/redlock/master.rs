@@ -2,8 +2,8 @@
 //! script calls.
 //!
 //! The script calls are small free functions so that a change to a script's keys or
-//! arguments is a change in one place. Each builds its [`ScriptCall`] once; a
-//! round sends it to every master it is the same for.
+//! arguments is a change in one place. Each builds its [`Call`] once; a round
+//! sends it to every master it is the same for.
 
 use std::future::Future;
 use std::sync::{Arc, OnceLock, Weak};
@@ -12,16 +12,15 @@ use std::time::Duration;
 use lockkit_core::driver::WakeUpHealth;
 use lockkit_core::url::redact_urls_in;
 use lockkit_core::{LockError, Result};
-use redis::RedisResult;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::{RedisResult, Script};
 
+use crate::call::Call;
 use crate::eviction::{self, Checked, Eviction};
 use crate::keys::Names;
 use crate::options::FenceSeed;
 use crate::scripts::Scripts;
 use crate::wait::{Subscriptions, Waiter};
-
-use super::script_call::ScriptCall;
 
 /// Longest pause between attempts to subscribe to a master that is down.
 const SUBSCRIBE_BACKOFF_MAX: Duration = Duration::from_secs(5);
@@ -261,6 +260,15 @@ pub(crate) struct Entry<'a> {
     pub(crate) queued: bool,
 }
 
+/// A call of `script` on `keys`, its arguments to follow.
+fn on_keys<'s>(script: &'s Script, keys: &[&str]) -> Call<'s> {
+    let mut call = Call::new(script, keys.len());
+    for key in keys {
+        call.key(key);
+    }
+    call
+}
+
 /// `acquire.lua`: `(1, token)` if now held by `owner`, `(0, pttl)` if by another;
 /// a refused waiter with an `entry` joins (or refreshes) the lock's waiters set.
 pub(crate) fn acquire<'s>(
@@ -270,9 +278,9 @@ pub(crate) fn acquire<'s>(
     ttl_ms: u64,
     seed: FenceSeed,
     entry: Option<Entry<'_>>,
-) -> ScriptCall<'s, (i64, i64)> {
-    ScriptCall::new(&s.acquire, &[n.lock(), n.fence(), n.waiters(), n.queue()])
-        .arg(owner)
+) -> Call<'s> {
+    let mut call = on_keys(&s.acquire, &[n.lock(), n.fence(), n.waiters(), n.queue()]);
+    call.arg(owner)
         .arg(ttl_ms)
         .arg(entry.map_or("", |e| e.id))
         .arg(entry.map_or(0, |e| e.lifetime_ms))
@@ -282,77 +290,55 @@ pub(crate) fn acquire<'s>(
         } else {
             ""
         })
-        .arg(entry.map_or(0, |e| e.rank))
+        .arg(entry.map_or(0, |e| e.rank));
+    call
 }
 
-/// `leave.lua`: removes a waiter's entry, passing on a wake-up if the lock is free.
-pub(crate) fn leave<'s>(
-    s: &'s Scripts,
-    n: &Names,
-    entry: &str,
-    wake_prefix: &str,
-) -> ScriptCall<'s, i64> {
-    ScriptCall::new(&s.leave, &[n.lock(), n.waiters(), n.queue()])
-        .arg(entry)
-        .arg(wake_prefix)
+/// `leave.lua`: removes a waiter's entry, passing on a wake-up if the lock is
+/// free; answers an integer.
+pub(crate) fn leave<'s>(s: &'s Scripts, n: &Names, entry: &str, wake_prefix: &str) -> Call<'s> {
+    let mut call = on_keys(&s.leave, &[n.lock(), n.waiters(), n.queue()]);
+    call.arg(entry).arg(wake_prefix);
+    call
 }
 
 /// `raise_fence.lua`: 1 if the lock is `owner`'s and now carries `token`.
-pub(crate) fn raise_fence<'s>(
-    s: &'s Scripts,
-    n: &Names,
-    owner: &str,
-    token: u64,
-) -> ScriptCall<'s, i64> {
-    ScriptCall::new(&s.raise_fence, &[n.lock(), n.fence()])
-        .arg(owner)
-        .arg(token)
+pub(crate) fn raise_fence<'s>(s: &'s Scripts, n: &Names, owner: &str, token: u64) -> Call<'s> {
+    let mut call = on_keys(&s.raise_fence, &[n.lock(), n.fence()]);
+    call.arg(owner).arg(token);
+    call
 }
 
 /// `extend.lua`: 1 if `owner`'s hold was extended.
-pub(crate) fn extend<'s>(
-    s: &'s Scripts,
-    n: &Names,
-    owner: &str,
-    ttl_ms: u64,
-) -> ScriptCall<'s, i64> {
-    ScriptCall::new(&s.extend, &[n.lock()])
-        .arg(owner)
-        .arg(ttl_ms)
+pub(crate) fn extend<'s>(s: &'s Scripts, n: &Names, owner: &str, ttl_ms: u64) -> Call<'s> {
+    let mut call = on_keys(&s.extend, &[n.lock()]);
+    call.arg(owner).arg(ttl_ms);
+    call
 }
 
 /// `extend_many.lua`: one 1/0 per `(lock key, owner)`.
-pub(crate) fn extend_many<'s>(
-    s: &'s Scripts,
-    holds: &[(String, String)],
-    ttl_ms: u64,
-) -> ScriptCall<'s, Vec<i64>> {
+pub(crate) fn extend_many<'s>(s: &'s Scripts, holds: &[(String, String)], ttl_ms: u64) -> Call<'s> {
     let locks: Vec<&str> = holds.iter().map(|(lock, _)| lock.as_str()).collect();
-    holds.iter().fold(
-        ScriptCall::new(&s.extend_many, &locks).arg(ttl_ms),
-        |call, (_, owner)| call.arg(owner),
-    )
+    let mut call = on_keys(&s.extend_many, &locks);
+    call.arg(ttl_ms);
+    for (_, owner) in holds {
+        call.arg(owner);
+    }
+    call
 }
 
 /// `release.lua`: 1 if `owner`'s hold was deleted (then one waiter is woken).
-pub(crate) fn release<'s>(
-    s: &'s Scripts,
-    n: &Names,
-    owner: &str,
-    wake_prefix: &str,
-) -> ScriptCall<'s, i64> {
-    ScriptCall::new(&s.release, &[n.lock(), n.waiters(), n.queue()])
-        .arg(owner)
-        .arg(wake_prefix)
+pub(crate) fn release<'s>(s: &'s Scripts, n: &Names, owner: &str, wake_prefix: &str) -> Call<'s> {
+    let mut call = on_keys(&s.release, &[n.lock(), n.waiters(), n.queue()]);
+    call.arg(owner).arg(wake_prefix);
+    call
 }
 
 /// `force_release.lua`: 1 if there was a holder (then one waiter is woken).
-pub(crate) fn force_release<'s>(
-    s: &'s Scripts,
-    n: &Names,
-    wake_prefix: &str,
-) -> ScriptCall<'s, i64> {
-    ScriptCall::new(&s.force_release, &[n.lock(), n.waiters(), n.queue()]).arg(wake_prefix)
+pub(crate) fn force_release<'s>(s: &'s Scripts, n: &Names, wake_prefix: &str) -> Call<'s> {
+    let mut call = on_keys(&s.force_release, &[n.lock(), n.waiters(), n.queue()]);
+    call.arg(wake_prefix);
+    call
 }
 
 /// Deletes the lock, its counter and its waiters on this master (`purge`).

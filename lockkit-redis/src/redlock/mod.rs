@@ -10,8 +10,8 @@
 //! - `fan_out.rs`: one request to every master at once, under one deadline;
 //!   `quorum.rs`: counting the answers; `validity.rs`: request timeouts, drift
 //!   and deadlines;
-//! - `master.rs`: one master's connection, subscription and script calls;
-//!   `script_call.rs`: a script call encoded once for every master;
+//! - `master.rs`: one master's connection, subscription and script calls, each
+//!   encoded once for every master (`crate::call::Call`);
 //! - `options.rs`: [`RedlockOptions`]. This text is `design.md`, which is also
 //!   the documentation of [`RedlockDriver`].
 
@@ -24,7 +24,6 @@ mod master;
 mod options;
 mod quorum;
 mod renew;
-mod script_call;
 mod validity;
 
 pub(crate) use options::SCHEMES;

@@ -28,7 +28,7 @@ impl RedlockDriver {
         let (limit, ms) = (self.request_timeout(ttl), ttl_ms(ttl));
         let sent = Instant::now();
         let call = master::extend(s, &n, &owner, ms);
-        let replies = self.on_every_master(limit, |c| call.run(c)).await;
+        let replies = self.on_every_master(limit, |c| call.run::<i64>(c)).await;
         let deadline = self.valid_until(sent, ttl);
         let (extended, gone) = (count(&replies, |v| *v == 1), count(&replies, |v| *v != 1));
         if extended >= q {
@@ -70,7 +70,9 @@ impl RedlockDriver {
             let holds = &holds;
             // One script call per master for the whole batch.
             let call = master::extend_many(s, holds, ms);
-            let replies = self.on_every_master(limit, |c| call.run(c)).await;
+            let replies = self
+                .on_every_master(limit, |c| call.run::<Vec<i64>>(c))
+                .await;
             let mut renewed = Vec::with_capacity(holds.len());
             for i in 0..holds.len() {
                 let yes = count(&replies, |v| v.get(i) == Some(&1));
