@@ -76,9 +76,11 @@ impl GenericPlans {
         pool.after_connect(move |conn, _| {
             let on = at_connect.get().is_some();
             Box::pin(async move {
-                for setting in SET_UP.iter().filter(|_| on) {
-                    if let Err(e) = sqlx::raw_sql(AssertSqlSafe(*setting)).execute(&mut *conn).await {
-                        tracing::debug!(error = %e, setting, "PostgreSQL: session setting not made");
+                if on {
+                    for setting in SET_UP {
+                        if let Err(e) = sqlx::raw_sql(AssertSqlSafe(setting)).execute(&mut *conn).await {
+                            tracing::debug!(error = %e, setting, "PostgreSQL: session setting not made");
+                        }
                     }
                 }
                 Ok(())
