@@ -17,6 +17,7 @@ mod plot;
 mod program;
 mod programs;
 mod raw_mysql;
+mod raw_postgres;
 mod report;
 mod results;
 mod rounds;

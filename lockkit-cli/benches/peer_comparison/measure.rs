@@ -14,9 +14,13 @@ pub(crate) const CONTROL: &str = "lockkit, again (control)";
 /// path is lockkit's uncontended ratio to it (no hand-offs: the watchdog is not
 /// on their path).
 pub(crate) const LEASE: &str = "lockkit, fixed lease (no watchdog)";
-/// MariaDB's hand-off floor (see [`crate::raw_mysql`]): context for the
-/// round-trip target, not a peer.
-pub(crate) const HANDOFF_FLOOR: &str = "raw GET_LOCK wake + one write (hand-off floor)";
+/// How the name of a server's own hand-off floor ends: its row is context for
+/// the round-trip target, not a peer.
+pub(crate) const HANDOFF_FLOOR: &str = "(hand-off floor)";
+/// MariaDB's hand-off floor (see [`crate::raw_mysql`]).
+pub(crate) const MYSQL_HANDOFF_FLOOR: &str = "raw GET_LOCK wake + one write (hand-off floor)";
+/// PostgreSQL's hand-off floor (see [`crate::raw_postgres`]).
+pub(crate) const PG_HANDOFF_FLOOR: &str = "raw pg_advisory_lock wake + one write (hand-off floor)";
 
 /// `lockkit bench URL --json` for lockkit's uncontended figures and the floor's,
 /// measured alternating in one process.

@@ -17,6 +17,7 @@ const SETTLE: Duration = Duration::from_millis(300);
 const RSLOCK_TTL: Duration = Duration::from_secs(10);
 
 use crate::raw_mysql::RawMySql;
+use crate::raw_postgres::RawPostgres;
 use crate::transaction_locks::{TxClient, TxHold};
 
 type Failure = Box<dyn std::error::Error + Send + Sync>;
@@ -44,6 +45,8 @@ enum Client {
     Rslock(rslock::LockManager),
     /// The MariaDB hand-off floor (see [`crate::raw_mysql`]).
     RawMySql(RawMySql),
+    /// The PostgreSQL hand-off floor (see [`crate::raw_postgres`]).
+    RawPostgres(RawPostgres),
 }
 
 /// A primitive other than the mutex.
@@ -67,6 +70,7 @@ enum Hold {
     Transaction(TxHold),
     Rslock(rslock::Lock),
     RawMySql(RawMySql, String),
+    RawPostgres(RawPostgres, String),
 }
 
 impl Client {
@@ -74,8 +78,8 @@ impl Client {
     /// URL`, `lockkit-write URL`, `lockkit-election URL`, `lockkit-fair URL`,
     /// `lockkit-two-keys URL`, `lockkit-two-locks URL`, `lockkit-transaction URL`,
     /// `lockkit-transaction-advisory URL`, `rslock
-    /// HOST:PORT[,HOST:PORT…]` (one master, or Redlock's N) or `raw-mysql-bell
-    /// URL`.
+    /// HOST:PORT[,HOST:PORT…]` (one master, or Redlock's N), `raw-mysql-bell
+    /// URL` or `raw-postgres-bell URL`.
     async fn connect(library: &str, target: &str) -> Result<Self, Failure> {
         match library {
             "lockkit" => Ok(Self::Lockkit(lockkit::connect(target).await?)),
@@ -110,6 +114,7 @@ impl Client {
                 Ok(Self::Rslock(rslock::LockManager::from_clients(clients)))
             }
             "raw-mysql-bell" => Ok(Self::RawMySql(RawMySql::connect(target).await?)),
+            "raw-postgres-bell" => Ok(Self::RawPostgres(RawPostgres::connect(target).await?)),
             other => Err(format!("no Rust participant named {other}").into()),
         }
     }
@@ -157,6 +162,10 @@ impl Client {
                 raw.acquire(key).await?;
                 Ok(Hold::RawMySql(raw.clone(), key.to_owned()))
             }
+            Self::RawPostgres(raw) => {
+                raw.acquire(key).await?;
+                Ok(Hold::RawPostgres(raw.clone(), key.to_owned()))
+            }
         }
     }
 }
@@ -177,6 +186,7 @@ impl Hold {
                 Ok(())
             }
             Self::RawMySql(raw, key) => raw.release(&key).await,
+            Self::RawPostgres(raw, key) => raw.release(&key).await,
         }
     }
 }

@@ -5,7 +5,7 @@ use lockkit_testkit::{ConsulStandIn, Etcd, MariaDb, Postgres, Redis, RedisMaster
 
 use crate::Args;
 use crate::backend::{Backend, Failure, RedisServer};
-use crate::measure::{HANDOFF_FLOOR, LEASE, lockkit_bench, run_group};
+use crate::measure::{LEASE, MYSQL_HANDOFF_FLOOR, PG_HANDOFF_FLOOR, lockkit_bench, run_group};
 use crate::programs::Programs;
 use crate::results::Group;
 use crate::servers::{
@@ -288,7 +288,7 @@ pub(crate) async fn run(args: &Args) -> Result<Vec<Group>, Failure> {
         .with_servers([db.pid()]);
         let mutex = vec![
             programs.rust("lockkit", "lockkit", url.clone()),
-            programs.rust("raw-mysql-bell", HANDOFF_FLOOR, url.clone()),
+            programs.rust("raw-mysql-bell", MYSQL_HANDOFF_FLOOR, url.clone()),
         ];
         groups.push(run_group(args, group, &url, mutex).await);
         let mut group = Group::new(
@@ -318,8 +318,12 @@ pub(crate) async fn run(args: &Args) -> Result<Vec<Group>, Failure> {
             version(&postgres, &["--version"]).await,
         )
         .with_servers([pg.pid()]);
-        // No peer: none of the peer libraries has a PostgreSQL lock.
-        let mutex = vec![programs.rust("lockkit", "lockkit", url.clone())];
+        // No peer (none of the peer libraries has a PostgreSQL lock): the
+        // server's own hand-off floor.
+        let mutex = vec![
+            programs.rust("lockkit", "lockkit", url.clone()),
+            programs.rust("raw-postgres-bell", PG_HANDOFF_FLOOR, url.clone()),
+        ];
         groups.push(run_group(args, group, &url, mutex).await);
         let mut group = Group::new(
             "PostgreSQL, a lock in your transaction",

@@ -77,7 +77,7 @@ pub(crate) fn targets(g: &Group, waiters: &[u64]) -> Vec<String> {
         }
     }
     for peer in g.rows.iter().filter(|r| r.library != "lockkit") {
-        if peer.library == HANDOFF_FLOOR {
+        if peer.library.ends_with(HANDOFF_FLOOR) {
             out.extend(floor_context(g, lk, peer, waiters));
             continue;
         }
@@ -166,8 +166,9 @@ fn floor_context(g: &Group, lk: &Row, floor: &Row, waiters: &[u64]) -> Vec<Strin
             format!(" = {r:.1}× one round trip")
         });
         out.push(format!(
-            "context, not a target: the server's own hand-off ({HANDOFF_FLOOR}), {w} waiters: \
+            "context, not a target: the server's own hand-off ({}), {w} waiters: \
              p50 {}{rtt}; lockkit's p50 is {:.2}× it",
+            floor.library,
             us(f.stats.p50_us),
             l.stats.p50_us / f.stats.p50_us
         ));
