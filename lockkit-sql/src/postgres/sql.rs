@@ -91,13 +91,6 @@ fn take_if_free(t: &str, me: &str, fair: &str) -> String {
     )
 }
 
-/// Pushes out our live lease, exclusive or not, in one statement: the key row's
-/// for an exclusive hold; a shared hold's or permit's row and the key row's
-/// expiry with it (both to the same instant) otherwise. A shared hold or permit
-/// locks the key row first (`k`, which re-reads the row's latest version if it
-/// had to wait): while the key is '*' and live no exclusive acquire can take it,
-/// and one that took it first leaves `k` empty, so the renewal fails. Returns how
-/// many holds it renewed. `$1` name, `$2` owner, `$3` TTL in ms.
 /// Stores a new label and election value on our live exclusive lease. `$1` name,
 /// `$2` owner, `$3` text.
 pub(super) fn proclaim(t: &str) -> String {
@@ -119,6 +112,13 @@ pub(super) fn list(t: &str) -> String {
     )
 }
 
+/// Pushes out our live lease, exclusive or not, in one statement: the key row's
+/// for an exclusive hold; a shared hold's or permit's row and the key row's
+/// expiry with it (both to the same instant) otherwise. A shared hold or permit
+/// locks the key row first (`k`, which re-reads the row's latest version if it
+/// had to wait): while the key is '*' and live no exclusive acquire can take it,
+/// and one that took it first leaves `k` empty, so the renewal fails. Returns how
+/// many holds it renewed. `$1` name, `$2` owner, `$3` TTL in ms.
 pub(super) fn extend(t: &str) -> String {
     format!(
         "WITH e AS (SELECT clock_timestamp() + $3::float8 * interval '1 millisecond' AS at),
