@@ -17,9 +17,9 @@ pub(crate) const LEASE: &str = "lockkit, fixed lease (no watchdog)";
 /// How the name of a server's own hand-off floor ends: its row is context for
 /// the round-trip target, not a peer.
 pub(crate) const HANDOFF_FLOOR: &str = "(hand-off floor)";
-/// MariaDB's hand-off floor (see [`crate::raw_mysql`]).
+/// MariaDB's hand-off floor (see [`crate::raw_bell`]).
 pub(crate) const MYSQL_HANDOFF_FLOOR: &str = "raw GET_LOCK wake + one write (hand-off floor)";
-/// PostgreSQL's hand-off floor (see [`crate::raw_postgres`]).
+/// PostgreSQL's hand-off floor (see [`crate::raw_bell`]).
 pub(crate) const PG_HANDOFF_FLOOR: &str = "raw pg_advisory_lock wake + one write (hand-off floor)";
 
 /// `lockkit bench URL --json` for lockkit's uncontended figures and the floor's,

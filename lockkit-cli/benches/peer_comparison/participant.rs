@@ -16,8 +16,7 @@ const SETTLE: Duration = Duration::from_millis(300);
 /// rslock's lease, as in its README; lockkit's fixed lease is the same.
 const RSLOCK_TTL: Duration = Duration::from_secs(10);
 
-use crate::raw_mysql::RawMySql;
-use crate::raw_postgres::RawPostgres;
+use crate::raw_bell::RawBell;
 use crate::transaction_locks::{TxClient, TxHold};
 
 type Failure = Box<dyn std::error::Error + Send + Sync>;
@@ -43,10 +42,8 @@ enum Client {
     /// A lock in the application's own transaction.
     LockkitTransaction(TxClient),
     Rslock(rslock::LockManager),
-    /// The MariaDB hand-off floor (see [`crate::raw_mysql`]).
-    RawMySql(RawMySql),
-    /// The PostgreSQL hand-off floor (see [`crate::raw_postgres`]).
-    RawPostgres(RawPostgres),
+    /// A server's own hand-off floor (see [`crate::raw_bell`]).
+    RawBell(RawBell),
 }
 
 /// A primitive other than the mutex.
@@ -69,8 +66,7 @@ enum Hold {
     Pair(lockkit::LockGuard, lockkit::LockGuard),
     Transaction(TxHold),
     Rslock(rslock::Lock),
-    RawMySql(RawMySql, String),
-    RawPostgres(RawPostgres, String),
+    RawBell(RawBell, String),
 }
 
 impl Client {
@@ -113,8 +109,8 @@ impl Client {
                     .collect::<Result<Vec<_>, _>>()?;
                 Ok(Self::Rslock(rslock::LockManager::from_clients(clients)))
             }
-            "raw-mysql-bell" => Ok(Self::RawMySql(RawMySql::connect(target).await?)),
-            "raw-postgres-bell" => Ok(Self::RawPostgres(RawPostgres::connect(target).await?)),
+            "raw-mysql-bell" => Ok(Self::RawBell(RawBell::connect_mysql(target).await?)),
+            "raw-postgres-bell" => Ok(Self::RawBell(RawBell::connect_postgres(target).await?)),
             other => Err(format!("no Rust participant named {other}").into()),
         }
     }
@@ -158,13 +154,9 @@ impl Client {
             Self::Rslock(manager) => Ok(Hold::Rslock(
                 tokio::time::timeout(WAIT, manager.acquire_no_guard(key, RSLOCK_TTL)).await??,
             )),
-            Self::RawMySql(raw) => {
+            Self::RawBell(raw) => {
                 raw.acquire(key).await?;
-                Ok(Hold::RawMySql(raw.clone(), key.to_owned()))
-            }
-            Self::RawPostgres(raw) => {
-                raw.acquire(key).await?;
-                Ok(Hold::RawPostgres(raw.clone(), key.to_owned()))
+                Ok(Hold::RawBell(raw.clone(), key.to_owned()))
             }
         }
     }
@@ -185,8 +177,7 @@ impl Hold {
                 lock.release().await;
                 Ok(())
             }
-            Self::RawMySql(raw, key) => raw.release(&key).await,
-            Self::RawPostgres(raw, key) => raw.release(&key).await,
+            Self::RawBell(raw, key) => raw.release(&key).await,
         }
     }
 }
