@@ -45,9 +45,11 @@ const MYSQL: Statements = Statements {
 };
 
 const POSTGRES: Statements = Statements {
-    // Under a transaction-scoped advisory lock: clients connecting at once
-    // would otherwise collide on the catalog.
-    create: "BEGIN; SELECT pg_advisory_xact_lock(hashtext('lockkit-bench-floor')); \
+    // A wait for the bell ends after 30 s, as GET_LOCK's does. The table is
+    // made under a transaction-scoped advisory lock: clients connecting at
+    // once would otherwise collide on the catalog.
+    create: "SET lock_timeout = '30s'; \
+             BEGIN; SELECT pg_advisory_xact_lock(hashtext('lockkit-bench-floor')); \
              CREATE TABLE IF NOT EXISTS lockkit_bench_floor \
              (name TEXT PRIMARY KEY, owner INT, fence BIGINT NOT NULL); COMMIT",
     take_bell: "SELECT 1 FROM (SELECT pg_advisory_lock(hashtext('lockkit-bench-floor:' || $1))) b",
