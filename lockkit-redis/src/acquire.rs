@@ -62,11 +62,7 @@ impl RedisDriver {
             LockMode::Permit { .. } => &self.scripts.acquire_permit,
             _ => &self.scripts.acquire_exclusive,
         };
-        let keys = n.all();
-        let mut call = Call::new(script, keys.len());
-        for key in keys {
-            call.key(key);
-        }
+        let mut call = Call::on_keys(script, &n.all());
         call.arg(req.owner.to_hex())
             .arg(ttl_ms(req.ttl))
             .arg(member.unwrap_or(""))

@@ -37,6 +37,15 @@ impl<'a> Call<'a> {
         }
     }
 
+    /// A call of `script` on `keys`, its arguments to follow.
+    pub(crate) fn on_keys(script: &'a Script, keys: &[&str]) -> Self {
+        let mut call = Self::new(script, keys.len());
+        for key in keys {
+            call.key(key);
+        }
+        call
+    }
+
     /// Adds a key (`KEYS[i]`).
     pub(crate) fn key(&mut self, key: &str) -> &mut Self {
         debug_assert!(self.keys_left > 0, "more keys than announced");

@@ -185,11 +185,7 @@ impl LockDriver for RedisDriver {
 
     async fn release(&self, key: &LockKey, owner: &OwnerId) -> Result<bool> {
         let n = self.names(key);
-        let keys = n.all();
-        let mut call = Call::new(&self.scripts.release_hold, keys.len());
-        for key in keys {
-            call.key(key);
-        }
+        let mut call = Call::on_keys(&self.scripts.release_hold, &n.all());
         call.arg(owner.to_hex())
             .arg(&*self.wake_prefix)
             .arg(ttl_ms(ENTRY_LIFETIME))

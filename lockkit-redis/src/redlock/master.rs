@@ -12,8 +12,8 @@ use std::time::Duration;
 use lockkit_core::driver::WakeUpHealth;
 use lockkit_core::url::redact_urls_in;
 use lockkit_core::{LockError, Result};
+use redis::RedisResult;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{RedisResult, Script};
 
 use crate::call::Call;
 use crate::eviction::{self, Checked, Eviction};
@@ -260,15 +260,6 @@ pub(crate) struct Entry<'a> {
     pub(crate) queued: bool,
 }
 
-/// A call of `script` on `keys`, its arguments to follow.
-fn on_keys<'s>(script: &'s Script, keys: &[&str]) -> Call<'s> {
-    let mut call = Call::new(script, keys.len());
-    for key in keys {
-        call.key(key);
-    }
-    call
-}
-
 /// `acquire.lua`: `(1, token)` if now held by `owner`, `(0, pttl)` if by another;
 /// a refused waiter with an `entry` joins (or refreshes) the lock's waiters set.
 pub(crate) fn acquire<'s>(
@@ -279,7 +270,7 @@ pub(crate) fn acquire<'s>(
     seed: FenceSeed,
     entry: Option<Entry<'_>>,
 ) -> Call<'s> {
-    let mut call = on_keys(&s.acquire, &[n.lock(), n.fence(), n.waiters(), n.queue()]);
+    let mut call = Call::on_keys(&s.acquire, &[n.lock(), n.fence(), n.waiters(), n.queue()]);
     call.arg(owner)
         .arg(ttl_ms)
         .arg(entry.map_or("", |e| e.id))
@@ -297,21 +288,21 @@ pub(crate) fn acquire<'s>(
 /// `leave.lua`: removes a waiter's entry, passing on a wake-up if the lock is
 /// free; answers an integer.
 pub(crate) fn leave<'s>(s: &'s Scripts, n: &Names, entry: &str, wake_prefix: &str) -> Call<'s> {
-    let mut call = on_keys(&s.leave, &[n.lock(), n.waiters(), n.queue()]);
+    let mut call = Call::on_keys(&s.leave, &[n.lock(), n.waiters(), n.queue()]);
     call.arg(entry).arg(wake_prefix);
     call
 }
 
 /// `raise_fence.lua`: 1 if the lock is `owner`'s and now carries `token`.
 pub(crate) fn raise_fence<'s>(s: &'s Scripts, n: &Names, owner: &str, token: u64) -> Call<'s> {
-    let mut call = on_keys(&s.raise_fence, &[n.lock(), n.fence()]);
+    let mut call = Call::on_keys(&s.raise_fence, &[n.lock(), n.fence()]);
     call.arg(owner).arg(token);
     call
 }
 
 /// `extend.lua`: 1 if `owner`'s hold was extended.
 pub(crate) fn extend<'s>(s: &'s Scripts, n: &Names, owner: &str, ttl_ms: u64) -> Call<'s> {
-    let mut call = on_keys(&s.extend, &[n.lock()]);
+    let mut call = Call::on_keys(&s.extend, &[n.lock()]);
     call.arg(owner).arg(ttl_ms);
     call
 }
@@ -319,7 +310,7 @@ pub(crate) fn extend<'s>(s: &'s Scripts, n: &Names, owner: &str, ttl_ms: u64) ->
 /// `extend_many.lua`: one 1/0 per `(lock key, owner)`.
 pub(crate) fn extend_many<'s>(s: &'s Scripts, holds: &[(String, String)], ttl_ms: u64) -> Call<'s> {
     let locks: Vec<&str> = holds.iter().map(|(lock, _)| lock.as_str()).collect();
-    let mut call = on_keys(&s.extend_many, &locks);
+    let mut call = Call::on_keys(&s.extend_many, &locks);
     call.arg(ttl_ms);
     for (_, owner) in holds {
         call.arg(owner);
@@ -329,14 +320,14 @@ pub(crate) fn extend_many<'s>(s: &'s Scripts, holds: &[(String, String)], ttl_ms
 
 /// `release.lua`: 1 if `owner`'s hold was deleted (then one waiter is woken).
 pub(crate) fn release<'s>(s: &'s Scripts, n: &Names, owner: &str, wake_prefix: &str) -> Call<'s> {
-    let mut call = on_keys(&s.release, &[n.lock(), n.waiters(), n.queue()]);
+    let mut call = Call::on_keys(&s.release, &[n.lock(), n.waiters(), n.queue()]);
     call.arg(owner).arg(wake_prefix);
     call
 }
 
 /// `force_release.lua`: 1 if there was a holder (then one waiter is woken).
 pub(crate) fn force_release<'s>(s: &'s Scripts, n: &Names, wake_prefix: &str) -> Call<'s> {
-    let mut call = on_keys(&s.force_release, &[n.lock(), n.waiters(), n.queue()]);
+    let mut call = Call::on_keys(&s.force_release, &[n.lock(), n.waiters(), n.queue()]);
     call.arg(wake_prefix);
     call
 }
