@@ -31,6 +31,7 @@ mod process;
 mod process_tree;
 mod proxy;
 mod redis;
+mod scratch_dir;
 mod silent;
 mod sysv_shm;
 mod template;

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use tempfile::TempDir;
 
-use crate::process::{Server, Spec, find_binary, probe_command, run_setup, temp_dir};
+use crate::process::{Server, Spec, find_binary, probe_command, run_setup};
+use crate::scratch_dir::temp_dir;
 use crate::template::{copy, template};
 use crate::tls::{CertAuthority, query_path};
 use crate::{TestkitError, free_port};

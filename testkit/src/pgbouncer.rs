@@ -7,7 +7,8 @@ use std::time::Duration;
 use tempfile::TempDir;
 
 use crate::postgres::{Postgres, user_ids};
-use crate::process::{Server, Spec, find_binary, probe_command, temp_dir};
+use crate::process::{Server, Spec, find_binary, probe_command};
+use crate::scratch_dir::temp_dir;
 use crate::{TestkitError, free_port};
 
 /// How PgBouncer hands out server connections (its `pool_mode`).

@@ -8,14 +8,16 @@ use std::time::Duration;
 
 use tempfile::TempDir;
 
-use crate::process::{Server, Spec, find_binary, probe_command, run_setup, temp_dir};
+use crate::process::{Server, Spec, find_binary, probe_command, run_setup};
+use crate::scratch_dir::many_files_dir;
 use crate::template::{copy, template};
 use crate::tls::{CertAuthority, query_path};
 use crate::{TestkitError, free_port};
 
 /// A throwaway PostgreSQL server on 127.0.0.1: trust auth, `fsync=off` (fast, not
 /// power-loss safe) but `synchronous_commit=on`, so a commit survives a SIGKILL of
-/// the server, as in production.
+/// the server, as in production. Its directory is on the machine's tmpfs when
+/// that has room (see `scratch_dir::many_files_dir`).
 #[derive(Debug)]
 pub struct Postgres {
     server: Server,
@@ -123,7 +125,7 @@ impl Postgres {
             "LOCKKIT_POSTGRES_SERVER",
         )?;
         let (uid, gid) = user_ids("postgres")?;
-        let dir = temp_dir()?;
+        let dir = many_files_dir()?;
         std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid))?;
         let data = dir.path().join("data");
         let initdb = bin.join("initdb");

@@ -63,13 +63,6 @@ pub(crate) fn find_binary(name: &str, env_override: &str) -> Result<PathBuf, Tes
     })
 }
 
-/// A temp dir whose name marks it as ours (`ci/test` looks for leftovers by it).
-pub(crate) fn temp_dir() -> Result<tempfile::TempDir, TestkitError> {
-    Ok(tempfile::Builder::new()
-        .prefix("lockkit-testkit-")
-        .tempdir()?)
-}
-
 /// The last `n` lines of `path`.
 pub(crate) fn tail(path: &Path, n: usize) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();

@@ -186,7 +186,7 @@ impl ConsulStandIn {
 
         let tls = match options.tls {
             Some(mutual) => {
-                let dir = crate::process::temp_dir()?;
+                let dir = crate::scratch_dir::temp_dir()?;
                 let certs = CertAuthority::generate(dir.path())?;
                 Some((certs, mutual, dir))
             }

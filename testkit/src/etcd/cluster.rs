@@ -6,7 +6,7 @@ use tempfile::TempDir;
 
 use super::member::{Member, Timing, Tls, etcdctl, spawn_members, wait_healthy};
 use super::{Etcd, url_for};
-use crate::process::temp_dir;
+use crate::scratch_dir::temp_dir;
 use crate::tls::CertAuthority;
 use crate::{TestkitError, free_port};
 

@@ -12,7 +12,8 @@ use std::ops::{Deref, DerefMut};
 
 use tempfile::TempDir;
 
-use crate::process::{Server, temp_dir};
+use crate::process::Server;
+use crate::scratch_dir::temp_dir;
 use crate::tls::{CertAuthority, query_path};
 use crate::{TestkitError, free_port};
 pub use cluster::EtcdCluster;

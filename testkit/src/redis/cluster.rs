@@ -6,7 +6,8 @@ use tempfile::TempDir;
 
 use super::{ClusterBus, Redis, TlsFiles};
 use crate::TestkitError;
-use crate::process::{find_binary, temp_dir};
+use crate::process::find_binary;
+use crate::scratch_dir::temp_dir;
 
 /// A Redis Cluster of `n` masters, all slots assigned, without replicas or with
 /// ([`start_replicated`](RedisCluster::start_replicated)); plain, or TLS only

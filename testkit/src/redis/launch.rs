@@ -8,7 +8,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::tls::tls_ping;
 use super::{ClusterBus, Redis, TlsFiles};
-use crate::process::{Server, Spec, find_binary, temp_dir};
+use crate::process::{Server, Spec, find_binary};
+use crate::scratch_dir::temp_dir;
 use crate::{TestkitError, free_port};
 
 /// Whether the server on `port` answers PING with PONG (bounded).

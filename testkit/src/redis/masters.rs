@@ -4,7 +4,7 @@ use tempfile::TempDir;
 
 use super::{ClusterBus, Redis, TlsFiles};
 use crate::TestkitError;
-use crate::process::temp_dir;
+use crate::scratch_dir::temp_dir;
 use crate::tls::query_path;
 
 /// N independent Redis masters (for Redlock): plain, or TLS only with one CA for

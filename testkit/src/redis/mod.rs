@@ -21,7 +21,8 @@ use std::ops::{Deref, DerefMut};
 use tempfile::TempDir;
 
 use crate::TestkitError;
-use crate::process::{Server, temp_dir};
+use crate::process::Server;
+use crate::scratch_dir::temp_dir;
 pub use cluster::RedisCluster;
 pub use masters::RedisMasters;
 pub use sentinel::RedisSentinels;

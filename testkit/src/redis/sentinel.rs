@@ -9,7 +9,7 @@ use tokio::time::Instant;
 use super::ask::{ask, drop_replicas, role, wait_caught_up};
 use super::{ClusterBus, Redis, TlsFiles};
 use crate::TestkitError;
-use crate::process::temp_dir;
+use crate::scratch_dir::temp_dir;
 use crate::tls::query_path;
 
 /// The name the sentinels monitor the master under.

@@ -10,7 +10,8 @@ use std::time::Duration;
 use tempfile::TempDir;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::process::{Server, Spec, find_binary, temp_dir};
+use crate::process::{Server, Spec, find_binary};
+use crate::scratch_dir::temp_dir;
 use crate::tls::{CertAuthority, query_path};
 use crate::{TestkitError, free_port};
 
