@@ -89,6 +89,44 @@ async fn dropping_a_handle_stops_its_process_group() {
     assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists());
 }
 
+/// The files the process `pid` maps whose path contains `part`.
+fn mapped_files(pid: u32, part: &str) -> Vec<String> {
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
+    let mut files: Vec<String> = maps
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .filter(|path| path.contains(part))
+        .map(String::from)
+        .collect();
+    files.dedup();
+    files
+}
+
+#[tokio::test]
+async fn a_killed_postgres_leaves_no_shared_memory_behind() {
+    let mut pg = Postgres::start().await.unwrap();
+    let pid = pg.pid().unwrap();
+    // A killed server cannot remove its dynamic shared memory: it must be
+    // where the server's own directory goes with it, not in /dev/shm.
+    assert_eq!(
+        mapped_files(pid, "/dev/shm/PostgreSQL."),
+        Vec::<String>::new()
+    );
+    let segments = mapped_files(pid, "/pg_dynshmem/");
+    assert!(
+        !segments.is_empty(),
+        "no dynamic shared memory in the data directory"
+    );
+    pg.kill();
+    drop(pg);
+    for segment in segments {
+        assert!(
+            !std::path::Path::new(&segment).exists(),
+            "{segment} outlived the server"
+        );
+    }
+}
+
 #[tokio::test]
 async fn redis_masters_are_independent() {
     let mut m = RedisMasters::start(3).await.unwrap();
