@@ -47,11 +47,13 @@ fn temp_dir_in(base: &Path) -> Result<TempDir, TestkitError> {
 /// [`TMPFS`], if it is a tmpfs with [`TMPFS_ROOM`] left.
 fn roomy_tmpfs() -> Option<PathBuf> {
     let fs = rustix::fs::statfs(TMPFS).ok()?;
-    let room = rustix::fs::statvfs(TMPFS).ok()?;
-    #[allow(clippy::unnecessary_cast)] // `f_type`'s width differs by target
-    let is_tmpfs = fs.f_type as u64 == TMPFS_MAGIC;
-    let left = room.f_bavail.saturating_mul(room.f_frsize);
-    (is_tmpfs && left >= TMPFS_ROOM).then(|| PathBuf::from(TMPFS))
+    // The fields' widths differ by target.
+    #[allow(clippy::unnecessary_cast)]
+    let (kind, left) = (
+        fs.f_type as u64,
+        (fs.f_bavail as u64).saturating_mul(fs.f_bsize as u64),
+    );
+    (kind == TMPFS_MAGIC && left >= TMPFS_ROOM).then(|| PathBuf::from(TMPFS))
 }
 
 #[cfg(test)]
