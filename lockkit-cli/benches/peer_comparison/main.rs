@@ -9,6 +9,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)] // A benchmark prints its progress.
 
 mod backend;
+mod in_round_trips;
 mod machine;
 mod measure;
 mod paired;
@@ -42,7 +43,7 @@ struct Args {
     #[arg(long, default_value_t = 2000)]
     iterations: u64,
     /// Hand-offs measured per library and waiter count (rounds of one holder and N
-    /// waiters, as many as it takes).
+    /// waiters, as many as it takes, and at least `measure::MIN_ROUNDS`).
     #[arg(long, default_value_t = 256)]
     handoffs: u64,
     /// Queue lengths to measure hand-offs with.

@@ -3,11 +3,16 @@
 
 use crate::Args;
 use crate::backend::Failure;
+use crate::in_round_trips::in_round_trips;
 use crate::paired::{self, Noise};
 use crate::program::Program;
 use crate::results::{Floor, Group, Measured, Row, Stats};
 use crate::rounds;
 
+/// Hand-off rounds per queue length at least: the hand-offs' ratio to the round
+/// trip is bootstrapped over rounds ([`crate::in_round_trips`]), which four
+/// rounds of 64 leave too wide to judge by.
+pub(crate) const MIN_ROUNDS: u64 = 8;
 /// What the control row is called: lockkit measured a second time.
 pub(crate) const CONTROL: &str = "lockkit, again (control)";
 /// lockkit with a fixed lease and no watchdog: the watchdog's cost on the hot
@@ -93,11 +98,20 @@ pub(crate) async fn run_group(
         }
         eprintln!("   {}: hand-offs", program.library);
         for &waiters in group.waiters(&args.waiters) {
-            let rounds = args.handoffs.div_ceil(waiters).max(1);
+            let rounds = args.handoffs.div_ceil(waiters).max(MIN_ROUNDS);
             let measured = program
                 .handoffs(&group.backend, &group.servers, waiters, rounds)
                 .await
                 .map(|h| Measured {
+                    in_round_trips: h
+                        .round_trips_ns
+                        .as_deref()
+                        .and_then(|rtt| in_round_trips(&h.gaps_ns, &h.per_round, rtt)),
+                    from_release_start_in_round_trips: h
+                        .round_trips_ns
+                        .as_deref()
+                        .zip(h.from_release_start_ns.as_deref())
+                        .and_then(|(rtt, t)| in_round_trips(t, &h.per_round, rtt)),
                     server_cpu_per_handoff: h.server_cpu.map(|c| c / h.gaps_ns.len().max(1) as u32),
                     commands_per_handoff: h
                         .commands

@@ -31,6 +31,19 @@ pub(crate) fn paired(a: &[u64], b: &[u64]) -> Option<Paired> {
     if ratios.len() < 5 {
         return None;
     }
+    let (low, high) = bootstrap(ratios.len(), |picked| {
+        median(picked.iter().map(|&i| ratios[i]).collect())
+    });
+    Some(Paired {
+        median: median(ratios),
+        low,
+        high,
+    })
+}
+
+/// The 95% bootstrap interval of `statistic` over `units` resampled with
+/// replacement: `statistic` gets the indices of one resample.
+pub(crate) fn bootstrap(units: usize, mut statistic: impl FnMut(&[usize]) -> f64) -> (f64, f64) {
     // A fixed seed: the same rounds give the same interval.
     let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut next = |n: usize| {
@@ -39,23 +52,21 @@ pub(crate) fn paired(a: &[u64], b: &[u64]) -> Option<Paired> {
             .wrapping_add(1_442_695_040_888_963_407);
         ((state >> 33) as usize) % n
     };
-    let mut medians: Vec<f64> = (0..RESAMPLES)
+    let mut picked = vec![0; units];
+    let mut values: Vec<f64> = (0..RESAMPLES)
         .map(|_| {
-            let sample: Vec<f64> = (0..ratios.len())
-                .map(|_| ratios[next(ratios.len())])
-                .collect();
-            median(sample)
+            picked.iter_mut().for_each(|i| *i = next(units));
+            statistic(&picked)
         })
         .collect();
-    medians.sort_by(f64::total_cmp);
-    Some(Paired {
-        median: median(ratios),
-        low: medians[RESAMPLES * 25 / 1000],
-        high: medians[RESAMPLES * 975 / 1000 - 1],
-    })
+    values.sort_by(f64::total_cmp);
+    (
+        values[RESAMPLES * 25 / 1000],
+        values[RESAMPLES * 975 / 1000 - 1],
+    )
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
+pub(crate) fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     let n = v.len();
     if n % 2 == 1 {

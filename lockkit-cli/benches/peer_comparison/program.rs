@@ -31,6 +31,12 @@ pub(crate) struct Handoffs {
     /// The same hand-offs timed from the release's start, from participants that
     /// send them (lockkit's, rslock's and the raw floors': this binary).
     pub(crate) from_release_start_ns: Option<Vec<u64>>,
+    /// How many hand-offs each round gave, in order.
+    pub(crate) per_round: Vec<usize>,
+    /// The p50 of a block of the backend's cheapest requests before each round's
+    /// go, and one after the last round (see [`crate::in_round_trips`]); `None`
+    /// if a block failed.
+    pub(crate) round_trips_ns: Option<Vec<u64>>,
     /// Requests served during the rounds (from the go to the last release).
     pub(crate) commands: Option<u64>,
     /// CPU time the server ran during the rounds (from the go to the last
@@ -185,6 +191,7 @@ impl Program {
             commands: Some(0),
             server_cpu: Some(Duration::ZERO),
             from_release_start_ns: Some(Vec::new()),
+            round_trips_ns: Some(Vec::new()),
             ..Handoffs::default()
         };
         for _ in 0..rounds {
@@ -192,6 +199,8 @@ impl Program {
             if line != "ready" {
                 return Err(format!("expected ready, read {line:.200}").into());
             }
+            // Before the counters are read: the block is not the round's work.
+            block(backend, &mut out.round_trips_ns).await;
             let before = backend.commands().await?;
             let cpu_before = servers.used();
             let stdin = running.child.stdin.as_mut().ok_or("no stdin")?;
@@ -202,6 +211,7 @@ impl Program {
                 (Some(sum), Some(b), Some(a)) => Some(sum + a.saturating_sub(b)),
                 _ => None,
             };
+            out.per_round.push(round.ns.len());
             out.gaps_ns.extend(round.ns);
             out.from_release_start_ns =
                 match (out.from_release_start_ns, round.from_release_start_ns) {
@@ -218,6 +228,17 @@ impl Program {
             };
         }
         running.finish().await?;
+        block(backend, &mut out.round_trips_ns).await;
         Ok(out)
+    }
+}
+
+/// Adds the p50 of one more block of round trips to `blocks`, or drops them all
+/// if it fails.
+async fn block(backend: &Backend, blocks: &mut Option<Vec<u64>>) {
+    let p50 = backend.round_trip(crate::in_round_trips::BLOCK).await;
+    match (blocks.as_mut(), p50) {
+        (Some(blocks), Ok(Some(p50))) => blocks.push(p50.as_nanos() as u64),
+        _ => *blocks = None,
     }
 }

@@ -192,10 +192,17 @@ pub(crate) fn render(m: &Machine, args: &Args, groups: &[Group], consul: Option<
          - **hand-off**: rounds of one holder and N waiters, each on its own connection. \
          The waiters queue, the holder releases, each waiter releases as soon as it \
          holds. A hand-off is the time from one release returning to the next acquire \
-         returning: {} per queue length (rounds of N). A grant that lands before the \
+         returning: at least {} per queue length, in at least {} rounds of N. A grant that lands before the \
          release returns (a release that waits for more than the grant needs) reads as \
          0, so lockkit's and rslock's participants also time it from the release's start \
          (*p50 from the release's start*), which includes the release itself.\n\
+         - **hand-off in round trips**: the round trip drifts from second to second \
+         more than the hand-offs do, so each round is bracketed by a block of {} of \
+         the backend's cheapest requests just before its go and just after it ends, \
+         and each hand-off is divided by the mean of the two blocks' p50s. The target's \
+         figure is the median of those ratios, with its 95% interval bootstrapped over \
+         rounds: *met* if the whole interval, widened by the noise band, is within the \
+         target, *missed* if all of it is beyond, *tied* otherwise.\n\
          - **commands per hand-off**: the backend's own request counter, read before and \
          after each round; it includes each waiter's queuing, waiting (polls, watches), \
          grant and release, and the holder's release.\n\
@@ -240,6 +247,8 @@ pub(crate) fn render(m: &Machine, args: &Args, groups: &[Group], consul: Option<
         crate::rounds::BATCH,
         CONTROL,
         args.handoffs,
+        crate::measure::MIN_ROUNDS,
+        crate::in_round_trips::BLOCK,
         crate::measure::LEASE
     );
     for g in groups {
@@ -248,7 +257,8 @@ pub(crate) fn render(m: &Machine, args: &Args, groups: &[Group], consul: Option<
             let _ = writeln!(
                 md,
                 "One round trip (p50 of the cheapest request, on one connection per server, {}; the \
-                 lower of the measurements before and after the libraries ran): {}.",
+                 lower of the measurements before and after the libraries ran; the hand-off targets \
+                 use the round trips measured around each round instead): {}.",
                 g.backend.cheapest_request(),
                 us(rtt.as_secs_f64() * 1e6)
             );

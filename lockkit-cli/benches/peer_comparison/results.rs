@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use crate::backend::Backend;
+use crate::in_round_trips::InRoundTrips;
 use crate::paired::{Noise, Paired, paired};
 use crate::rounds::Uncontended;
 use crate::server_cpu::ServerCpu;
@@ -46,6 +47,10 @@ pub(crate) struct Measured {
     /// Timed from the release's start instead of its return (this binary's
     /// participants only).
     pub(crate) from_release_start: Option<Stats>,
+    /// Each hand-off ÷ the round trip measured around its round, timed from the
+    /// release's return and from its start.
+    pub(crate) in_round_trips: Option<InRoundTrips>,
+    pub(crate) from_release_start_in_round_trips: Option<InRoundTrips>,
     pub(crate) commands_per_handoff: Option<f64>,
     /// The server's CPU time per hand-off, its waiters' queuing included.
     pub(crate) server_cpu_per_handoff: Option<std::time::Duration>,

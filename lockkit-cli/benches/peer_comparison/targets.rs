@@ -1,5 +1,6 @@
 //! The targets lockkit is held to on each backend, and whether one run met them.
 
+use crate::in_round_trips::InRoundTrips;
 use crate::measure::{HANDOFF_FLOOR, LEASE};
 use crate::paired::verdict;
 use crate::report::us;
@@ -25,56 +26,46 @@ pub(crate) fn targets(g: &Group, waiters: &[u64]) -> Vec<String> {
     }
     // Every backend here notifies lockkit's waiters (Redis and Redlock by pub/sub,
     // etcd and ZooKeeper by watches).
-    if let Some(rtt) = g.round_trip {
-        let rtt_us = rtt.as_secs_f64() * 1e6;
-        for &w in waiters {
-            if let Some(h) = lk.handoff(w) {
-                if h.stats.p50_us <= 0.0 {
-                    // A gap is clamped at 0 when the next grant lands before the
-                    // release returns (Redlock: a grant needs a majority of masters
-                    // released, the release waits for all of them; a herd: the
-                    // waiters' attempts hold up the release's return). Judged then
-                    // from the release's start instead: the release included, so
-                    // stricter.
-                    let verdict = match &h.from_release_start {
-                        Some(s) => {
-                            let r = s.p50_us / rtt_us;
-                            // Timed so, a hand-off holds a whole release and a
-                            // whole acquire: at least the floor's pair.
-                            let pair = g.floor.as_ref().map_or_else(String::new, |f| {
-                                format!(
-                                    " (the floor's acquire + release, which it contains, \
-                                     is {}: {:.2}× that)",
-                                    us(f.stats.p50_us),
-                                    s.p50_us / f.stats.p50_us
-                                )
-                            });
-                            format!(
-                                "timed from the release's start instead (release \
-                                 included): p50 {} = {r:.1}× — {}{pair}",
-                                us(s.p50_us),
-                                verdict(r, ROUND_TRIP_TARGET, false, band)
-                            )
-                        }
-                        None => "not measured".to_owned(),
-                    };
-                    out.push(format!(
-                        "hand-off p50 ≤ {ROUND_TRIP_TARGET}× one round trip ({}), {w} waiters: \
-                         the next waiter was granted before the release returned in over half \
-                         the hand-offs, which reads as 0; {verdict}",
-                        us(rtt_us),
-                    ));
-                    continue;
-                }
-                let r = h.stats.p50_us / rtt_us;
-                out.push(format!(
-                    "hand-off p50 ≤ {ROUND_TRIP_TARGET}× one round trip ({}), {w} waiters: \
-                     {r:.1}× — {}",
-                    us(rtt_us),
-                    verdict(r, ROUND_TRIP_TARGET, false, band)
-                ));
-            }
+    for &w in waiters {
+        let Some(h) = lk.handoff(w) else {
+            continue;
+        };
+        if h.stats.p50_us > 0.0 {
+            out.push(format!(
+                "hand-off p50 ≤ {ROUND_TRIP_TARGET}× one round trip, {w} waiters: {}",
+                in_round_trips(g, h.stats.p50_us, h.in_round_trips, band)
+            ));
+            continue;
         }
+        // A gap is clamped at 0 when the next grant lands before the release
+        // returns (Redlock: a grant needs a majority of masters released, the
+        // release waits for all of them; a herd: the waiters' attempts hold up
+        // the release's return). Judged then from the release's start instead:
+        // the release included, so stricter.
+        let verdict = match &h.from_release_start {
+            Some(s) => {
+                // Timed so, a hand-off holds a whole release and a whole
+                // acquire: at least the floor's pair.
+                let pair = g.floor.as_ref().map_or_else(String::new, |f| {
+                    format!(
+                        " (the floor's acquire + release, which it contains, is {}: \
+                         {:.2}× that)",
+                        us(f.stats.p50_us),
+                        s.p50_us / f.stats.p50_us
+                    )
+                });
+                format!(
+                    "timed from the release's start instead (release included): {}{pair}",
+                    in_round_trips(g, s.p50_us, h.from_release_start_in_round_trips, band)
+                )
+            }
+            None => "not measured".to_owned(),
+        };
+        out.push(format!(
+            "hand-off p50 ≤ {ROUND_TRIP_TARGET}× one round trip, {w} waiters: the next waiter \
+             was granted before the release returned in over half the hand-offs, which reads \
+             as 0; {verdict}"
+        ));
     }
     for peer in g.rows.iter().filter(|r| r.library != "lockkit") {
         if peer.library.ends_with(HANDOFF_FLOOR) {
@@ -161,10 +152,14 @@ fn floor_context(g: &Group, lk: &Row, floor: &Row, waiters: &[u64]) -> Vec<Strin
         let (Some(l), Some(f)) = (lk.handoff(w), floor.handoff(w)) else {
             continue;
         };
-        let rtt = g.round_trip.map_or_else(String::new, |rtt| {
-            let r = f.stats.p50_us / (rtt.as_secs_f64() * 1e6);
-            format!(" = {r:.1}× one round trip")
-        });
+        let rtt = match (f.in_round_trips, g.round_trip) {
+            (Some(r), _) => format!(" = {:.1}× the round trips around its rounds", r.median),
+            (None, Some(rtt)) => {
+                let r = f.stats.p50_us / (rtt.as_secs_f64() * 1e6);
+                format!(" = {r:.1}× one round trip")
+            }
+            (None, None) => String::new(),
+        };
         out.push(format!(
             "context, not a target: the server's own hand-off ({}), {w} waiters: \
              p50 {}{rtt}; lockkit's p50 is {:.2}× it",
@@ -197,4 +192,34 @@ fn context(g: &Group, lk: &Row, peer: &Row, why: &str) -> Option<String> {
         cpu(lk),
         cpu(peer)
     ))
+}
+
+/// A hand-off p50 of `p50_us` against the round trip: in the round trips
+/// measured around its rounds, judged by its interval, or else against the
+/// group's one round trip.
+fn in_round_trips(g: &Group, p50_us: f64, r: Option<InRoundTrips>, band: f64) -> String {
+    match (r, g.round_trip) {
+        (Some(r), _) => format!(
+            "p50 {} = {:.2}× the round trips around its rounds ({} to {}; 95% interval \
+             {:.2}–{:.2}×) — {}",
+            us(p50_us),
+            r.median,
+            us(r.round_trip_low_us),
+            us(r.round_trip_high_us),
+            r.low,
+            r.high,
+            r.verdict(ROUND_TRIP_TARGET, band)
+        ),
+        (None, Some(rtt)) => {
+            let rtt_us = rtt.as_secs_f64() * 1e6;
+            let r = p50_us / rtt_us;
+            format!(
+                "p50 {} = {r:.1}× one round trip ({}) — {}",
+                us(p50_us),
+                us(rtt_us),
+                verdict(r, ROUND_TRIP_TARGET, false, band)
+            )
+        }
+        (None, None) => "no round trip measured".to_owned(),
+    }
 }
