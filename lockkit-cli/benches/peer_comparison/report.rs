@@ -192,7 +192,9 @@ pub(crate) fn render(m: &Machine, args: &Args, groups: &[Group], consul: Option<
          - **hand-off**: rounds of one holder and N waiters, each on its own connection. \
          The waiters queue, the holder releases, each waiter releases as soon as it \
          holds. A hand-off is the time from one release returning to the next acquire \
-         returning: at least {} per queue length, in at least {} rounds of N. A grant that lands before the \
+         returning: at least {} per queue length, in at least {} rounds of N, after {} \
+         round of N not counted (it warms the connections up, as the pairs' warm-up \
+         does). A grant that lands before the \
          release returns (a release that waits for more than the grant needs) reads as \
          0, so lockkit's and rslock's participants also time it from the release's start \
          (*p50 from the release's start*), which includes the release itself.\n\
@@ -248,6 +250,7 @@ pub(crate) fn render(m: &Machine, args: &Args, groups: &[Group], consul: Option<
         CONTROL,
         args.handoffs,
         crate::measure::MIN_ROUNDS,
+        crate::program::WARM_UP_ROUNDS,
         crate::in_round_trips::BLOCK,
         crate::measure::LEASE
     );
