@@ -117,6 +117,8 @@ pub(crate) async fn run_group(
                         .commands
                         .map(|c| c as f64 / h.gaps_ns.len().max(1) as f64),
                     stats: Stats::from_ns(&h.gaps_ns),
+                    granted_before_return: h.gaps_ns.iter().filter(|&&g| g == 0).count() as f64
+                        / h.gaps_ns.len().max(1) as f64,
                     from_release_start: h.from_release_start_ns.as_deref().map(Stats::from_ns),
                 })
                 .map_err(|e| e.to_string());

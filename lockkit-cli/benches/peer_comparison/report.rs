@@ -197,7 +197,8 @@ pub(crate) fn render(m: &Machine, args: &Args, groups: &[Group], consul: Option<
          does). A grant that lands before the \
          release returns (a release that waits for more than the grant needs) reads as \
          0, so lockkit's and rslock's participants also time it from the release's start \
-         (*p50 from the release's start*), which includes the release itself.\n\
+         (*p50 from the release's start*), which includes the release itself; lockkit's \
+         target is judged so where a tenth or more of its hand-offs read 0.\n\
          - **hand-off in round trips**: the round trip drifts from second to second \
          more than the hand-offs do, so each round is bracketed by a block of {} of \
          the backend's cheapest requests just before its go and just after it ends, \

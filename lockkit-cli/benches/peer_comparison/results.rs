@@ -47,6 +47,9 @@ pub(crate) struct Measured {
     /// Timed from the release's start instead of its return (this binary's
     /// participants only).
     pub(crate) from_release_start: Option<Stats>,
+    /// The share of hand-offs whose grant landed before the release returned
+    /// (their gaps read 0).
+    pub(crate) granted_before_return: f64,
     /// Each hand-off ÷ the round trip measured around its round, timed from the
     /// release's return and from its start.
     pub(crate) in_round_trips: Option<InRoundTrips>,
