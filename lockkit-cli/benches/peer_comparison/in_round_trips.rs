@@ -12,7 +12,7 @@
 //! its 95% interval is bootstrapped over rounds, the unit the drift moves, and
 //! judges the target with the run's noise band.
 
-use crate::paired::{bootstrap, median};
+use crate::paired::{bootstrap, median, verdict_between};
 
 /// Requests in one block: about 20 ms on a LAN-like round trip of 100 µs.
 pub(crate) const BLOCK: usize = 200;
@@ -31,17 +31,10 @@ pub(crate) struct InRoundTrips {
 }
 
 impl InRoundTrips {
-    /// How the ratio stands against `target`, which lower values meet: met if
-    /// its whole interval, widened by the run's noise `band`, is at most the
-    /// target; missed if all of it is above.
+    /// How the ratio stands against `target`, which lower values meet: by its
+    /// whole interval, widened by the run's noise `band`.
     pub(crate) fn verdict(&self, target: f64, band: f64) -> &'static str {
-        if self.high * (1.0 + band) <= target {
-            "met"
-        } else if self.low * (1.0 - band) <= target {
-            "tied (inside the noise band)"
-        } else {
-            "**missed**"
-        }
+        verdict_between(self.low, self.high, target, false, band)
     }
 }
 

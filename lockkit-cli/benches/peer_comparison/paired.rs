@@ -97,11 +97,23 @@ impl Noise {
 
 /// How a measured value stands against a target, given the noise band `band`.
 pub(crate) fn verdict(value: f64, target: f64, higher_is_better: bool, band: f64) -> &'static str {
-    let (optimistic, pessimistic) = (value * (1.0 + band), value * (1.0 - band));
+    verdict_between(value, value, target, higher_is_better, band)
+}
+
+/// How a value known to lie in `low..=high` stands against a target: met if all
+/// of it, widened by the noise band `band`, meets the target; missed if none of
+/// it does; else tied.
+pub(crate) fn verdict_between(
+    low: f64,
+    high: f64,
+    target: f64,
+    higher_is_better: bool,
+    band: f64,
+) -> &'static str {
     let (met, tied) = if higher_is_better {
-        (pessimistic >= target, optimistic >= target)
+        (low * (1.0 - band) >= target, high * (1.0 + band) >= target)
     } else {
-        (optimistic <= target, pessimistic <= target)
+        (high * (1.0 + band) <= target, low * (1.0 - band) <= target)
     };
     match (met, tied) {
         (true, _) => "met",
