@@ -223,11 +223,11 @@ impl Program {
             // Before the counters are read: the block is not the round's work.
             block(backend, &mut out.round_trips_ns).await;
             let before = backend.commands().await?;
-            let cpu_before = servers.used();
+            let cpu_before = servers.snapshot();
             running.go().await?;
             let round = running.measurement().await?;
-            out.server_cpu = match (out.server_cpu, cpu_before, servers.used()) {
-                (Some(sum), Some(b), Some(a)) => Some(sum + a.saturating_sub(b)),
+            out.server_cpu = match (out.server_cpu, cpu_before, servers.snapshot()) {
+                (Some(sum), Some(b), Some(a)) => Some(sum + a.since(&b)),
                 _ => None,
             };
             out.per_round.push(round.ns.len());

@@ -43,7 +43,7 @@ pub(crate) async fn run(
     let count = iterations.div_ceil(BATCH).max(1);
     eprintln!("   uncontended: {count} rounds of {BATCH} pairs");
     // One reading between two batches: the end of one is the start of the next.
-    let mut last = servers.used();
+    let mut last = servers.snapshot();
     for round in 0..count as usize {
         for turn in 0..programs.len() {
             let i = (round + turn) % programs.len();
@@ -51,12 +51,12 @@ pub(crate) async fn run(
                 continue;
             };
             let batch = session.batch(BATCH).await;
-            let (before, after) = (last, servers.used());
-            last = after;
-            cpu[i] = match (cpu[i], before, after) {
-                (Some(sum), Some(before), Some(after)) => Some(sum + after.saturating_sub(before)),
+            let after = servers.snapshot();
+            cpu[i] = match (cpu[i], &last, &after) {
+                (Some(sum), Some(before), Some(after)) => Some(sum + after.since(before)),
                 _ => None,
             };
+            last = after;
             match batch {
                 Ok(ns) => {
                     rounds[i].push(ns.iter().sum());
