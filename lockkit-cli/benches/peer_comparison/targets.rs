@@ -34,43 +34,42 @@ pub(crate) fn targets(g: &Group, waiters: &[u64]) -> Vec<String> {
         let Some(h) = lk.handoff(w) else {
             continue;
         };
-        if h.granted_before_return < EARLY_GRANTS || h.from_release_start.is_none() {
-            out.push(format!(
-                "hand-off p50 ≤ {ROUND_TRIP_TARGET}× one round trip, {w} waiters: {}",
-                in_round_trips(g, h.stats.p50_us, h.in_round_trips, band)
-            ));
-            continue;
-        }
         // A gap is clamped at 0 when the next grant lands before the release
         // returns (Redlock: a grant needs a majority of masters released, the
         // release waits for all of them; a herd: the waiters' attempts hold up
         // the release's return). Where that is common, the gaps time the
         // release's tail, not the hand-off: judged from the release's start
         // instead, the release included, so stricter.
-        let verdict = match &h.from_release_start {
-            Some(s) => {
-                // Timed so, a hand-off holds a whole release and a whole
-                // acquire: at least the floor's pair.
-                let pair = g.floor.as_ref().map_or_else(String::new, |f| {
-                    format!(
-                        " (the floor's acquire + release, which it contains, is {}: \
-                         {:.2}× that)",
-                        us(f.stats.p50_us),
-                        s.p50_us / f.stats.p50_us
-                    )
-                });
-                format!(
-                    "timed from the release's start instead (release included): {}{pair}",
-                    in_round_trips(g, s.p50_us, h.from_release_start_in_round_trips, band)
-                )
+        let from_start = match &h.from_release_start {
+            Some(s) if h.granted_before_return >= EARLY_GRANTS => s,
+            _ => {
+                out.push(format!(
+                    "hand-off p50 ≤ {ROUND_TRIP_TARGET}× one round trip, {w} waiters: {}",
+                    in_round_trips(g, h.stats.p50_us, h.in_round_trips, band)
+                ));
+                continue;
             }
-            None => "not measured".to_owned(),
         };
+        // Timed so, a hand-off holds a whole release and a whole acquire: at
+        // least the floor's pair.
+        let pair = g.floor.as_ref().map_or_else(String::new, |f| {
+            format!(
+                " (the floor's acquire + release, which it contains, is {}: {:.2}× that)",
+                us(f.stats.p50_us),
+                from_start.p50_us / f.stats.p50_us
+            )
+        });
         out.push(format!(
             "hand-off p50 ≤ {ROUND_TRIP_TARGET}× one round trip, {w} waiters: the next waiter \
              was granted before the release returned in {:.0}% of the hand-offs, which read \
-             as 0; {verdict}",
-            h.granted_before_return * 100.0
+             as 0; timed from the release's start instead (release included): {}{pair}",
+            h.granted_before_return * 100.0,
+            in_round_trips(
+                g,
+                from_start.p50_us,
+                h.from_release_start_in_round_trips,
+                band
+            )
         ));
     }
     for peer in g.rows.iter().filter(|r| r.library != "lockkit") {
